@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Clock returns the current time in microseconds since the Unix epoch. A
+// reading below 0 counts as 0 (S5).
+type Clock func() int64
+
+// WallClock is the default Clock: time.Now in microseconds.
+func WallClock() int64 { return time.Now().UnixMicro() }
+
+// Cursor is where a task sits in list order (S6): UpdatedAt descending, then
+// ID descending in byte order. It is also the boundary a page token encodes.
+type Cursor struct {
+	UpdatedAt int64      // storage last-update time, µs since the Unix epoch
+	ID        a2a.TaskID // tie-breaker, compared as raw bytes
+}
+
+// Compare orders cursors in list order: it is negative when c is listed
+// before d (newer, or equally new with a greater ID), zero when equal and
+// positive when c is listed after d.
+func (c Cursor) Compare(d Cursor) int {
+	switch {
+	case c.UpdatedAt > d.UpdatedAt:
+		return -1
+	case c.UpdatedAt < d.UpdatedAt:
+		return 1
+	}
+	return -bytes.Compare([]byte(c.ID), []byte(d.ID))
+}
+
+// Record is a stored task with its revision and list position.
+type Record struct {
+	Task     *a2a.Task
+	Revision int64  // 1 after Create, +1 per successful mutation (S7)
+	Cursor   Cursor // where the task sits in list order now
+}
+
+// Projection selects how much of each task List returns.
+type Projection int
+
+const (
+	// ProjectionFull (the zero value) returns whole tasks, trimmed by the
+	// request's HistoryLength and IncludeArtifacts.
+	ProjectionFull Projection = iota
+	// ProjectionLight returns ID, ContextID, Status.State, Status.Timestamp
+	// and Metadata only (no status message, no history, no artifacts), read
+	// without decoding the rest of the task.
+	ProjectionLight
+)
+
+// ListRequest asks for one page of a ListTasks traversal.
+//
+// The page holds the tasks matching the filters strictly after the boundary
+// encoded in PageToken, in list order (L1, L2, S6): UpdatedAt descending, then
+// ID descending in byte order. Filters apply before the boundary. A traversal
+// starts with an empty PageToken and copies NextPageToken unchanged into the
+// next request until it is empty (T1).
+//
+// Traversals are live, not snapshots (L7): over one traversal cursors strictly
+// descend, no task ID appears twice (unless deleted and re-created), every
+// task that existed at the start and was neither mutated nor deleted during
+// the traversal appears exactly once, a task mutated during the traversal
+// appears at most once, and equal-time inserts after the ID boundary may
+// appear in later pages.
+type ListRequest struct {
+	ContextID            string        // exact match; "" = any context
+	Status               a2a.TaskState // unspecified = any state; unknown = ErrInvalidArgument
+	StatusTimestampAfter *time.Time    // keep tasks with Status.Timestamp >= this; tasks without one never match
+	PageSize             int           // 0 = 50; valid 1..100 (L3)
+	PageToken            string        // "" = start; otherwise a token from NextPageToken (T1–T7)
+	HistoryLength        *int          // nil = all; 0 = none; n = last n; <0 invalid (L4)
+	IncludeArtifacts     bool          // false: returned tasks carry no artifacts (L4)
+	IncludeTotalSize     bool          // internal: fill TotalSize (L5); false skips the count entirely
+	Projection           Projection    // internal: ProjectionLight for cheap scans (A4)
+}
+
+// ListResponse is one page.
+type ListResponse struct {
+	Tasks         []*a2a.Task
+	TaskCursors   []Cursor // internal: aligned with Tasks, one per task, as read (L6)
+	NextPageToken string   // non-empty only when another matching task follows the last returned one (T6)
+	PageSize      int      // the page size used
+	TotalSize     int      // only when IncludeTotalSize: every matching task, ignoring the boundary (L5)
+}
+
+// Store is the a2astore contract. Every method is safe for concurrent use.
+//
+// Storage update time (S1–S5): every task has UpdatedAt, independent of
+// Status.Timestamp. Create sets it to clock() (clamped at 0); Replace,
+// Cancel and an AppendHistory that adds a message advance it to
+// max(clock(), old+1), so each task's time moves forward by at least 1 µs
+// even when the clock goes backward. A task whose time is math.MaxInt64 can
+// no longer be mutated: further mutations fail with ErrInternal and change
+// nothing. Rejected writes, revision conflicts, rejected cancellations and
+// deduplicated appends change nothing at all (S3).
+//
+// Revisions (S7): 1 after Create, +1 on every successful mutation.
+//
+// IDs (S8): task IDs are non-empty and at most 1024 bytes; context IDs at
+// most 1024 bytes. Backends state which bytes they accept; an ID a backend
+// cannot store is ErrInvalidArgument, never ErrInternal.
+//
+// Returned tasks are copies (L9): mutating them never changes the store, and
+// a task passed in is never retained.
+type Store interface {
+	// Create stores a new task at revision 1 and time clock(). An existing
+	// ID fails with ErrAlreadyExists.
+	Create(ctx context.Context, task *a2a.Task) (Record, error)
+	// Get returns the whole task, or ErrNotFound.
+	Get(ctx context.Context, id a2a.TaskID) (Record, error)
+	// Replace stores task as the new content of task.ID. expectedRevision 0
+	// replaces unconditionally; otherwise it must equal the stored revision
+	// (else ErrRevisionConflict). It advances time and revision even when the
+	// content is identical, may change the context ID and is allowed on
+	// terminal tasks (S7).
+	Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (Record, error)
+	// Cancel moves a non-terminal task to TaskStateCanceled with
+	// Status.Timestamp set to the new UpdatedAt and the status message
+	// cleared (S9). A terminal task fails with ErrNotCancelable.
+	Cancel(ctx context.Context, id a2a.TaskID) (Record, error)
+	// AppendHistory appends msg to the task's history. A message whose ID is
+	// already in the history is not appended again: the call succeeds and
+	// returns the current record unchanged (S3). A nil message or one with
+	// an empty ID is ErrInvalidArgument.
+	AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (Record, error)
+	// Delete removes a task; later lists never show it (S9).
+	Delete(ctx context.Context, id a2a.TaskID) error
+	// List returns one page; see ListRequest. Count and page are read from
+	// one consistent view (L8).
+	List(ctx context.Context, req *ListRequest) (*ListResponse, error)
+}

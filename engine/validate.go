@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Page sizes (L3).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// KnownState reports whether s is one of the task states A2A defines
+// (TaskStateUnspecified is not one).
+func KnownState(s a2a.TaskState) bool {
+	switch s {
+	case a2a.TaskStateAuthRequired, a2a.TaskStateCanceled, a2a.TaskStateCompleted,
+		a2a.TaskStateFailed, a2a.TaskStateInputRequired, a2a.TaskStateRejected,
+		a2a.TaskStateSubmitted, a2a.TaskStateWorking:
+		return true
+	}
+	return false
+}
+
+// ValidateID checks a task ID against S8's length rule: 1..MaxIDBytes bytes.
+// Backends that cannot store some bytes add their own check.
+func ValidateID(id a2a.TaskID) error {
+	if len(id) == 0 {
+		return fmt.Errorf("engine: empty task ID: %w", ErrInvalidArgument)
+	}
+	if len(id) > MaxIDBytes {
+		return fmt.Errorf("engine: task ID longer than %d bytes: %w", MaxIDBytes, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateTask checks what every backend requires of a task it stores (S8):
+// non-nil, a valid ID, a context ID of at most MaxIDBytes bytes, and a
+// known state.
+func ValidateTask(t *a2a.Task) error {
+	if t == nil {
+		return fmt.Errorf("engine: nil task: %w", ErrInvalidArgument)
+	}
+	if err := ValidateID(t.ID); err != nil {
+		return err
+	}
+	if len(t.ContextID) > MaxIDBytes {
+		return fmt.Errorf("engine: context ID longer than %d bytes: %w", MaxIDBytes, ErrInvalidArgument)
+	}
+	if !KnownState(t.Status.State) {
+		return fmt.Errorf("engine: unknown task state: %w", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateMessage checks a message for AppendHistory: non-nil, with an ID.
+func ValidateMessage(m *a2a.Message) error {
+	if m == nil {
+		return fmt.Errorf("engine: nil message: %w", ErrInvalidArgument)
+	}
+	if m.ID == "" {
+		return fmt.Errorf("engine: message without ID: %w", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Query is a validated ListRequest, ready for a backend to run.
+type Query struct {
+	ContextID   string        // "" = any
+	Status      a2a.TaskState // unspecified = any
+	StatusAfter *time.Time    // nil = no status-timestamp filter
+	PageSize    int           // 1..MaxPageSize
+	After       *Cursor       // boundary; nil = start of the list
+	// HistoryLength is -1 for all history, otherwise the number of most
+	// recent messages to keep.
+	HistoryLength    int
+	IncludeArtifacts bool
+	IncludeTotalSize bool
+	Projection       Projection
+}
+
+// ParseListRequest validates req (L3, T4) and returns the query it asks for.
+// Every backend calls it first, so bad input fails the same way everywhere
+// and before any storage is touched.
+func ParseListRequest(req *ListRequest) (Query, error) {
+	if req == nil {
+		return Query{}, fmt.Errorf("engine: nil list request: %w", ErrInvalidArgument)
+	}
+	q := Query{
+		ContextID:        req.ContextID,
+		Status:           req.Status,
+		StatusAfter:      req.StatusTimestampAfter,
+		PageSize:         req.PageSize,
+		HistoryLength:    -1,
+		IncludeArtifacts: req.IncludeArtifacts,
+		IncludeTotalSize: req.IncludeTotalSize,
+		Projection:       req.Projection,
+	}
+	switch {
+	case q.PageSize == 0:
+		q.PageSize = DefaultPageSize
+	case q.PageSize < 0 || q.PageSize > MaxPageSize:
+		return Query{}, fmt.Errorf("engine: page size must be 1..%d: %w", MaxPageSize, ErrInvalidArgument)
+	}
+	if q.Status != a2a.TaskStateUnspecified && !KnownState(q.Status) {
+		return Query{}, fmt.Errorf("engine: unknown status filter: %w", ErrInvalidArgument)
+	}
+	if req.HistoryLength != nil {
+		if *req.HistoryLength < 0 {
+			return Query{}, fmt.Errorf("engine: negative history length: %w", ErrInvalidArgument)
+		}
+		q.HistoryLength = *req.HistoryLength
+	}
+	if len(q.ContextID) > MaxIDBytes {
+		return Query{}, fmt.Errorf("engine: context ID longer than %d bytes: %w", MaxIDBytes, ErrInvalidArgument)
+	}
+	if q.Projection != ProjectionFull && q.Projection != ProjectionLight {
+		return Query{}, fmt.Errorf("engine: unknown projection: %w", ErrInvalidArgument)
+	}
+	if req.PageToken != "" {
+		c, err := DecodeToken(req.PageToken)
+		if err != nil {
+			return Query{}, err
+		}
+		q.After = &c
+	}
+	return q, nil
+}
+
+// Matches reports whether a task with these fields passes the query's
+// filters (L2). It does not look at the boundary.
+func (q *Query) Matches(contextID string, state a2a.TaskState, statusTime *time.Time) bool {
+	if q.ContextID != "" && contextID != q.ContextID {
+		return false
+	}
+	if q.Status != a2a.TaskStateUnspecified && state != q.Status {
+		return false
+	}
+	if q.StatusAfter != nil && (statusTime == nil || statusTime.Before(*q.StatusAfter)) {
+		return false
+	}
+	return true
+}
+
+// Shape trims a task the caller owns (a fresh copy) for a full-projection
+// page (L4): history to the query's HistoryLength, artifacts dropped unless
+// requested.
+func (q *Query) Shape(t *a2a.Task) {
+	if q.HistoryLength >= 0 && len(t.History) > q.HistoryLength {
+		t.History = t.History[len(t.History)-q.HistoryLength:]
+		if len(t.History) == 0 {
+			t.History = nil
+		}
+	}
+	if !q.IncludeArtifacts {
+		t.Artifacts = nil
+	}
+}
+
+// Page assembles a response from up to PageSize+1 tasks read in list order
+// after the boundary: the first PageSize are returned and, when one more was
+// read, NextPageToken encodes the last returned task's cursor (T6).
+func (q *Query) Page(tasks []*a2a.Task, cursors []Cursor) *ListResponse {
+	resp := &ListResponse{PageSize: q.PageSize}
+	if len(tasks) > q.PageSize {
+		tasks, cursors = tasks[:q.PageSize], cursors[:q.PageSize]
+		resp.NextPageToken = EncodeToken(cursors[len(cursors)-1])
+	}
+	if tasks == nil {
+		tasks, cursors = []*a2a.Task{}, []Cursor{}
+	}
+	resp.Tasks, resp.TaskCursors = tasks, cursors
+	return resp
+}
