@@ -302,6 +302,16 @@ func (m *model) matching(req engine.ListRequest) map[a2a.TaskID]bool {
 	return out
 }
 
+// revision returns id's current revision, or 0 when it does not exist.
+func (m *model) revision(id a2a.TaskID) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.mu.byID[id]; ok {
+		return e.rev
+	}
+	return 0
+}
+
 // get returns id's current task, or nil.
 func (m *model) get(id a2a.TaskID) *a2a.Task {
 	m.mu.Lock()
