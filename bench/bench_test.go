@@ -22,7 +22,9 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"mem", func(tb testing.TB, clock engine.Clock) engine.Store { return memstore.New(memstore.Options{Clock: clock}) }},
+	{"mem", func(tb testing.TB, clock engine.Clock) engine.Store {
+		return memstore.New(memstore.Options{Clock: clock})
+	}},
 }
 
 func sizes() []int {
