@@ -29,7 +29,7 @@ func init() {
 		clause{name: "S7/not-found-exists", fn: testNotFoundExists},
 		clause{name: "S7/replace-terminal-and-context", fn: testReplaceTerminalContext},
 		clause{name: "S8/id-limits", fn: testIDLimits},
-		clause{name: "S8/binary-ids", fn: testBinaryIDs},
+		clause{name: "S8-T3/binary-ids", fn: testBinaryIDs},
 		clause{name: "S8/invalid-input", fn: testInvalidInput},
 		clause{name: "S9/cancel", fn: testCancel},
 		clause{name: "S9/delete", fn: testDelete},
@@ -167,11 +167,19 @@ func testRejectedWrites(t testing.TB, e *env) { // S3
 	e.tick(10)
 	_, err = e.s.AppendHistory(e.ctx, tk.ID, &a2a.Message{Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("no id")}})
 	check("AppendHistory of a message without ID", err, engine.ErrInvalidArgument)
-	for _, rev := range []int64{before.Revision + 1, before.Revision - 1, before.Revision + 100, -1} {
+	for _, rev := range []int64{before.Revision + 1, before.Revision - 1, before.Revision + 100} {
 		e.tick(10)
 		_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }), rev)
 		check("Replace with a stale expected revision", err, engine.ErrRevisionConflict)
 	}
+	// A negative expected revision never matches: SPEC S7 makes it a
+	// conflict; rejecting it as invalid input is accepted too.
+	e.tick(10)
+	_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }), -1)
+	if !errors.Is(err, engine.ErrRevisionConflict) && !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("Replace with expected revision -1: %v, want ErrRevisionConflict or ErrInvalidArgument", err)
+	}
+	e.expectUnchanged(t, "Replace with expected revision -1", before)
 	e.tick(10)
 	_, err = e.s.Create(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }))
 	check("Create of an existing ID", err, engine.ErrAlreadyExists)

@@ -32,7 +32,7 @@ type Checker interface {
 
 var (
 	flagSeed = flag.Uint64("storetest.seed", 0, "seed of the storetest randomized tests (0 = random)")
-	flagOps  = flag.Int("storetest.ops", 1000, "operations per storetest model-based randomized test")
+	flagOps  = flag.Int("storetest.ops", 600, "operations per storetest model-based randomized test")
 )
 
 // ManualClock is an engine.Clock the test drives: it returns the time last

@@ -223,7 +223,7 @@ func (s clockOnly) Replace(ctx context.Context, t *a2a.Task, rev int64) (engine.
 type noDedup struct{ *model }
 
 func (s noDedup) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if msg == nil {
+	if msg == nil || msg.ID == "" {
 		return s.model.AppendHistory(ctx, id, msg)
 	}
 	m := *msg
@@ -233,6 +233,43 @@ func (s noDedup) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Mess
 		r.Task.History[len(r.Task.History)-1].ID = msg.ID
 	}
 	return r, err
+}
+
+// totalAfterBoundary counts only the matches after the boundary.
+type totalAfterBoundary struct{ *model }
+
+func (s totalAfterBoundary) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err != nil || !req.IncludeTotalSize || req.PageToken == "" {
+		return resp, err
+	}
+	r := *req
+	r.PageSize = engine.MaxPageSize
+	n := 0
+	for {
+		page, err := s.model.List(ctx, &r)
+		if err != nil {
+			return nil, err
+		}
+		n += len(page.Tasks)
+		if page.NextPageToken == "" {
+			break
+		}
+		r.PageToken = page.NextPageToken
+	}
+	resp.TotalSize = n
+	return resp, nil
+}
+
+// tokenOnLastPage returns a next token on every non-empty page.
+type tokenOnLastPage struct{ *model }
+
+func (s tokenOnLastPage) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err == nil && len(resp.TaskCursors) > 0 {
+		resp.NextPageToken = engine.EncodeToken(resp.TaskCursors[len(resp.TaskCursors)-1])
+	}
+	return resp, err
 }
 
 // textOnly is a text-ID backend that forgot to reject binary IDs.
@@ -263,7 +300,11 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		{"text-backend-accepting-binary", Harness{
 			Open:           func(_ testing.TB, clock engine.Clock) engine.Store { return textOnly{newModel(clock, true)} },
 			ClockInjection: true, BinaryIDs: false,
-		}, []string{"S8/binary-ids"}},
+		}, []string{"S8-T3/binary-ids"}},
+		{"total-after-boundary", wrap(true, func(m *model) engine.Store { return totalAfterBoundary{m} }),
+			[]string{"L5/total-size", "T6/next-token", "model/random"}},
+		{"token-on-last-page", wrap(true, func(m *model) engine.Store { return tokenOnLastPage{m} }),
+			[]string{"T6/next-token", "T1/traversal", "model/random"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
