@@ -15,25 +15,23 @@ import (
 
 // Storage update time and order (S1–S9).
 
-func init() {
-	register(
-		clause{name: "S1-S2/time-advances", fn: testTimeAdvances},
-		clause{name: "S3/rejected-writes", fn: testRejectedWrites},
-		clause{name: "S3/rejected-cancel", fn: testRejectedCancel},
-		clause{name: "S4/clock-backward", clock: true, fn: testClockBackward},
-		clause{name: "S5/negative-clock", clock: true, fn: testNegativeClock},
-		clause{name: "S5/max-time", clock: true, fn: testMaxTime},
-		clause{name: "S6/equal-times", clock: true, fn: testEqualTimes},
-		clause{name: "S6/order", fn: testOrder},
-		clause{name: "S7/revisions", fn: testRevisions},
-		clause{name: "S7/not-found-exists", fn: testNotFoundExists},
-		clause{name: "S7/replace-terminal-and-context", fn: testReplaceTerminalContext},
-		clause{name: "S8/id-limits", fn: testIDLimits},
-		clause{name: "S8-T3/binary-ids", fn: testBinaryIDs},
-		clause{name: "S8/invalid-input", fn: testInvalidInput},
-		clause{name: "S9/cancel", fn: testCancel},
-		clause{name: "S9/delete", fn: testDelete},
-	)
+var sClauses = []clause{
+	{name: "S1-S2/time-advances", fn: testTimeAdvances},
+	{name: "S3/rejected-writes", fn: testRejectedWrites},
+	{name: "S3/rejected-cancel", fn: testRejectedCancel},
+	{name: "S4/clock-backward", clock: true, fn: testClockBackward},
+	{name: "S5/negative-clock", clock: true, fn: testNegativeClock},
+	{name: "S5/max-time", clock: true, fn: testMaxTime},
+	{name: "S6/equal-times", clock: true, fn: testEqualTimes},
+	{name: "S6/order", fn: testOrder},
+	{name: "S7/revisions", fn: testRevisions},
+	{name: "S7/not-found-exists", fn: testNotFoundExists},
+	{name: "S7/replace-terminal-and-context", fn: testReplaceTerminalContext},
+	{name: "S8/id-limits", fn: testIDLimits},
+	{name: "S8-T3/binary-ids", fn: testBinaryIDs},
+	{name: "S8/invalid-input", fn: testInvalidInput},
+	{name: "S9/cancel", fn: testCancel},
+	{name: "S9/delete", fn: testDelete},
 }
 
 // advanced checks a successful mutation's record against the previous one:

@@ -17,15 +17,13 @@ import (
 
 // Page tokens (T1–T7).
 
-func init() {
-	register(
-		clause{name: "T1/traversal", fn: testTraversal},
-		clause{name: "T2/url-safe", fn: testURLSafe},
-		clause{name: "T4/invalid-tokens", fn: testInvalidTokens},
-		clause{name: "T5/missing-boundary", fn: testMissingBoundary},
-		clause{name: "T6/next-token", fn: testNextToken},
-		clause{name: "T7/changed-filter", fn: testChangedFilter},
-	)
+var tClauses = []clause{
+	{name: "T1/traversal", fn: testTraversal},
+	{name: "T2/url-safe", fn: testURLSafe},
+	{name: "T4/invalid-tokens", fn: testInvalidTokens},
+	{name: "T5/missing-boundary", fn: testMissingBoundary},
+	{name: "T6/next-token", fn: testNextToken},
+	{name: "T7/changed-filter", fn: testChangedFilter},
 }
 
 // snapshot is every task of a quiet store in list order, read in one page

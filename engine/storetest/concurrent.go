@@ -215,7 +215,7 @@ func runConcurrent(e *env, seed uint64, c concurrency) []error {
 					}
 					if resp.NextPageToken == "" {
 						if err := check.finish(); err != nil {
-							fail("traverser %d traversal %d (%+v): %v", tr, n, req, err)
+							fail("traverser %d traversal %d (%s): %v", tr, n, fmtReq(req), err)
 						}
 						break
 					}

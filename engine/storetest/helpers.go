@@ -250,10 +250,10 @@ func (e *env) mustList(t testing.TB, req engine.ListRequest) *engine.ListRespons
 	t.Helper()
 	resp, err := e.s.List(e.ctx, &req)
 	if err != nil {
-		t.Fatalf("List(%+v): %v", req, err)
+		t.Fatalf("List(%s): %v", fmtReq(req), err)
 	}
 	if msg := checkResponse(resp); msg != "" {
-		t.Fatalf("List(%+v): %s", req, msg)
+		t.Fatalf("List(%s): %s", fmtReq(req), msg)
 	}
 	return resp
 }
@@ -320,7 +320,7 @@ func (e *env) traverse(t testing.TB, req engine.ListRequest, maxTasks int) ([]*a
 	t.Helper()
 	tasks, cursors, err := traverse(e, req, maxTasks)
 	if err != nil {
-		t.Fatalf("traversal %+v: %v", req, err)
+		t.Fatalf("traversal %s: %v", fmtReq(req), err)
 	}
 	return tasks, cursors
 }

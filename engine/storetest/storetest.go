@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"flag"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -88,10 +89,11 @@ type clause struct {
 	fn    func(t testing.TB, e *env)
 }
 
-// clauses is filled by the clause files' init functions, in order.
-var clauses []clause
-
-func register(cs ...clause) { clauses = append(clauses, cs...) }
+// clauses lists Run's subtests in order.
+var clauses = slices.Concat(sClauses, tClauses, lClauses, []clause{
+	{name: "model/random", fn: testRandom},
+	{name: "L7-L8/concurrent", fn: testConcurrent},
+})
 
 // env is one clause's fresh store and, with ClockInjection, its clock.
 type env struct {
