@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -55,16 +56,18 @@ const stripes = 256
 // need no read and no lock.
 //
 // Failure: Pebble treats a failed write-ahead-log or MANIFEST write as fatal
-// (by default it exits the process). The Store instead marks itself failed:
-// the call that hit the error and every later call return
-// engine.ErrInternal, and the database must be reopened. A fatal error in a
-// background flush or compaction panics.
+// (by default it exits the process) and panics on some I/O errors (a failed
+// directory sync). The Store instead marks itself failed: the call that hit
+// the error and every later call return engine.ErrInternal, and the
+// database must be reopened. Such a failure in a background flush or
+// compaction goroutine still panics.
 type Store struct {
-	db    *pebble.DB
-	clock engine.Clock
-	wo    *pebble.WriteOptions
-	cache interface{ Unref() }
-	seed  maphash.Seed
+	db     *pebble.DB
+	clock  engine.Clock
+	wo     *pebble.WriteOptions
+	cache  interface{ Unref() }
+	seed   maphash.Seed
+	logger pebble.Logger
 
 	// life guards db against Close: calls hold it for reading.
 	life struct {
@@ -97,6 +100,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if base == nil {
 		base = pebble.DefaultLogger
 	}
+	s.logger = base
 	po := &pebble.Options{
 		FS:                 opts.FS,
 		Cache:              cache,
@@ -121,14 +125,30 @@ func Open(dir string, opts Options) (*Store, error) {
 func openCatching(dir string, po *pebble.Options) (db *pebble.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(fatalError)
+			msg, ok := storageFailure(r)
 			if !ok {
 				panic(r)
 			}
-			db, err = nil, errors.New(f.msg)
+			db, err = nil, errors.New(msg)
 		}
 	}()
 	return pebble.Open(dir, po)
+}
+
+// storageFailure reports whether a panic value is a storage failure Pebble
+// raised (a Fatalf, or an I/O error it panics with, such as a failed
+// directory sync) rather than a bug: runtime errors and non-error values are
+// bugs and keep panicking.
+func storageFailure(r any) (string, bool) {
+	switch v := r.(type) {
+	case fatalError:
+		return v.msg, true
+	case runtime.Error:
+		return "", false
+	case error:
+		return v.Error(), true
+	}
+	return "", false
 }
 
 // Close waits for in-flight calls, then closes the database. Later calls
@@ -185,14 +205,18 @@ func (l *fatalLogger) Fatalf(format string, args ...any) {
 	panic(fatalError{msg: msg})
 }
 
-// catch turns a fatalError panic in the calling goroutine into ErrInternal.
-// It must be deferred directly.
+// catch turns a storage-failure panic in the calling goroutine into
+// ErrInternal and marks the store failed. It must be deferred directly.
 func (s *Store) catch(op string, err *error) {
 	if r := recover(); r != nil {
-		if _, ok := r.(fatalError); !ok {
+		msg, ok := storageFailure(r)
+		if !ok {
 			panic(r)
 		}
-		*err = fmt.Errorf("pebblestore: %s: fatal storage error: %w", op, engine.ErrInternal)
+		if s.failed.CompareAndSwap(nil, &msg) {
+			s.logger.Errorf("pebblestore: %s: storage failure, store failed: %s", op, msg)
+		}
+		*err = fmt.Errorf("pebblestore: %s: storage failure: %w", op, engine.ErrInternal)
 	}
 }
 
@@ -201,8 +225,10 @@ func (s *Store) lockFor(id []byte) *sync.Mutex {
 	return &s.locks[maphash.Bytes(s.seed, id)%stripes]
 }
 
-// counterMerger sums counter deltas (zigzag varints). A sum that includes
-// the oldest operand and is zero deletes the key.
+// counterMerger sums counter deltas (zigzag varints). A counter that drops
+// to zero stays as a zero-valued key: Pebble v2.1.7's compaction iterator
+// panics when a DeletableValueMerger asks to drop a merged key, so this
+// merger does not implement it.
 var counterMerger = &pebble.Merger{
 	Name: "a2astore.counter.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
@@ -226,10 +252,6 @@ func (m *counterSum) MergeOlder(value []byte) error { return m.MergeNewer(value)
 
 func (m *counterSum) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	return binary.AppendVarint(nil, m.n), nil, nil
-}
-
-func (m *counterSum) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
-	return binary.AppendVarint(nil, m.n), includesBase && m.n == 0, nil, nil
 }
 
 func decodeCounter(b []byte) (int64, error) {
