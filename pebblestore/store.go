@@ -263,3 +263,7 @@ func decodeCounter(b []byte) (int64, error) {
 }
 
 func counterDelta(d int64) []byte { return binary.AppendVarint(nil, d) }
+
+// Metrics returns Pebble's metrics (disk usage, write amplification, cache
+// hit rates) for monitoring.
+func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }
