@@ -117,4 +117,3 @@ func BenchmarkA2AInMemory(b *testing.B) {
 		})
 	})
 }
-
