@@ -159,7 +159,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	if stats != nil {
 		stats.Examined += examined
 	}
-	resp = page(&q, tasks, cursors, more)
+	resp = q.Page(tasks, cursors, more)
 
 	if q.IncludeTotalSize {
 		total, counted, err := s.total(it, &q, prefix)
@@ -258,12 +258,3 @@ func (s *Store) total(it *pebble.Iterator, q *engine.Query, prefix []byte) (tota
 	return total, counted, nil
 }
 
-// page assembles the response; more reports that a matching entry follows
-// the page.
-func page(q *engine.Query, tasks []*a2a.Task, cursors []engine.Cursor, more bool) *engine.ListResponse {
-	if more {
-		// engine.Query.Page trims a look-ahead entry it is given.
-		tasks, cursors = append(tasks, nil), append(cursors, engine.Cursor{})
-	}
-	return q.Page(tasks, cursors)
-}
