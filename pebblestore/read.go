@@ -113,6 +113,9 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	cursors := make([]engine.Cursor, 0, q.PageSize+1)
 	examined := 0
 	more := false
+	// adjacent: the previous global index entry was returned, so its body
+	// is the bodies iterator's current key.
+	adjacent := false
 	for ok := it.First(); ok; ok = it.Next() {
 		examined++
 		v, err := it.ValueAndErr()
@@ -128,6 +131,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 			return nil, err
 		}
 		if !match {
+			adjacent = false
 			continue
 		}
 		if len(tasks) == q.PageSize {
@@ -142,7 +146,8 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 		if bodies == nil {
 			t, err = l.task(cur.ID)
 		} else {
-			t, err = readBody(bodies, cur, l.contextID)
+			t, err = readBody(bodies, cur, l.contextID, adjacent)
+			adjacent = q.ContextID == ""
 			if t != nil {
 				q.Shape(t)
 			}
@@ -192,12 +197,23 @@ func matches(q *engine.Query, l *light) (bool, error) {
 	return ts != nil && !ts.Before(*q.StatusAfter), nil
 }
 
-// readBody moves bodies to cur's body and decodes it. Successive calls
-// within one page ask for increasing keys, which Pebble serves by stepping
-// instead of seeking afresh.
-func readBody(bodies *pebble.Iterator, cur engine.Cursor, contextID string) (*a2a.Task, error) {
+// readBody positions bodies at cur's body and decodes it. Bodies are keyed
+// by cursor, like the global index, so when the previous entry of a global
+// page was also returned (adjacent) the body is the next key: one step.
+// Otherwise (context pages, skipped entries) it seeks with a limit just past
+// the key, which keeps Pebble from walking forward through every body in
+// between (its seek-using-next optimization applies only to unlimited
+// seeks).
+func readBody(bodies *pebble.Iterator, cur engine.Cursor, contextID string, adjacent bool) (*a2a.Task, error) {
 	bk := bodyKey(cur)
-	if !bodies.SeekGE(bk) || !bytes.Equal(bodies.Key(), bk) {
+	found := false
+	if adjacent {
+		found = bodies.Next() && bytes.Equal(bodies.Key(), bk)
+	}
+	if !found {
+		found = bodies.SeekGEWithLimit(bk, append(bytes.Clone(bk), 0)) == pebble.IterValid && bytes.Equal(bodies.Key(), bk)
+	}
+	if !found {
 		if err := bodies.Error(); err != nil {
 			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 		}
@@ -257,4 +273,3 @@ func (s *Store) total(it *pebble.Iterator, q *engine.Query, prefix []byte) (tota
 	}
 	return total, counted, nil
 }
-
