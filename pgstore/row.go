@@ -1,0 +1,186 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// fields is a task in column form, ready to be written.
+type fields struct {
+	contextID string
+	state     string
+	statusTS  *time.Time // Status.Timestamp truncated to µs; nil = none
+	statusNS  int32      // the nanoseconds below statusTS's µs
+	statusMsg []byte     // JSON; nil = none
+	metadata  []byte     // engine.EncodeMetadata; nil = none
+	artifacts []byte     // JSON array; nil = none
+	history   [][]byte   // JSON per message
+	msgIDs    [][]byte   // IDs of the history's messages
+}
+
+// validateID checks a task ID (S8): the engine's length rule and what
+// PostgreSQL text can hold.
+func validateID(id a2a.TaskID) error {
+	if err := engine.ValidateID(id); err != nil {
+		return err
+	}
+	if !storable(string(id)) {
+		return fmt.Errorf("pgstore: task ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// encode validates t and splits it into columns. It changes nothing in t.
+func encode(t *a2a.Task) (fields, error) {
+	if err := engine.ValidateTask(t); err != nil {
+		return fields{}, err
+	}
+	if !storable(string(t.ID)) {
+		return fields{}, fmt.Errorf("pgstore: task ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	if !storable(t.ContextID) {
+		return fields{}, fmt.Errorf("pgstore: context ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	f := fields{contextID: t.ContextID, state: string(t.Status.State)}
+	var err error
+	if ts := t.Status.Timestamp; ts != nil {
+		// The same range the JSON encoding (and so every other backend)
+		// accepts: years 0..9999.
+		if _, err := ts.MarshalJSON(); err != nil {
+			return fields{}, fmt.Errorf("pgstore: status timestamp: %v: %w", err, engine.ErrInvalidArgument)
+		}
+		us, ns := splitTime(*ts)
+		f.statusTS, f.statusNS = &us, ns
+	}
+	if t.Status.Message != nil {
+		if f.statusMsg, err = marshal(t.Status.Message); err != nil {
+			return fields{}, err
+		}
+	}
+	if f.metadata, err = engine.EncodeMetadata(t.Metadata); err != nil {
+		return fields{}, err
+	}
+	if len(t.Artifacts) > 0 {
+		if f.artifacts, err = marshal(t.Artifacts); err != nil {
+			return fields{}, err
+		}
+	}
+	f.history = make([][]byte, 0, len(t.History))
+	f.msgIDs = make([][]byte, 0, len(t.History))
+	for _, m := range t.History {
+		b, err := marshal(m)
+		if err != nil {
+			return fields{}, err
+		}
+		f.history = append(f.history, b)
+		if m != nil {
+			f.msgIDs = append(f.msgIDs, []byte(m.ID))
+		}
+	}
+	return f, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: encode task: %v: %w", err, engine.ErrInvalidArgument)
+	}
+	return b, nil
+}
+
+// splitTime splits t into a time on a whole microsecond (what timestamptz
+// holds) and the nanoseconds below it, 0..999, so that (µs, ns) pairs order
+// exactly like the times.
+func splitTime(t time.Time) (time.Time, int32) {
+	ns := t.Nanosecond() % 1000
+	return t.Add(-time.Duration(ns)), int32(ns)
+}
+
+// Column lists, all scanned by scanRow in this order.
+const (
+	// fullColumns reads everything.
+	fullColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history`
+	// returningColumns is fullColumns qualified for UPDATE ... FROM.
+	returningColumns = `t.id, t.context_id, t.updated_at, t.revision, t.state, t.status_ts, t.status_ns, t.status_msg, t.metadata, t.artifacts, t.history`
+	// lightColumns reads the light projection only (A4).
+	lightColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, NULL::bytea, metadata, NULL::bytea, NULL::bytea[]`
+)
+
+// row is one scanned row.
+type row struct {
+	id        string
+	contextID string
+	updatedAt time.Time
+	revision  int64
+	state     string
+	statusTS  *time.Time
+	statusNS  int32
+	statusMsg []byte
+	metadata  []byte
+	artifacts []byte
+	history   [][]byte
+}
+
+func scanRow(r pgx.Row) (row, error) {
+	var x row
+	err := r.Scan(&x.id, &x.contextID, &x.updatedAt, &x.revision, &x.state,
+		&x.statusTS, &x.statusNS, &x.statusMsg, &x.metadata, &x.artifacts, &x.history)
+	return x, err
+}
+
+func (x *row) cursor() engine.Cursor {
+	return engine.Cursor{UpdatedAt: x.updatedAt.UnixMicro(), ID: a2a.TaskID(x.id)}
+}
+
+// task decodes the row into a new task. Columns the query did not select
+// (NULL) leave their fields empty.
+func (x *row) task() (*a2a.Task, error) {
+	status := a2a.TaskStatus{State: a2a.TaskState(x.state)}
+	if x.statusTS != nil {
+		ts := x.statusTS.Add(time.Duration(x.statusNS)).UTC()
+		status.Timestamp = &ts
+	}
+	t, err := engine.LightTask(a2a.TaskID(x.id), x.contextID, status, x.metadata)
+	if err != nil {
+		return nil, err
+	}
+	if x.statusMsg != nil {
+		if err := unmarshal(x.statusMsg, &t.Status.Message); err != nil {
+			return nil, err
+		}
+	}
+	if x.artifacts != nil {
+		if err := unmarshal(x.artifacts, &t.Artifacts); err != nil {
+			return nil, err
+		}
+	}
+	if len(x.history) > 0 {
+		t.History = make([]*a2a.Message, len(x.history))
+		for i, b := range x.history {
+			if err := unmarshal(b, &t.History[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t, nil
+}
+
+func unmarshal(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("pgstore: decode task: %v: %w", err, engine.ErrInternal)
+	}
+	return nil
+}
+
+func (x *row) record() (engine.Record, error) {
+	t, err := x.task()
+	if err != nil {
+		return engine.Record{}, err
+	}
+	return engine.Record{Task: t, Revision: x.revision, Cursor: x.cursor()}, nil
+}
