@@ -176,9 +176,16 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 		return nil, err
 	}
 	defer rows.Close()
-	tasks := make([]*a2a.Task, 0, q.PageSize+1)
-	cursors := make([]engine.Cursor, 0, q.PageSize+1)
+	tasks := make([]*a2a.Task, 0, q.PageSize)
+	cursors := make([]engine.Cursor, 0, q.PageSize)
+	more, read := false, 0
 	for rows.Next() {
+		read++
+		if len(tasks) == q.PageSize {
+			// The look-ahead row: it only says another task follows.
+			more = true
+			break
+		}
 		x, err := scanRow(rows)
 		if err != nil {
 			return nil, err
@@ -193,11 +200,12 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 		tasks = append(tasks, t)
 		cursors = append(cursors, x.cursor())
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if st := engine.ListStatsFrom(ctx); st != nil {
-		st.Examined += len(tasks)
+		st.Examined += read
 	}
-	return q.Page(tasks, cursors), nil
+	return q.Page(tasks, cursors, more), nil
 }
