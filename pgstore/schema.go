@@ -170,3 +170,10 @@ func isContextIndex(d indexDef) bool {
 		d.columns[1] == "updated_at" && d.desc[1] &&
 		d.columns[2] == "id" && d.desc[2] && d.collations[2] == "C"
 }
+
+// TableDDL returns the CREATE TABLE IF NOT EXISTS statement of the store's
+// table in schema, for externally managed schemas: create the table with
+// it, then run MigrationFile for the ordering indexes.
+func TableDDL(schema string) string {
+	return fmt.Sprintf(createTableSQL, pgx.Identifier{schema}.Sanitize())
+}
