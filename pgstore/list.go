@@ -39,8 +39,20 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	order := `updated_at DESC, id COLLATE "C" DESC`
 	if q.ContextID != "" {
-		where = append(where, "context_id = "+arg(q.ContextID))
+		// The context filter is written as a closed range, not "=", and the
+		// order leads with context_id: with "=" the planner treats
+		// context_id as a constant and may serve the order from the global
+		// index with a filter (its correlation statistics favour it when
+		// rows were inserted in time order), reading many rows per page in a
+		// hot context. A range is no constant, so only the context index
+		// gives this order without a sort (C3). For a deterministic
+		// collation (every collation but explicitly nondeterministic ICU
+		// ones) x >= c AND x <= c holds exactly when x = c.
+		p := arg(q.ContextID)
+		where = append(where, "context_id >= "+p+" AND context_id <= "+p)
+		order = "context_id, " + order
 	}
 	if q.Status != a2a.TaskStateUnspecified {
 		where = append(where, "state = "+arg(string(q.Status)))
@@ -94,7 +106,7 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
-	b.WriteString(` ORDER BY updated_at DESC, id COLLATE "C" DESC LIMIT ` + arg(int64(q.PageSize+1)))
+	b.WriteString(" ORDER BY " + order + " LIMIT " + arg(int64(q.PageSize+1)))
 	lq.page, lq.pageArgs = b.String(), args
 	return lq
 }
