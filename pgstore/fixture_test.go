@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2astore/a2astore/engine"
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
 	"github.com/jackc/pgx/v5"
 )
 
