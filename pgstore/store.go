@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -85,11 +88,36 @@ RETURNING ` + returningColumns,
 	}
 }
 
-// Open connects to dsn (a pgx connection string; pool settings such as
-// pool_max_conns go in it) and returns a store that owns the pool: Close
-// closes it.
+// PoolConfig parses dsn (a pgx connection string; pool settings such as
+// pool_max_conns go in it) into the pool configuration Open uses. It differs
+// from pgxpool.ParseConfig in one respect: when a call's context ends, the
+// server gets a cancel request at once and the connection is kept for reuse
+// once the server has acknowledged it (pgx's default drops the connection,
+// cancelling on the way out); the connection is dropped only if the server
+// does not answer within cancelDeadline. Callers of New can start from it.
+func PoolConfig(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
+	}
+	return cfg, nil
+}
+
+// cancelDeadline bounds how long a cancelled call waits for the server to
+// acknowledge the cancel request before the connection is dropped.
+const cancelDeadline = 2 * time.Second
+
+// Open connects to dsn (see PoolConfig) and returns a store that owns the
+// pool: Close closes it.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := PoolConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err) // pgconn redacts the password
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
