@@ -13,13 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Status-timestamp filters are clamped into a range timestamptz holds.
-// Stored status timestamps have years 0..9999 (the JSON range), so the
-// clamp changes no result.
-var (
-	minStatusFilter = time.Date(-1000, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxStatusFilter = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-)
+// Status-timestamp filters are clamped into [minStatusTime,
+// maxStatusTime], which timestamptz holds. Stored status timestamps lie in
+// [minStatusTime, maxStatusTime), so the clamp changes no result.
 
 // listQuery is one List call's SQL.
 type listQuery struct {
@@ -60,10 +56,10 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 	if q.StatusAfter != nil {
 		after := *q.StatusAfter
 		switch {
-		case after.Before(minStatusFilter):
-			after = minStatusFilter
-		case after.After(maxStatusFilter):
-			after = maxStatusFilter
+		case after.Before(minStatusTime):
+			after = minStatusTime
+		case after.After(maxStatusTime):
+			after = maxStatusTime
 		}
 		us, ns := splitTime(after)
 		where = append(where, "(status_ts, status_ns) >= ("+arg(us)+", "+arg(ns)+")")

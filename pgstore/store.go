@@ -278,7 +278,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	if err := engine.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
-	b, err := marshal(msg)
+	b, err := encodeMessage(msg)
 	if err != nil {
 		return engine.Record{}, err
 	}

@@ -397,3 +397,46 @@ func TestConcurrentAppend(t *testing.T) {
 			len(r.Task.History), len(ids), r.Revision, msgs, msgs, 1+msgs)
 	}
 }
+
+// S8: status timestamps are stored across timestamptz's range; beyond it
+// they are ErrInvalidArgument. Filters beyond it clamp without error.
+func TestStatusTimestampRange(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	for i, ts := range []time.Time{
+		time.Date(-4000, 1, 1, 0, 0, 0, 7, time.UTC),
+		time.Date(20000, 6, 1, 0, 0, 0, 999, time.UTC),
+	} {
+		tk := task(fmt.Sprint("far", i), "c", a2a.TaskStateWorking)
+		tk.Status.Timestamp = &ts
+		r := must(t)(s.Create(ctx, tk))
+		if !r.Task.Status.Timestamp.Equal(ts) {
+			t.Fatalf("stored %v, read %v", ts, r.Task.Status.Timestamp)
+		}
+	}
+	for _, ts := range []time.Time{time.Date(-5000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		tk := task("out", "c", a2a.TaskStateWorking)
+		tk.Status.Timestamp = &ts
+		_, err := s.Create(ctx, tk)
+		wantErr(t, err, engine.ErrInvalidArgument)
+	}
+	for _, tc := range []struct {
+		after time.Time
+		want  int
+	}{
+		{time.Date(-1_000_000, 1, 1, 0, 0, 0, 0, time.UTC), 2},
+		{time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), 1},
+		{time.Date(20000, 6, 1, 0, 0, 0, 999, time.UTC), 1},
+		{time.Date(20000, 6, 1, 0, 0, 0, 1000, time.UTC), 0},
+		{time.Date(1_000_000, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+	} {
+		after := tc.after
+		resp, err := s.List(ctx, &engine.ListRequest{StatusTimestampAfter: &after, IncludeTotalSize: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Tasks) != tc.want || resp.TotalSize != tc.want {
+			t.Errorf("after %v: %d tasks, total %d; want %d", after, len(resp.Tasks), resp.TotalSize, tc.want)
+		}
+	}
+}
