@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -47,6 +48,30 @@ func benchStore(b *testing.B, n int) (*pgstore.Store, *pgxpool.Pool, *fixture) {
 	f := loadFixture(b, dsn, "public", n)
 	fmt.Fprintf(os.Stderr, "fixture n=%d loaded (COPY, indexes, VACUUM ANALYZE) in %v\n", n, time.Since(start).Round(time.Millisecond))
 	return s, pool, f
+}
+
+// serverMillis runs EXPLAIN ANALYZE of sql a few times and returns the
+// smallest server-side execution time, in ms: the database's own cost,
+// free of client and scheduling noise on a shared machine.
+func serverMillis(b *testing.B, pool *pgxpool.Pool, sql string, args []any) float64 {
+	b.Helper()
+	best := -1.0
+	for range 5 {
+		var out []byte
+		if err := pool.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+			b.Fatal(err)
+		}
+		var plans []struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+			b.Fatalf("explain analyze: %v", err)
+		}
+		if best < 0 || plans[0].ExecutionTime < best {
+			best = plans[0].ExecutionTime
+		}
+	}
+	return best
 }
 
 // BenchmarkPage: one page of 50 at several depths, by keyset (the store's
@@ -99,6 +124,7 @@ func BenchmarkPage(b *testing.B) {
 							b.Fatalf("%v, %d rows", rows.Err(), k)
 						}
 					}
+					b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
 				})
 				b.Run(fmt.Sprintf("backend=pg/op=list/n=%d/depth=%d/scheme=offset", n, depth), func(b *testing.B) {
 					offset := n * depth / 100
@@ -118,6 +144,7 @@ FROM a2a_tasks ORDER BY created DESC OFFSET $1 LIMIT 51`
 							b.Fatalf("%v, %d rows", rows.Err(), k)
 						}
 					}
+					b.ReportMetric(serverMillis(b, pool, sql, []any{offset}), "server-ms")
 				})
 			}
 		}()
@@ -207,4 +234,3 @@ func BenchmarkCount(b *testing.B) {
 		})
 	}
 }
-
