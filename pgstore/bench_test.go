@@ -175,6 +175,14 @@ func BenchmarkReplace(b *testing.B) {
 				}
 			}
 			b.Run(fmt.Sprintf("backend=pg/op=replace/n=%d/indexes=%s", n, indexes), func(b *testing.B) {
+				// WAL written and HOT updates are the server's side of the
+				// index write overhead, steadier than wall time on a shared
+				// machine.
+				var lsn0 string
+				var hot0 int64
+				if err := pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'a2a_tasks'").Scan(&lsn0, &hot0); err != nil {
+					b.Fatal(err)
+				}
 				b.SetParallelism(4)
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
@@ -189,6 +197,18 @@ func BenchmarkReplace(b *testing.B) {
 						}
 					}
 				})
+				var wal float64
+				if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)", lsn0).Scan(&wal); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(wal/float64(b.N), "wal-bytes/op")
+				// pg_stat counters are flushed by the backends lazily; read
+				// what is there (a lower bound).
+				var hot1 int64
+				if err := pool.QueryRow(ctx, "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'a2a_tasks'").Scan(&hot1); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(hot1-hot0)/float64(b.N), "hot-updates/op")
 				if indexes == "with" {
 					b.ReportMetric(float64(sizes["idx_a2a_tasks_updated"]), "idx_updated_bytes")
 					b.ReportMetric(float64(sizes["idx_a2a_tasks_context_updated"]), "idx_context_bytes")
