@@ -318,3 +318,28 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 	}
 	return nil
 }
+
+// CheckInvariants verifies what the schema cannot declare (storetest.Checker):
+// both ordering indexes still exist by definition, and every row is
+// well-formed — revision at least 1, status_ns within 0..999, a message ID
+// per non-null history element at most, and a known state.
+func (s *Store) CheckInvariants() error {
+	ctx := context.Background()
+	if err := s.checkSchema(ctx); err != nil {
+		return err
+	}
+	var bad int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.table+`
+WHERE revision < 1 OR status_ns NOT BETWEEN 0 AND 999
+   OR cardinality(msg_ids) > cardinality(history)
+   OR state NOT IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED',
+                    'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED',
+                    'TASK_STATE_FAILED', 'TASK_STATE_REJECTED')`).Scan(&bad)
+	if err != nil {
+		return fmt.Errorf("pgstore: check invariants: %w", err)
+	}
+	if bad > 0 {
+		return fmt.Errorf("pgstore: %d malformed rows in %s", bad, s.sql.table)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -437,6 +438,55 @@ func TestStatusTimestampRange(t *testing.T) {
 		}
 		if len(resp.Tasks) != tc.want || resp.TotalSize != tc.want {
 			t.Errorf("after %v: %d tasks, total %d; want %d", after, len(resp.Tasks), resp.TotalSize, tc.want)
+		}
+	}
+}
+
+// S6, C3: tasks with equal times are listed by ID in descending byte order,
+// across page boundaries and in context pages, even when the database's
+// default collation (ICU en-US here) orders the IDs differently.
+func TestEqualTimesByteOrder(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSNWith(t, "TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn := connect(t, dsn)
+	var icuLess bool
+	if err := conn.QueryRow(ctx, `SELECT 'a' < 'B'`).Scan(&icuLess); err != nil {
+		t.Fatal(err)
+	}
+	if !icuLess {
+		t.Fatal("the database's default collation is byte order; the test would prove nothing")
+	}
+	ids := []string{"a", "B", "b", "A", "é", "e", "z", "Z", "aa", "a b", "_", "~", "1", "\u00e9x", "e\u0301"}
+	for _, id := range ids {
+		must(t)(s.Create(ctx, task(id, "c", a2a.TaskStateWorking)))
+	}
+	if _, err := conn.Exec(ctx, `UPDATE a2a_tasks SET updated_at = '2025-01-01 00:00:00+00'`); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(ids)
+	slices.SortFunc(want, func(a, b string) int { return -strings.Compare(a, b) })
+	for _, req := range []engine.ListRequest{{PageSize: 2}, {PageSize: 3, ContextID: "c"}, {PageSize: 1, Projection: engine.ProjectionLight}} {
+		var got []string
+		for {
+			resp, err := s.List(ctx, &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range resp.Tasks {
+				got = append(got, string(tk.ID))
+			}
+			if resp.NextPageToken == "" {
+				break
+			}
+			req.PageToken = resp.NextPageToken
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("context %q: order %q, want %q", req.ContextID, got, want)
 		}
 	}
 }

@@ -73,6 +73,14 @@ func Main(m *testing.M) {
 // otherwise.
 func DSN(tb testing.TB) string {
 	tb.Helper()
+	return DSNWith(tb, "")
+}
+
+// DSNWith is DSN with options appended to CREATE DATABASE, for example
+// "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'" for a
+// database whose default collation is not byte order.
+func DSNWith(tb testing.TB, options string) string {
+	tb.Helper()
 	admin, base, err := server()
 	if err != nil {
 		unavailable(tb, err)
@@ -85,7 +93,7 @@ func DSN(tb testing.TB) string {
 		tb.Fatalf("pgtest: connect to server: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" "+options); err != nil {
 		tb.Fatalf("pgtest: create database: %v", err)
 	}
 	tb.Cleanup(func() {
