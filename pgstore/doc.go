@@ -9,7 +9,7 @@
 // so that a light list (engine.ProjectionLight) reads only the ID, context
 // ID, state, status timestamp and metadata, and a full list reads only the
 // history messages and artifacts it returns. See createTableSQL for the
-// exact definition.
+// definition, which TableDDL returns.
 //
 // List order (S6, C3) is served by two btree indexes:
 //
