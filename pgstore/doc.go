@@ -8,8 +8,8 @@
 // revision, state, status timestamp, and the task body split into columns
 // so that a light list (engine.ProjectionLight) reads only the ID, context
 // ID, state, status timestamp and metadata, and a full list reads only the
-// history messages and artifacts it returns. See createTableSQL for the
-// definition, which TableDDL returns.
+// history messages and artifacts it returns. TableDDL returns the table's
+// definition (for creating it in an externally managed schema).
 //
 // List order (S6, C3) is served by two btree indexes:
 //
@@ -42,7 +42,11 @@
 // A page is one query: the filters, then the boundary as one row comparison
 // in the index's collation, (updated_at, id COLLATE "C") < ($t, $id),
 // ORDER BY updated_at DESC, id COLLATE "C" DESC LIMIT PageSize+1. It never
-// uses OFFSET. When IncludeTotalSize is set, count and page run in one
+// uses OFFSET. A context filter is written context_id >= $c AND context_id
+// <= $c with context_id leading the ORDER BY, so that only the context index
+// yields the order without a sort (with "=", the planner may prefer the
+// global index plus a filter on tables whose rows were inserted in time
+// order); see buildList. When IncludeTotalSize is set, count and page run in one
 // REPEATABLE READ, READ ONLY transaction; otherwise no count runs at all.
 //
 // # Writes (S2–S9)
