@@ -1,0 +1,229 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// BatchSize is the most tasks one scan batch asks the store for (A3).
+const BatchSize = 100
+
+// List returns one page of the tasks the caller may access.
+//
+// The request is validated first, so a bad token or page size fails the same
+// way for every caller (T4). The policy then narrows it (A1) and the
+// narrowed result is scanned in list order, in batches of at most BatchSize
+// tasks read in the policy's projection (A3, A4). Every scanned task is
+// checked against the caller's filters and the policy before it is counted
+// or selected (A2): the total counts every accessible match, ignoring the
+// boundary (L5); the page takes the first PageSize accessible tasks strictly
+// after the boundary and notes whether one more exists.
+//
+// Without a total, the scan starts at the boundary and stops once the page
+// and its look-ahead are found. With a total it starts at the top of the
+// narrowed result and runs to its end.
+//
+// The selected tasks are then re-read whole with Get and re-checked (A5); a
+// task deleted or revoked in between fails the call with the error Get gives
+// for an inaccessible task. A light request (engine.ProjectionLight) is not
+// re-read: it returns the light tasks the scan read, re-checked with the
+// policy just before returning, so what it returns is exactly what was
+// authorized. TaskCursors and NextPageToken carry the cursors at which the
+// tasks were selected, so a task updated after selection never makes the
+// traversal repeat.
+func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	p := pager{q: q}
+	scoped, err := d.policy.ScopeTaskList(ctx, *req)
+	switch {
+	case errors.Is(err, ErrEmptyScope):
+		return p.response(), nil
+	case err != nil:
+		return nil, fmt.Errorf("authz: scope: %w", err)
+	}
+	scan := engine.ListRequest{
+		ContextID:            scoped.ContextID,
+		Status:               scoped.Status,
+		StatusTimestampAfter: scoped.StatusTimestampAfter,
+		PageSize:             BatchSize,
+		Projection:           d.policy.Projection(),
+	}
+	if _, err := engine.ParseListRequest(&scan); err != nil {
+		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
+	}
+	if err := d.scan(ctx, &scan, &p); err != nil {
+		return nil, err
+	}
+	if err := d.finish(ctx, &p); err != nil {
+		return nil, err
+	}
+	return p.response(), nil
+}
+
+// pager is the state of one List call: the page selected so far and the
+// total. It holds at most PageSize selected entries (the look-ahead is only
+// a flag).
+type pager struct {
+	q       engine.Query
+	ids     []a2a.TaskID
+	cursors []engine.Cursor // where each selected task was selected
+	tasks   []*a2a.Task     // light requests: the scanned tasks, made light; full requests: filled by finish
+	more    bool            // an accessible task follows the page
+	total   int
+}
+
+// full reports whether the page and its look-ahead are found.
+func (p *pager) full() bool { return p.more }
+
+// add offers an accessible task read at cursor c.
+func (p *pager) add(t *a2a.Task, c engine.Cursor) {
+	p.total++
+	if p.more || (p.q.After != nil && c.Compare(*p.q.After) <= 0) {
+		return
+	}
+	if len(p.ids) == p.q.PageSize {
+		p.more = true
+		return
+	}
+	p.ids = append(p.ids, t.ID)
+	p.cursors = append(p.cursors, c)
+	if p.q.Projection == engine.ProjectionLight {
+		p.tasks = append(p.tasks, lightTask(t))
+	}
+}
+
+func (p *pager) response() *engine.ListResponse {
+	resp := &engine.ListResponse{
+		Tasks:       p.tasks,
+		TaskCursors: p.cursors,
+		PageSize:    p.q.PageSize,
+	}
+	if resp.Tasks == nil {
+		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []engine.Cursor{}
+	}
+	if p.more {
+		resp.NextPageToken = engine.EncodeToken(p.cursors[len(p.cursors)-1])
+	}
+	if p.q.IncludeTotalSize {
+		resp.TotalSize = p.total
+	}
+	return resp
+}
+
+// scan runs the batches. Without a total the tasks before the boundary
+// cannot matter, so the scan starts at the boundary itself: the store seeks
+// there instead of the dispatcher reading and discarding everything above
+// it, and the result is the same because the store applies filters before
+// the boundary exactly as the top-down scan would (L1, L2). The store never
+// needs the boundary task to exist (T5).
+func (d *Dispatcher) scan(ctx context.Context, scan *engine.ListRequest, p *pager) error {
+	var from *engine.Cursor
+	if !p.q.IncludeTotalSize {
+		from = p.q.After
+		// If every task is accessible, PageSize+1 tasks finish the page:
+		// ask for no more in the first batch.
+		scan.PageSize = min(BatchSize, p.q.PageSize+1)
+	}
+	for {
+		scan.PageToken = ""
+		if from != nil {
+			scan.PageToken = engine.EncodeToken(*from)
+		}
+		batch, err := d.store.List(ctx, scan)
+		if err != nil {
+			return err
+		}
+		last, err := checkBatch(batch, scan.PageSize, from)
+		if err != nil {
+			return err
+		}
+		for i, t := range batch.Tasks {
+			if !p.q.Matches(t.ContextID, t.Status.State, t.Status.Timestamp) {
+				continue // the scope was wider than the request
+			}
+			ok, err := d.policy.CanAccessTask(ctx, t)
+			if err != nil {
+				return policyError(err)
+			}
+			if ok {
+				p.add(t, batch.TaskCursors[i])
+				if !p.q.IncludeTotalSize && p.full() {
+					return nil
+				}
+			}
+		}
+		if batch.NextPageToken == "" {
+			return nil
+		}
+		// Continue from the last cursor read rather than trusting the
+		// store's token.
+		from = last
+		scan.PageSize = BatchSize
+	}
+}
+
+// checkBatch fails closed (A7) unless every task has its cursor, in strictly
+// descending list order after from, within the batch limit. It returns the
+// last cursor of the batch (from when the batch is empty).
+func checkBatch(b *engine.ListResponse, limit int, from *engine.Cursor) (*engine.Cursor, error) {
+	if b == nil || len(b.Tasks) > limit || len(b.TaskCursors) != len(b.Tasks) ||
+		(len(b.Tasks) == 0 && b.NextPageToken != "") {
+		return nil, errMisaligned
+	}
+	prev := from
+	for i, t := range b.Tasks {
+		c := &b.TaskCursors[i]
+		if t == nil || t.ID != c.ID || (prev != nil && prev.Compare(*c) >= 0) {
+			return nil, errMisaligned
+		}
+		prev = c
+	}
+	return prev, nil
+}
+
+// finish re-reads and re-checks the selected tasks (A5).
+func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
+	if p.q.Projection == engine.ProjectionLight {
+		for _, t := range p.tasks {
+			ok, err := d.policy.CanAccessTask(ctx, t)
+			if err != nil {
+				return policyError(err)
+			}
+			if !ok {
+				return errNotFound
+			}
+		}
+		return nil
+	}
+	p.tasks = make([]*a2a.Task, 0, len(p.ids))
+	for _, id := range p.ids {
+		rec, err := d.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		p.q.Shape(rec.Task)
+		p.tasks = append(p.tasks, rec.Task)
+	}
+	return nil
+}
+
+// lightTask returns the light projection of a task the dispatcher owns.
+func lightTask(t *a2a.Task) *a2a.Task {
+	if t.Status.Message == nil && t.History == nil && t.Artifacts == nil {
+		return t
+	}
+	return &a2a.Task{
+		ID:        t.ID,
+		ContextID: t.ContextID,
+		Status:    a2a.TaskStatus{State: t.Status.State, Timestamp: t.Status.Timestamp},
+		Metadata:  t.Metadata,
+	}
+}
