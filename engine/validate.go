@@ -160,18 +160,18 @@ func (q *Query) Shape(t *a2a.Task) {
 	}
 }
 
-// Page assembles a response from up to PageSize+1 tasks read in list order
-// after the boundary: the first PageSize are returned and, when one more was
-// read, NextPageToken encodes the last returned task's cursor (T6).
-func (q *Query) Page(tasks []*a2a.Task, cursors []Cursor) *ListResponse {
-	resp := &ListResponse{PageSize: q.PageSize}
-	if len(tasks) > q.PageSize {
-		tasks, cursors = tasks[:q.PageSize], cursors[:q.PageSize]
+// Page assembles a response from the page's tasks (at most PageSize, in
+// list order, with their cursors) and whether another matching task follows
+// them: then NextPageToken encodes the last returned task's cursor (T6).
+// Backends learn "more" by reading one entry past the page, without decoding
+// it. An empty page is an empty, non-nil slice with an empty token.
+func (q *Query) Page(tasks []*a2a.Task, cursors []Cursor, more bool) *ListResponse {
+	resp := &ListResponse{PageSize: q.PageSize, Tasks: tasks, TaskCursors: cursors}
+	if more && len(cursors) > 0 {
 		resp.NextPageToken = EncodeToken(cursors[len(cursors)-1])
 	}
-	if tasks == nil {
-		tasks, cursors = []*a2a.Task{}, []Cursor{}
+	if resp.Tasks == nil {
+		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []Cursor{}
 	}
-	resp.Tasks, resp.TaskCursors = tasks, cursors
 	return resp
 }

@@ -106,7 +106,7 @@ func (p *pager) response() *engine.ListResponse {
 		TaskCursors: p.cursors,
 		PageSize:    p.q.PageSize,
 	}
-	if resp.Tasks == nil {
+	if len(p.ids) == 0 {
 		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []engine.Cursor{}
 	}
 	if p.more {
