@@ -15,9 +15,9 @@ import (
 // manualClock is an engine.Clock the test sets.
 type manualClock struct{ now atomic.Int64 }
 
-func (c *manualClock) read() int64   { return c.now.Load() }
-func (c *manualClock) set(us int64)  { c.now.Store(us) }
-func (c *manualClock) tick() int64   { return c.now.Add(1) }
+func (c *manualClock) read() int64  { return c.now.Load() }
+func (c *manualClock) set(us int64) { c.now.Store(us) }
+func (c *manualClock) tick() int64  { return c.now.Add(1) }
 func newClock(start int64) *manualClock {
 	c := new(manualClock)
 	c.set(start)

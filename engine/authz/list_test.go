@@ -205,7 +205,7 @@ func jsonOf(v any) string {
 // model computed from the raw store (A1, A2, L1–L5, T6).
 func TestListModel(t *testing.T) {
 	r := seed(t)
-	for round := range 30 {
+	for round := range 15 {
 		c := newClock(1000)
 		s := newMem(t, c)
 		fill(t, r, s, c, r.IntN(250))
@@ -225,7 +225,7 @@ func TestListModel(t *testing.T) {
 // cannot see give identical responses for every page (A2, T5).
 func TestNoninterference(t *testing.T) {
 	r := seed(t)
-	for round := range 20 {
+	for round := range 8 {
 		c1, c2 := newClock(1000), newClock(1000)
 		s1, s2 := newMem(t, c1), newMem(t, c2)
 		alice := authz.WithCaller(context.Background(), "alice")
@@ -515,7 +515,7 @@ func (errPolicy) ScopeTaskList(context.Context, engine.ListRequest) (engine.List
 	return engine.ListRequest{}, errPolicyDown
 }
 func (errPolicy) CanAccessTask(context.Context, *a2a.Task) (bool, error) { return false, errPolicyDown }
-func (errPolicy) Projection() engine.Projection                        { return engine.ProjectionLight }
+func (errPolicy) Projection() engine.Projection                          { return engine.ProjectionLight }
 
 // TestFailClosed: a store whose cursors are missing or misaligned makes List
 // fail with ErrInternal and no tasks (A7).
@@ -535,7 +535,9 @@ func TestFailClosed(t *testing.T) {
 	}{
 		{"nocursors", func(r *engine.ListResponse) { r.TaskCursors = nil }},
 		{"shortcursors", func(r *engine.ListResponse) { r.TaskCursors = r.TaskCursors[:len(r.TaskCursors)-1] }},
-		{"extracursor", func(r *engine.ListResponse) { r.TaskCursors = append(r.TaskCursors, engine.Cursor{UpdatedAt: 1, ID: "x"}) }},
+		{"extracursor", func(r *engine.ListResponse) {
+			r.TaskCursors = append(r.TaskCursors, engine.Cursor{UpdatedAt: 1, ID: "x"})
+		}},
 		{"swappedids", func(r *engine.ListResponse) { r.Tasks[0], r.Tasks[1] = r.Tasks[1], r.Tasks[0] }},
 		{"notdescending", func(r *engine.ListResponse) {
 			r.Tasks[0], r.Tasks[1] = r.Tasks[1], r.Tasks[0]
