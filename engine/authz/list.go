@@ -215,11 +215,10 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
 	return nil
 }
 
-// lightTask returns the light projection of a task the dispatcher owns.
+// lightTask returns the light projection of a scanned task, always in an
+// allocation of its own: a store may allocate a batch's tasks together, and
+// keeping one of them must not keep the whole batch reachable (A3).
 func lightTask(t *a2a.Task) *a2a.Task {
-	if t.Status.Message == nil && t.History == nil && t.Artifacts == nil {
-		return t
-	}
 	return &a2a.Task{
 		ID:        t.ID,
 		ContextID: t.ContextID,
