@@ -192,17 +192,25 @@ func (d *Dispatcher) get(ctx context.Context, id a2a.TaskID) (engine.Record, err
 	if err != nil {
 		return engine.Record{}, notFound(err)
 	}
+	if err := d.check(ctx, id, rec); err != nil {
+		return engine.Record{}, err
+	}
+	return rec, nil
+}
+
+// check checks that rec, read for id, is accessible.
+func (d *Dispatcher) check(ctx context.Context, id a2a.TaskID, rec engine.Record) error {
 	if rec.Task == nil || rec.Task.ID != id {
-		return engine.Record{}, fmt.Errorf("authz: store returned another task: %w", engine.ErrInternal)
+		return fmt.Errorf("authz: store returned another task: %w", engine.ErrInternal)
 	}
 	ok, err := d.policy.CanAccessTask(ctx, rec.Task)
 	if err != nil {
-		return engine.Record{}, policyError(err)
+		return policyError(err)
 	}
 	if !ok {
-		return engine.Record{}, errNotFound
+		return errNotFound
 	}
-	return rec, nil
+	return nil
 }
 
 // admit stamps task (on a copy) and checks the caller may access the result.

@@ -28,9 +28,13 @@ const BatchSize = 100
 // and its look-ahead are found. With a total it starts at the top of the
 // narrowed result and runs to its end.
 //
-// The selected tasks are then re-read whole with Get and re-checked (A5); a
-// task deleted or revoked in between fails the call with the error Get gives
-// for an inaccessible task. A light request (engine.ProjectionLight) is not
+// The selected tasks are then re-read whole with Get and re-checked (A5). A
+// task revoked in between (the policy now denies it) fails the call with the
+// error Get gives for an inaccessible task. A task deleted in between is a
+// concurrent write like any other: List runs again (the new scan no longer
+// sees it), up to FinalReadAttempts times, after which it too fails with
+// that same not-found error. Deletions of tasks the caller cannot see never
+// reach the final read, so retries depend on visible tasks only. A light request (engine.ProjectionLight) is not
 // re-read: it returns the light tasks the scan read, re-checked with the
 // policy just before returning, so what it returns is exactly what was
 // authorized. TaskCursors and NextPageToken carry the cursors at which the
@@ -59,14 +63,30 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	if _, err := engine.ParseListRequest(&scan); err != nil {
 		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
 	}
-	if err := d.scan(ctx, &scan, &p); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		if err := d.scan(ctx, &scan, &p); err != nil {
+			return nil, err
+		}
+		err := d.finish(ctx, &p)
+		if err == nil {
+			return p.response(), nil
+		}
+		if err != errDeleted {
+			return nil, err
+		}
+		if attempt == FinalReadAttempts {
+			return nil, errNotFound
+		}
+		p = pager{q: q}
 	}
-	if err := d.finish(ctx, &p); err != nil {
-		return nil, err
-	}
-	return p.response(), nil
 }
+
+// FinalReadAttempts is how many times List runs its scan when selected
+// tasks keep being deleted before the final read (see List).
+const FinalReadAttempts = 4
+
+// errDeleted is finish's report that a selected task no longer exists.
+var errDeleted = errors.New("authz: selected task deleted")
 
 // pager is the state of one List call: the page selected so far and the
 // total. It holds at most PageSize selected entries (the look-ahead is only
@@ -205,8 +225,14 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
 	}
 	p.tasks = make([]*a2a.Task, 0, len(p.ids))
 	for _, id := range p.ids {
-		rec, err := d.get(ctx, id)
+		rec, err := d.store.Get(ctx, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			return errDeleted
+		}
 		if err != nil {
+			return err
+		}
+		if err := d.check(ctx, id, rec); err != nil {
 			return err
 		}
 		p.q.Shape(rec.Task)

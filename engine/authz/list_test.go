@@ -297,31 +297,33 @@ func randomTokens(r *rand.Rand, s engine.Store) []string {
 	return toks
 }
 
-// TestRevokedDuringFinalRead: a task revoked or deleted between selection
-// and the final read fails the call with the error Get gives for an
-// inaccessible task; the total excludes it afterwards (A5).
+// TestRevokedDuringFinalRead: a task revoked between selection and the final
+// read fails the call with the error Get gives for an inaccessible task, and
+// the total excludes it afterwards (A5). A task deleted in between makes
+// List scan again; deletions on every attempt end in that same error.
 func TestRevokedDuringFinalRead(t *testing.T) {
-	c := newClock(1000)
-	mem := newMem(t, c)
-	for i := range 10 {
-		c.tick()
-		if _, err := mem.Create(context.Background(), &a2a.Task{ID: a2a.TaskID(fmt.Sprint("t", i)), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name string
-		act  func(p *revocable, id a2a.TaskID)
+		name      string
+		act       func(mem engine.Store, p *revocable, id a2a.TaskID) // run before the final Get of id
+		always    bool                                                // act on every Get, not once
+		wantErr   bool
+		wantScans int
+		gone      a2a.TaskID // a task the call made inaccessible
 	}{
-		{"revoke", func(p *revocable, id a2a.TaskID) { p.revoke(id) }},
-		{"delete", func(_ *revocable, id a2a.TaskID) {
-			if err := mem.Delete(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, false, true, 1, "t5"},
+		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, false, 2, "t5"},
+		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, true, authz.FinalReadAttempts, "t9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			c := newClock(1000)
+			mem := newMem(t, c)
+			for i := range 10 {
+				c.tick()
+				if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			pol := new(revocable)
 			pr := &probe{Store: mem}
 			d := authz.New(pr, pol)
@@ -330,33 +332,42 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 			inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
 			_, wantErr := inaccessible.Get(ctx, victim)
 			pr.beforeGet = func(id a2a.TaskID) {
-				if id == victim {
-					pr.beforeGet = nil // once
-					tc.act(pol, id)
+				if tc.always || id == victim {
+					if !tc.always {
+						pr.beforeGet = nil // once
+					}
+					tc.act(mem, pol, id)
 				}
 			}
 			resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
-			if resp != nil || err == nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
-				t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
-			}
-			if _, getErr := d.Get(ctx, victim); getErr != err {
-				t.Fatalf("Get after revocation = %v, List gave %v", getErr, err)
+			scans := 0
+			for _, l := range pr.lists {
+				if l.PageToken == "" {
+					scans++
+				}
 			}
 			pr.beforeGet = nil
+			if scans != tc.wantScans {
+				t.Errorf("%d scans, want %d", scans, tc.wantScans)
+			}
+			if tc.wantErr {
+				if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
+					t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
+				}
+				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
+					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
+				}
+			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
+				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
+			}
 			resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.TotalSize != 9 || slices.Contains(ids(resp.Tasks), victim) {
-				t.Fatalf("after revocation: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
+			if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
+				t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
 			}
 		})
-		// Restore the victim for the next case.
-		if _, err := mem.Get(ctx, "t5"); errors.Is(err, engine.ErrNotFound) {
-			if _, err := mem.Create(ctx, &a2a.Task{ID: "t5", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 
