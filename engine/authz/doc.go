@@ -11,8 +11,11 @@
 //     (A2). It holds at most one batch and one page at a time, whatever the
 //     number of tasks.
 //   - The selected tasks are re-read in full and re-checked before they are
-//     returned; a task revoked or deleted in between fails the call with the
-//     error Get gives for an inaccessible task (A5).
+//     returned; a task revoked in between fails the call with the error Get
+//     gives for an inaccessible task (A5). A task deleted in between makes
+//     the call scan again (at most FinalReadAttempts times in all, then it
+//     fails with that same error). Light requests are not re-read: the
+//     light tasks the scan authorized are re-checked and returned.
 //   - Get, Cancel, Replace, AppendHistory and Delete of a task the caller
 //     cannot access fail with the very error a missing task gets (A6).
 //   - A store that returns TaskCursors missing or misaligned with Tasks makes
@@ -22,6 +25,10 @@
 // boundary, applied to whatever the next caller may see. Bad tokens fail with
 // engine.ErrInvalidPageToken before the policy is consulted, so the error
 // never depends on the caller's scope (T4).
+//
+// A Policy may also implement Stamper to record ownership on Create and
+// Replace; the content written must then pass CanAccessTask, or the write
+// fails with ErrDenied.
 //
 // Two ready policies are provided: OwnerPolicy (the caller who created a
 // task owns it) and ContextAllowList (the caller sees a set of context IDs).

@@ -59,6 +59,8 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		StatusTimestampAfter: scoped.StatusTimestampAfter,
 		PageSize:             BatchSize,
 		Projection:           d.policy.Projection(),
+		// A policy that needs whole tasks gets them whole.
+		IncludeArtifacts: d.policy.Projection() == engine.ProjectionFull,
 	}
 	if _, err := engine.ParseListRequest(&scan); err != nil {
 		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)

@@ -623,9 +623,19 @@ func TestScanStartsAtBoundary(t *testing.T) {
 		t.Fatalf("with total: first token %q, %d rows, total %d, max batch %d", pr.lists[0].PageToken, pr.rows, resp.TotalSize, pr.maxBatch)
 	}
 	for _, l := range pr.lists {
-		if l.IncludeTotalSize || l.PageSize > authz.BatchSize {
+		if l.IncludeTotalSize || l.PageSize > authz.BatchSize || l.Projection != engine.ProjectionLight {
 			t.Fatalf("scan batch %+v", l)
 		}
+	}
+	// A policy that needs whole tasks gets them in the scan (A4).
+	pr.reset()
+	full := funcPolicy{proj: engine.ProjectionFull, allow: func(_ context.Context, t *a2a.Task) bool { return t.Artifacts != nil }}
+	resp, err = authz.New(pr, full).List(ctx, &engine.ListRequest{PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tasks) != 10 || len(pr.lists) == 0 || pr.lists[0].Projection != engine.ProjectionFull || pr.lists[0].IncludeTotalSize {
+		t.Fatalf("full-projection policy scanned with %+v", pr.lists)
 	}
 }
 
