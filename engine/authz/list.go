@@ -24,6 +24,10 @@ const BatchSize = 100
 // boundary (L5); the page takes the first PageSize accessible tasks strictly
 // after the boundary and notes whether one more exists.
 //
+// The batches are separate store calls: a scan may observe writes between
+// them, so a total is the count of authorized observations during the scan,
+// not a snapshot (A8).
+//
 // Without a total, the scan starts at the boundary and stops once the page
 // and its look-ahead are found. With a total it starts at the top of the
 // narrowed result and runs to its end.
