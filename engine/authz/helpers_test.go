@@ -83,16 +83,22 @@ func (p *revocable) Projection() engine.Projection { return engine.ProjectionLig
 // probe wraps a store to observe and alter what the dispatcher sees.
 type probe struct {
 	engine.Store
-	mu        sync.Mutex
-	lists     []engine.ListRequest // every List request, in order
-	rows      int                  // tasks returned by List, summed
-	maxBatch  int                  // most tasks one List returned
-	gets      int
-	afterList func(resp *engine.ListResponse) // may alter resp
-	beforeGet func(id a2a.TaskID)
+	mu         sync.Mutex
+	lists      []engine.ListRequest // every List request, in order
+	rows       int                  // tasks returned by List, summed
+	maxBatch   int                  // most tasks one List returned
+	gets       int
+	afterList  func(resp *engine.ListResponse)     // may alter resp
+	beforeList func(req *engine.ListRequest) error // may fail the call
+	beforeGet  func(id a2a.TaskID)
 }
 
 func (p *probe) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	if p.beforeList != nil {
+		if err := p.beforeList(req); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := p.Store.List(ctx, req)
 	p.mu.Lock()
 	p.lists = append(p.lists, *req)

@@ -30,7 +30,9 @@ const BatchSize = 100
 //
 // Without a total, the scan starts at the boundary and stops once the page
 // and its look-ahead are found. With a total it starts at the top of the
-// narrowed result and runs to its end.
+// narrowed result and runs to its end. Either way the store receives the
+// request's page token, so it rejects a boundary it cannot represent
+// exactly as it would without the dispatcher (T4).
 //
 // The selected tasks are then re-read whole with Get and re-checked (A5). A
 // task revoked in between (the policy now denies it) fails the call with the
@@ -53,6 +55,15 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	scoped, err := d.policy.ScopeTaskList(ctx, *req)
 	switch {
 	case errors.Is(err, ErrEmptyScope):
+		if req.PageToken != "" {
+			// Nothing to read, but the store still judges the token,
+			// so a token a backend cannot represent fails the same
+			// way whatever the caller's scope (T4). The one-row
+			// answer is discarded.
+			if _, err := d.store.List(ctx, &engine.ListRequest{PageToken: req.PageToken, PageSize: 1, Projection: engine.ProjectionLight}); err != nil {
+				return nil, err
+			}
+		}
 		return p.response(), nil
 	case err != nil:
 		return nil, fmt.Errorf("authz: scope: %w", err)
@@ -144,20 +155,41 @@ func (p *pager) response() *engine.ListResponse {
 	return resp
 }
 
-// scan runs the batches. Without a total the tasks before the boundary
-// cannot matter, so the scan starts at the boundary itself: the store seeks
-// there instead of the dispatcher reading and discarding everything above
-// it, and the result is the same because the store applies filters before
-// the boundary exactly as the top-down scan would (L1, L2). The store never
-// needs the boundary task to exist (T5).
+// scan runs the batches.
+//
+// Without a total the tasks above the boundary cannot matter, so the scan
+// starts at the boundary itself: the store seeks there instead of the
+// dispatcher reading and discarding everything above it, and the result is
+// the same because the store applies filters before the boundary exactly as
+// a top-down scan would (L1, L2).
+//
+// With a total and a boundary, the scan counts from the top down to the
+// boundary, then continues from the boundary with the request's own token
+// (re-reading at most the part of one batch that crossed it). Either way
+// the store sees the caller's token and judges it as it would without the
+// dispatcher: a boundary a backend cannot represent fails with the same
+// generic token error (T4). The store never needs the boundary task to exist
+// (T5).
 func (d *Dispatcher) scan(ctx context.Context, scan *engine.ListRequest, p *pager) error {
-	var from *engine.Cursor
-	if !p.q.IncludeTotalSize {
-		from = p.q.After
+	switch {
+	case !p.q.IncludeTotalSize:
 		// If every task is accessible, PageSize+1 tasks finish the page:
 		// ask for no more in the first batch.
-		scan.PageSize = min(BatchSize, p.q.PageSize+1)
+		return d.scanRange(ctx, scan, p, p.q.After, nil, min(BatchSize, p.q.PageSize+1))
+	case p.q.After != nil:
+		if err := d.scanRange(ctx, scan, p, nil, p.q.After, BatchSize); err != nil {
+			return err
+		}
+		return d.scanRange(ctx, scan, p, p.q.After, nil, BatchSize)
 	}
+	return d.scanRange(ctx, scan, p, nil, nil, BatchSize)
+}
+
+// scanRange scans the tasks strictly after from (nil: from the top) down to
+// until inclusive (nil: to the end), asking for first tasks in the first
+// batch and BatchSize after that.
+func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p *pager, from, until *engine.Cursor, first int) error {
+	scan.PageSize = first
 	for {
 		scan.PageToken = ""
 		if from != nil {
@@ -172,6 +204,10 @@ func (d *Dispatcher) scan(ctx context.Context, scan *engine.ListRequest, p *page
 			return err
 		}
 		for i, t := range batch.Tasks {
+			c := batch.TaskCursors[i]
+			if until != nil && c.Compare(*until) > 0 {
+				return nil
+			}
 			if !p.q.Matches(t.ContextID, t.Status.State, t.Status.Timestamp) {
 				continue // the scope was wider than the request
 			}
@@ -180,7 +216,7 @@ func (d *Dispatcher) scan(ctx context.Context, scan *engine.ListRequest, p *page
 				return policyError(err)
 			}
 			if ok {
-				p.add(t, batch.TaskCursors[i])
+				p.add(t, c)
 				if !p.q.IncludeTotalSize && p.full() {
 					return nil
 				}
