@@ -131,7 +131,7 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 	if err != nil {
 		return engine.Record{}, err
 	}
-	for {
+	for attempt := 1; ; attempt++ {
 		cur, err := d.get(ctx, task.ID)
 		if err != nil {
 			return engine.Record{}, err
@@ -145,7 +145,7 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 			return rec, nil
 		case errors.Is(err, engine.ErrNotFound):
 			return engine.Record{}, errNotFound
-		case errors.Is(err, engine.ErrRevisionConflict) && expectedRevision == 0:
+		case errors.Is(err, engine.ErrRevisionConflict) && expectedRevision == 0 && attempt < replaceAttempts:
 			// Changed since the check: check the new version again.
 			if err := ctx.Err(); err != nil {
 				return engine.Record{}, err
@@ -155,6 +155,10 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 		return engine.Record{}, err
 	}
 }
+
+// replaceAttempts bounds how often an unconditional Replace re-checks a task
+// that keeps changing under it before giving up with the conflict.
+const replaceAttempts = 64
 
 // Cancel cancels an accessible task.
 func (d *Dispatcher) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
