@@ -13,9 +13,9 @@
 //   - The selected tasks are re-read in full and re-checked before they are
 //     returned; a task revoked in between fails the call with the error Get
 //     gives for an inaccessible task (A5). A task deleted in between makes
-//     the call scan again (at most FinalReadAttempts times in all, then it
-//     fails with that same error). Light requests are not re-read: the
-//     light tasks the scan authorized are re-checked and returned.
+//     the call scan again, so page, token and total come from one scan.
+//     Light requests are not re-read: the light tasks the scan authorized
+//     are re-checked and returned.
 //   - Get, Cancel, Replace, AppendHistory and Delete of a task the caller
 //     cannot access fail with the very error a missing task gets (A6).
 //   - A store that returns TaskCursors missing or misaligned with Tasks makes

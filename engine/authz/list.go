@@ -37,10 +37,11 @@ const BatchSize = 100
 // The selected tasks are then re-read whole with Get and re-checked (A5). A
 // task revoked in between (the policy now denies it) fails the call with the
 // error Get gives for an inaccessible task. A task deleted in between is a
-// concurrent write like any other: List runs again (the new scan no longer
-// sees it), up to FinalReadAttempts times, after which it too fails with
-// that same not-found error. Deletions of tasks the caller cannot see never
-// reach the final read, so retries depend on visible tasks only. A light request (engine.ProjectionLight) is not
+// concurrent write like any other: List scans again (the new scan no longer
+// sees it), until a scan's selection survives its final read or ctx ends, so
+// page, token and total always come from one scan. Deletions of tasks the
+// caller cannot see never reach the final read, so rescans depend on
+// visible tasks only. A light request (engine.ProjectionLight) is not
 // re-read: it returns the light tasks the scan read, re-checked with the
 // policy just before returning, so what it returns is exactly what was
 // authorized. TaskCursors and NextPageToken carry the cursors at which the
@@ -80,7 +81,7 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	if _, err := engine.ParseListRequest(&scan); err != nil {
 		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
 	}
-	for attempt := 1; ; attempt++ {
+	for {
 		if err := d.scan(ctx, &scan, &p); err != nil {
 			return nil, err
 		}
@@ -91,16 +92,15 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		if err != errDeleted {
 			return nil, err
 		}
-		if attempt == FinalReadAttempts {
-			return nil, errNotFound
+		// A selected task was deleted by a concurrent writer: scan
+		// again. Each rescan follows another caller's successful
+		// Delete, so the system as a whole always progresses.
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		p = pager{q: q}
 	}
 }
-
-// FinalReadAttempts is how many times List runs its scan when selected
-// tasks keep being deleted before the final read (see List).
-const FinalReadAttempts = 4
 
 // errDeleted is finish's report that a selected task no longer exists.
 var errDeleted = errors.New("authz: selected task deleted")

@@ -301,7 +301,7 @@ func randomTokens(r *rand.Rand, s engine.Store) []string {
 // TestRevokedDuringFinalRead: a task revoked between selection and the final
 // read fails the call with the error Get gives for an inaccessible task, and
 // the total excludes it afterwards (A5). A task deleted in between makes
-// List scan again; deletions on every attempt end in that same error.
+// List scan again, as often as it takes, or until the context ends.
 func TestRevokedDuringFinalRead(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -314,7 +314,9 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 	}{
 		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, false, true, 1, "t5"},
 		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, false, 2, "t5"},
-		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, true, authz.FinalReadAttempts, "t9"},
+		// Every final read finds its first task deleted: one scan per
+		// task, then one that finds nothing.
+		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, false, 11, "t9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClock(1000)
@@ -358,6 +360,10 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
 					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
 				}
+			} else if tc.always {
+				if err != nil || len(resp.Tasks) != 0 || resp.TotalSize != 0 || resp.NextPageToken != "" {
+					t.Fatalf("List while every read task is deleted = %v, %v; want an empty page", resp, err)
+				}
 			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
 				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
 			}
@@ -369,6 +375,28 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 				t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
 			}
 		})
+	}
+}
+
+// TestDeletedRescanStopsWithContext: rescans end when the context does.
+func TestDeletedRescanStopsWithContext(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	for i := range 3 {
+		c.tick()
+		if _, err := mem.Create(context.Background(), working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &probe{Store: mem}
+	pr.beforeGet = func(id a2a.TaskID) {
+		cancel()
+		_ = mem.Delete(context.Background(), id)
+	}
+	resp, err := authz.New(pr, authz.AllowAll{}).List(ctx, &engine.ListRequest{})
+	if resp != nil || !errors.Is(err, context.Canceled) || len(pr.lists) != 1 {
+		t.Fatalf("List = %v, %v after %d scans; want context.Canceled after 1", resp, err, len(pr.lists))
 	}
 }
 
@@ -707,11 +735,8 @@ func TestLiveTraversal(t *testing.T) {
 		req := engine.ListRequest{PageSize: 7, IncludeTotalSize: total}
 		for {
 			resp, err := d.List(alice, &req)
-			if err != nil && !errors.Is(err, engine.ErrNotFound) {
-				t.Fatal(err)
-			}
 			if err != nil {
-				continue // a selected task was deleted before the final read: retry the page
+				t.Fatal(err) // deletions before the final read rescan, never fail
 			}
 			for i, cur := range resp.TaskCursors {
 				if last != nil && last.Compare(cur) >= 0 {
