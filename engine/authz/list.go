@@ -52,7 +52,7 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	if err != nil {
 		return nil, err
 	}
-	p := pager{q: q}
+	p := newPager(q)
 	scoped, err := d.policy.ScopeTaskList(ctx, *req)
 	switch {
 	case errors.Is(err, ErrEmptyScope):
@@ -98,7 +98,7 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p = pager{q: q}
+		p = newPager(q)
 	}
 }
 
@@ -115,6 +115,14 @@ type pager struct {
 	tasks   []*a2a.Task     // light requests: the scanned tasks, made light; full requests: filled by finish
 	more    bool            // an accessible task follows the page
 	total   int
+}
+
+func newPager(q engine.Query) pager {
+	p := pager{q: q, ids: make([]a2a.TaskID, 0, q.PageSize), cursors: make([]engine.Cursor, 0, q.PageSize)}
+	if q.Projection == engine.ProjectionLight {
+		p.tasks = make([]*a2a.Task, 0, q.PageSize)
+	}
+	return p
 }
 
 // full reports whether the page and its look-ahead are found.
