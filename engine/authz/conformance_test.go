@@ -23,13 +23,15 @@ type dispatched struct {
 func (d dispatched) CheckInvariants() error { return d.mem.CheckInvariants() }
 
 // TestConformance runs the whole store contract over the dispatcher with an
-// allow-all policy, light and full scans.
+// allow-all policy: AllowAll's pass-through, and policies admitting
+// everything through the scan with light and full batches.
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy authz.Policy
 	}{
-		{"allowall", authz.AllowAll{}},
+		{"allowall", authz.AllowAll{}}, // the pass-through path
+		{"admitall", admitAll},         // scan, light batches, final read
 		{"fullscan", funcPolicy{proj: engine.ProjectionFull, allow: func(context.Context, *a2a.Task) bool { return true }}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

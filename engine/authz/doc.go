@@ -32,5 +32,6 @@
 //
 // Two ready policies are provided: OwnerPolicy (the caller who created a
 // task owns it) and ContextAllowList (the caller sees a set of context IDs).
-// AllowAll admits everything; it exists for tests and single-tenant servers.
+// AllowAll admits everything (the dispatcher then passes calls straight to
+// the store); it exists for tests and single-tenant servers.
 package authz

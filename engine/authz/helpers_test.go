@@ -49,6 +49,10 @@ func (p funcPolicy) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error
 }
 func (p funcPolicy) Projection() engine.Projection { return p.proj }
 
+// admitAll admits everything like authz.AllowAll, but goes through the
+// dispatcher's scan and final read (AllowAll takes a pass-through path).
+var admitAll = funcPolicy{proj: engine.ProjectionLight, allow: func(context.Context, *a2a.Task) bool { return true }}
+
 // revocable admits everything except the task IDs revoked so far.
 type revocable struct {
 	mu      sync.Mutex

@@ -87,7 +87,9 @@ type caseSpec struct {
 
 func randomCase(r *rand.Rand) caseSpec {
 	bg := context.Background()
-	switch r.IntN(5) {
+	switch r.IntN(6) {
+	case 5:
+		return caseSpec{"admitall", admitAll, bg}
 	case 0:
 		who := append(slices.Clone(owners), "")[r.IntN(len(owners)+1)]
 		return caseSpec{"owner=" + who, authz.OwnerPolicy{}, authz.WithCaller(bg, who)}
@@ -394,7 +396,7 @@ func TestDeletedRescanStopsWithContext(t *testing.T) {
 		cancel()
 		_ = mem.Delete(context.Background(), id)
 	}
-	resp, err := authz.New(pr, authz.AllowAll{}).List(ctx, &engine.ListRequest{})
+	resp, err := authz.New(pr, admitAll).List(ctx, &engine.ListRequest{})
 	if resp != nil || !errors.Is(err, context.Canceled) || len(pr.lists) != 1 {
 		t.Fatalf("List = %v, %v after %d scans; want context.Canceled after 1", resp, err, len(pr.lists))
 	}
@@ -525,6 +527,7 @@ func TestTokenErrorsIgnoreScope(t *testing.T) {
 		{"emptyset", authz.ContextAllowList{}, bg},
 		{"onecontext", authz.ContextAllowList{}, authz.WithAllowedContexts(bg, "a")},
 		{"allowall", authz.AllowAll{}, bg},
+		{"admitall", admitAll, bg},
 		{"policyerror", errPolicy{}, bg},
 	}
 	for _, tok := range []string{"0", "1", "50", "-1", "v1.", "v2.AAAAAAAAAAFh", "v1.AAAAAAAAAAFh=", "v1.AAAAAAAAAAE"} {
@@ -610,22 +613,29 @@ func TestFailClosed(t *testing.T) {
 		}},
 	} {
 		for _, req := range []engine.ListRequest{{PageSize: 5}, {PageSize: 5, IncludeTotalSize: true}, {Projection: engine.ProjectionLight}} {
-			t.Run(tc.name, func(t *testing.T) {
-				pr := &probe{Store: mem, afterList: tc.alter}
-				resp, err := authz.New(pr, authz.AllowAll{}).List(ctx, &req)
-				if resp != nil || !errors.Is(err, engine.ErrInternal) {
-					t.Fatalf("%+v: got %v, %v; want nil, ErrInternal", req, resp, err)
-				}
-				if pr.gets != 0 {
-					t.Fatalf("%d tasks read in full after a misaligned batch", pr.gets)
-				}
-			})
+			for _, pol := range []authz.Policy{authz.AllowAll{}, admitAll} {
+				t.Run(tc.name, func(t *testing.T) {
+					pr := &probe{Store: mem, afterList: tc.alter}
+					resp, err := authz.New(pr, pol).List(ctx, &req)
+					if resp != nil || !errors.Is(err, engine.ErrInternal) {
+						t.Fatalf("%+v: got %v, %v; want nil, ErrInternal", req, resp, err)
+					}
+					if pr.gets != 0 {
+						t.Fatalf("%d tasks read in full after a misaligned batch", pr.gets)
+					}
+				})
+			}
 		}
+	}
+	// A pass-through page whose token is not its last task's cursor.
+	pr := &probe{Store: mem, afterList: func(r *engine.ListResponse) { r.NextPageToken = engine.EncodeToken(r.TaskCursors[0]) }}
+	if resp, err := authz.New(pr, authz.AllowAll{}).List(ctx, &engine.ListRequest{PageSize: 5}); resp != nil || !errors.Is(err, engine.ErrInternal) {
+		t.Fatalf("token off the last cursor: %v, %v", resp, err)
 	}
 	// A later batch that goes back above the previous one.
 	calls := 0
 	var first engine.Cursor
-	pr := &probe{Store: mem, afterList: func(r *engine.ListResponse) {
+	pr = &probe{Store: mem, afterList: func(r *engine.ListResponse) {
 		calls++
 		if calls == 1 {
 			first = r.TaskCursors[0]
@@ -649,7 +659,7 @@ func TestScanStartsAtBoundary(t *testing.T) {
 	fill(t, rand.New(rand.NewPCG(3, 4)), mem, c, 1000)
 	ctx := context.Background()
 	pr := &probe{Store: mem}
-	d := authz.New(pr, authz.AllowAll{})
+	d := authz.New(pr, admitAll)
 	first, err := d.List(ctx, &engine.ListRequest{PageSize: 10})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,10 @@ import (
 )
 
 // AllowAll lets every caller access every task. It is for tests and
-// single-tenant servers.
+// single-tenant servers. The dispatcher recognizes it and passes every call
+// straight to the store: with nothing to deny there is nothing to scan,
+// re-read or re-check. List still fails closed on a store page whose
+// cursors or token do not match its tasks (A7).
 type AllowAll struct{}
 
 func (AllowAll) ScopeTaskList(_ context.Context, req engine.ListRequest) (engine.ListRequest, error) {
