@@ -2,6 +2,24 @@ module github.com/a2astore/a2astore
 
 go 1.26.8
 
-require github.com/a2aproject/a2a-go/v2 v2.3.1
+require (
+	github.com/a2aproject/a2a-go/v2 v2.3.1
+	github.com/prometheus/client_golang v1.25.0
+	google.golang.org/grpc v1.80.0
+)
 
-require github.com/google/uuid v1.6.0 // indirect
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260427160629-7cedc36a6bc4 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260427160629-7cedc36a6bc4 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
