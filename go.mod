@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/prometheus/client_golang v1.25.0
+	github.com/tidwall/btree v1.8.2
 	google.golang.org/grpc v1.80.0
 )
 

@@ -1,0 +1,389 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/tidwall/btree"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// Clock supplies storage update times. Default: engine.WallClock.
+	Clock engine.Clock
+}
+
+// Store is the in-memory backend. Create it with New.
+type Store struct {
+	clock engine.Clock
+
+	mu struct {
+		sync.RWMutex
+		byID   map[a2a.TaskID]*record
+		order  *btree.BTreeG[entry]            // every task, list order
+		byCtx  map[string]*btree.BTreeG[entry] // per context ID, list order
+		states map[a2a.TaskState]int           // tasks per state
+		pairs  map[ctxState]int                // tasks per (context, state)
+		closed bool
+	}
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// record is one stored task. Its fields change only under s.mu (write); a
+// body or meta slice is never modified once stored, so readers may keep a
+// reference past the lock.
+type record struct {
+	id         a2a.TaskID
+	contextID  string
+	state      a2a.TaskState
+	statusTime time.Time // zero: no status timestamp
+	hasStatus  bool
+	updatedAt  int64
+	revision   int64
+	meta       []byte // engine.EncodeMetadata form: nil = none
+	body       []byte // engine.EncodeTask form: the whole task
+}
+
+// entry is an index item: the list-order key inline, for cheap comparisons,
+// and the record it points to.
+type entry struct {
+	at  int64
+	id  a2a.TaskID
+	rec *record
+	// after marks a seek probe that sorts just after the entry with the same
+	// key, so a page starts strictly after its boundary.
+	after bool
+}
+
+type ctxState struct {
+	ctx   string
+	state a2a.TaskState
+}
+
+// less is list order (S6): time descending, then ID bytes descending.
+func less(a, b entry) bool {
+	if a.at != b.at {
+		return a.at > b.at
+	}
+	if c := strings.Compare(string(a.id), string(b.id)); c != 0 {
+		return c > 0
+	}
+	return !a.after && b.after
+}
+
+func newIndex() *btree.BTreeG[entry] {
+	return btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})
+}
+
+// New returns an empty store.
+func New(opts Options) *Store {
+	s := &Store{clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = engine.WallClock
+	}
+	s.mu.byID = make(map[a2a.TaskID]*record)
+	s.mu.order = newIndex()
+	s.mu.byCtx = make(map[string]*btree.BTreeG[entry])
+	s.mu.states = make(map[a2a.TaskState]int)
+	s.mu.pairs = make(map[ctxState]int)
+	return s
+}
+
+// Close releases the store; later calls fail with ErrInternal.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.closed = true
+	s.mu.byID, s.mu.byCtx = nil, nil
+	s.mu.order = newIndex()
+	return nil
+}
+
+var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
+
+func (r *record) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: r.updatedAt, ID: r.id} }
+
+func (r *record) entry() entry { return entry{at: r.updatedAt, id: r.id, rec: r} }
+
+// encoded is a task's stored form, prepared outside the lock.
+type encoded struct {
+	contextID  string
+	state      a2a.TaskState
+	statusTime time.Time
+	hasStatus  bool
+	meta, body []byte
+}
+
+func encode(t *a2a.Task) (encoded, error) {
+	if err := engine.ValidateTask(t); err != nil {
+		return encoded{}, err
+	}
+	body, err := engine.EncodeTask(t)
+	if err != nil {
+		return encoded{}, err
+	}
+	meta, err := engine.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return encoded{}, err
+	}
+	e := encoded{contextID: t.ContextID, state: t.Status.State, meta: meta, body: body}
+	if t.Status.Timestamp != nil {
+		e.statusTime, e.hasStatus = *t.Status.Timestamp, true
+	}
+	return e, nil
+}
+
+// snapshot is what a caller needs of a record after the lock is released.
+func (r *record) snapshot() (engine.Record, []byte) {
+	return engine.Record{Revision: r.revision, Cursor: r.cursor()}, r.body
+}
+
+// decoded finishes a snapshot outside the lock.
+func decoded(rec engine.Record, body []byte) (engine.Record, error) {
+	t, err := engine.DecodeTask(body)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	rec.Task = t
+	return rec, nil
+}
+
+// Create stores a new task (S2, S4, S7).
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	enc, err := encode(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return engine.Record{}, errClosed
+	}
+	if _, ok := s.mu.byID[task.ID]; ok {
+		s.mu.Unlock()
+		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
+	}
+	r := &record{id: task.ID, updatedAt: engine.CreateTime(s.clock()), revision: 1}
+	r.setLocked(enc)
+	s.mu.byID[r.id] = r
+	s.indexLocked(r)
+	rec, body := r.snapshot()
+	s.mu.Unlock()
+	return decoded(rec, body)
+}
+
+// setLocked stores enc's content in r.
+// REQUIRES: s.mu held for writing, r not indexed.
+func (r *record) setLocked(enc encoded) {
+	r.contextID, r.state = enc.contextID, enc.state
+	r.statusTime, r.hasStatus = enc.statusTime, enc.hasStatus
+	r.meta, r.body = enc.meta, enc.body
+}
+
+// indexLocked adds r to the indexes and counters.
+// REQUIRES: s.mu held for writing.
+func (s *Store) indexLocked(r *record) {
+	s.mu.order.Set(r.entry())
+	t := s.mu.byCtx[r.contextID]
+	if t == nil {
+		t = newIndex()
+		s.mu.byCtx[r.contextID] = t
+	}
+	t.Set(r.entry())
+	s.mu.states[r.state]++
+	s.mu.pairs[ctxState{r.contextID, r.state}]++
+}
+
+// unindexLocked removes r from the indexes and counters.
+// REQUIRES: s.mu held for writing.
+func (s *Store) unindexLocked(r *record) {
+	s.mu.order.Delete(r.entry())
+	if t := s.mu.byCtx[r.contextID]; t != nil {
+		t.Delete(r.entry())
+		if t.Len() == 0 {
+			delete(s.mu.byCtx, r.contextID)
+		}
+	}
+	decr(s.mu.states, r.state)
+	decr(s.mu.pairs, ctxState{r.contextID, r.state})
+}
+
+func decr[K comparable](m map[K]int, k K) {
+	if m[k] <= 1 {
+		delete(m, k)
+	} else {
+		m[k]--
+	}
+}
+
+// Get returns the whole task.
+func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	s.mu.RLock()
+	r, err := s.findLocked(id)
+	if err != nil {
+		s.mu.RUnlock()
+		return engine.Record{}, err
+	}
+	rec, body := r.snapshot()
+	s.mu.RUnlock()
+	return decoded(rec, body)
+}
+
+// findLocked returns the record of id.
+// REQUIRES: s.mu held.
+func (s *Store) findLocked(id a2a.TaskID) (*record, error) {
+	if s.mu.closed {
+		return nil, errClosed
+	}
+	if err := engine.ValidateID(id); err != nil {
+		return nil, err
+	}
+	r, ok := s.mu.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("memstore: %w", engine.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Replace stores task as the new content of task.ID (S2, S7).
+func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
+	enc, err := encode(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	if expectedRevision < 0 {
+		return engine.Record{}, fmt.Errorf("memstore: negative expected revision: %w", engine.ErrInvalidArgument)
+	}
+	s.mu.Lock()
+	r, err := s.findLocked(task.ID)
+	if err == nil && expectedRevision != 0 && expectedRevision != r.revision {
+		err = fmt.Errorf("memstore: replace: %w", engine.ErrRevisionConflict)
+	}
+	if err == nil {
+		err = s.advanceLocked(r, enc)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return engine.Record{}, err
+	}
+	rec, body := r.snapshot()
+	s.mu.Unlock()
+	return decoded(rec, body)
+}
+
+// advanceLocked moves r to new content and a new time (S4, S5): all or
+// nothing.
+// REQUIRES: s.mu held for writing.
+func (s *Store) advanceLocked(r *record, enc encoded) error {
+	at, err := engine.NextTime(r.updatedAt, s.clock())
+	if err != nil {
+		return err
+	}
+	s.unindexLocked(r)
+	r.setLocked(enc)
+	r.updatedAt = at
+	r.revision++
+	s.indexLocked(r)
+	return nil
+}
+
+// modify applies edit to a decoded copy of the task and stores the result,
+// unless edit reports no change (then the current record is returned and
+// nothing changes, S3). edit receives the time the mutation will have. The
+// JSON work runs outside the lock; if another writer got there first, modify
+// starts over on the new content.
+func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
+	for {
+		s.mu.RLock()
+		r, err := s.findLocked(id)
+		if err != nil {
+			s.mu.RUnlock()
+			return engine.Record{}, err
+		}
+		rec, body := r.snapshot()
+		s.mu.RUnlock()
+
+		cur, err := decoded(rec, body)
+		if err != nil {
+			return engine.Record{}, err
+		}
+		at, atErr := engine.NextTime(rec.Cursor.UpdatedAt, s.clock())
+		changed, err := edit(cur.Task, at)
+		if err != nil || !changed {
+			return cur, err
+		}
+		if atErr != nil {
+			return engine.Record{}, atErr
+		}
+		enc, err := encode(cur.Task)
+		if err != nil {
+			return engine.Record{}, err
+		}
+
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			return engine.Record{}, errClosed
+		}
+		if s.mu.byID[id] != r || r.revision != rec.Revision {
+			s.mu.Unlock()
+			continue
+		}
+		s.unindexLocked(r)
+		r.setLocked(enc)
+		r.updatedAt = at
+		r.revision++
+		s.indexLocked(r)
+		rec, body = r.snapshot()
+		s.mu.Unlock()
+		return decoded(rec, body)
+	}
+}
+
+// Cancel moves a non-terminal task to canceled (S9).
+func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	return s.modify(id, func(t *a2a.Task, at int64) (bool, error) {
+		if t.Status.State.Terminal() {
+			return false, fmt.Errorf("memstore: cancel: %w", engine.ErrNotCancelable)
+		}
+		ts := time.UnixMicro(at).UTC()
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
+		return true, nil
+	})
+}
+
+// AppendHistory appends msg unless its ID is already in the history (S3).
+func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	if err := engine.ValidateMessage(msg); err != nil {
+		return engine.Record{}, err
+	}
+	return s.modify(id, func(t *a2a.Task, _ int64) (bool, error) {
+		for _, m := range t.History {
+			if m != nil && m.ID == msg.ID {
+				return false, nil
+			}
+		}
+		t.History = append(t.History, msg)
+		return true, nil
+	})
+}
+
+// Delete removes a task (S9).
+func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.findLocked(id)
+	if err != nil {
+		return err
+	}
+	s.unindexLocked(r)
+	delete(s.mu.byID, id)
+	return nil
+}
