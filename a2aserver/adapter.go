@@ -64,7 +64,11 @@ func (a *adapter) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Lis
 	if req == nil {
 		return nil, wireError(ctx, "list", engine.ErrInvalidArgument)
 	}
-	resp, err := a.store.List(ctx, ListRequest(req))
+	ereq := ListRequest(req)
+	if err := applyRESTListParams(ctx, ereq); err != nil {
+		return nil, wireError(ctx, "list", err)
+	}
+	resp, err := a.store.List(ctx, ereq)
 	if err != nil {
 		return nil, wireError(ctx, "list", err)
 	}

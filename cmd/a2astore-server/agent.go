@@ -27,6 +27,10 @@ type agentConfig struct {
 	// ThinkTime is waited before each status update and the artifact
 	// (a timer; canceled with the request). 0 = no wait.
 	ThinkTime time.Duration
+
+	// beforeComplete, when set, runs before the final status update
+	// (tests use it to hold a task in flight).
+	beforeComplete func(ctx context.Context)
 }
 
 // syntheticAgent is an a2asrv.AgentExecutor that creates and updates tasks
@@ -72,6 +76,9 @@ func (a *syntheticAgent) Execute(ctx context.Context, execCtx *a2asrv.ExecutorCo
 			if !yield(a2a.NewArtifactEvent(execCtx, a2a.NewTextPart(a.payload)), nil) {
 				return
 			}
+		}
+		if a.cfg.beforeComplete != nil {
+			a.cfg.beforeComplete(ctx)
 		}
 		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCompleted, nil), nil)
 	}
