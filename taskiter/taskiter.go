@@ -14,8 +14,9 @@
 //	}
 //
 // All works with anything that has a ListTasks method: an *a2aclient.Client
-// over JSON-RPC, HTTP+JSON or gRPC, an a2asrv.RequestHandler in process, or
-// a taskstore.Store. FromStore does the same over an engine.Store.
+// over JSON-RPC, HTTP+JSON or gRPC, or an a2asrv.RequestHandler in process;
+// wrap a taskstore.Store as ListerFunc(store.List). FromStore does the same
+// over an engine.Store.
 //
 // Traversals are live (L7): tasks mutated while the loop runs appear at
 // most once, tasks untouched during the loop exactly once.
@@ -32,7 +33,7 @@ import (
 )
 
 // Lister is anything that answers one ListTasks page: *a2aclient.Client,
-// a2asrv.RequestHandler, taskstore.Store.
+// a2asrv.RequestHandler (and, through ListerFunc, taskstore.Store.List).
 type Lister interface {
 	ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error)
 }
