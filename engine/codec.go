@@ -1,27 +1,80 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
-// EncodeTask is the stored form of a task that backends share: its A2A JSON
-// encoding. Decoding it yields an independent copy (L9).
+// The stored form of a task, shared by the backends: a compact binary
+// encoding of the a2a types, version-tagged. Free-form values (metadata maps,
+// data parts) are embedded as their JSON. Decoding yields an independent copy
+// (L9) whose A2A JSON equals that of the encoded task. A test walks the a2a
+// types by reflection so a new SDK field cannot be dropped silently.
+//
+// Measured against encoding/json on a generated 1 KB task (3 messages, one
+// artifact): see the commit that introduced it.
+
+const codecV1 = 1
+
+// EncodeTask returns the stored form of t.
 func EncodeTask(t *a2a.Task) ([]byte, error) {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("engine: encode task: %v: %w", err, ErrInvalidArgument)
+	w := writer{buf: make([]byte, 0, 512)}
+	w.buf = append(w.buf, codecV1)
+	w.str(string(t.ID))
+	w.str(t.ContextID)
+	w.str(string(t.Status.State))
+	w.time(t.Status.Timestamp)
+	w.message(t.Status.Message)
+	w.uvarint(uint64(len(t.History)))
+	for _, m := range t.History {
+		w.message(m)
 	}
-	return b, nil
+	w.uvarint(uint64(len(t.Artifacts)))
+	for _, a := range t.Artifacts {
+		w.artifact(a)
+	}
+	w.meta(t.Metadata)
+	if w.err != nil {
+		return nil, fmt.Errorf("engine: encode task: %v: %w", w.err, ErrInvalidArgument)
+	}
+	return w.buf, nil
 }
 
 // DecodeTask decodes a task stored by EncodeTask.
 func DecodeTask(b []byte) (*a2a.Task, error) {
-	t := new(a2a.Task)
-	if err := json.Unmarshal(b, t); err != nil {
-		return nil, fmt.Errorf("engine: decode task: %v: %w", err, ErrInternal)
+	if len(b) == 0 || b[0] != codecV1 {
+		return nil, fmt.Errorf("engine: decode task: unknown format: %w", ErrInternal)
+	}
+	// One string holds every string of the task: one allocation, not one
+	// per field.
+	r := reader{s: string(b[1:])}
+	t := &a2a.Task{ID: a2a.TaskID(r.str()), ContextID: r.str()}
+	t.Status.State = a2a.TaskState(r.str())
+	t.Status.Timestamp = r.time()
+	t.Status.Message = r.message()
+	if n := r.count(); n > 0 {
+		t.History = make([]*a2a.Message, n)
+		for i := range t.History {
+			t.History[i] = r.message()
+		}
+	}
+	if n := r.count(); n > 0 {
+		t.Artifacts = make([]*a2a.Artifact, n)
+		for i := range t.Artifacts {
+			t.Artifacts[i] = r.artifact()
+		}
+	}
+	t.Metadata = r.meta()
+	if r.err == nil && r.off != len(r.s) {
+		r.err = errors.New("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("engine: decode task: %v: %w", r.err, ErrInternal)
 	}
 	return t, nil
 }
@@ -53,4 +106,286 @@ func LightTask(id a2a.TaskID, contextID string, status a2a.TaskStatus, metadata 
 		}
 	}
 	return t, nil
+}
+
+// Part content kinds.
+const (
+	partNone = iota
+	partText
+	partRaw
+	partData
+	partURL
+)
+
+type writer struct {
+	buf []byte
+	err error
+}
+
+func (w *writer) uvarint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
+
+func (w *writer) str(s string) {
+	w.uvarint(uint64(len(s)))
+	w.buf = append(w.buf, s...)
+}
+
+func (w *writer) strs(ss []string) {
+	w.uvarint(uint64(len(ss)))
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+func (w *writer) time(t *time.Time) {
+	if t == nil {
+		w.buf = append(w.buf, 0)
+		return
+	}
+	w.buf = append(w.buf, 1)
+	b, err := t.AppendBinary(nil)
+	if err != nil {
+		// A zone offset the binary form cannot hold (seconds): keep the
+		// instant, in UTC.
+		b, _ = t.UTC().AppendBinary(nil)
+	}
+	w.str(string(b))
+}
+
+// json embeds v as JSON; absent (nil) is the empty string.
+func (w *writer) json(v any) {
+	b, err := json.Marshal(v)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	w.str(string(b))
+}
+
+func (w *writer) meta(m map[string]any) {
+	if m == nil {
+		w.str("")
+		return
+	}
+	w.json(m)
+}
+
+func (w *writer) message(m *a2a.Message) {
+	if m == nil {
+		w.buf = append(w.buf, 0)
+		return
+	}
+	w.buf = append(w.buf, 1)
+	w.str(m.ID)
+	w.str(m.ContextID)
+	w.strs(m.Extensions)
+	w.meta(m.Metadata)
+	w.parts(m.Parts)
+	w.uvarint(uint64(len(m.ReferenceTasks)))
+	for _, id := range m.ReferenceTasks {
+		w.str(string(id))
+	}
+	w.str(string(m.Role))
+	w.str(string(m.TaskID))
+}
+
+func (w *writer) artifact(a *a2a.Artifact) {
+	if a == nil {
+		w.buf = append(w.buf, 0)
+		return
+	}
+	w.buf = append(w.buf, 1)
+	w.str(string(a.ID))
+	w.str(a.Description)
+	w.strs(a.Extensions)
+	w.meta(a.Metadata)
+	w.str(a.Name)
+	w.parts(a.Parts)
+}
+
+func (w *writer) parts(ps a2a.ContentParts) {
+	w.uvarint(uint64(len(ps)))
+	for _, p := range ps {
+		if p == nil {
+			w.buf = append(w.buf, 0xff)
+			continue
+		}
+		switch c := p.Content.(type) {
+		case nil:
+			w.buf = append(w.buf, partNone)
+		case a2a.Text:
+			w.buf = append(w.buf, partText)
+			w.str(string(c))
+		case a2a.Raw:
+			w.buf = append(w.buf, partRaw)
+			w.str(string(c))
+		case a2a.Data:
+			w.buf = append(w.buf, partData)
+			w.json(c.Value)
+		case a2a.URL:
+			w.buf = append(w.buf, partURL)
+			w.str(string(c))
+		default:
+			if w.err == nil {
+				w.err = fmt.Errorf("unknown part content %T", c)
+			}
+		}
+		w.str(p.Filename)
+		w.str(p.MediaType)
+		w.meta(p.Metadata)
+	}
+}
+
+type reader struct {
+	s   string
+	off int
+	err error
+}
+
+func (r *reader) fail(msg string) {
+	if r.err == nil {
+		r.err = errors.New(msg)
+	}
+	r.off = len(r.s)
+}
+
+func (r *reader) byte() byte {
+	if r.off >= len(r.s) {
+		r.fail("truncated")
+		return 0
+	}
+	r.off++
+	return r.s[r.off-1]
+}
+
+func (r *reader) uvarint() uint64 {
+	var v uint64
+	for shift := 0; shift < 64; shift += 7 {
+		b := r.byte()
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v
+		}
+	}
+	r.fail("bad varint")
+	return 0
+}
+
+// count reads a length that must fit in what is left of the input (every
+// element takes at least one byte).
+func (r *reader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.s)-r.off) {
+		r.fail("bad count")
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) str() string {
+	n := r.count()
+	s := r.s[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) strs() []string {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = r.str()
+	}
+	return ss
+}
+
+func (r *reader) time() *time.Time {
+	if r.byte() == 0 {
+		return nil
+	}
+	t := new(time.Time)
+	if err := t.UnmarshalBinary([]byte(r.str())); err != nil {
+		r.fail("bad time")
+	}
+	return t
+}
+
+func (r *reader) json(v any) {
+	if err := json.Unmarshal([]byte(r.str()), v); err != nil {
+		r.fail("bad embedded JSON")
+	}
+}
+
+func (r *reader) meta() map[string]any {
+	s := r.str()
+	if s == "" {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		r.fail("bad metadata")
+	}
+	return m
+}
+
+func (r *reader) message() *a2a.Message {
+	if r.byte() == 0 {
+		return nil
+	}
+	m := &a2a.Message{ID: r.str(), ContextID: r.str(), Extensions: r.strs(), Metadata: r.meta()}
+	m.Parts = r.parts()
+	if n := r.count(); n > 0 {
+		m.ReferenceTasks = make([]a2a.TaskID, n)
+		for i := range m.ReferenceTasks {
+			m.ReferenceTasks[i] = a2a.TaskID(r.str())
+		}
+	}
+	m.Role = a2a.MessageRole(r.str())
+	m.TaskID = a2a.TaskID(r.str())
+	return m
+}
+
+func (r *reader) artifact() *a2a.Artifact {
+	if r.byte() == 0 {
+		return nil
+	}
+	a := &a2a.Artifact{ID: a2a.ArtifactID(r.str()), Description: r.str(), Extensions: r.strs(), Metadata: r.meta()}
+	a.Name = r.str()
+	a.Parts = r.parts()
+	return a
+}
+
+func (r *reader) parts() a2a.ContentParts {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	ps := make(a2a.ContentParts, n)
+	// One allocation for all parts of the list.
+	backing := make([]a2a.Part, n)
+	for i := range ps {
+		kind := r.byte()
+		if kind == 0xff {
+			continue
+		}
+		p := &backing[i]
+		switch kind {
+		case partNone:
+		case partText:
+			p.Content = a2a.Text(r.str())
+		case partRaw:
+			p.Content = a2a.Raw(r.str())
+		case partData:
+			var v any
+			r.json(&v)
+			p.Content = a2a.Data{Value: v}
+		case partURL:
+			p.Content = a2a.URL(r.str())
+		default:
+			r.fail("bad part kind")
+		}
+		p.Filename, p.MediaType, p.Metadata = r.str(), r.str(), r.meta()
+		ps[i] = p
+	}
+	return ps
 }
