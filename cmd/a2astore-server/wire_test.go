@@ -209,7 +209,7 @@ func TestErrorCodes(t *testing.T) {
 }
 
 // internalWords must never appear in a ListTasks body (W4).
-var internalWords = []string{"cursor", "includetotalsize", "projection", "revision", "updatedat"}
+var internalWords = []string{"cursor", "includetotalsize", "include_total_size", "projection", "revision", "updatedat", "updated_at"}
 
 func checkNoInternal(t *testing.T, where string, body []byte) {
 	t.Helper()
