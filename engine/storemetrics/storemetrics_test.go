@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,3 +98,35 @@ func TestOutcome(t *testing.T) {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+func TestPoolCollector(t *testing.T) {
+	c := storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats {
+		return storemetrics.PoolStats{MaxConns: 8, TotalConns: 3, IdleConns: 1, AcquiredConns: 2, AcquireCount: 40, EmptyAcquireCount: 5, CanceledAcquireCount: 1, AcquireDuration: 1500 * time.Millisecond}
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP a2astore_pool_acquire_seconds_total Total time spent acquiring connections.
+# TYPE a2astore_pool_acquire_seconds_total counter
+a2astore_pool_acquire_seconds_total{backend="pg"} 1.5
+# HELP a2astore_pool_acquires_total Successful connection acquires.
+# TYPE a2astore_pool_acquires_total counter
+a2astore_pool_acquires_total{backend="pg"} 40
+# HELP a2astore_pool_canceled_acquires_total Acquires abandoned because their context ended.
+# TYPE a2astore_pool_canceled_acquires_total counter
+a2astore_pool_canceled_acquires_total{backend="pg"} 1
+# HELP a2astore_pool_connections Open pool connections by state.
+# TYPE a2astore_pool_connections gauge
+a2astore_pool_connections{backend="pg",state="acquired"} 2
+a2astore_pool_connections{backend="pg",state="idle"} 1
+# HELP a2astore_pool_empty_acquires_total Acquires that waited because the pool had no idle connection.
+# TYPE a2astore_pool_empty_acquires_total counter
+a2astore_pool_empty_acquires_total{backend="pg"} 5
+# HELP a2astore_pool_max_connections Configured maximum number of pool connections.
+# TYPE a2astore_pool_max_connections gauge
+a2astore_pool_max_connections{backend="pg"} 8
+`))
+	if err != nil {
+		t.Error(err)
+	}
+}
