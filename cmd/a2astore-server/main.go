@@ -40,6 +40,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.PebbleDir, "pebble-dir", "", "Pebble data directory")
 	fs.StringVar(&cfg.PGDSN, "pg-dsn", "", "PostgreSQL connection string")
 	fs.StringVar(&cfg.Policy, "policy", "none", "authorization policy: none or owner")
+	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "request header (gRPC metadata key) trusted as the caller identity for -policy owner; staging only")
 	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/), the agent card and /metrics")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "listen address for gRPC")
 	fs.StringVar(&cfg.PublicHost, "public-host", "", "host name written in the agent card (default: the listen host)")

@@ -38,6 +38,10 @@ type config struct {
 	PebbleDir string // pebble: data directory
 	PGDSN     string // pg: connection string
 	Policy    string // none | owner
+	// CallerHeader names the request header (or gRPC metadata key) that
+	// carries the caller's identity for the owner policy. It is trusted as
+	// sent: staging only, or behind an authenticating proxy. "" = none.
+	CallerHeader string
 
 	HTTPAddr string // JSON-RPC, HTTP+JSON, agent card, /metrics
 	GRPCAddr string // gRPC
@@ -141,10 +145,14 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	s.card = s.agentCard()
 
-	handler := a2asrv.NewHandler(newSyntheticAgent(cfg.Agent),
+	opts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(a2aserver.TaskStore(metered)),
 		a2asrv.WithLogger(cfg.Logger),
-	)
+	}
+	if cfg.CallerHeader != "" {
+		opts = append(opts, a2asrv.WithCallInterceptors(a2aserver.HeaderIdentity{Header: cfg.CallerHeader}))
+	}
+	handler := a2asrv.NewHandler(newSyntheticAgent(cfg.Agent), opts...)
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
