@@ -41,11 +41,11 @@ type testServer struct {
 
 // backendsUnderTest lists the backends the end-to-end tests run on; each
 // needs nothing outside the test (pg joins when a DSN is configured).
-func backendsUnderTest(t *testing.T) []config {
+func backendsUnderTest(t testing.TB) []config {
 	return []config{{Backend: "mem"}}
 }
 
-func startServer(t *testing.T, cfg config) *testServer {
+func startServer(t testing.TB, cfg config) *testServer {
 	t.Helper()
 	ctx := t.Context()
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -90,7 +90,7 @@ func startServer(t *testing.T, cfg config) *testServer {
 	return ts
 }
 
-func getJSON(t *testing.T, u string, v any) {
+func getJSON(t testing.TB, u string, v any) {
 	t.Helper()
 	resp, err := http.Get(u)
 	if err != nil {
@@ -107,7 +107,7 @@ func getJSON(t *testing.T, u string, v any) {
 
 // send sends one user message through c; the synthetic agent turns it into
 // a completed task.
-func send(t *testing.T, c *a2aclient.Client, contextID, text string) *a2a.Task {
+func send(t testing.TB, c *a2aclient.Client, contextID, text string) *a2a.Task {
 	t.Helper()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 	msg.ContextID = contextID
@@ -128,15 +128,22 @@ var seedEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // seed creates tasks through the wire (one SendMessage per transport and
 // context) and directly in the store, in several contexts and states.
-func seed(t *testing.T, ts *testServer, direct int) {
+func seed(t testing.TB, ts *testServer, direct int) {
 	t.Helper()
 	for i, tr := range transports {
 		for _, ctxID := range []string{"ctx-a", "ctx-b"} {
 			send(t, ts.clients[tr], ctxID, fmt.Sprintf("hello %d", i))
 		}
 	}
+	seedDirect(t, ts, direct)
+}
+
+// seedDirect creates n tasks directly in the store: contexts ctx-a/b/c and
+// states working/completed/submitted in turn, status timestamps seedEpoch+i s.
+func seedDirect(t testing.TB, ts *testServer, n int) {
+	t.Helper()
 	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateSubmitted}
-	for i := range direct {
+	for i := range n {
 		now := seedEpoch.Add(time.Duration(i) * time.Second)
 		task := &a2a.Task{
 			ID:        a2a.TaskID(fmt.Sprintf("direct-%03d", i)),
