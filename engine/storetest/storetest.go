@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"context"
+	"flag"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/a2astore/a2astore/engine"
@@ -27,8 +31,106 @@ type Checker interface {
 	CheckInvariants() error
 }
 
-// Run runs every S, T and L clause against the harness's backend.
+var (
+	flagSeed = flag.Uint64("storetest.seed", 0, "seed of the storetest randomized tests (0 = random)")
+	flagOps  = flag.Int("storetest.ops", 600, "operations per storetest model-based randomized test")
+)
+
+// ManualClock is an engine.Clock the test drives: it returns the time last
+// set and moves only when told to. It is safe for concurrent use. Pass its
+// Now method as the store's clock.
+type ManualClock struct {
+	now atomic.Int64
+}
+
+// NewManualClock returns a clock reading start (µs since the Unix epoch).
+func NewManualClock(start int64) *ManualClock {
+	c := new(ManualClock)
+	c.now.Store(start)
+	return c
+}
+
+// Now returns the current reading; c.Now is an engine.Clock.
+func (c *ManualClock) Now() int64 { return c.now.Load() }
+
+// Set moves the clock to t, forward or backward (negative readings are
+// allowed: stores count them as 0, S5).
+func (c *ManualClock) Set(t int64) { c.now.Store(t) }
+
+// Advance moves the clock by d microseconds (d may be negative) and returns
+// the new reading.
+func (c *ManualClock) Advance(d int64) int64 { return c.now.Add(d) }
+
+// Run runs every S, T and L clause against the harness's backend. Each
+// clause (or small group of clauses) is a subtest named by its clause id and
+// opens a fresh store; clauses that drive the clock are skipped when the
+// harness has no ClockInjection. Run also runs a model-based randomized test
+// ("model/random", seeded by -storetest.seed, length -storetest.ops) and a
+// concurrent test ("L7/concurrent").
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	panic("storetest: not yet implemented")
+	if h.Open == nil {
+		t.Fatal("storetest: Harness.Open is nil")
+	}
+	for _, c := range clauses {
+		t.Run(c.name, func(t *testing.T) {
+			if c.clock && !h.ClockInjection {
+				t.Skip("backend takes no custom clock")
+			}
+			c.fn(t, newEnv(t, h))
+		})
+	}
+}
+
+// A clause is one subtest of Run.
+type clause struct {
+	name  string
+	clock bool // needs Harness.ClockInjection
+	fn    func(t testing.TB, e *env)
+}
+
+// clauses lists Run's subtests in order.
+var clauses = slices.Concat(sClauses, tClauses, lClauses, []clause{
+	{name: "model/random", fn: testRandom},
+	{name: "L7-L8/concurrent", fn: testConcurrent},
+})
+
+// env is one clause's fresh store and, with ClockInjection, its clock.
+type env struct {
+	h     Harness
+	s     engine.Store
+	clock *ManualClock // nil without ClockInjection
+	ctx   context.Context
+}
+
+// clockStart is where injected clocks start: 2025-01-01T00:00:00Z in µs.
+const clockStart = 1735689600_000000
+
+func newEnv(t testing.TB, h Harness) *env {
+	t.Helper()
+	e := &env{h: h, ctx: context.Background()}
+	var clk engine.Clock
+	if h.ClockInjection {
+		e.clock = NewManualClock(clockStart)
+		clk = e.clock.Now
+	}
+	e.s = h.Open(t, clk)
+	if e.s == nil {
+		t.Fatal("storetest: Harness.Open returned nil")
+	}
+	if c, ok := e.s.(Checker); ok {
+		t.Cleanup(func() {
+			if err := c.CheckInvariants(); err != nil {
+				t.Errorf("CheckInvariants at cleanup: %v", err)
+			}
+		})
+	}
+	return e
+}
+
+// tick advances an injected clock by d; without one it does nothing.
+func (e *env) tick(d int64) {
+	if e.clock != nil {
+		e.clock.Advance(d)
+	}
 }

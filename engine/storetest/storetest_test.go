@@ -1,0 +1,353 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+)
+
+// The suite proves itself against its own reference model: every clause
+// passes on the model, and deliberately broken stores make the relevant
+// checks fail.
+
+func openModel(binary bool) func(testing.TB, engine.Clock) engine.Store {
+	return func(_ testing.TB, clock engine.Clock) engine.Store { return newModel(clock, binary) }
+}
+
+func TestModel(t *testing.T) {
+	Run(t, Harness{Open: openModel(true), ClockInjection: true, BinaryIDs: true})
+}
+
+func TestModelTextIDs(t *testing.T) {
+	Run(t, Harness{Open: openModel(false), ClockInjection: true, BinaryIDs: false})
+}
+
+func TestModelOwnClock(t *testing.T) {
+	Run(t, Harness{Open: openModel(true), BinaryIDs: true})
+}
+
+func TestInvalidTokensAreInvalid(t *testing.T) {
+	for _, tok := range invalidTokens() {
+		if _, err := engine.DecodeToken(tok); err == nil {
+			t.Errorf("test token %q decodes", tok)
+		}
+	}
+}
+
+func TestManualClock(t *testing.T) {
+	c := NewManualClock(10)
+	if c.Now() != 10 {
+		t.Fatalf("Now = %d, want 10", c.Now())
+	}
+	if got := c.Advance(-15); got != -5 || c.Now() != -5 {
+		t.Fatalf("Advance(-15) = %d, Now = %d; want -5", got, c.Now())
+	}
+	c.Set(99)
+	var clk engine.Clock = c.Now
+	if clk() != 99 {
+		t.Fatalf("after Set(99): %d", clk())
+	}
+}
+
+// fakeTB records failures instead of failing the real test. Fatal ends the
+// calling goroutine, as testing does.
+type fakeTB struct {
+	testing.TB // nil: methods the suite should not call panic
+	mu         sync.Mutex
+	msgs       []string
+	cleanups   []func()
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Name() string {
+	return "fake"
+}
+func (f *fakeTB) Logf(string, ...any) {}
+func (f *fakeTB) Log(...any)          {}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Error(args ...any) { f.Errorf("%s", fmt.Sprint(args...)) }
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.Errorf(format, args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+func (f *fakeTB) FailNow()          { f.Fatalf("FailNow") }
+func (f *fakeTB) Fail()             { f.Errorf("Fail") }
+func (f *fakeTB) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.msgs) > 0
+}
+func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Context() context.Context {
+	return context.Background()
+}
+
+// runClause runs the named clause of the suite on a fresh store from h with
+// a fake TB and returns what it reported.
+func runClause(t *testing.T, h Harness, name string) []string {
+	t.Helper()
+	var c *clause
+	for i := range clauses {
+		if clauses[i].name == name {
+			c = &clauses[i]
+		}
+	}
+	if c == nil {
+		t.Fatalf("no clause %q", name)
+	}
+	f := &fakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			for i := len(f.cleanups) - 1; i >= 0; i-- {
+				f.cleanups[i]()
+			}
+		}()
+		c.fn(f, newEnv(f, h))
+	}()
+	<-done
+	return f.msgs
+}
+
+// wrap returns a harness whose stores are the model wrapped by w.
+func wrap(binary bool, w func(*model) engine.Store) Harness {
+	return Harness{
+		Open:           func(_ testing.TB, clock engine.Clock) engine.Store { return w(newModel(clock, binary)) },
+		ClockInjection: true,
+		BinaryIDs:      binary,
+	}
+}
+
+// repeatBoundary lists the boundary task again: the last task of a page
+// repeats on the next page.
+type repeatBoundary struct{ *model }
+
+func (s repeatBoundary) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	if c, err := engine.DecodeToken(req.PageToken); err == nil && len(c.ID) < engine.MaxIDBytes {
+		r := *req
+		c.ID += "\x00" // just before the boundary in list order
+		r.PageToken = engine.EncodeToken(c)
+		resp, err := s.model.List(ctx, &r)
+		return resp, err
+	}
+	return s.model.List(ctx, req)
+}
+
+// ignoreBoundary ignores the page token.
+type ignoreBoundary struct{ *model }
+
+func (s ignoreBoundary) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	r := *req
+	if _, err := engine.DecodeToken(r.PageToken); err == nil {
+		r.PageToken = ""
+	}
+	return s.model.List(ctx, &r)
+}
+
+// filterAfterBoundary applies the filters after taking a page: pages come
+// back short.
+type filterAfterBoundary struct{ *model }
+
+func (s filterAfterBoundary) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	r := *req
+	r.ContextID, r.Status, r.StatusTimestampAfter = "", "", nil
+	resp, err := s.model.List(ctx, &r)
+	if err != nil || req.ContextID == "" {
+		return resp, err
+	}
+	out := &engine.ListResponse{NextPageToken: resp.NextPageToken, PageSize: resp.PageSize, TotalSize: resp.TotalSize, Tasks: []*a2a.Task{}, TaskCursors: []engine.Cursor{}}
+	for i, t := range resp.Tasks {
+		if t.ContextID == req.ContextID {
+			out.Tasks, out.TaskCursors = append(out.Tasks, t), append(out.TaskCursors, resp.TaskCursors[i])
+		}
+	}
+	return out, nil
+}
+
+// sharedGet returns the same task pointer from Get while the task is
+// unchanged: callers mutating it change what later calls see.
+type sharedGet struct {
+	*model
+	mu    sync.Mutex
+	cache map[a2a.TaskID]engine.Record
+}
+
+func (s *sharedGet) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	r, err := s.model.Get(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.cache[id]; ok && c.Revision == r.Revision && c.Cursor == r.Cursor {
+		return c, nil
+	}
+	s.cache[id] = r
+	return r, nil
+}
+
+// clockOnly ignores S4's old+1: a backward clock moves tasks back in time.
+type clockOnly struct {
+	*model
+	clock engine.Clock
+}
+
+func (s clockOnly) Replace(ctx context.Context, t *a2a.Task, rev int64) (engine.Record, error) {
+	r, err := s.model.Replace(ctx, t, rev)
+	if err != nil {
+		return r, err
+	}
+	// Move the entry to clock() even when that is backward.
+	s.model.mu.Lock()
+	defer s.model.mu.Unlock()
+	e := s.model.mu.byID[t.ID]
+	s.model.removeLocked(e)
+	e.cur.UpdatedAt = max(s.clock(), 0)
+	s.model.insertLocked(e)
+	return e.record(), nil
+}
+
+// noDedup appends a message even when its ID is already in the history.
+type noDedup struct{ *model }
+
+func (s noDedup) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	if msg == nil || msg.ID == "" {
+		return s.model.AppendHistory(ctx, id, msg)
+	}
+	m := *msg
+	m.ID += "\x00dup"
+	r, err := s.model.AppendHistory(ctx, id, &m)
+	if err == nil {
+		r.Task.History[len(r.Task.History)-1].ID = msg.ID
+	}
+	return r, err
+}
+
+// totalAfterBoundary counts only the matches after the boundary.
+type totalAfterBoundary struct{ *model }
+
+func (s totalAfterBoundary) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err != nil || !req.IncludeTotalSize || req.PageToken == "" {
+		return resp, err
+	}
+	r := *req
+	r.PageSize = engine.MaxPageSize
+	n := 0
+	for {
+		page, err := s.model.List(ctx, &r)
+		if err != nil {
+			return nil, err
+		}
+		n += len(page.Tasks)
+		if page.NextPageToken == "" {
+			break
+		}
+		r.PageToken = page.NextPageToken
+	}
+	resp.TotalSize = n
+	return resp, nil
+}
+
+// tokenOnLastPage returns a next token on every non-empty page.
+type tokenOnLastPage struct{ *model }
+
+func (s tokenOnLastPage) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err == nil && len(resp.TaskCursors) > 0 {
+		resp.NextPageToken = engine.EncodeToken(resp.TaskCursors[len(resp.TaskCursors)-1])
+	}
+	return resp, err
+}
+
+// textOnly is a text-ID backend that forgot to reject binary IDs.
+type textOnly struct{ *model }
+
+func TestSuiteCatchesBugs(t *testing.T) {
+	cases := []struct {
+		name    string
+		h       Harness
+		clauses []string
+	}{
+		{"repeat-boundary", wrap(true, func(m *model) engine.Store { return repeatBoundary{m} }),
+			[]string{"T1/traversal", "T5/missing-boundary", "T7/changed-filter", "L7/live-traversal", "model/random"}},
+		{"ignore-boundary", wrap(true, func(m *model) engine.Store { return ignoreBoundary{m} }),
+			[]string{"T1/traversal", "T6/next-token", "T7/changed-filter", "S6/equal-times", "model/random", "L7-L8/concurrent"}},
+		{"filter-after-boundary", wrap(true, func(m *model) engine.Store { return filterAfterBoundary{m} }),
+			[]string{"L1-L2/filters", "T7/changed-filter", "model/random"}},
+		{"shared-get", wrap(true, func(m *model) engine.Store { return &sharedGet{model: m, cache: map[a2a.TaskID]engine.Record{}} }),
+			[]string{"L9/copies"}},
+		{"clock-only", Harness{
+			Open: func(_ testing.TB, clock engine.Clock) engine.Store {
+				return clockOnly{model: newModel(clock, true), clock: clock}
+			},
+			ClockInjection: true, BinaryIDs: true,
+		}, []string{"S4/clock-backward", "model/random"}},
+		{"no-dedup", wrap(true, func(m *model) engine.Store { return noDedup{m} }),
+			[]string{"S3/rejected-writes", "model/random"}},
+		{"text-backend-accepting-binary", Harness{
+			Open:           func(_ testing.TB, clock engine.Clock) engine.Store { return textOnly{newModel(clock, true)} },
+			ClockInjection: true, BinaryIDs: false,
+		}, []string{"S8-T3/binary-ids"}},
+		{"total-after-boundary", wrap(true, func(m *model) engine.Store { return totalAfterBoundary{m} }),
+			[]string{"L5/total-size", "T6/next-token", "model/random"}},
+		{"token-on-last-page", wrap(true, func(m *model) engine.Store { return tokenOnLastPage{m} }),
+			[]string{"T6/next-token", "T1/traversal", "model/random"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, name := range c.clauses {
+				msgs := runClause(t, c.h, name)
+				if len(msgs) == 0 {
+					t.Errorf("clause %s passed on a broken store", name)
+					continue
+				}
+				t.Logf("%s reports: %s", name, firstLine(msgs[0]))
+			}
+		})
+	}
+}
+
+// TestSuitePassesOnModel is the control for TestSuiteCatchesBugs: the same
+// clauses, run the same way on the plain model, report nothing.
+func TestSuitePassesOnModel(t *testing.T) {
+	h := wrap(true, func(m *model) engine.Store { return m })
+	for _, c := range clauses {
+		if msgs := runClause(t, h, c.name); len(msgs) > 0 {
+			t.Errorf("clause %s failed on the model: %s", c.name, strings.Join(msgs, "; "))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// TestRandomReportsSeed checks a randomized failure names its seed.
+func TestRandomReportsSeed(t *testing.T) {
+	f := &fakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		testRandom(f, newEnv(f, wrap(true, func(m *model) engine.Store { return repeatBoundary{m} })))
+	}()
+	<-done
+	if len(f.msgs) == 0 || !strings.Contains(f.msgs[0], "-storetest.seed=") {
+		t.Fatalf("randomized failure does not name its seed: %q", f.msgs)
+	}
+}
