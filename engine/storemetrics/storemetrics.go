@@ -273,3 +273,12 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// CheckInvariants runs the wrapped store's invariant check when it has one
+// (storetest.Checker), so conformance runs through the decorator keep it.
+func (s *Store) CheckInvariants() error {
+	if c, ok := s.next.(interface{ CheckInvariants() error }); ok {
+		return c.CheckInvariants()
+	}
+	return nil
+}
