@@ -322,7 +322,7 @@ func restGet(t *testing.T, ts *testServer, path string, query url.Values) (int, 
 	return resp.StatusCode, b
 }
 
-// engineAvailable reports whether the engine's own validation agrees that a
+// engineRejects reports whether the engine's own validation agrees that a
 // request is invalid, so the wire tests check the adapter, not a guess.
 func engineRejects(req *a2a.ListTasksRequest) bool {
 	_, err := engine.ParseListRequest(&engine.ListRequest{
