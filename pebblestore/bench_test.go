@@ -1,0 +1,374 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+var benchDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+func benchTempDir(b *testing.B, name string) string {
+	if benchDir == "" {
+		d, err := os.MkdirTemp("", "pebblestore-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchDir = d
+	}
+	return filepath.Join(benchDir, name)
+}
+
+const benchContexts = 100
+
+func benchTask(rng *rand.Rand, i int, now time.Time) *a2a.Task {
+	ts := now
+	t := &a2a.Task{
+		ID:        a2a.TaskID(fmt.Sprintf("%016x-%08d", rng.Uint64(), i)),
+		ContextID: fmt.Sprintf("ctx-%04d", rng.IntN(benchContexts)),
+		Status:    a2a.TaskStatus{State: states[rng.IntN(len(states))], Timestamp: &ts},
+		Metadata:  map[string]any{"owner": fmt.Sprintf("user-%d", rng.IntN(1000))},
+	}
+	for m := range 2 {
+		t.History = append(t.History, &a2a.Message{
+			ID: fmt.Sprintf("m%d", m), Role: a2a.MessageRoleUser,
+			Parts: a2a.ContentParts{a2a.NewTextPart("a message of about one hundred bytes, a message of about one hundred bytes, done.")},
+		})
+	}
+	return t
+}
+
+// fixture is a store of n tasks on disk.
+type fixture struct {
+	s       *Store
+	cursors []engine.Cursor // list order
+	ctxOf   map[a2a.TaskID]string
+	build   time.Duration
+	bytes   uint64 // disk space after building
+}
+
+var fixtures = map[string]*fixture{}
+var fixturesMu sync.Mutex
+
+// getFixture builds (once per process) n tasks, then either compacts
+// everything or churns: n unconditional Replaces of random tasks.
+func getFixture(b *testing.B, n int, churn bool) *fixture {
+	key := fmt.Sprintf("n=%d/churn=%v", n, churn)
+	fixturesMu.Lock()
+	defer fixturesMu.Unlock()
+	if f := fixtures[key]; f != nil {
+		return f
+	}
+	start := time.Now()
+	var tick atomic.Int64
+	tick.Store(1_700_000_000_000_000)
+	s, err := Open(benchTempDir(b, fmt.Sprintf("n%d-churn%v", n, churn)), Options{
+		Clock: func() int64 { return tick.Add(1) }, NoSync: true, Logger: quietLogger{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	ctx := context.Background()
+	now := time.Now().UTC()
+	ids := make([]a2a.TaskID, n)
+	for i := range n {
+		t := benchTask(rng, i, now)
+		ids[i] = t.ID
+		if _, err := s.Create(ctx, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if churn {
+		for i := range n {
+			id := ids[rng.IntN(n)]
+			t := benchTask(rng, i, now)
+			t.ID = id
+			if _, err := s.Replace(ctx, t, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else if err := s.db.Compact(ctx, []byte{0}, []byte{0xFF}, true); err != nil {
+		b.Fatal(err)
+	}
+	f := &fixture{s: s, ctxOf: map[a2a.TaskID]string{}}
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	it.SetBounds([]byte{tagGlobal}, []byte{tagGlobal + 1})
+	for ok := it.First(); ok; ok = it.Next() {
+		c, err := decodeIndexCursor(it.Key(), 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, _ := decodeLight(it.Value())
+		f.cursors = append(f.cursors, c)
+		f.ctxOf[c.ID] = l.contextID
+	}
+	it.Close()
+	f.build = time.Since(start)
+	f.bytes = s.Metrics().DiskSpaceUsage()
+	b.Logf("fixture %s built in %v: %d bytes on disk, %.0f B/task, write amp %.2f",
+		key, f.build, f.bytes, float64(f.bytes)/float64(n), writeAmp(s))
+	fixtures[key] = f
+	return f
+}
+
+func benchSizes() []int {
+	if os.Getenv("PEBBLESTORE_BENCH_1M") != "" {
+		return []int{100_000, 1_000_000}
+	}
+	return []int{100_000}
+}
+
+// BenchmarkList measures one page from a random cursor: unfiltered light
+// and full, context-filtered, and state-filtered, on a compacted store and
+// after heavy churn. examined/op is the index entries visited (C2).
+func BenchmarkList(b *testing.B) {
+	for _, n := range benchSizes() {
+		// Build both fixtures before measuring anything, so no measurement
+		// shares the CPU with a fixture being built.
+		getFixture(b, n, false)
+		getFixture(b, n, true)
+		runtime.GC()
+		for _, state := range []string{"compacted", "churned"} {
+			for _, shape := range []struct {
+				name  string
+				proj  engine.Projection
+				byCtx bool
+				state a2a.TaskState
+			}{
+				{"filter=none/proj=light", engine.ProjectionLight, false, ""},
+				{"filter=none/proj=full", engine.ProjectionFull, false, ""},
+				{"filter=context/proj=light", engine.ProjectionLight, true, ""},
+				{"filter=context/proj=full", engine.ProjectionFull, true, ""},
+				{"filter=state/proj=light", engine.ProjectionLight, false, a2a.TaskStateWorking},
+			} {
+				name := fmt.Sprintf("backend=pebble/op=list/n=%d/store=%s/page=50/%s", n, state, shape.name)
+				b.Run(name, func(b *testing.B) {
+					f := getFixture(b, n, state == "churned")
+					rng := rand.New(rand.NewPCG(1, 2))
+					var st engine.ListStats
+					ctx := engine.WithListStats(context.Background(), &st)
+					pages := 0
+					b.ReportAllocs()
+					for b.Loop() {
+						c := f.cursors[rng.IntN(len(f.cursors))]
+						req := engine.ListRequest{PageSize: 50, PageToken: engine.EncodeToken(c), Projection: shape.proj, Status: shape.state}
+						if shape.byCtx {
+							req.ContextID = f.ctxOf[c.ID]
+						}
+						if _, err := f.s.List(ctx, &req); err != nil {
+							b.Fatal(err)
+						}
+						pages++
+					}
+					b.ReportMetric(float64(st.Examined)/float64(pages), "examined/op")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkTotal measures TotalSize alone (PageSize 1) per filter shape.
+func BenchmarkTotal(b *testing.B) {
+	for _, n := range benchSizes() {
+		after := time.Now().Add(-time.Hour)
+		for _, shape := range []struct {
+			name string
+			req  engine.ListRequest
+		}{
+			{"filter=none", engine.ListRequest{}},
+			{"filter=context", engine.ListRequest{ContextID: "ctx-0007"}},
+			{"filter=state", engine.ListRequest{Status: a2a.TaskStateCompleted}},
+			{"filter=context+state", engine.ListRequest{ContextID: "ctx-0007", Status: a2a.TaskStateCompleted}},
+			{"filter=context+statusafter", engine.ListRequest{ContextID: "ctx-0007", StatusTimestampAfter: &after}},
+		} {
+			b.Run(fmt.Sprintf("backend=pebble/op=total/n=%d/%s", n, shape.name), func(b *testing.B) {
+				f := getFixture(b, n, false)
+				var st engine.ListStats
+				ctx := engine.WithListStats(context.Background(), &st)
+				req := shape.req
+				req.PageSize, req.IncludeTotalSize, req.Projection = 1, true, engine.ProjectionLight
+				calls := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := f.s.List(ctx, &req); err != nil {
+						b.Fatal(err)
+					}
+					calls++
+				}
+				b.ReportMetric(float64(st.Counted)/float64(calls), "counted/op")
+			})
+		}
+	}
+}
+
+// BenchmarkMutation measures one unconditional Replace of a random task in
+// a store of 10000 tasks on disk, with and without fsync, from 1 and 8
+// concurrent writers. With Sync, concurrent writers share fsyncs.
+func BenchmarkMutation(b *testing.B) {
+	const n = 10_000
+	for _, sync := range []bool{false, true} {
+		for _, writers := range []int{1, 8} {
+			name := fmt.Sprintf("backend=pebble/op=replace/sync=%v/writers=%d", sync, writers)
+			b.Run(name, func(b *testing.B) {
+				dir := benchTempDir(b, fmt.Sprintf("mut-%v-%d-%d", sync, writers, time.Now().UnixNano()))
+				defer os.RemoveAll(dir)
+				s, err := Open(dir, Options{NoSync: !sync, Logger: quietLogger{}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				rng := rand.New(rand.NewPCG(3, 4))
+				ctx := context.Background()
+				now := time.Now().UTC()
+				tasks := make([]*a2a.Task, n)
+				for i := range n {
+					tasks[i] = benchTask(rng, i, now)
+					if _, err := s.Create(ctx, tasks[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				if writers == 1 {
+					for b.Loop() {
+						if _, err := s.Replace(ctx, tasks[rng.IntN(n)], 0); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				b.SetParallelism(max(1, writers/max(1, runtime.GOMAXPROCS(0))))
+				var seed atomic.Uint64
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					r := rand.New(rand.NewPCG(seed.Add(1), 5))
+					for pb.Next() {
+						if _, err := s.Replace(ctx, tasks[r.IntN(n)], 0); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkFootprint reports disk bytes per task and write amplification
+// of the fixtures.
+func BenchmarkFootprint(b *testing.B) {
+	for _, n := range benchSizes() {
+		for _, churn := range []bool{false, true} {
+			b.Run(fmt.Sprintf("backend=pebble/op=footprint/n=%d/churn=%v", n, churn), func(b *testing.B) {
+				f := getFixture(b, n, churn)
+				for b.Loop() {
+				}
+				m := f.s.Metrics()
+				b.ReportMetric(float64(m.DiskSpaceUsage())/float64(n), "diskB/task")
+				b.ReportMetric(writeAmp(f.s), "writeamp")
+				b.ReportMetric(f.build.Seconds(), "build-s")
+			})
+		}
+	}
+}
+
+func writeAmp(s *Store) float64 {
+	t := s.Metrics().Total()
+	return t.WriteAmp()
+}
+
+// BenchmarkRawPage isolates storage costs from JSON decoding on the
+// compacted fixture: op=scan reads PageSize+1 global index entries after a
+// random boundary without decoding values (the keys-only anchor); op=bodies
+// then fetches the 50 bodies of that page, either with a clone of the index
+// iterator stepping through the cursor-ordered body keyspace in lockstep
+// (what List does for unfiltered pages) or with one point Get per task.
+func BenchmarkRawPage(b *testing.B) {
+	for _, n := range benchSizes() {
+		for _, method := range []string{"scan", "bodies=clone-lockstep", "bodies=point-get"} {
+			b.Run(fmt.Sprintf("backend=pebble/op=rawpage/n=%d/page=50/%s", n, method), func(b *testing.B) {
+				f := getFixture(b, n, false)
+				db := f.s.db
+				rng := rand.New(rand.NewPCG(5, 6))
+				curs := make([]engine.Cursor, 0, 51)
+				var bytesRead int
+				b.ReportAllocs()
+				for b.Loop() {
+					c := f.cursors[rng.IntN(len(f.cursors))]
+					lower := append(globalKey(c), 0)
+					it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{tagGlobal + 1}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					curs = curs[:0]
+					for ok := it.First(); ok && len(curs) < 51; ok = it.Next() {
+						if method == "scan" {
+							bytesRead += len(it.Key())
+							curs = append(curs, engine.Cursor{})
+							continue
+						}
+						cur, _ := decodeIndexCursor(it.Key(), 1)
+						curs = append(curs, cur)
+					}
+					if len(curs) > 50 {
+						curs = curs[:50]
+					}
+					switch method {
+					case "bodies=clone-lockstep":
+						bodies, err := it.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: []byte{tagBody}, UpperBound: []byte{tagBody + 1}}})
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i, c := range curs {
+							var ok bool
+							if i == 0 {
+								ok = bodies.SeekGE(bodyKey(c))
+							} else {
+								ok = bodies.Next()
+							}
+							if !ok {
+								b.Fatal("missing body")
+							}
+							bytesRead += len(bodies.Value())
+						}
+						bodies.Close()
+					case "bodies=point-get":
+						for _, c := range curs {
+							v, closer, err := db.Get(bodyKey(c))
+							if err != nil {
+								b.Fatal(err)
+							}
+							bytesRead += len(v)
+							closer.Close()
+						}
+					}
+					it.Close()
+				}
+				_ = bytesRead
+			})
+		}
+	}
+}

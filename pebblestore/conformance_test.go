@@ -1,0 +1,43 @@
+package pebblestore
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/storetest"
+)
+
+var _ storetest.Checker = (*Store)(nil)
+
+func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
+			fs, dir := open(tb)
+			s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: quietLogger{}})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					tb.Errorf("close: %v", err)
+				}
+			})
+			return s
+		},
+		ClockInjection: true,
+		BinaryIDs:      true,
+	})
+}
+
+func TestConformanceMem(t *testing.T) {
+	conformance(t, func(testing.TB) (vfs.FS, string) { return vfs.NewMem(), "db" })
+}
+
+func TestConformanceDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("on-disk conformance skipped in -short mode")
+	}
+	conformance(t, func(tb testing.TB) (vfs.FS, string) { return nil, tb.TempDir() })
+}

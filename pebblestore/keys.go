@@ -1,0 +1,253 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
+)
+
+// Keyspace. Every key starts with one tag byte:
+//
+//	r ‖ id                          → record: revision, UpdatedAt, light fields
+//	g ‖ cursor                      → global ordering index: light fields
+//	c ‖ asc(contextID) ‖ cursor     → per-context ordering index: light fields
+//	b ‖ cursor                      → task body (A2A JSON), in list order
+//	n ‖ t                           → counter: all tasks
+//	n ‖ s ‖ state                   → counter: tasks in a state
+//	n ‖ c ‖ asc(contextID)          → counter: tasks in a context
+//	n ‖ x ‖ asc(contextID) ‖ state  → counter: tasks in a context and state
+//
+// cursor is desckey.AppendCursor(UpdatedAt, ID), whose byte order is list
+// order (S6), so a page is one seek and PageSize+1 steps. Bodies are keyed by
+// cursor too: the bodies of a page sit in the same order as its index
+// entries, so a full page reads them with a second iterator that only moves
+// forward instead of one point lookup per task.
+const (
+	tagRecord  = 'r'
+	tagGlobal  = 'g'
+	tagContext = 'c'
+	tagBody    = 'b'
+	tagCounter = 'n'
+
+	counterTotal        = 't'
+	counterState        = 's'
+	counterContext      = 'c'
+	counterContextState = 'x'
+)
+
+func recordKey(id a2a.TaskID) []byte {
+	return append([]byte{tagRecord}, id...)
+}
+
+func globalKey(c engine.Cursor) []byte {
+	return desckey.AppendCursor([]byte{tagGlobal}, c.UpdatedAt, []byte(c.ID))
+}
+
+func bodyKey(c engine.Cursor) []byte {
+	return desckey.AppendCursor([]byte{tagBody}, c.UpdatedAt, []byte(c.ID))
+}
+
+func contextPrefix(contextID string) []byte {
+	return desckey.AppendAscending([]byte{tagContext}, []byte(contextID))
+}
+
+func contextKey(contextID string, c engine.Cursor) []byte {
+	return desckey.AppendCursor(contextPrefix(contextID), c.UpdatedAt, []byte(c.ID))
+}
+
+// counterKeys returns the four counters a task with this context and state
+// counts in.
+func counterKeys(contextID string, state a2a.TaskState) [4][]byte {
+	code := stateCode(state)
+	ctx := desckey.AppendAscending(nil, []byte(contextID))
+	return [4][]byte{
+		{tagCounter, counterTotal},
+		{tagCounter, counterState, code},
+		append([]byte{tagCounter, counterContext}, ctx...),
+		append(append([]byte{tagCounter, counterContextState}, ctx...), code),
+	}
+}
+
+// counterKey is the counter that holds the exact total of q's filters, which
+// must not include StatusAfter.
+func counterKey(q *engine.Query) []byte {
+	switch {
+	case q.ContextID == "" && q.Status == a2a.TaskStateUnspecified:
+		return []byte{tagCounter, counterTotal}
+	case q.ContextID == "":
+		return []byte{tagCounter, counterState, stateCode(q.Status)}
+	case q.Status == a2a.TaskStateUnspecified:
+		return desckey.AppendAscending([]byte{tagCounter, counterContext}, []byte(q.ContextID))
+	}
+	k := desckey.AppendAscending([]byte{tagCounter, counterContextState}, []byte(q.ContextID))
+	return append(k, stateCode(q.Status))
+}
+
+// decodeIndexCursor decodes the cursor that ends an index or body key after
+// skip bytes of prefix.
+func decodeIndexCursor(key []byte, skip int) (engine.Cursor, error) {
+	if len(key) < skip {
+		return engine.Cursor{}, desckey.ErrCorrupt
+	}
+	t, id, rest, err := desckey.DecodeCursor(key[skip:])
+	if err != nil || len(rest) != 0 || len(id) == 0 {
+		return engine.Cursor{}, fmt.Errorf("pebblestore: bad index key %x: %w", key, engine.ErrInternal)
+	}
+	return engine.Cursor{UpdatedAt: t, ID: a2a.TaskID(id)}, nil
+}
+
+var states = [...]a2a.TaskState{
+	a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired,
+	a2a.TaskStateAuthRequired, a2a.TaskStateCompleted, a2a.TaskStateCanceled,
+	a2a.TaskStateFailed, a2a.TaskStateRejected,
+}
+
+// stateCode is the one-byte stored form of a known state (1..8).
+func stateCode(s a2a.TaskState) byte {
+	for i, k := range states {
+		if k == s {
+			return byte(i + 1)
+		}
+	}
+	panic("pebblestore: unknown state " + string(s)) // states are validated first
+}
+
+func stateFromCode(c byte) (a2a.TaskState, bool) {
+	if c == 0 || int(c) > len(states) {
+		return "", false
+	}
+	return states[c-1], true
+}
+
+// light is what a light page needs (ProjectionLight), stored in index
+// values:
+//
+//	state code (1 byte) ‖ uvarint len ‖ contextID ‖ uvarint len ‖ status
+//	timestamp (its JSON, empty when nil) ‖ metadata JSON (rest; empty when none)
+type light struct {
+	contextID string
+	state     a2a.TaskState
+	statusTS  []byte // JSON of Status.Timestamp; nil when unset
+	metadata  []byte // engine.EncodeMetadata output
+}
+
+func lightOf(t *a2a.Task) (light, error) {
+	l := light{contextID: t.ContextID, state: t.Status.State}
+	if t.Status.Timestamp != nil {
+		b, err := t.Status.Timestamp.MarshalJSON()
+		if err != nil {
+			return light{}, fmt.Errorf("pebblestore: status timestamp: %v: %w", err, engine.ErrInvalidArgument)
+		}
+		l.statusTS = b
+	}
+	m, err := engine.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return light{}, err
+	}
+	l.metadata = m
+	return l, nil
+}
+
+func (l *light) append(dst []byte) []byte {
+	dst = append(dst, stateCode(l.state))
+	dst = binary.AppendUvarint(dst, uint64(len(l.contextID)))
+	dst = append(dst, l.contextID...)
+	dst = binary.AppendUvarint(dst, uint64(len(l.statusTS)))
+	dst = append(dst, l.statusTS...)
+	return append(dst, l.metadata...)
+}
+
+var errCorruptValue = fmt.Errorf("pebblestore: corrupt value: %w", engine.ErrInternal)
+
+// decodeLight decodes a light value. The slices alias b.
+func decodeLight(b []byte) (light, error) {
+	var l light
+	if len(b) < 1 {
+		return l, errCorruptValue
+	}
+	st, ok := stateFromCode(b[0])
+	if !ok {
+		return l, errCorruptValue
+	}
+	l.state = st
+	b = b[1:]
+	ctx, b, ok := cutLen(b)
+	if !ok {
+		return l, errCorruptValue
+	}
+	l.contextID = string(ctx)
+	ts, b, ok := cutLen(b)
+	if !ok {
+		return l, errCorruptValue
+	}
+	if len(ts) > 0 {
+		l.statusTS = ts
+	}
+	if len(b) > 0 {
+		l.metadata = b
+	}
+	return l, nil
+}
+
+func cutLen(b []byte) (field, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+func (l *light) statusTime() (*time.Time, error) {
+	if l.statusTS == nil {
+		return nil, nil
+	}
+	var t time.Time
+	if err := t.UnmarshalJSON(l.statusTS); err != nil {
+		return nil, errCorruptValue
+	}
+	return &t, nil
+}
+
+// task builds the light-projection task.
+func (l *light) task(id a2a.TaskID) (*a2a.Task, error) {
+	ts, err := l.statusTime()
+	if err != nil {
+		return nil, err
+	}
+	return engine.LightTask(id, l.contextID, a2a.TaskStatus{State: l.state, Timestamp: ts}, l.metadata)
+}
+
+// record is the value under r‖id: revision (uvarint) ‖ UpdatedAt (8 bytes,
+// big-endian) ‖ light.
+type record struct {
+	revision  int64
+	updatedAt int64
+	light     light
+}
+
+func (r *record) append(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(r.revision))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.updatedAt))
+	return r.light.append(dst)
+}
+
+func decodeRecord(b []byte) (record, error) {
+	rev, k := binary.Uvarint(b)
+	if k <= 0 || len(b) < k+8 {
+		return record{}, errCorruptValue
+	}
+	r := record{revision: int64(rev), updatedAt: int64(binary.BigEndian.Uint64(b[k:]))}
+	if r.revision < 1 || r.updatedAt < 0 {
+		return record{}, errCorruptValue
+	}
+	l, err := decodeLight(b[k+8:])
+	if err != nil {
+		return record{}, err
+	}
+	r.light = l
+	return r, nil
+}

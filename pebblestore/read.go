@@ -1,0 +1,275 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
+)
+
+// Get implements engine.Store. The record and its body are read from one
+// iterator view, so a concurrent mutation cannot split them.
+func (s *Store) Get(ctx context.Context, id a2a.TaskID) (rec engine.Record, err error) {
+	if err := engine.ValidateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	exit, err := s.enter("get")
+	if err != nil {
+		return engine.Record{}, err
+	}
+	defer exit()
+	defer s.catch("get", &err)
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return engine.Record{}, fmt.Errorf("pebblestore: get: %v: %w", err, engine.ErrInternal)
+	}
+	defer it.Close()
+	rk := recordKey(id)
+	if !it.SeekPrefixGE(rk) || !bytes.Equal(it.Key(), rk) {
+		if err := it.Error(); err != nil {
+			return engine.Record{}, fmt.Errorf("pebblestore: get: %v: %w", err, engine.ErrInternal)
+		}
+		return engine.Record{}, fmt.Errorf("pebblestore: task %q: %w", id, engine.ErrNotFound)
+	}
+	r, err := decodeRecord(it.Value())
+	if err != nil {
+		return engine.Record{}, err
+	}
+	contextID := r.light.contextID // copied by decodeLight's string conversion
+	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
+	bk := bodyKey(cur)
+	if !it.SeekPrefixGE(bk) || !bytes.Equal(it.Key(), bk) {
+		if err := it.Error(); err != nil {
+			return engine.Record{}, fmt.Errorf("pebblestore: get: %v: %w", err, engine.ErrInternal)
+		}
+		return engine.Record{}, fmt.Errorf("pebblestore: task %q has no body: %w", id, engine.ErrInternal)
+	}
+	t, err := decodeBody(it.Value(), id, contextID)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	return engine.Record{Task: t, Revision: r.revision, Cursor: cur}, nil
+}
+
+// List implements engine.Store.
+//
+// The page and the total come from one iterator (L8). The page seeks once
+// to just after the boundary in the global index, or in the context's index
+// when ContextID is set, and steps until it has PageSize+1 matching entries
+// (C2): PageSize+1 steps when no other filter applies. Status and
+// StatusTimestampAfter filters skip non-matching entries. Light pages decode
+// the index values only; full pages read bodies with a clone of the iterator
+// that moves forward through the body keyspace, which is in the same order.
+// Totals without StatusTimestampAfter read one maintained counter; with it,
+// they scan the index.
+func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine.ListResponse, err error) {
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	exit, err := s.enter("list")
+	if err != nil {
+		return nil, err
+	}
+	defer exit()
+	defer s.catch("list", &err)
+	stats := engine.ListStatsFrom(ctx)
+
+	var prefix []byte
+	if q.ContextID != "" {
+		prefix = contextPrefix(q.ContextID)
+	} else {
+		prefix = []byte{tagGlobal}
+	}
+	lower := prefix
+	if q.After != nil {
+		// Cursor keys are prefix-free, so key‖0x00 is the first key strictly
+		// after the boundary.
+		lower = append(desckey.AppendCursor(bytes.Clone(prefix), q.After.UpdatedAt, []byte(q.After.ID)), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: desckey.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+	}
+	defer it.Close()
+
+	var bodies *pebble.Iterator // full pages: bodies, in the same order
+	if q.Projection == engine.ProjectionFull {
+		bodies, err = it.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{
+			LowerBound: []byte{tagBody}, UpperBound: []byte{tagBody + 1},
+		}})
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+		}
+		defer bodies.Close()
+	}
+
+	tasks := make([]*a2a.Task, 0, q.PageSize+1)
+	cursors := make([]engine.Cursor, 0, q.PageSize+1)
+	examined := 0
+	more := false
+	// adjacent: the previous global index entry was returned, so its body
+	// is the bodies iterator's current key.
+	adjacent := false
+	for ok := it.First(); ok; ok = it.Next() {
+		examined++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+		}
+		l, err := decodeLight(v)
+		if err != nil {
+			return nil, err
+		}
+		match, err := matches(&q, &l)
+		if err != nil {
+			return nil, err
+		}
+		if !match {
+			adjacent = false
+			continue
+		}
+		if len(tasks) == q.PageSize {
+			more = true // the look-ahead entry: matched, not decoded
+			break
+		}
+		cur, err := decodeIndexCursor(it.Key(), len(prefix))
+		if err != nil {
+			return nil, err
+		}
+		var t *a2a.Task
+		if bodies == nil {
+			t, err = l.task(cur.ID)
+		} else {
+			t, err = readBody(bodies, cur, l.contextID, adjacent)
+			adjacent = q.ContextID == ""
+			if t != nil {
+				q.Shape(t)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+		cursors = append(cursors, cur)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+	}
+	if stats != nil {
+		stats.Examined += examined
+	}
+	resp = q.Page(tasks, cursors, more)
+
+	if q.IncludeTotalSize {
+		total, counted, err := s.total(it, &q, prefix)
+		if err != nil {
+			return nil, err
+		}
+		resp.TotalSize = total
+		if stats != nil {
+			stats.Counted += counted
+			stats.TotalComputed = true
+		}
+	}
+	return resp, nil
+}
+
+func matches(q *engine.Query, l *light) (bool, error) {
+	if q.Status != a2a.TaskStateUnspecified && l.state != q.Status {
+		return false, nil
+	}
+	if q.ContextID != "" && l.contextID != q.ContextID {
+		return false, nil
+	}
+	if q.StatusAfter == nil {
+		return true, nil
+	}
+	ts, err := l.statusTime()
+	if err != nil {
+		return false, err
+	}
+	return ts != nil && !ts.Before(*q.StatusAfter), nil
+}
+
+// readBody positions bodies at cur's body and decodes it. Bodies are keyed
+// by cursor, like the global index, so when the previous entry of a global
+// page was also returned (adjacent) the body is the next key: one step.
+// Otherwise (context pages, skipped entries) it seeks with a limit just past
+// the key, which keeps Pebble from walking forward through every body in
+// between (its seek-using-next optimization applies only to unlimited
+// seeks).
+func readBody(bodies *pebble.Iterator, cur engine.Cursor, contextID string, adjacent bool) (*a2a.Task, error) {
+	bk := bodyKey(cur)
+	found := false
+	if adjacent {
+		found = bodies.Next() && bytes.Equal(bodies.Key(), bk)
+	}
+	if !found {
+		found = bodies.SeekGEWithLimit(bk, append(bytes.Clone(bk), 0)) == pebble.IterValid && bytes.Equal(bodies.Key(), bk)
+	}
+	if !found {
+		if err := bodies.Error(); err != nil {
+			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+		}
+		return nil, fmt.Errorf("pebblestore: task %q has no body: %w", cur.ID, engine.ErrInternal)
+	}
+	v, err := bodies.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+	}
+	return decodeBody(v, cur.ID, contextID)
+}
+
+// total computes TotalSize from it's view (L5, L8): a maintained counter, or
+// a scan of the index under prefix when StatusAfter is set. counted is the
+// number of entries the scan inspected.
+func (s *Store) total(it *pebble.Iterator, q *engine.Query, prefix []byte) (total, counted int, err error) {
+	if q.StatusAfter == nil {
+		k := counterKey(q)
+		it.SetBounds(k, append(bytes.Clone(k), 0))
+		if !it.First() {
+			if err := it.Error(); err != nil {
+				return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
+			}
+			return 0, 0, nil
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
+		}
+		n, err := decodeCounter(v)
+		if err != nil {
+			return 0, 0, err
+		}
+		return int(n), 0, nil
+	}
+	it.SetBounds(prefix, desckey.PrefixEnd(prefix))
+	for ok := it.First(); ok; ok = it.Next() {
+		counted++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
+		}
+		l, err := decodeLight(v)
+		if err != nil {
+			return 0, 0, err
+		}
+		match, err := matches(q, &l)
+		if err != nil {
+			return 0, 0, err
+		}
+		if match {
+			total++
+		}
+	}
+	if err := it.Error(); err != nil {
+		return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
+	}
+	return total, counted, nil
+}

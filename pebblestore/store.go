@@ -1,0 +1,269 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// Clock is the source of storage update times. Default: engine.WallClock.
+	Clock engine.Clock
+	// FS is the filesystem the database lives on. Default (nil): the
+	// operating system's disk (vfs.Default). Tests pass vfs.NewMem(), a
+	// crashable vfs.NewCrashableMem() or an errorfs wrapper.
+	FS vfs.FS
+	// NoSync, when true, acknowledges a mutation once it is in Pebble's
+	// write-ahead log buffer, without waiting for fsync. A crash of the
+	// process or the machine may then lose the most recent acknowledged
+	// mutations (recovery keeps a prefix of them: never a torn mutation, never
+	// an index that disagrees with the records). Default (false): every
+	// mutation is fsynced before it returns; concurrent mutations share
+	// fsyncs.
+	NoSync bool
+	// CacheBytes is the size of Pebble's block cache. Default (0): 64 MiB.
+	CacheBytes int64
+	// Logger receives Pebble's informational and error messages. Default:
+	// pebble.DefaultLogger. See Store for what happens on a fatal error.
+	Logger pebble.Logger
+	// Tune, if set, is called with the Pebble options just before the
+	// database is opened (benchmarks use it to tune compactions). Default: nil.
+	Tune func(*pebble.Options)
+}
+
+// stripes is the number of per-task write locks.
+const stripes = 256
+
+// Store is an engine.Store on a Pebble database.
+//
+// Writes: each mutation of a task runs its read-modify-write under that
+// task's stripe lock (one of 256, chosen by a hash of the ID) and commits all
+// of its keys in one batch before releasing it. Different tasks never wait
+// for each other, so concurrent Sync commits reach Pebble's commit pipeline
+// together and share fsyncs. Counters are merge operands (deltas), so they
+// need no read and no lock.
+//
+// Failure: Pebble treats a failed write-ahead-log or MANIFEST write as fatal
+// (by default it exits the process) and panics on some I/O errors (a failed
+// directory sync). The Store instead marks itself failed: the call that hit
+// the error and every later call return engine.ErrInternal, and the
+// database must be reopened. Such a failure in a background flush or
+// compaction goroutine still panics.
+type Store struct {
+	db     *pebble.DB
+	clock  engine.Clock
+	wo     *pebble.WriteOptions
+	cache  interface{ Unref() }
+	seed   maphash.Seed
+	logger pebble.Logger
+
+	// life guards db against Close: calls hold it for reading.
+	life struct {
+		sync.RWMutex
+		closed bool
+	}
+	failed atomic.Pointer[string] // set by a fatal Pebble error
+
+	locks [stripes]sync.Mutex // per-task read-modify-write locks
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	s := &Store{clock: opts.Clock, seed: maphash.MakeSeed(), wo: pebble.Sync}
+	if s.clock == nil {
+		s.clock = engine.WallClock
+	}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	cacheBytes := opts.CacheBytes
+	if cacheBytes <= 0 {
+		cacheBytes = 64 << 20
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	base := opts.Logger
+	if base == nil {
+		base = pebble.DefaultLogger
+	}
+	s.logger = base
+	po := &pebble.Options{
+		FS:                 opts.FS,
+		Cache:              cache,
+		Merger:             counterMerger,
+		Logger:             &fatalLogger{base: base, s: s},
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if opts.Tune != nil {
+		opts.Tune(po)
+	}
+	db, err := openCatching(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+	}
+	s.db = db
+	return s, nil
+}
+
+func openCatching(dir string, po *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, ok := storageFailure(r)
+			if !ok {
+				panic(r)
+			}
+			db, err = nil, errors.New(msg)
+		}
+	}()
+	return pebble.Open(dir, po)
+}
+
+// storageFailure reports whether a panic value is a storage failure Pebble
+// raised (a Fatalf, or an I/O error it panics with, such as a failed
+// directory sync) rather than a bug: runtime errors and non-error values are
+// bugs and keep panicking.
+func storageFailure(r any) (string, bool) {
+	switch v := r.(type) {
+	case fatalError:
+		return v.msg, true
+	case runtime.Error:
+		return "", false
+	case error:
+		return v.Error(), true
+	}
+	return "", false
+}
+
+// Close waits for in-flight calls, then closes the database. Later calls
+// fail with engine.ErrInternal. After a fatal error Close releases nothing
+// and reports the error.
+func (s *Store) Close() (err error) {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.life.closed {
+		return fmt.Errorf("pebblestore: already closed: %w", engine.ErrInternal)
+	}
+	s.life.closed = true
+	if msg := s.failed.Load(); msg != nil {
+		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
+	}
+	defer s.catch("close", &err)
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: %v: %w", err, engine.ErrInternal)
+	}
+	return nil
+}
+
+// enter starts a call: it holds life for reading until the returned
+// function runs. It fails when the store is closed or failed.
+func (s *Store) enter(op string) (exit func(), err error) {
+	s.life.RLock()
+	if s.life.closed {
+		s.life.RUnlock()
+		return nil, fmt.Errorf("pebblestore: %s: store is closed: %w", op, engine.ErrInternal)
+	}
+	if msg := s.failed.Load(); msg != nil {
+		s.life.RUnlock()
+		return nil, fmt.Errorf("pebblestore: %s: store failed: %w", op, engine.ErrInternal)
+	}
+	return s.life.RUnlock, nil
+}
+
+// fatalError is the panic value of fatalLogger.Fatalf.
+type fatalError struct{ msg string }
+
+// fatalLogger forwards Infof and Errorf; Fatalf marks the store failed and
+// panics with fatalError, which the store's calls recover (catch).
+type fatalLogger struct {
+	base pebble.Logger
+	s    *Store
+}
+
+func (l *fatalLogger) Infof(format string, args ...any)  { l.base.Infof(format, args...) }
+func (l *fatalLogger) Errorf(format string, args ...any) { l.base.Errorf(format, args...) }
+func (l *fatalLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.s.failed.CompareAndSwap(nil, &msg)
+	l.base.Errorf("pebblestore: fatal pebble error, store failed: %s", msg)
+	panic(fatalError{msg: msg})
+}
+
+// catch turns a storage-failure panic in the calling goroutine into
+// ErrInternal and marks the store failed. It must be deferred directly.
+func (s *Store) catch(op string, err *error) {
+	if r := recover(); r != nil {
+		msg, ok := storageFailure(r)
+		if !ok {
+			panic(r)
+		}
+		if s.failed.CompareAndSwap(nil, &msg) {
+			s.logger.Errorf("pebblestore: %s: storage failure, store failed: %s", op, msg)
+		}
+		*err = fmt.Errorf("pebblestore: %s: storage failure: %w", op, engine.ErrInternal)
+	}
+}
+
+// lockFor returns the write lock of a task.
+func (s *Store) lockFor(id []byte) *sync.Mutex {
+	return &s.locks[maphash.Bytes(s.seed, id)%stripes]
+}
+
+// counterMerger sums counter deltas (zigzag varints). A counter that drops
+// to zero stays as a zero-valued key: Pebble v2.1.7's compaction iterator
+// panics when a DeletableValueMerger asks to drop a merged key, so this
+// merger does not implement it.
+var counterMerger = &pebble.Merger{
+	Name: "a2astore.counter.v1",
+	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		m := &counterSum{}
+		return m, m.MergeNewer(value)
+	},
+}
+
+type counterSum struct{ n int64 }
+
+func (m *counterSum) MergeNewer(value []byte) error {
+	d, k := binary.Varint(value)
+	if k <= 0 || k != len(value) {
+		return fmt.Errorf("pebblestore: corrupt counter operand %x", value)
+	}
+	m.n += d
+	return nil
+}
+
+func (m *counterSum) MergeOlder(value []byte) error { return m.MergeNewer(value) }
+
+func (m *counterSum) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	return binary.AppendVarint(nil, m.n), nil, nil
+}
+
+func decodeCounter(b []byte) (int64, error) {
+	n, k := binary.Varint(b)
+	if k <= 0 || k != len(b) {
+		return 0, errCorruptValue
+	}
+	return n, nil
+}
+
+func counterDelta(d int64) []byte { return binary.AppendVarint(nil, d) }
+
+// Metrics returns Pebble's metrics (disk usage, write amplification, cache
+// hit rates) for monitoring.
+func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }

@@ -1,0 +1,286 @@
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// current is a task's stored state, read under its write lock.
+type current struct {
+	rec  record
+	id   a2a.TaskID
+	body []byte // A2A JSON; nil unless asked for
+}
+
+func (c *current) cursor() engine.Cursor {
+	return engine.Cursor{UpdatedAt: c.rec.updatedAt, ID: c.id}
+}
+
+// load reads a task's record (and body, if withBody). It returns
+// ErrNotFound when the task does not exist. REQUIRES: the task's write lock
+// held, or a caller that tolerates a racing write.
+func (s *Store) load(id a2a.TaskID, withBody bool) (*current, error) {
+	v, closer, err := s.db.Get(recordKey(id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("pebblestore: task %q: %w", id, engine.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: read task: %v: %w", err, engine.ErrInternal)
+	}
+	rec, err := decodeRecord(append([]byte(nil), v...))
+	closer.Close()
+	if err != nil {
+		return nil, err
+	}
+	c := &current{rec: rec, id: id}
+	if withBody {
+		v, closer, err := s.db.Get(bodyKey(c.cursor()))
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: read task body: %v: %w", err, engine.ErrInternal)
+		}
+		c.body = append([]byte(nil), v...)
+		closer.Close()
+	}
+	return c, nil
+}
+
+// decodeBody decodes a stored body into a fresh task. ID and context ID
+// come from the key and record, since JSON cannot carry arbitrary bytes
+// (S8: invalid UTF-8 is allowed here).
+func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error) {
+	t, err := engine.DecodeTask(body)
+	if err != nil {
+		return nil, err
+	}
+	t.ID, t.ContextID = id, contextID
+	return t, nil
+}
+
+// put writes task as the new state of its ID at time now, in one batch with
+// everything old (if not nil) leaves behind, and returns the stored record.
+// REQUIRES: the task's write lock held.
+func (s *Store) put(old *current, task *a2a.Task, now int64) (engine.Record, error) {
+	rev := int64(1)
+	if old != nil {
+		rev = old.rec.revision + 1
+	}
+	body, err := engine.EncodeTask(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	l, err := lightOf(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	rec := record{revision: rev, updatedAt: now, light: l}
+	cur := engine.Cursor{UpdatedAt: now, ID: task.ID}
+	lv := l.append(nil)
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	if old != nil {
+		oc := old.cursor()
+		_ = b.Delete(globalKey(oc), nil)
+		_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
+		_ = b.Delete(bodyKey(oc), nil)
+	}
+	_ = b.Set(recordKey(task.ID), rec.append(nil), nil)
+	_ = b.Set(globalKey(cur), lv, nil)
+	_ = b.Set(contextKey(l.contextID, cur), lv, nil)
+	_ = b.Set(bodyKey(cur), body, nil)
+	switch {
+	case old == nil:
+		mergeCounters(b, l.contextID, l.state, +1, 0)
+	case old.rec.light.contextID != l.contextID || old.rec.light.state != l.state:
+		// The total does not change: start at index 1.
+		mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 1)
+		mergeCounters(b, l.contextID, l.state, +1, 1)
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return engine.Record{}, fmt.Errorf("pebblestore: commit: %v: %w", err, engine.ErrInternal)
+	}
+	out, err := decodeBody(body, task.ID, task.ContextID)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	return engine.Record{Task: out, Revision: rev, Cursor: cur}, nil
+}
+
+// mergeCounters adds d to the counters of (contextID, state), skipping the
+// first `from` of them (the total is counterKeys' index 0).
+func mergeCounters(b *pebble.Batch, contextID string, state a2a.TaskState, d int64, from int) {
+	keys := counterKeys(contextID, state)
+	for _, k := range keys[from:] {
+		_ = b.Merge(k, counterDelta(d), nil)
+	}
+}
+
+// Create implements engine.Store.
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (rec engine.Record, err error) {
+	if err := engine.ValidateTask(task); err != nil {
+		return engine.Record{}, err
+	}
+	exit, err := s.enter("create")
+	if err != nil {
+		return engine.Record{}, err
+	}
+	defer exit()
+	defer s.catch("create", &err)
+	mu := s.lockFor([]byte(task.ID))
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := s.load(task.ID, false); err == nil {
+		return engine.Record{}, fmt.Errorf("pebblestore: create %q: %w", task.ID, engine.ErrAlreadyExists)
+	} else if !errors.Is(err, engine.ErrNotFound) {
+		return engine.Record{}, err
+	}
+	return s.put(nil, task, engine.CreateTime(s.clock()))
+}
+
+// Replace implements engine.Store.
+func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (rec engine.Record, err error) {
+	if err := engine.ValidateTask(task); err != nil {
+		return engine.Record{}, err
+	}
+	exit, err := s.enter("replace")
+	if err != nil {
+		return engine.Record{}, err
+	}
+	defer exit()
+	defer s.catch("replace", &err)
+	mu := s.lockFor([]byte(task.ID))
+	mu.Lock()
+	defer mu.Unlock()
+	old, err := s.load(task.ID, false)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	if expectedRevision != 0 && expectedRevision != old.rec.revision {
+		return engine.Record{}, fmt.Errorf("pebblestore: replace %q: revision %d, expected %d: %w",
+			task.ID, old.rec.revision, expectedRevision, engine.ErrRevisionConflict)
+	}
+	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+	if err != nil {
+		return engine.Record{}, err
+	}
+	return s.put(old, task, now)
+}
+
+func terminal(s a2a.TaskState) bool {
+	switch s {
+	case a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected:
+		return true
+	}
+	return false
+}
+
+// Cancel implements engine.Store.
+func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (rec engine.Record, err error) {
+	if err := engine.ValidateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	exit, err := s.enter("cancel")
+	if err != nil {
+		return engine.Record{}, err
+	}
+	defer exit()
+	defer s.catch("cancel", &err)
+	mu := s.lockFor([]byte(id))
+	mu.Lock()
+	defer mu.Unlock()
+	old, err := s.load(id, true)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	if terminal(old.rec.light.state) {
+		return engine.Record{}, fmt.Errorf("pebblestore: cancel %q in state %s: %w", id, old.rec.light.state, engine.ErrNotCancelable)
+	}
+	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+	if err != nil {
+		return engine.Record{}, err
+	}
+	t, err := decodeBody(old.body, id, old.rec.light.contextID)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	ts := time.UnixMicro(now).UTC()
+	t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
+	return s.put(old, t, now)
+}
+
+// AppendHistory implements engine.Store.
+func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (rec engine.Record, err error) {
+	if err := engine.ValidateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	if err := engine.ValidateMessage(msg); err != nil {
+		return engine.Record{}, err
+	}
+	exit, err := s.enter("append history")
+	if err != nil {
+		return engine.Record{}, err
+	}
+	defer exit()
+	defer s.catch("append history", &err)
+	mu := s.lockFor([]byte(id))
+	mu.Lock()
+	defer mu.Unlock()
+	old, err := s.load(id, true)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	t, err := decodeBody(old.body, id, old.rec.light.contextID)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	for _, m := range t.History {
+		if m != nil && m.ID == msg.ID {
+			return engine.Record{Task: t, Revision: old.rec.revision, Cursor: old.cursor()}, nil // S3
+		}
+	}
+	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+	if err != nil {
+		return engine.Record{}, err
+	}
+	t.History = append(t.History, msg) // encoded, never retained
+	return s.put(old, t, now)
+}
+
+// Delete implements engine.Store.
+func (s *Store) Delete(ctx context.Context, id a2a.TaskID) (err error) {
+	if err := engine.ValidateID(id); err != nil {
+		return err
+	}
+	exit, err := s.enter("delete")
+	if err != nil {
+		return err
+	}
+	defer exit()
+	defer s.catch("delete", &err)
+	mu := s.lockFor([]byte(id))
+	mu.Lock()
+	defer mu.Unlock()
+	old, err := s.load(id, false)
+	if err != nil {
+		return err
+	}
+	oc := old.cursor()
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(recordKey(id), nil)
+	_ = b.Delete(globalKey(oc), nil)
+	_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
+	_ = b.Delete(bodyKey(oc), nil)
+	mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 0)
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
+	}
+	return nil
+}
