@@ -322,7 +322,9 @@ func ratios(d *data) []struct {
 			}{r, p / s})
 		}
 	}
-	lf := func(n int) string { return fmt.Sprintf("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", n) }
+	lf := func(n int) string {
+		return fmt.Sprintf("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", n)
+	}
 	if n := largest(lf); n > 0 {
 		add(ratio{fmt.Sprintf("a2a-go InMemory / memstore, first page + total, n=%s", short(n)),
 			lf(n), fmt.Sprintf("Store/backend=mem/op=list-first/n=%d/page=50", n), "≥ 1000×"})
