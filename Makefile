@@ -41,7 +41,7 @@ fuzz-smoke:
 # pg on a throwaway cluster) in about 10 minutes on 2 cores. BENCH_FULL=1
 # adds n = 1e6. BENCH_SIZES=1000,10000 overrides the sizes.
 BENCH_COUNT ?= 6
-BENCH_TIME ?= 200ms
+BENCH_TIME ?= 100ms
 BENCH ?= .
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c

@@ -48,6 +48,7 @@ var ops = []op{
 	{"", benchPageAfter},
 	{"", benchTotal},
 	{"mem", benchListFirst},
+	{"", benchAuthz},
 	{"", benchAppendDup},
 	{"", benchAppendNew},
 	{"", benchReplace},
