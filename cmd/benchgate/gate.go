@@ -44,7 +44,9 @@ type Row struct {
 type Verdict struct {
 	Rows     []Row
 	Geomean  float64 // head/base ratio of the medians of the per-run geomeans
-	GeomeanP float64 // U-test p-value of the per-run geomeans
+	BaseRuns []float64
+	HeadRuns []float64 // the per-run geomeans (value / base median)
+	GeomeanP float64   // U-test p-value of the per-run geomeans
 	Failed   bool
 	Reasons  []string
 }
@@ -122,6 +124,7 @@ func Compare(base, head io.Reader, lim Limits) (*Verdict, error) {
 	if len(bg) == 0 || len(hg) == 0 {
 		return nil, fmt.Errorf("benchgate: no run holds every compared benchmark")
 	}
+	v.BaseRuns, v.HeadRuns = slices.Clone(bg), slices.Clone(hg)
 	bs, hs := benchmath.NewSample(bg, &th), benchmath.NewSample(hg, &th)
 	v.Geomean = benchmath.AssumeNothing.Summary(hs, 0.95).Center / benchmath.AssumeNothing.Summary(bs, 0.95).Center
 	cmp := benchmath.AssumeNothing.Compare(bs, hs)
@@ -170,6 +173,14 @@ func (v *Verdict) Print(w io.Writer, lim Limits) {
 	}
 	fmt.Fprintf(w, "geomean %+.1f%% (p=%.3f) over %d benchmarks (limits, each at p<%.2f: geomean %+.0f%%, single %+.0f%%)\n",
 		(v.Geomean-1)*100, v.GeomeanP, len(v.Rows), lim.Alpha, lim.Geomean*100, lim.Single*100)
+	runs := func(xs []float64) string {
+		var parts []string
+		for _, x := range xs {
+			parts = append(parts, fmt.Sprintf("%.3f", x))
+		}
+		return strings.Join(parts, " ")
+	}
+	fmt.Fprintf(w, "per-run geomeans (value / base median): base %s; head %s\n", runs(v.BaseRuns), runs(v.HeadRuns))
 	if v.Failed {
 		fmt.Fprintln(w, "FAIL:")
 		for _, r := range v.Reasons {
