@@ -65,7 +65,6 @@ type Store struct {
 	db     *pebble.DB
 	clock  engine.Clock
 	wo     *pebble.WriteOptions
-	cache  interface{ Unref() }
 	seed   maphash.Seed
 	logger pebble.Logger
 
