@@ -154,6 +154,11 @@ func storageFailure(r any) (string, bool) {
 // fail with engine.ErrInternal. After a fatal error Close releases nothing
 // and reports the error.
 func (s *Store) Close() (err error) {
+	if msg := s.failed.Load(); msg != nil {
+		// Do not wait for in-flight calls: after a fatal error Pebble's
+		// commit pipeline may never release them.
+		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
+	}
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.life.closed {
