@@ -1,0 +1,120 @@
+package a2aserver
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// GRPCListTasksValidator is a gRPC unary server interceptor that rejects the
+// ListTasks arguments a2a-go's protobuf conversion (v2.3.1) would otherwise
+// drop silently, so gRPC answers INVALID_ARGUMENT like JSON-RPC and
+// HTTP+JSON do (W3, L3):
+//
+//   - a negative history_length (pbconv turns it into "no limit"), and
+//   - a status enum value A2A does not define (pbconv turns it into
+//     "any state").
+//
+// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCListTasksValidator)).
+func GRPCListTasksValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if r, ok := req.(*a2apb.ListTasksRequest); ok {
+		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
+			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+		}
+		if _, known := a2apb.TaskState_name[int32(r.GetStatus())]; !known {
+			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+		}
+	}
+	return next(ctx, req)
+}
+
+// RESTQueryCompat wraps a2a-go's HTTP+JSON handler (a2asrv.NewRESTHandler)
+// so that GET /tasks honours every ListTasks query parameter. In a2a-go
+// v2.3.1 the server binding silently ignores two of them — its query parser
+// has no case for pointer fields, so historyLength and statusTimestampAfter
+// never reach the request handler — and a2a-go's own REST client sends the
+// status-timestamp filter as lastUpdatedAfter (formatted as RFC 3339 without
+// fractional seconds).
+//
+// The wrapper parses historyLength and statusTimestampAfter (or, when that
+// is absent, lastUpdatedAfter) itself and hands them to the TaskStore
+// adapter through the request context; the adapter applies them when the
+// request arrived without them, or answers ErrInvalidParams (HTTP 400) when
+// they do not parse. Everything else — routing, error bodies — stays
+// a2a-go's. Only stores built with TaskStore see the parameters.
+//
+// The sub-second precision the a2a-go client drops before sending
+// lastUpdatedAfter cannot be recovered here.
+func RESTQueryCompat(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/tasks" && r.URL.RawQuery != "" {
+			if p, ok := parseRESTListParams(r.URL.Query()); ok {
+				r = r.WithContext(context.WithValue(r.Context(), restListKey{}, p))
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type restListKey struct{}
+
+// restListParams are the ListTasks query parameters a2a-go's HTTP+JSON
+// binding drops.
+type restListParams struct {
+	historyLength *int
+	statusAfter   *time.Time
+	invalid       bool // a parameter was present but did not parse
+}
+
+func parseRESTListParams(q url.Values) (restListParams, bool) {
+	var p restListParams
+	if v := q.Get("historyLength"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			p.invalid = true
+		} else {
+			p.historyLength = &n
+		}
+	}
+	v := q.Get("statusTimestampAfter")
+	if v == "" {
+		v = q.Get("lastUpdatedAfter")
+	}
+	if v != "" {
+		ts, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			p.invalid = true
+		} else {
+			p.statusAfter = &ts
+		}
+	}
+	return p, p.invalid || p.historyLength != nil || p.statusAfter != nil
+}
+
+// applyRESTListParams fills what RESTQueryCompat parsed into an engine
+// request that arrived without it.
+func applyRESTListParams(ctx context.Context, req *engine.ListRequest) error {
+	p, ok := ctx.Value(restListKey{}).(restListParams)
+	if !ok {
+		return nil
+	}
+	if p.invalid {
+		return engine.ErrInvalidArgument
+	}
+	if req.HistoryLength == nil {
+		req.HistoryLength = p.historyLength
+	}
+	if req.StatusTimestampAfter == nil {
+		req.StatusTimestampAfter = p.statusAfter
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package authz_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
+)
+
+func working(id a2a.TaskID, contextID string) *a2a.Task {
+	return &a2a.Task{ID: id, ContextID: contextID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+}
+
+// pointOps runs every point operation on id and returns their errors.
+func pointOps(ctx context.Context, d engine.Store, id a2a.TaskID, content *a2a.Task) map[string]error {
+	_, get := d.Get(ctx, id)
+	_, cancel := d.Cancel(ctx, id)
+	_, repl := d.Replace(ctx, content, 0)
+	_, repl1 := d.Replace(ctx, content, 1)
+	_, app := d.AppendHistory(ctx, id, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x")))
+	del := d.Delete(ctx, id)
+	return map[string]error{"get": get, "cancel": cancel, "replace": repl, "replace1": repl1, "append": app, "delete": del}
+}
+
+// TestInaccessibleIsMissing: every point operation on a task the caller
+// cannot access fails exactly like one on a missing task, and changes
+// nothing (A6).
+func TestInaccessibleIsMissing(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	bg := context.Background()
+	alice := authz.WithCaller(bg, "alice")
+	bob := authz.WithCaller(bg, "bob")
+	for _, tc := range []struct {
+		name       string
+		policy     authz.Policy
+		owner, spy context.Context
+		spyContext string // the context of the spy's own replacement content
+	}{
+		{"owner", authz.OwnerPolicy{}, alice, bob, "a"},
+		{"anonymous", authz.OwnerPolicy{}, alice, bg, "a"},
+		{"contexts", authz.ContextAllowList{}, authz.WithAllowedContexts(bg, "a"), authz.WithAllowedContexts(bg, "b"), "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := authz.New(mem, tc.policy)
+			id := a2a.TaskID("secret-" + tc.name)
+			c.tick()
+			created, err := d.Create(tc.owner, working(id, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			content := working(id, tc.spyContext)
+			if tc.spy == bg {
+				content = working(id, "a") // cannot pass admission anyway
+			}
+			hidden := pointOps(tc.spy, d, id, content)
+			missingContent := *content
+			missingContent.ID = "missing-" + a2a.TaskID(tc.name)
+			missing := pointOps(tc.spy, d, missingContent.ID, &missingContent)
+			for op, err := range hidden {
+				m := missing[op]
+				sameValue := err == m || !errors.Is(err, engine.ErrNotFound)
+				if err == nil || m == nil || !sameValue || err.Error() != m.Error() {
+					t.Errorf("%s: inaccessible %v, missing %v: not the same error", op, err, m)
+				}
+				if tc.spy != bg && !errors.Is(err, engine.ErrNotFound) {
+					t.Errorf("%s: %v, want not found", op, err)
+				}
+			}
+			got, err := mem.Get(bg, id)
+			if err != nil || got.Revision != created.Revision || got.Cursor != created.Cursor {
+				t.Fatalf("task changed by an inaccessible caller: %+v, %v", got, err)
+			}
+			// The owner still can do everything.
+			for op, err := range pointOps(tc.owner, d, id, working(id, "a")) {
+				if op != "replace1" && op != "cancel" && err != nil {
+					t.Errorf("owner %s: %v", op, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReplaceChecksStoredTask: Replace needs access to the stored task, not
+// only to the new content (A6), and the new content must stay accessible.
+func TestReplaceChecksStoredTask(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	bg := context.Background()
+	d := authz.New(mem, authz.ContextAllowList{})
+	inA, inB, inAB := authz.WithAllowedContexts(bg, "a"), authz.WithAllowedContexts(bg, "b"), authz.WithAllowedContexts(bg, "a", "b")
+	if _, err := d.Create(inA, working("t", "a")); err != nil {
+		t.Fatal(err)
+	}
+	// Content in b is fine for a b-caller, but the stored task is in a.
+	_, missing := d.Get(inB, "nope")
+	if _, err := d.Replace(inB, working("t", "b"), 0); err != missing || !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("replace of an invisible task: %v, want %v", err, missing)
+	}
+	// Moving a task out of the caller's scope is denied, before any read.
+	if _, err := d.Replace(inA, working("t", "b"), 0); !errors.Is(err, authz.ErrDenied) || !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("replace into a foreign context: %v, want ErrDenied", err)
+	}
+	if _, err := d.Replace(inA, working("missing", "b"), 0); !errors.Is(err, authz.ErrDenied) {
+		t.Fatalf("replace of a missing task into a foreign context: %v, want ErrDenied", err)
+	}
+	// A caller who sees both may move it.
+	rec, err := d.Replace(inAB, working("t", "b"), 0)
+	if err != nil || rec.Task.ContextID != "b" || rec.Revision != 2 {
+		t.Fatalf("replace by a caller allowed both: %+v, %v", rec, err)
+	}
+	// Conditional replace keeps its conflict semantics.
+	if _, err := d.Replace(inB, working("t", "b"), 1); !errors.Is(err, engine.ErrRevisionConflict) {
+		t.Fatalf("stale conditional replace: %v", err)
+	}
+	if rec, err := d.Replace(inB, working("t", "b"), 2); err != nil || rec.Revision != 3 {
+		t.Fatalf("conditional replace: %+v, %v", rec, err)
+	}
+}
+
+// TestReplaceRechecksAfterConcurrentChange: an unconditional Replace is
+// applied only to the version whose access was checked; when the task
+// changes in between, the new version is checked again.
+func TestReplaceRechecksAfterConcurrentChange(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	bg := context.Background()
+	inA := authz.WithAllowedContexts(bg, "a")
+	if _, err := mem.Create(bg, working("t", "a")); err != nil {
+		t.Fatal(err)
+	}
+	pr := &probe{Store: mem}
+	moved := false
+	// Move the task out of a after the dispatcher checked it, before its
+	// write reaches the store.
+	rs := &replaceHook{probe: pr, before: func() {
+		if !moved {
+			moved = true
+			c.tick()
+			if _, err := mem.Replace(bg, working("t", "z"), 0); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	d := authz.New(rs, authz.ContextAllowList{})
+	_, err := d.Replace(inA, working("t", "a"), 0)
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("replace after the task left the caller's scope: %v, want not found", err)
+	}
+	got, _ := mem.Get(bg, "t")
+	if got.Task.ContextID != "z" {
+		t.Fatalf("the concurrent move was overwritten: %+v", got.Task)
+	}
+	if pr.gets != 2 {
+		t.Fatalf("%d Gets, want 2 (check, re-check after the conflict)", pr.gets)
+	}
+}
+
+type replaceHook struct {
+	*probe
+	before func()
+}
+
+func (r *replaceHook) Replace(ctx context.Context, t *a2a.Task, rev int64) (engine.Record, error) {
+	r.before()
+	return r.probe.Replace(ctx, t, rev)
+}
+
+// TestCreateStampsOwner: OwnerPolicy records the caller on Create and
+// Replace, overwriting forged owners, without touching the caller's task.
+func TestCreateStampsOwner(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	bg := context.Background()
+	d := authz.New(mem, authz.OwnerPolicy{})
+	alice := authz.WithCaller(bg, "alice")
+	in := working("t1", "a")
+	in.Metadata = map[string]any{authz.OwnerMetadataKey: "mallory", "other": "kept"}
+	rec, err := d.Create(alice, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Task.Metadata[authz.OwnerMetadataKey] != "alice" || rec.Task.Metadata["other"] != "kept" {
+		t.Fatalf("stamped metadata %v", rec.Task.Metadata)
+	}
+	if in.Metadata[authz.OwnerMetadataKey] != "mallory" {
+		t.Fatal("Create modified the caller's task")
+	}
+	// A replacement without metadata keeps its owner.
+	rec, err = d.Replace(alice, working("t1", "a"), 0)
+	if err != nil || rec.Task.Metadata[authz.OwnerMetadataKey] != "alice" {
+		t.Fatalf("replace: %+v, %v", rec.Task, err)
+	}
+	// No identity: no create.
+	if _, err := d.Create(bg, working("t2", "a")); !errors.Is(err, authz.ErrDenied) {
+		t.Fatalf("anonymous create: %v, want ErrDenied", err)
+	}
+	if _, err := mem.Get(bg, "t2"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("anonymous create stored a task: %v", err)
+	}
+	// A custom key and identity source.
+	custom := authz.OwnerPolicy{MetadataKey: "tenant", Caller: func(context.Context) (string, bool) { return "acme", true }}
+	rec, err = authz.New(mem, custom).Create(bg, working("t3", "a"))
+	if err != nil || rec.Task.Metadata["tenant"] != "acme" {
+		t.Fatalf("custom owner: %+v, %v", rec.Task, err)
+	}
+}
+
+// TestCallerFromServer: the identity comes from WithCaller first, else from
+// the authenticated user of the a2a-go server call context.
+func TestCallerFromServer(t *testing.T) {
+	bg := context.Background()
+	ctx, cc := a2asrv.NewCallContext(bg, nil)
+	if id, ok := authz.CallerFrom(ctx); ok {
+		t.Fatalf("unauthenticated call context gave caller %q", id)
+	}
+	cc.User = a2asrv.NewAuthenticatedUser("carol", nil)
+	if id, ok := authz.CallerFrom(ctx); !ok || id != "carol" {
+		t.Fatalf("CallerFrom = %q, %v; want carol", id, ok)
+	}
+	cc.User = &a2asrv.User{Name: "dave"} // named but not authenticated
+	if id, ok := authz.CallerFrom(ctx); ok {
+		t.Fatalf("unauthenticated user gave caller %q", id)
+	}
+	cc.User = a2asrv.NewAuthenticatedUser("carol", nil)
+	if id, ok := authz.CallerFrom(authz.WithCaller(ctx, "erin")); !ok || id != "erin" {
+		t.Fatalf("WithCaller did not take precedence: %q", id)
+	}
+	if _, ok := authz.CallerFrom(authz.WithCaller(ctx, "")); ok {
+		t.Fatal("WithCaller(\"\") still has a caller")
+	}
+	// End to end through the dispatcher.
+	mem := newMem(t, newClock(1))
+	d := authz.New(mem, authz.OwnerPolicy{})
+	if _, err := d.Create(ctx, working("mine", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get(authz.WithCaller(bg, "carol"), "mine"); err != nil {
+		t.Fatalf("carol via WithCaller: %v", err)
+	}
+	if _, err := d.Get(authz.WithCaller(bg, "dave"), "mine"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("dave: %v", err)
+	}
+}
+
+// TestContextAllowListScope: the list request reaching the store is narrowed
+// to one context whenever one can be named (A1), and an impossible request
+// reads nothing.
+func TestContextAllowListScope(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	bg := context.Background()
+	for i, ctxID := range []string{"a", "b", "c", "a", "b", "c"} {
+		c.tick()
+		if _, err := mem.Create(bg, working(a2a.TaskID(rune('0'+i)), ctxID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		allowed   []string
+		req       string
+		wantScope []string // ContextID of each store List; nil: no store read
+		wantTasks int
+	}{
+		{[]string{"a"}, "", []string{"a"}, 2},
+		{[]string{"a", "b"}, "b", []string{"b"}, 2},
+		{[]string{"a", "b"}, "", []string{""}, 4},
+		{[]string{"a"}, "b", nil, 0},
+		{nil, "", nil, 0},
+	} {
+		pr := &probe{Store: mem}
+		resp, err := authz.New(pr, authz.ContextAllowList{}).List(authz.WithAllowedContexts(bg, tc.allowed...),
+			&engine.ListRequest{ContextID: tc.req, IncludeTotalSize: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scopes []string
+		for _, l := range pr.lists {
+			scopes = append(scopes, l.ContextID)
+		}
+		if len(scopes) != len(tc.wantScope) || (len(scopes) > 0 && scopes[0] != tc.wantScope[0]) ||
+			len(resp.Tasks) != tc.wantTasks || resp.TotalSize != tc.wantTasks {
+			t.Errorf("allowed %v, request %q: store scopes %q, %d tasks, total %d; want %q, %d",
+				tc.allowed, tc.req, scopes, len(resp.Tasks), resp.TotalSize, tc.wantScope, tc.wantTasks)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package authz_test
+
+import (
+	"context"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"testing"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/storetest"
+)
+
+// dispatched is a dispatcher over memstore that forwards the store's
+// invariant check to the suite.
+type dispatched struct {
+	*authz.Dispatcher
+	mem *memstore.Store
+}
+
+func (d dispatched) CheckInvariants() error { return d.mem.CheckInvariants() }
+
+// TestConformance runs the whole store contract over the dispatcher with an
+// allow-all policy: AllowAll's pass-through, and policies admitting
+// everything through the scan with light and full batches.
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy authz.Policy
+	}{
+		{"allowall", authz.AllowAll{}}, // the pass-through path
+		{"admitall", admitAll},         // scan, light batches, final read
+		{"fullscan", funcPolicy{proj: engine.ProjectionFull, allow: func(context.Context, *a2a.Task) bool { return true }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Run(t, storetest.Harness{
+				Open: func(t testing.TB, clock engine.Clock) engine.Store {
+					mem := memstore.New(memstore.Options{Clock: clock})
+					t.Cleanup(func() { mem.Close() })
+					return dispatched{authz.New(mem, tc.policy), mem}
+				},
+				ClockInjection: true,
+				BinaryIDs:      true,
+			})
+		})
+	}
+}

@@ -1,0 +1,164 @@
+package authz_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+)
+
+// manualClock is an engine.Clock the test sets.
+type manualClock struct{ now atomic.Int64 }
+
+func (c *manualClock) read() int64  { return c.now.Load() }
+func (c *manualClock) set(us int64) { c.now.Store(us) }
+func (c *manualClock) tick() int64  { return c.now.Add(1) }
+func newClock(start int64) *manualClock {
+	c := new(manualClock)
+	c.set(start)
+	return c
+}
+
+func newMem(t testing.TB, c *manualClock) *memstore.Store {
+	s := memstore.New(memstore.Options{Clock: c.read})
+	t.Cleanup(func() {
+		if err := s.CheckInvariants(); err != nil {
+			t.Errorf("memstore invariants: %v", err)
+		}
+		s.Close()
+	})
+	return s
+}
+
+// funcPolicy is a Policy built from a predicate. It narrows nothing.
+type funcPolicy struct {
+	proj  engine.Projection
+	allow func(ctx context.Context, t *a2a.Task) bool
+}
+
+func (p funcPolicy) ScopeTaskList(_ context.Context, req engine.ListRequest) (engine.ListRequest, error) {
+	return req, nil
+}
+func (p funcPolicy) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error) {
+	return p.allow(ctx, t), nil
+}
+func (p funcPolicy) Projection() engine.Projection { return p.proj }
+
+// admitAll admits everything like authz.AllowAll, but goes through the
+// dispatcher's scan and final read (AllowAll takes a pass-through path).
+var admitAll = funcPolicy{proj: engine.ProjectionLight, allow: func(context.Context, *a2a.Task) bool { return true }}
+
+// revocable admits everything except the task IDs revoked so far.
+type revocable struct {
+	mu      sync.Mutex
+	revoked map[a2a.TaskID]bool
+	// afterCheck, when set, is called after each decision (not
+	// concurrently: tests using it list from one goroutine).
+	afterCheck func(id a2a.TaskID)
+}
+
+func (p *revocable) revoke(id a2a.TaskID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revoked == nil {
+		p.revoked = make(map[a2a.TaskID]bool)
+	}
+	p.revoked[id] = true
+}
+func (p *revocable) ScopeTaskList(_ context.Context, req engine.ListRequest) (engine.ListRequest, error) {
+	return req, nil
+}
+func (p *revocable) CanAccessTask(_ context.Context, t *a2a.Task) (bool, error) {
+	p.mu.Lock()
+	ok := !p.revoked[t.ID]
+	p.mu.Unlock()
+	if p.afterCheck != nil {
+		p.afterCheck(t.ID)
+	}
+	return ok, nil
+}
+func (p *revocable) Projection() engine.Projection { return engine.ProjectionLight }
+
+// probe wraps a store to observe and alter what the dispatcher sees.
+type probe struct {
+	engine.Store
+	mu         sync.Mutex
+	lists      []engine.ListRequest // every List request, in order
+	rows       int                  // tasks returned by List, summed
+	maxBatch   int                  // most tasks one List returned
+	gets       int
+	afterList  func(resp *engine.ListResponse)     // may alter resp
+	beforeList func(req *engine.ListRequest) error // may fail the call
+	beforeGet  func(id a2a.TaskID)
+}
+
+func (p *probe) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	if p.beforeList != nil {
+		if err := p.beforeList(req); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := p.Store.List(ctx, req)
+	p.mu.Lock()
+	p.lists = append(p.lists, *req)
+	if resp != nil {
+		p.rows += len(resp.Tasks)
+		p.maxBatch = max(p.maxBatch, len(resp.Tasks))
+	}
+	p.mu.Unlock()
+	if err == nil && p.afterList != nil {
+		p.afterList(resp)
+	}
+	return resp, err
+}
+
+func (p *probe) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	p.mu.Lock()
+	p.gets++
+	p.mu.Unlock()
+	if p.beforeGet != nil {
+		p.beforeGet(id)
+	}
+	return p.Store.Get(ctx, id)
+}
+
+func (p *probe) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lists, p.rows, p.maxBatch, p.gets = nil, 0, 0, 0
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// traverse lists every page of a traversal, failing the test on error.
+func traverse(t testing.TB, ctx context.Context, s engine.Store, req engine.ListRequest) []*engine.ListResponse {
+	t.Helper()
+	var pages []*engine.ListResponse
+	for {
+		resp, err := s.List(ctx, &req)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", req, err)
+		}
+		pages = append(pages, resp)
+		if resp.NextPageToken == "" {
+			return pages
+		}
+		if len(pages) > 100000 {
+			t.Fatal("traversal does not end")
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}
+
+func ids(ts []*a2a.Task) []a2a.TaskID {
+	out := make([]a2a.TaskID, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}

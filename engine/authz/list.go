@@ -1,0 +1,326 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// BatchSize is the most tasks one scan batch asks the store for (A3).
+const BatchSize = 100
+
+// List returns one page of the tasks the caller may access.
+//
+// The request is validated first, so a bad token or page size fails the same
+// way for every caller (T4). The policy then narrows it (A1) and the
+// narrowed result is scanned in list order, in batches of at most BatchSize
+// tasks read in the policy's projection (A3, A4). Every scanned task is
+// checked against the caller's filters and the policy before it is counted
+// or selected (A2): the total counts every accessible match, ignoring the
+// boundary (L5); the page takes the first PageSize accessible tasks strictly
+// after the boundary and notes whether one more exists.
+//
+// The batches are separate store calls: a scan may observe writes between
+// them, so a total is the count of authorized observations during the scan,
+// not a snapshot (A8).
+//
+// Without a total, the scan starts at the boundary and stops once the page
+// and its look-ahead are found. With a total it starts at the top of the
+// narrowed result and runs to its end. Either way the store receives the
+// request's page token, so it rejects a boundary it cannot represent
+// exactly as it would without the dispatcher (T4).
+//
+// The selected tasks are then re-read whole with Get and re-checked (A5). A
+// task revoked in between (the policy now denies it) fails the call with the
+// error Get gives for an inaccessible task. A task deleted in between is a
+// concurrent write like any other: List scans again (the new scan no longer
+// sees it), until a scan's selection survives its final read or ctx ends, so
+// page, token and total always come from one scan. Deletions of tasks the
+// caller cannot see never reach the final read, so rescans depend on
+// visible tasks only. A light request (engine.ProjectionLight) is not
+// re-read: it returns the light tasks the scan read, re-checked with the
+// policy just before returning, so what it returns is exactly what was
+// authorized. TaskCursors and NextPageToken carry the cursors at which the
+// tasks were selected, so a task updated after selection never makes the
+// traversal repeat.
+func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if d.open {
+		return d.passThrough(ctx, &q, req)
+	}
+	p := newPager(q)
+	scoped, err := d.policy.ScopeTaskList(ctx, *req)
+	switch {
+	case errors.Is(err, ErrEmptyScope):
+		if req.PageToken != "" {
+			// Nothing to read, but the store still judges the token,
+			// so a token a backend cannot represent fails the same
+			// way whatever the caller's scope (T4). The one-row
+			// answer is discarded.
+			if _, err := d.store.List(ctx, &engine.ListRequest{PageToken: req.PageToken, PageSize: 1, Projection: engine.ProjectionLight}); err != nil {
+				return nil, err
+			}
+		}
+		return p.response(), nil
+	case err != nil:
+		return nil, fmt.Errorf("authz: scope: %w", err)
+	}
+	scan := engine.ListRequest{
+		ContextID:            scoped.ContextID,
+		Status:               scoped.Status,
+		StatusTimestampAfter: scoped.StatusTimestampAfter,
+		PageSize:             BatchSize,
+		Projection:           d.policy.Projection(),
+		// A policy that needs whole tasks gets them whole.
+		IncludeArtifacts: d.policy.Projection() == engine.ProjectionFull,
+	}
+	if _, err := engine.ParseListRequest(&scan); err != nil {
+		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
+	}
+	for {
+		if err := d.scan(ctx, &scan, &p); err != nil {
+			return nil, err
+		}
+		err := d.finish(ctx, &p)
+		if err == nil {
+			return p.response(), nil
+		}
+		if err != errDeleted {
+			return nil, err
+		}
+		// A selected task was deleted by a concurrent writer: scan
+		// again. Each rescan follows another caller's successful
+		// Delete, so the system as a whole always progresses.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p = newPager(q)
+	}
+}
+
+// passThrough serves List under AllowAll: every task is accessible, so the
+// store's page is the answer (there is nothing to scope, skip or revoke).
+// It still fails closed on a page whose cursors do not match its tasks or
+// its token (A7).
+func (d *Dispatcher) passThrough(ctx context.Context, q *engine.Query, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := d.store.List(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	last, err := checkBatch(resp, q.PageSize, q.After)
+	if err != nil {
+		return nil, err
+	}
+	if resp.NextPageToken != "" && resp.NextPageToken != engine.EncodeToken(*last) {
+		return nil, errMisaligned
+	}
+	return resp, nil
+}
+
+// errDeleted is finish's report that a selected task no longer exists.
+var errDeleted = errors.New("authz: selected task deleted")
+
+// pager is the state of one List call: the page selected so far and the
+// total. It holds at most PageSize selected entries (the look-ahead is only
+// a flag).
+type pager struct {
+	q       engine.Query
+	ids     []a2a.TaskID
+	cursors []engine.Cursor // where each selected task was selected
+	tasks   []*a2a.Task     // light requests: the scanned tasks, made light; full requests: filled by finish
+	more    bool            // an accessible task follows the page
+	total   int
+}
+
+func newPager(q engine.Query) pager {
+	p := pager{q: q, ids: make([]a2a.TaskID, 0, q.PageSize), cursors: make([]engine.Cursor, 0, q.PageSize)}
+	if q.Projection == engine.ProjectionLight {
+		p.tasks = make([]*a2a.Task, 0, q.PageSize)
+	}
+	return p
+}
+
+// full reports whether the page and its look-ahead are found.
+func (p *pager) full() bool { return p.more }
+
+// add offers an accessible task read at cursor c.
+func (p *pager) add(t *a2a.Task, c engine.Cursor) {
+	p.total++
+	if p.more || (p.q.After != nil && c.Compare(*p.q.After) <= 0) {
+		return
+	}
+	if len(p.ids) == p.q.PageSize {
+		p.more = true
+		return
+	}
+	p.ids = append(p.ids, t.ID)
+	p.cursors = append(p.cursors, c)
+	if p.q.Projection == engine.ProjectionLight {
+		p.tasks = append(p.tasks, lightTask(t))
+	}
+}
+
+func (p *pager) response() *engine.ListResponse {
+	resp := &engine.ListResponse{
+		Tasks:       p.tasks,
+		TaskCursors: p.cursors,
+		PageSize:    p.q.PageSize,
+	}
+	if len(p.ids) == 0 {
+		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []engine.Cursor{}
+	}
+	if p.more {
+		resp.NextPageToken = engine.EncodeToken(p.cursors[len(p.cursors)-1])
+	}
+	if p.q.IncludeTotalSize {
+		resp.TotalSize = p.total
+	}
+	return resp
+}
+
+// scan runs the batches.
+//
+// Without a total the tasks above the boundary cannot matter, so the scan
+// starts at the boundary itself: the store seeks there instead of the
+// dispatcher reading and discarding everything above it, and the result is
+// the same because the store applies filters before the boundary exactly as
+// a top-down scan would (L1, L2).
+//
+// With a total and a boundary, the scan counts from the top down to the
+// boundary, then continues from the boundary with the request's own token
+// (re-reading at most the part of one batch that crossed it). Either way
+// the store sees the caller's token and judges it as it would without the
+// dispatcher: a boundary a backend cannot represent fails with the same
+// generic token error (T4). The store never needs the boundary task to exist
+// (T5).
+func (d *Dispatcher) scan(ctx context.Context, scan *engine.ListRequest, p *pager) error {
+	switch {
+	case !p.q.IncludeTotalSize:
+		// If every task is accessible, PageSize+1 tasks finish the page:
+		// ask for no more in the first batch.
+		return d.scanRange(ctx, scan, p, p.q.After, nil, min(BatchSize, p.q.PageSize+1))
+	case p.q.After != nil:
+		if err := d.scanRange(ctx, scan, p, nil, p.q.After, BatchSize); err != nil {
+			return err
+		}
+		return d.scanRange(ctx, scan, p, p.q.After, nil, BatchSize)
+	}
+	return d.scanRange(ctx, scan, p, nil, nil, BatchSize)
+}
+
+// scanRange scans the tasks strictly after from (nil: from the top) down to
+// until inclusive (nil: to the end), asking for first tasks in the first
+// batch and BatchSize after that.
+func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p *pager, from, until *engine.Cursor, first int) error {
+	scan.PageSize = first
+	for {
+		scan.PageToken = ""
+		if from != nil {
+			scan.PageToken = engine.EncodeToken(*from)
+		}
+		batch, err := d.store.List(ctx, scan)
+		if err != nil {
+			return err
+		}
+		last, err := checkBatch(batch, scan.PageSize, from)
+		if err != nil {
+			return err
+		}
+		for i, t := range batch.Tasks {
+			c := batch.TaskCursors[i]
+			if until != nil && c.Compare(*until) > 0 {
+				return nil
+			}
+			if !p.q.Matches(t.ContextID, t.Status.State, t.Status.Timestamp) {
+				continue // the scope was wider than the request
+			}
+			ok, err := d.policy.CanAccessTask(ctx, t)
+			if err != nil {
+				return policyError(err)
+			}
+			if ok {
+				p.add(t, c)
+				if !p.q.IncludeTotalSize && p.full() {
+					return nil
+				}
+			}
+		}
+		if batch.NextPageToken == "" {
+			return nil
+		}
+		// Continue from the last cursor read rather than trusting the
+		// store's token.
+		from = last
+		scan.PageSize = BatchSize
+	}
+}
+
+// checkBatch fails closed (A7) unless every task has its cursor, in strictly
+// descending list order after from, within the batch limit. It returns the
+// last cursor of the batch (from when the batch is empty).
+func checkBatch(b *engine.ListResponse, limit int, from *engine.Cursor) (*engine.Cursor, error) {
+	if b == nil || len(b.Tasks) > limit || len(b.TaskCursors) != len(b.Tasks) ||
+		(len(b.Tasks) == 0 && b.NextPageToken != "") {
+		return nil, errMisaligned
+	}
+	prev := from
+	for i, t := range b.Tasks {
+		c := &b.TaskCursors[i]
+		if t == nil || t.ID != c.ID || (prev != nil && prev.Compare(*c) >= 0) {
+			return nil, errMisaligned
+		}
+		prev = c
+	}
+	return prev, nil
+}
+
+// finish re-reads and re-checks the selected tasks (A5).
+func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
+	if p.q.Projection == engine.ProjectionLight {
+		for _, t := range p.tasks {
+			ok, err := d.policy.CanAccessTask(ctx, t)
+			if err != nil {
+				return policyError(err)
+			}
+			if !ok {
+				return errNotFound
+			}
+		}
+		return nil
+	}
+	p.tasks = make([]*a2a.Task, 0, len(p.ids))
+	for _, id := range p.ids {
+		rec, err := d.store.Get(ctx, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			return errDeleted
+		}
+		if err != nil {
+			return err
+		}
+		if err := d.check(ctx, id, rec); err != nil {
+			return err
+		}
+		p.q.Shape(rec.Task)
+		p.tasks = append(p.tasks, rec.Task)
+	}
+	return nil
+}
+
+// lightTask returns the light projection of a scanned task, always in an
+// allocation of its own: a store may allocate a batch's tasks together, and
+// keeping one of them must not keep the whole batch reachable (A3).
+func lightTask(t *a2a.Task) *a2a.Task {
+	return &a2a.Task{
+		ID:        t.ID,
+		ContextID: t.ContextID,
+		Status:    a2a.TaskStatus{State: t.Status.State, Timestamp: t.Status.Timestamp},
+		Metadata:  t.Metadata,
+	}
+}

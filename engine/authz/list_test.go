@@ -1,0 +1,778 @@
+package authz_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
+)
+
+var seedFlag = flag.Uint64("authz.seed", 0, "seed for randomized authz tests (0 = random)")
+
+func seed(t *testing.T) *rand.Rand {
+	s := *seedFlag
+	if s == 0 {
+		s = rand.Uint64()
+	}
+	t.Logf("seed %d (rerun with -authz.seed=%d)", s, s)
+	return rand.New(rand.NewPCG(s, 0x5eed))
+}
+
+var (
+	owners   = []string{"alice", "bob", "carol"}
+	contexts = []string{"a", "b", "c", "\x00nul"}
+	states   = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateCanceled}
+)
+
+// randomTask returns a task with random light and heavy fields.
+func randomTask(r *rand.Rand, i int) *a2a.Task {
+	t := &a2a.Task{
+		ID:        a2a.TaskID(fmt.Sprintf("%c%d", 'a'+r.IntN(3), i)),
+		ContextID: contexts[r.IntN(len(contexts))],
+		Status:    a2a.TaskStatus{State: states[r.IntN(len(states))]},
+	}
+	if r.IntN(3) > 0 {
+		ts := time.UnixMicro(int64(r.IntN(10))).UTC()
+		t.Status.Timestamp = &ts
+	}
+	if r.IntN(2) == 0 {
+		t.Status.Message = a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("status"))
+	}
+	for j := range r.IntN(4) {
+		m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(fmt.Sprint("m", j)))
+		m.ID = fmt.Sprint("m", j)
+		t.History = append(t.History, m)
+	}
+	if r.IntN(2) == 0 {
+		t.Artifacts = []*a2a.Artifact{{ID: "art", Parts: a2a.ContentParts{a2a.NewTextPart("x")}}}
+	}
+	if r.IntN(2) == 0 {
+		t.Metadata = map[string]any{"k": float64(r.IntN(5))}
+	}
+	return t
+}
+
+// fill creates n random tasks through an owner dispatcher (so each gets an
+// owner), with a clock that often repeats a time (equal-time ties, S6).
+func fill(t testing.TB, r *rand.Rand, s engine.Store, c *manualClock, n int) {
+	d := authz.New(s, authz.OwnerPolicy{})
+	for i := range n {
+		if r.IntN(3) > 0 {
+			c.tick()
+		}
+		ctx := authz.WithCaller(context.Background(), owners[r.IntN(len(owners))])
+		if _, err := d.Create(ctx, randomTask(r, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type caseSpec struct {
+	name   string
+	policy authz.Policy
+	ctx    context.Context
+}
+
+func randomCase(r *rand.Rand) caseSpec {
+	bg := context.Background()
+	switch r.IntN(6) {
+	case 5:
+		return caseSpec{"admitall", admitAll, bg}
+	case 0:
+		who := append(slices.Clone(owners), "")[r.IntN(len(owners)+1)]
+		return caseSpec{"owner=" + who, authz.OwnerPolicy{}, authz.WithCaller(bg, who)}
+	case 1:
+		var allowed []string
+		for _, c := range contexts {
+			if r.IntN(2) == 0 {
+				allowed = append(allowed, c)
+			}
+		}
+		return caseSpec{fmt.Sprintf("contexts=%q", allowed), authz.ContextAllowList{}, authz.WithAllowedContexts(bg, allowed...)}
+	case 2:
+		return caseSpec{"allowall", authz.AllowAll{}, bg}
+	case 3:
+		// A policy needing full tasks: access by history length.
+		return caseSpec{"full", funcPolicy{proj: engine.ProjectionFull, allow: func(_ context.Context, t *a2a.Task) bool {
+			return len(t.History)%2 == 0
+		}}, bg}
+	default:
+		return caseSpec{"none", funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }}, bg}
+	}
+}
+
+func randomRequest(r *rand.Rand) engine.ListRequest {
+	var req engine.ListRequest
+	if r.IntN(3) == 0 {
+		req.ContextID = contexts[r.IntN(len(contexts))]
+	}
+	if r.IntN(3) == 0 {
+		req.Status = states[r.IntN(len(states))]
+	}
+	if r.IntN(4) == 0 {
+		req.StatusTimestampAfter = ptr(time.UnixMicro(int64(r.IntN(10))).UTC())
+	}
+	req.PageSize = []int{0, 1, 2, 3, 7, 100}[r.IntN(6)]
+	req.IncludeTotalSize = r.IntN(2) == 0
+	if r.IntN(3) == 0 {
+		req.Projection = engine.ProjectionLight
+	}
+	if r.IntN(2) == 0 {
+		req.HistoryLength = ptr(r.IntN(3))
+	}
+	req.IncludeArtifacts = r.IntN(2) == 0
+	return req
+}
+
+// reference is every task in the store, whole, in list order.
+func reference(t testing.TB, s engine.Store) ([]*a2a.Task, []engine.Cursor) {
+	var tasks []*a2a.Task
+	var cursors []engine.Cursor
+	for _, p := range traverse(t, context.Background(), s, engine.ListRequest{PageSize: 100, IncludeArtifacts: true}) {
+		tasks = append(tasks, p.Tasks...)
+		cursors = append(cursors, p.TaskCursors...)
+	}
+	return tasks, cursors
+}
+
+// expectPages computes what a traversal must return: the reference filtered
+// by the request and the policy, cut into pages.
+func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.Task, cursors []engine.Cursor) []*engine.ListResponse {
+	q, err := engine.ParseListRequest(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vis []*a2a.Task
+	var vc []engine.Cursor
+	for i, task := range all {
+		ok, err := cs.policy.CanAccessTask(cs.ctx, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && q.Matches(task.ContextID, task.Status.State, task.Status.Timestamp) {
+			vis, vc = append(vis, task), append(vc, cursors[i])
+		}
+	}
+	var pages []*engine.ListResponse
+	for start := 0; ; start += q.PageSize {
+		end := min(start+q.PageSize, len(vis))
+		var pt []*a2a.Task
+		for _, task := range vis[start:end] {
+			pt = append(pt, shaped(&q, task))
+		}
+		p := q.Page(pt, slices.Clone(vc[start:end]), end < len(vis))
+		if q.IncludeTotalSize {
+			p.TotalSize = len(vis)
+		}
+		pages = append(pages, p)
+		if end == len(vis) {
+			return pages
+		}
+	}
+}
+
+func shaped(q *engine.Query, task *a2a.Task) *a2a.Task {
+	b, _ := json.Marshal(task)
+	var cp a2a.Task
+	if err := json.Unmarshal(b, &cp); err != nil {
+		panic(err)
+	}
+	if q.Projection == engine.ProjectionLight {
+		return &a2a.Task{ID: cp.ID, ContextID: cp.ContextID, Metadata: cp.Metadata,
+			Status: a2a.TaskStatus{State: cp.Status.State, Timestamp: cp.Status.Timestamp}}
+	}
+	q.Shape(&cp)
+	return &cp
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// TestListModel checks random traversals under random policies against a
+// model computed from the raw store (A1, A2, L1–L5, T6).
+func TestListModel(t *testing.T) {
+	r := seed(t)
+	for round := range 15 {
+		c := newClock(1000)
+		s := newMem(t, c)
+		fill(t, r, s, c, r.IntN(250))
+		all, cursors := reference(t, s)
+		for range 10 {
+			cs, req := randomCase(r), randomRequest(r)
+			got := traverse(t, cs.ctx, authz.New(s, cs.policy), req)
+			want := expectPages(t, cs, req, all, cursors)
+			if g, w := jsonOf(got), jsonOf(want); g != w {
+				t.Fatalf("round %d, %s, request %+v:\n got %s\nwant %s", round, cs.name, req, g, w)
+			}
+		}
+	}
+}
+
+// TestNoninterference: two stores that differ only in tasks the caller
+// cannot see give identical responses for every page (A2, T5).
+func TestNoninterference(t *testing.T) {
+	r := seed(t)
+	for round := range 5 {
+		c1, c2 := newClock(1000), newClock(1000)
+		s1, s2 := newMem(t, c1), newMem(t, c2)
+		alice := authz.WithCaller(context.Background(), "alice")
+		bob := authz.WithCaller(context.Background(), "bob")
+		owner := authz.OwnerPolicy{}
+		d1, d2 := authz.New(s1, owner), authz.New(s2, owner)
+		// Identical visible tasks at identical times; s2 also holds
+		// bob's tasks, at times of their own and at times shared with
+		// alice's (equal-time ties interleave them).
+		n := r.IntN(120)
+		for i := range n {
+			if r.IntN(2) == 0 {
+				c1.tick()
+				c2.tick()
+			}
+			task := randomTask(r, i)
+			if _, err := d1.Create(alice, task); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d2.Create(alice, task); err != nil {
+				t.Fatal(err)
+			}
+			for j := range r.IntN(3) {
+				if r.IntN(2) == 0 {
+					c2.tick()
+				}
+				hidden := randomTask(r, i)
+				hidden.ID = a2a.TaskID(fmt.Sprintf("%c%d.%d", 'a'+r.IntN(3), i, j))
+				if _, err := d2.Create(bob, hidden); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c1.set(c2.read())
+		}
+		for range 10 {
+			req := randomRequest(r)
+			p1 := traverse(t, alice, d1, req)
+			p2 := traverse(t, alice, d2, req)
+			if g1, g2 := jsonOf(p1), jsonOf(p2); g1 != g2 {
+				t.Fatalf("round %d, request %+v: responses differ\n%s\n%s", round, req, g1, g2)
+			}
+			// Every token of the traversal, including an arbitrary
+			// boundary at a hidden task, answers the same in both.
+			for _, tok := range randomTokens(r, s2) {
+				req.PageToken = tok
+				a, err1 := d1.List(alice, &req)
+				b, err2 := d2.List(alice, &req)
+				if jsonOf(a) != jsonOf(b) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+					t.Fatalf("round %d, token %q: %s %v / %s %v", round, tok, jsonOf(a), err1, jsonOf(b), err2)
+				}
+			}
+		}
+	}
+}
+
+// randomTokens returns a few tokens at and around tasks of s, hidden ones
+// included, and some invalid ones.
+func randomTokens(r *rand.Rand, s engine.Store) []string {
+	toks := []string{"", "0", "v1.", engine.EncodeToken(engine.Cursor{UpdatedAt: 1 << 40, ID: "zz"})}
+	resp, err := s.List(context.Background(), &engine.ListRequest{PageSize: 100, Projection: engine.ProjectionLight})
+	if err != nil || len(resp.TaskCursors) == 0 {
+		return toks
+	}
+	for range 5 {
+		c := resp.TaskCursors[r.IntN(len(resp.TaskCursors))]
+		toks = append(toks, engine.EncodeToken(c), engine.EncodeToken(engine.Cursor{UpdatedAt: c.UpdatedAt, ID: c.ID + "\x00"}))
+	}
+	return toks
+}
+
+// TestRevokedDuringFinalRead: a task revoked between selection and the final
+// read fails the call with the error Get gives for an inaccessible task, and
+// the total excludes it afterwards (A5). A task deleted in between makes
+// List scan again, as often as it takes, or until the context ends.
+func TestRevokedDuringFinalRead(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		act       func(mem engine.Store, p *revocable, id a2a.TaskID) // run before the final Get of id
+		always    bool                                                // act on every Get, not once
+		wantErr   bool
+		wantScans int
+		gone      a2a.TaskID // a task the call made inaccessible
+	}{
+		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, false, true, 1, "t5"},
+		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, false, 2, "t5"},
+		// Every final read finds its first task deleted: one scan per
+		// task, then one that finds nothing.
+		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, false, 11, "t9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClock(1000)
+			mem := newMem(t, c)
+			for i := range 10 {
+				c.tick()
+				if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pol := new(revocable)
+			pr := &probe{Store: mem}
+			d := authz.New(pr, pol)
+			victim := a2a.TaskID("t5") // on the first page of 6
+			// The error an inaccessible task gets, before any change.
+			inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
+			_, wantErr := inaccessible.Get(ctx, victim)
+			pr.beforeGet = func(id a2a.TaskID) {
+				if tc.always || id == victim {
+					if !tc.always {
+						pr.beforeGet = nil // once
+					}
+					tc.act(mem, pol, id)
+				}
+			}
+			resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+			scans := 0
+			for _, l := range pr.lists {
+				if l.PageToken == "" {
+					scans++
+				}
+			}
+			pr.beforeGet = nil
+			if scans != tc.wantScans {
+				t.Errorf("%d scans, want %d", scans, tc.wantScans)
+			}
+			if tc.wantErr {
+				if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
+					t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
+				}
+				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
+					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
+				}
+			} else if tc.always {
+				if err != nil || len(resp.Tasks) != 0 || resp.TotalSize != 0 || resp.NextPageToken != "" {
+					t.Fatalf("List while every read task is deleted = %v, %v; want an empty page", resp, err)
+				}
+			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
+				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
+			}
+			resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
+				t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
+			}
+		})
+	}
+}
+
+// TestDeletedRescanStopsWithContext: rescans end when the context does.
+func TestDeletedRescanStopsWithContext(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	for i := range 3 {
+		c.tick()
+		if _, err := mem.Create(context.Background(), working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &probe{Store: mem}
+	pr.beforeGet = func(id a2a.TaskID) {
+		cancel()
+		_ = mem.Delete(context.Background(), id)
+	}
+	resp, err := authz.New(pr, admitAll).List(ctx, &engine.ListRequest{})
+	if resp != nil || !errors.Is(err, context.Canceled) || len(pr.lists) != 1 {
+		t.Fatalf("List = %v, %v after %d scans; want context.Canceled after 1", resp, err, len(pr.lists))
+	}
+}
+
+// TestLightRequest: a light request returns light tasks without re-reading
+// them in full, and still re-checks them before returning (A4, A5).
+func TestLightRequest(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	ctx := context.Background()
+	for i := range 5 {
+		c.tick()
+		task := randomTask(rand.New(rand.NewPCG(uint64(i), 1)), i)
+		task.Status.Message = a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("busy"))
+		task.History = []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
+		if _, err := mem.Create(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := new(revocable)
+	pr := &probe{Store: mem}
+	d := authz.New(pr, pol)
+	resp, err := d.List(ctx, &engine.ListRequest{Projection: engine.ProjectionLight, IncludeArtifacts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tasks) != 5 || pr.gets != 0 {
+		t.Fatalf("got %d tasks with %d Gets, want 5 and none", len(resp.Tasks), pr.gets)
+	}
+	for _, task := range resp.Tasks {
+		if task.Status.Message != nil || task.History != nil || task.Artifacts != nil {
+			t.Fatalf("light task carries heavy fields: %s", jsonOf(task))
+		}
+	}
+	for _, l := range pr.lists {
+		if l.Projection != engine.ProjectionLight {
+			t.Fatalf("scan used projection %v", l.Projection)
+		}
+	}
+	// Revoked right after the scan admitted it, before the dispatcher
+	// returns.
+	pol.afterCheck = func(id a2a.TaskID) {
+		pol.afterCheck = nil
+		pol.revoke(id)
+	}
+	if _, err := d.List(ctx, &engine.ListRequest{Projection: engine.ProjectionLight}); err == nil || !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("List with a task revoked after the scan = %v, want not found", err)
+	}
+}
+
+// TestTokenAcrossCallers: a token issued to one caller, used by another or
+// with changed filters, yields only the second caller's visible tasks after
+// the boundary; an empty page has an empty token (T6, T7).
+func TestTokenAcrossCallers(t *testing.T) {
+	r := seed(t)
+	c := newClock(1000)
+	mem := newMem(t, c)
+	fill(t, r, mem, c, 300)
+	all, cursors := reference(t, mem)
+	d := authz.New(mem, authz.OwnerPolicy{})
+	alice := authz.WithCaller(context.Background(), "alice")
+	bob := authz.WithCaller(context.Background(), "bob")
+	pages := traverse(t, alice, d, engine.ListRequest{PageSize: 7})
+	if len(pages) < 3 {
+		t.Fatalf("want several pages, got %d", len(pages))
+	}
+	for _, p := range pages[:len(pages)-1] {
+		for _, req := range []engine.ListRequest{
+			{PageSize: 7, PageToken: p.NextPageToken, IncludeTotalSize: true},
+			{PageSize: 100, PageToken: p.NextPageToken, ContextID: "b", IncludeTotalSize: true},
+			{PageSize: 3, PageToken: p.NextPageToken, Status: a2a.TaskStateWorking},
+		} {
+			got, err := d.List(bob, &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bound, _ := engine.DecodeToken(p.NextPageToken)
+			q, _ := engine.ParseListRequest(&req)
+			var want []a2a.TaskID
+			total := 0
+			for i, task := range all {
+				owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
+				if owner != "bob" || !q.Matches(task.ContextID, task.Status.State, task.Status.Timestamp) {
+					continue
+				}
+				total++
+				if cursors[i].Compare(bound) > 0 {
+					want = append(want, task.ID)
+				}
+			}
+			more := len(want) > q.PageSize
+			want = want[:min(len(want), q.PageSize)]
+			if !slices.Equal(ids(got.Tasks), want) || (got.NextPageToken != "") != more {
+				t.Fatalf("bob with alice's token %+v: got %v (next %q), want %v (more %v)", req, ids(got.Tasks), got.NextPageToken, want, more)
+			}
+			if req.IncludeTotalSize && got.TotalSize != total {
+				t.Fatalf("total %d, want %d", got.TotalSize, total)
+			}
+			for _, task := range got.Tasks {
+				if task.Metadata[authz.OwnerMetadataKey] != "bob" {
+					t.Fatalf("bob sees %s", jsonOf(task))
+				}
+			}
+		}
+	}
+	// An empty page: the boundary is the last task of the whole store.
+	last := engine.EncodeToken(cursors[len(cursors)-1])
+	got, err := d.List(alice, &engine.ListRequest{PageToken: last, IncludeTotalSize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tasks) != 0 || got.Tasks == nil || got.NextPageToken != "" || got.TotalSize == 0 {
+		t.Fatalf("empty page: %d tasks (nil %v), token %q, total %d", len(got.Tasks), got.Tasks == nil, got.NextPageToken, got.TotalSize)
+	}
+}
+
+// TestTokenErrorsIgnoreScope: bad tokens and bad requests fail with the same
+// error whatever the caller may see, before the policy runs (T4).
+func TestTokenErrorsIgnoreScope(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	fill(t, rand.New(rand.NewPCG(1, 2)), mem, c, 50)
+	bg := context.Background()
+	callers := []caseSpec{
+		{"owner", authz.OwnerPolicy{}, authz.WithCaller(bg, "alice")},
+		{"anonymous", authz.OwnerPolicy{}, bg},
+		{"emptyset", authz.ContextAllowList{}, bg},
+		{"onecontext", authz.ContextAllowList{}, authz.WithAllowedContexts(bg, "a")},
+		{"allowall", authz.AllowAll{}, bg},
+		{"admitall", admitAll, bg},
+		{"policyerror", errPolicy{}, bg},
+	}
+	for _, tok := range []string{"0", "1", "50", "-1", "v1.", "v2.AAAAAAAAAAFh", "v1.AAAAAAAAAAFh=", "v1.AAAAAAAAAAE"} {
+		for _, cs := range callers {
+			_, err := authz.New(mem, cs.policy).List(cs.ctx, &engine.ListRequest{PageToken: tok})
+			if err != engine.ErrInvalidPageToken {
+				t.Errorf("%s, token %q: %v, want the generic token error itself", cs.name, tok, err)
+			}
+		}
+	}
+	// A backend that cannot represent some boundaries (as PostgreSQL
+	// cannot store NUL): its generic token error reaches every caller,
+	// with and without a total.
+	picky := &probe{Store: mem}
+	picky.beforeList = func(req *engine.ListRequest) error {
+		if c, err := engine.DecodeToken(req.PageToken); err == nil && strings.ContainsRune(string(c.ID), 0) {
+			return engine.ErrInvalidPageToken
+		}
+		return nil
+	}
+	nul := engine.EncodeToken(engine.Cursor{UpdatedAt: 1100, ID: "a\x00b"})
+	for _, total := range []bool{false, true} {
+		for _, cs := range callers[:len(callers)-1] {
+			_, err := authz.New(picky, cs.policy).List(cs.ctx, &engine.ListRequest{PageToken: nul, IncludeTotalSize: total})
+			if err != engine.ErrInvalidPageToken {
+				t.Errorf("%s, unrepresentable token, total %v: %v, want the generic token error itself", cs.name, total, err)
+			}
+		}
+	}
+	for _, req := range []engine.ListRequest{{PageSize: -1}, {PageSize: 101}, {Status: "bogus"}, {HistoryLength: ptr(-1)}} {
+		var first error
+		for _, cs := range callers {
+			_, err := authz.New(mem, cs.policy).List(cs.ctx, &req)
+			if !errors.Is(err, engine.ErrInvalidArgument) || (first != nil && err.Error() != first.Error()) {
+				t.Errorf("%s, %+v: %v (first caller: %v)", cs.name, req, err, first)
+			}
+			first = err
+		}
+	}
+}
+
+// errPolicy fails every decision.
+type errPolicy struct{}
+
+var errPolicyDown = errors.New("policy down")
+
+func (errPolicy) ScopeTaskList(context.Context, engine.ListRequest) (engine.ListRequest, error) {
+	return engine.ListRequest{}, errPolicyDown
+}
+func (errPolicy) CanAccessTask(context.Context, *a2a.Task) (bool, error) { return false, errPolicyDown }
+func (errPolicy) Projection() engine.Projection                          { return engine.ProjectionLight }
+
+// TestFailClosed: a store whose cursors are missing or misaligned makes List
+// fail with ErrInternal and no tasks (A7).
+func TestFailClosed(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	ctx := context.Background()
+	for i := range 20 {
+		c.tick()
+		if _, err := mem.Create(ctx, &a2a.Task{ID: a2a.TaskID(fmt.Sprintf("t%02d", i)), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		alter func(*engine.ListResponse)
+	}{
+		{"nocursors", func(r *engine.ListResponse) { r.TaskCursors = nil }},
+		{"shortcursors", func(r *engine.ListResponse) { r.TaskCursors = r.TaskCursors[:len(r.TaskCursors)-1] }},
+		{"extracursor", func(r *engine.ListResponse) {
+			r.TaskCursors = append(r.TaskCursors, engine.Cursor{UpdatedAt: 1, ID: "x"})
+		}},
+		{"swappedids", func(r *engine.ListResponse) { r.Tasks[0], r.Tasks[1] = r.Tasks[1], r.Tasks[0] }},
+		{"notdescending", func(r *engine.ListResponse) {
+			r.Tasks[0], r.Tasks[1] = r.Tasks[1], r.Tasks[0]
+			r.TaskCursors[0], r.TaskCursors[1] = r.TaskCursors[1], r.TaskCursors[0]
+		}},
+		{"duplicate", func(r *engine.ListResponse) { r.Tasks[1], r.TaskCursors[1] = r.Tasks[0], r.TaskCursors[0] }},
+		{"nilTask", func(r *engine.ListResponse) { r.Tasks[2] = nil }},
+		{"emptyWithToken", func(r *engine.ListResponse) {
+			r.Tasks, r.TaskCursors, r.NextPageToken = nil, nil, engine.EncodeToken(engine.Cursor{UpdatedAt: 1, ID: "x"})
+		}},
+	} {
+		for _, req := range []engine.ListRequest{{PageSize: 5}, {PageSize: 5, IncludeTotalSize: true}, {Projection: engine.ProjectionLight}} {
+			for _, pol := range []authz.Policy{authz.AllowAll{}, admitAll} {
+				t.Run(tc.name, func(t *testing.T) {
+					pr := &probe{Store: mem, afterList: tc.alter}
+					resp, err := authz.New(pr, pol).List(ctx, &req)
+					if resp != nil || !errors.Is(err, engine.ErrInternal) {
+						t.Fatalf("%+v: got %v, %v; want nil, ErrInternal", req, resp, err)
+					}
+					if pr.gets != 0 {
+						t.Fatalf("%d tasks read in full after a misaligned batch", pr.gets)
+					}
+				})
+			}
+		}
+	}
+	// A pass-through page whose token is not its last task's cursor.
+	pr := &probe{Store: mem, afterList: func(r *engine.ListResponse) { r.NextPageToken = engine.EncodeToken(r.TaskCursors[0]) }}
+	if resp, err := authz.New(pr, authz.AllowAll{}).List(ctx, &engine.ListRequest{PageSize: 5}); resp != nil || !errors.Is(err, engine.ErrInternal) {
+		t.Fatalf("token off the last cursor: %v, %v", resp, err)
+	}
+	// A later batch that goes back above the previous one.
+	calls := 0
+	var first engine.Cursor
+	pr = &probe{Store: mem, afterList: func(r *engine.ListResponse) {
+		calls++
+		if calls == 1 {
+			first = r.TaskCursors[0]
+			return
+		}
+		r.Tasks[0] = &a2a.Task{ID: first.ID}
+		r.TaskCursors[0] = first
+	}}
+	resp, err := authz.New(pr, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }}).List(ctx, &engine.ListRequest{PageSize: 1})
+	if resp != nil || !errors.Is(err, engine.ErrInternal) || calls < 2 {
+		t.Fatalf("repeated cursor across batches: %v, %v after %d batches", resp, err, calls)
+	}
+}
+
+// TestScanStartsAtBoundary: without a total the scan starts at the boundary
+// (the store receives the request's token) and reads only what the page
+// needs; with a total it scans the whole narrowed result.
+func TestScanStartsAtBoundary(t *testing.T) {
+	c := newClock(1000)
+	mem := newMem(t, c)
+	fill(t, rand.New(rand.NewPCG(3, 4)), mem, c, 1000)
+	ctx := context.Background()
+	pr := &probe{Store: mem}
+	d := authz.New(pr, admitAll)
+	first, err := d.List(ctx, &engine.ListRequest{PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.reset()
+	if _, err := d.List(ctx, &engine.ListRequest{PageSize: 10, PageToken: first.NextPageToken}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.lists) != 1 || pr.lists[0].PageToken != first.NextPageToken || pr.rows != 11 || pr.gets != 10 {
+		t.Fatalf("no total: %d store lists (first token %q), %d rows, %d gets; want 1 at the boundary, 11 rows, 10 gets",
+			len(pr.lists), pr.lists[0].PageToken, pr.rows, pr.gets)
+	}
+	pr.reset()
+	resp, err := d.List(ctx, &engine.ListRequest{PageSize: 10, PageToken: first.NextPageToken, IncludeTotalSize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With a total: from the top to the boundary, then from the boundary
+	// with the caller's own token, re-reading at most one batch.
+	withToken := slices.IndexFunc(pr.lists, func(l engine.ListRequest) bool { return l.PageToken == first.NextPageToken })
+	if pr.lists[0].PageToken != "" || withToken < 1 || pr.rows < 1000 || pr.rows > 1000+authz.BatchSize ||
+		resp.TotalSize != 1000 || pr.maxBatch > authz.BatchSize || len(resp.Tasks) != 10 {
+		t.Fatalf("with total: first token %q, caller's token at call %d, %d rows, total %d, max batch %d",
+			pr.lists[0].PageToken, withToken, pr.rows, resp.TotalSize, pr.maxBatch)
+	}
+	for _, l := range pr.lists {
+		if l.IncludeTotalSize || l.PageSize > authz.BatchSize || l.Projection != engine.ProjectionLight {
+			t.Fatalf("scan batch %+v", l)
+		}
+	}
+	// A policy that needs whole tasks gets them in the scan (A4).
+	pr.reset()
+	full := funcPolicy{proj: engine.ProjectionFull, allow: func(_ context.Context, t *a2a.Task) bool { return t.Artifacts != nil }}
+	resp, err = authz.New(pr, full).List(ctx, &engine.ListRequest{PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tasks) != 10 || len(pr.lists) == 0 || pr.lists[0].Projection != engine.ProjectionFull || pr.lists[0].IncludeTotalSize {
+		t.Fatalf("full-projection policy scanned with %+v", pr.lists)
+	}
+}
+
+// TestLiveTraversal: while other writers replace and delete tasks, a
+// dispatcher traversal keeps L7: cursors strictly descend, no ID appears
+// twice, and every visible task left alone appears exactly once.
+func TestLiveTraversal(t *testing.T) {
+	r := seed(t)
+	for _, total := range []bool{false, true} {
+		c := newClock(1000)
+		mem := newMem(t, c)
+		fill(t, r, mem, c, 400)
+		alice := authz.WithCaller(context.Background(), "alice")
+		d := authz.New(mem, authz.OwnerPolicy{})
+		start, _ := reference(t, mem)
+		var mu sync.Mutex
+		touched := map[a2a.TaskID]bool{}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		wr := rand.New(rand.NewPCG(r.Uint64(), 2))
+		go func() {
+			defer close(done)
+			bg := context.Background()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				task := start[wr.IntN(len(start))]
+				mu.Lock()
+				touched[task.ID] = true
+				mu.Unlock()
+				c.tick()
+				if wr.IntN(4) == 0 {
+					_ = mem.Delete(bg, task.ID)
+				} else {
+					_, _ = mem.Replace(bg, task, 0)
+				}
+			}
+		}()
+		var seen []a2a.TaskID
+		var last *engine.Cursor
+		req := engine.ListRequest{PageSize: 7, IncludeTotalSize: total}
+		for {
+			resp, err := d.List(alice, &req)
+			if err != nil {
+				t.Fatal(err) // deletions before the final read rescan, never fail
+			}
+			for i, cur := range resp.TaskCursors {
+				if last != nil && last.Compare(cur) >= 0 {
+					t.Fatalf("cursor %+v does not follow %+v", cur, *last)
+				}
+				last = &resp.TaskCursors[i]
+			}
+			seen = append(seen, ids(resp.Tasks)...)
+			if resp.NextPageToken == "" {
+				break
+			}
+			req.PageToken = resp.NextPageToken
+		}
+		close(stop)
+		<-done
+		count := map[a2a.TaskID]int{}
+		for _, id := range seen {
+			count[id]++
+			if count[id] > 1 {
+				t.Fatalf("total=%v: %s appears twice", total, id)
+			}
+		}
+		for _, task := range start {
+			if task.Metadata[authz.OwnerMetadataKey] == "alice" && !touched[task.ID] && count[task.ID] != 1 {
+				t.Fatalf("total=%v: untouched task %s appears %d times", total, task.ID, count[task.ID])
+			}
+		}
+	}
+}

@@ -1,0 +1,284 @@
+// Package storemetrics is a Prometheus decorator for any engine.Store.
+//
+// Wrap a store once, register the Store with a prometheus.Registerer (it is
+// a prometheus.Collector) and serve the registry:
+//
+//	m := storemetrics.New(store, storemetrics.Options{Backend: "pebble"})
+//	reg.MustRegister(m)
+//	handler := a2aserver.TaskStore(m)
+//
+// Series (all labels have a small fixed set of values):
+//
+//	a2astore_store_operation_duration_seconds{backend,operation,outcome}  histogram
+//	a2astore_store_list_page_tasks{backend}                               histogram: tasks returned per page
+//	a2astore_store_list_examined_entries{backend}                         histogram: index entries (rows) a page read, look-ahead included
+//	a2astore_store_list_counted_entries_total{backend}                    counter: entries inspected to compute totals
+//	a2astore_store_list_totals_total{backend,total="computed|skipped"}    counter: List calls that computed TotalSize or skipped it
+//
+// operation is one of create, get, replace, cancel, append_history, delete,
+// list; outcome is ok, invalid_argument, not_found, already_exists,
+// revision_conflict, not_cancelable, canceled, internal. Examined and
+// counted entries come from the backend through engine.ListStats; pages for
+// which the backend reports no examined entries (an empty store, or a
+// backend without ListStats support) are not observed. A List that asked
+// for IncludeTotalSize counts as computed, any other as skipped (the authz
+// dispatcher's batches skip it). When the caller already put a ListStats in
+// the context, it receives the same figures.
+//
+// Metrics are a decorator, not a backend feature (STYLE: cross-cutting
+// concerns wrap an engine.Store).
+package storemetrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// Backend is the value of the backend label. Default "unknown".
+	Backend string
+	// Namespace prefixes every series name. Default "a2astore".
+	Namespace string
+	// DurationBuckets are the latency histogram buckets in seconds.
+	// Default: 50 µs to ~1.6 s, doubling.
+	DurationBuckets []float64
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Backend == "" {
+		o.Backend = "unknown"
+	}
+	if o.Namespace == "" {
+		o.Namespace = "a2astore"
+	}
+	if len(o.DurationBuckets) == 0 {
+		o.DurationBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
+	}
+}
+
+// Operations and outcomes, the label values of the latency histogram.
+const (
+	OpCreate        = "create"
+	OpGet           = "get"
+	OpReplace       = "replace"
+	OpCancel        = "cancel"
+	OpAppendHistory = "append_history"
+	OpDelete        = "delete"
+	OpList          = "list"
+)
+
+// Store is an engine.Store that records metrics about the store it wraps.
+// It is also the prometheus.Collector for those metrics.
+type Store struct {
+	next    engine.Store
+	backend string
+
+	duration *prometheus.HistogramVec
+	pageSize prometheus.Observer
+	examined prometheus.Observer
+	counted  prometheus.Counter
+	computed prometheus.Counter
+	skipped  prometheus.Counter
+
+	collectors []prometheus.Collector
+}
+
+var (
+	_ engine.Store         = (*Store)(nil)
+	_ prometheus.Collector = (*Store)(nil)
+)
+
+// New wraps next. Register the returned Store to export its series.
+func New(next engine.Store, opts Options) *Store {
+	opts.EnsureDefaults()
+	constLabels := prometheus.Labels{"backend": opts.Backend}
+	s := &Store{next: next, backend: opts.Backend}
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:   opts.Namespace,
+		Subsystem:   "store",
+		Name:        "operation_duration_seconds",
+		Help:        "Latency of engine.Store operations by operation and outcome.",
+		ConstLabels: constLabels,
+		Buckets:     opts.DurationBuckets,
+	}, []string{"operation", "outcome"})
+	pageSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace:   opts.Namespace,
+		Subsystem:   "store",
+		Name:        "list_page_tasks",
+		Help:        "Tasks returned per successful List page.",
+		ConstLabels: constLabels,
+		Buckets:     []float64{0, 1, 5, 10, 20, 50, 100},
+	})
+	examined := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace:   opts.Namespace,
+		Subsystem:   "store",
+		Name:        "list_examined_entries",
+		Help:        "Index entries (or rows) a successful List page read, look-ahead included, as reported by the backend.",
+		ConstLabels: constLabels,
+		Buckets:     []float64{1, 2, 6, 11, 21, 51, 101, 200, 1000, 10000},
+	})
+	counted := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace:   opts.Namespace,
+		Subsystem:   "store",
+		Name:        "list_counted_entries_total",
+		Help:        "Entries inspected to compute List totals, as reported by the backend.",
+		ConstLabels: constLabels,
+	})
+	totals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace:   opts.Namespace,
+		Subsystem:   "store",
+		Name:        "list_totals_total",
+		Help:        "Successful List calls that computed TotalSize (total=computed) or skipped it (total=skipped).",
+		ConstLabels: constLabels,
+	}, []string{"total"})
+	s.pageSize, s.examined, s.counted = pageSize, examined, counted
+	s.computed = totals.WithLabelValues("computed")
+	s.skipped = totals.WithLabelValues("skipped")
+	s.collectors = []prometheus.Collector{s.duration, pageSize, examined, counted, totals}
+	return s
+}
+
+// Unwrap returns the wrapped store.
+func (s *Store) Unwrap() engine.Store { return s.next }
+
+// Describe implements prometheus.Collector.
+func (s *Store) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.collectors {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (s *Store) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range s.collectors {
+		c.Collect(ch)
+	}
+}
+
+// Outcome is the outcome label value for an operation's error.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, engine.ErrInvalidArgument):
+		return "invalid_argument"
+	case errors.Is(err, engine.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, engine.ErrAlreadyExists):
+		return "already_exists"
+	case errors.Is(err, engine.ErrRevisionConflict):
+		return "revision_conflict"
+	case errors.Is(err, engine.ErrNotCancelable):
+		return "not_cancelable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "internal"
+}
+
+func (s *Store) observe(op string, start time.Time, err error) {
+	s.duration.WithLabelValues(op, Outcome(err)).Observe(time.Since(start).Seconds())
+}
+
+// Create implements engine.Store.
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	start := time.Now()
+	rec, err := s.next.Create(ctx, task)
+	s.observe(OpCreate, start, err)
+	return rec, err
+}
+
+// Get implements engine.Store.
+func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	start := time.Now()
+	rec, err := s.next.Get(ctx, id)
+	s.observe(OpGet, start, err)
+	return rec, err
+}
+
+// Replace implements engine.Store.
+func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
+	start := time.Now()
+	rec, err := s.next.Replace(ctx, task, expectedRevision)
+	s.observe(OpReplace, start, err)
+	return rec, err
+}
+
+// Cancel implements engine.Store.
+func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	start := time.Now()
+	rec, err := s.next.Cancel(ctx, id)
+	s.observe(OpCancel, start, err)
+	return rec, err
+}
+
+// AppendHistory implements engine.Store.
+func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	start := time.Now()
+	rec, err := s.next.AppendHistory(ctx, id, msg)
+	s.observe(OpAppendHistory, start, err)
+	return rec, err
+}
+
+// Delete implements engine.Store.
+func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
+	start := time.Now()
+	err := s.next.Delete(ctx, id)
+	s.observe(OpDelete, start, err)
+	return err
+}
+
+// List implements engine.Store. It asks the backend for ListStats; when the
+// caller passed its own ListStats in ctx, the caller's receives the same
+// figures.
+func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	var st engine.ListStats
+	outer := engine.ListStatsFrom(ctx)
+	start := time.Now()
+	resp, err := s.next.List(engine.WithListStats(ctx, &st), req)
+	s.observe(OpList, start, err)
+	if outer != nil {
+		outer.Examined += st.Examined
+		outer.Counted += st.Counted
+		outer.TotalComputed = outer.TotalComputed || st.TotalComputed
+	}
+	if err != nil {
+		return resp, err
+	}
+	s.pageSize.Observe(float64(len(resp.Tasks)))
+	if st.Examined > 0 {
+		s.examined.Observe(float64(st.Examined))
+	}
+	s.counted.Add(float64(st.Counted))
+	if req.IncludeTotalSize {
+		s.computed.Inc()
+	} else {
+		s.skipped.Inc()
+	}
+	return resp, nil
+}
+
+// Close closes the wrapped store when it has a Close method.
+func (s *Store) Close() error {
+	if c, ok := s.next.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// CheckInvariants runs the wrapped store's invariant check when it has one
+// (storetest.Checker), so conformance runs through the decorator keep it.
+func (s *Store) CheckInvariants() error {
+	if c, ok := s.next.(interface{ CheckInvariants() error }); ok {
+		return c.CheckInvariants()
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package storemetrics_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/storemetrics"
+)
+
+func TestSeries(t *testing.T) {
+	ctx := t.Context()
+	m := storemetrics.New(memstore.New(memstore.Options{}), storemetrics.Options{Backend: "mem"})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+
+	for i := range 30 {
+		if _, err := m.Create(ctx, &a2a.Task{ID: a2a.TaskID(fmt.Sprint("t", i)), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Create(ctx, &a2a.Task{ID: "t0", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); !errors.Is(err, engine.ErrAlreadyExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := m.Get(ctx, "missing"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatal(err)
+	}
+	// The caller's own ListStats still receives the backend's figures.
+	var st engine.ListStats
+	if _, err := m.List(engine.WithListStats(ctx, &st), &engine.ListRequest{PageSize: 10, IncludeTotalSize: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Examined != 11 {
+		t.Errorf("caller's ListStats.Examined = %d, want 11", st.Examined)
+	}
+	if _, err := m.List(ctx, &engine.ListRequest{PageSize: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.List(ctx, &engine.ListRequest{PageToken: "0"}); !errors.Is(err, engine.ErrInvalidPageToken) {
+		t.Fatal(err)
+	}
+
+	if n := testutil.CollectAndCount(m, "a2astore_store_operation_duration_seconds"); n != 5 {
+		t.Errorf("%d latency series, want 5 (create ok/already_exists, get not_found, list ok/invalid_argument)", n)
+	}
+	// Two successful pages: 10 + 5 tasks, 11 + 6 entries examined.
+	if err := testutil.CollectAndCompare(m, stringsReader(`
+# HELP a2astore_store_list_totals_total Successful List calls that computed TotalSize (total=computed) or skipped it (total=skipped).
+# TYPE a2astore_store_list_totals_total counter
+a2astore_store_list_totals_total{backend="mem",total="computed"} 1
+a2astore_store_list_totals_total{backend="mem",total="skipped"} 1
+`), "a2astore_store_list_totals_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "a2astore_store_list_page_tasks":
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 2 || h.GetSampleSum() != 15 {
+				t.Errorf("page tasks: count %d sum %v, want 2, 15", h.GetSampleCount(), h.GetSampleSum())
+			}
+		case "a2astore_store_list_examined_entries":
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 2 || h.GetSampleSum() != 17 {
+				t.Errorf("examined: count %d sum %v, want 2, 17", h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	for err, want := range map[error]string{
+		nil:                                      "ok",
+		engine.ErrInvalidPageToken:               "invalid_argument",
+		fmt.Errorf("x: %w", engine.ErrNotFound):  "not_found",
+		engine.ErrRevisionConflict:               "revision_conflict",
+		engine.ErrNotCancelable:                  "not_cancelable",
+		engine.ErrAlreadyExists:                  "already_exists",
+		fmt.Errorf("pg: %w", engine.ErrInternal): "internal",
+		errors.New("anything else"):              "internal",
+	} {
+		if got := storemetrics.Outcome(err); got != want {
+			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+func TestPoolCollector(t *testing.T) {
+	c := storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats {
+		return storemetrics.PoolStats{MaxConns: 8, TotalConns: 3, IdleConns: 1, AcquiredConns: 2, AcquireCount: 40, EmptyAcquireCount: 5, CanceledAcquireCount: 1, AcquireDuration: 1500 * time.Millisecond}
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP a2astore_pool_acquire_seconds_total Total time spent acquiring connections.
+# TYPE a2astore_pool_acquire_seconds_total counter
+a2astore_pool_acquire_seconds_total{backend="pg"} 1.5
+# HELP a2astore_pool_acquires_total Successful connection acquires.
+# TYPE a2astore_pool_acquires_total counter
+a2astore_pool_acquires_total{backend="pg"} 40
+# HELP a2astore_pool_canceled_acquires_total Acquires abandoned because their context ended.
+# TYPE a2astore_pool_canceled_acquires_total counter
+a2astore_pool_canceled_acquires_total{backend="pg"} 1
+# HELP a2astore_pool_connections Open pool connections by state.
+# TYPE a2astore_pool_connections gauge
+a2astore_pool_connections{backend="pg",state="acquired"} 2
+a2astore_pool_connections{backend="pg",state="idle"} 1
+# HELP a2astore_pool_empty_acquires_total Acquires that waited because the pool had no idle connection.
+# TYPE a2astore_pool_empty_acquires_total counter
+a2astore_pool_empty_acquires_total{backend="pg"} 5
+# HELP a2astore_pool_max_connections Configured maximum number of pool connections.
+# TYPE a2astore_pool_max_connections gauge
+a2astore_pool_max_connections{backend="pg"} 8
+`))
+	if err != nil {
+		t.Error(err)
+	}
+}

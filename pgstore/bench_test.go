@@ -1,0 +1,256 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pgstore"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// benchSizes are the table sizes; BENCH_FULL=1 adds 1e6 (its COPY load
+// takes about a minute and a half here).
+func benchSizes() []int {
+	if os.Getenv("BENCH_FULL") != "" {
+		return []int{1e5, 1e6}
+	}
+	return []int{1e5}
+}
+
+// benchStore opens a store on a fresh database holding a loaded fixture of
+// n tasks. The database lives until b's cleanup.
+func benchStore(b *testing.B, n int) (*pgstore.Store, *pgxpool.Pool, *fixture) {
+	b.Helper()
+	ctx := context.Background()
+	dsn := pgtest.DSN(b)
+	cfg, err := pgstore.PoolConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	s, err := pgstore.New(ctx, pool, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	f := loadFixture(b, dsn, "public", n)
+	fmt.Fprintf(os.Stderr, "fixture n=%d loaded (COPY, indexes, VACUUM ANALYZE) in %v\n", n, time.Since(start).Round(time.Millisecond))
+	return s, pool, f
+}
+
+// serverMillis runs EXPLAIN ANALYZE of sql a few times and returns the
+// smallest server-side execution time, in ms: the database's own cost,
+// free of client and scheduling noise on a shared machine.
+func serverMillis(b *testing.B, pool *pgxpool.Pool, sql string, args []any) float64 {
+	b.Helper()
+	best := -1.0
+	for range 5 {
+		var out []byte
+		if err := pool.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+			b.Fatal(err)
+		}
+		var plans []struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+			b.Fatalf("explain analyze: %v", err)
+		}
+		if best < 0 || plans[0].ExecutionTime < best {
+			best = plans[0].ExecutionTime
+		}
+	}
+	return best
+}
+
+// BenchmarkPage: one page of 50 at several depths, by keyset (the store's
+// List) and by the old scheme, a numeric offset over creation order
+// (implemented here only, as the baseline).
+func BenchmarkPage(b *testing.B) {
+	for _, n := range benchSizes() {
+		func() {
+			s, pool, f := benchStore(b, n)
+			ctx := context.Background()
+			for _, depth := range []int{0, 10, 50, 90} {
+				b.Run(fmt.Sprintf("backend=pg/op=list/n=%d/depth=%d/scheme=keyset", n, depth), func(b *testing.B) {
+					req := &engine.ListRequest{PageSize: 50}
+					if depth > 0 {
+						req.PageToken = engine.EncodeToken(f.at(float64(depth) / 100))
+					}
+					var st engine.ListStats
+					sctx := engine.WithListStats(ctx, &st)
+					b.ReportAllocs()
+					for b.Loop() {
+						resp, err := s.List(sctx, req)
+						if err != nil || len(resp.Tasks) != 50 {
+							b.Fatalf("%v, %d tasks", err, len(resp.Tasks))
+						}
+					}
+					b.ReportMetric(float64(st.Examined)/float64(b.N), "rows/op")
+				})
+				// The store's page query alone, rows read but not decoded: the
+				// like-for-like comparison with the offset baseline.
+				b.Run(fmt.Sprintf("backend=pg/op=list/n=%d/depth=%d/scheme=keyset_sql", n, depth), func(b *testing.B) {
+					req := &engine.ListRequest{PageSize: 50}
+					if depth > 0 {
+						req.PageToken = engine.EncodeToken(f.at(float64(depth) / 100))
+					}
+					sql, args, _, _, err := s.ListSQL(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						rows, err := pool.Query(ctx, sql, args...)
+						if err != nil {
+							b.Fatal(err)
+						}
+						k := 0
+						for rows.Next() {
+							k++
+						}
+						if rows.Err() != nil || k != 51 {
+							b.Fatalf("%v, %d rows", rows.Err(), k)
+						}
+					}
+					b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
+				})
+				b.Run(fmt.Sprintf("backend=pg/op=list/n=%d/depth=%d/scheme=offset", n, depth), func(b *testing.B) {
+					offset := n * depth / 100
+					sql := `SELECT id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, history
+FROM a2a_tasks ORDER BY created DESC OFFSET $1 LIMIT 51`
+					b.ReportAllocs()
+					for b.Loop() {
+						rows, err := pool.Query(ctx, sql, offset)
+						if err != nil {
+							b.Fatal(err)
+						}
+						k := 0
+						for rows.Next() {
+							k++
+						}
+						if rows.Err() != nil || k != 51 {
+							b.Fatalf("%v, %d rows", rows.Err(), k)
+						}
+					}
+					b.ReportMetric(serverMillis(b, pool, sql, []any{offset}), "server-ms")
+				})
+			}
+		}()
+	}
+}
+
+// BenchmarkReplace: unconditional Replace of random existing tasks, with
+// the two ordering indexes and without them (dropped after startup; the
+// store only checks them when it opens), run in parallel for throughput.
+// It reports each index's size.
+func BenchmarkReplace(b *testing.B) {
+	const n = 100_000
+	for _, indexes := range []string{"with", "without"} {
+		func() {
+			s, pool, f := benchStore(b, n)
+			ctx := context.Background()
+			sizes := map[string]int64{}
+			for _, rel := range []string{"a2a_tasks", "a2a_tasks_pkey", "idx_a2a_tasks_updated", "idx_a2a_tasks_context_updated"} {
+				var size int64
+				if err := pool.QueryRow(ctx, "SELECT pg_relation_size($1::regclass)", rel).Scan(&size); err != nil {
+					b.Fatal(err)
+				}
+				sizes[rel] = size
+			}
+			if indexes == "without" {
+				if _, err := pool.Exec(ctx, "DROP INDEX idx_a2a_tasks_updated, idx_a2a_tasks_context_updated"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run(fmt.Sprintf("backend=pg/op=replace/n=%d/indexes=%s", n, indexes), func(b *testing.B) {
+				// WAL written and HOT updates are the server's side of the
+				// index write overhead, steadier than wall time on a shared
+				// machine.
+				var lsn0 string
+				var hot0 int64
+				if err := pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'a2a_tasks'").Scan(&lsn0, &hot0); err != nil {
+					b.Fatal(err)
+				}
+				b.SetParallelism(4)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+					for pb.Next() {
+						c := f.order[rng.IntN(n)]
+						tk := task(string(c.ID), "ctx-1", a2a.TaskStateWorking)
+						tk.History = []*a2a.Message{msg("m", "a short request of some length to look like a real one")}
+						if _, err := s.Replace(ctx, tk, 0); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				var wal float64
+				if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)", lsn0).Scan(&wal); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(wal/float64(b.N), "wal-bytes/op")
+				// pg_stat counters are flushed by the backends lazily; read
+				// what is there (a lower bound).
+				var hot1 int64
+				if err := pool.QueryRow(ctx, "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'a2a_tasks'").Scan(&hot1); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(hot1-hot0)/float64(b.N), "hot-updates/op")
+				if indexes == "with" {
+					b.ReportMetric(float64(sizes["idx_a2a_tasks_updated"]), "idx_updated_bytes")
+					b.ReportMetric(float64(sizes["idx_a2a_tasks_context_updated"]), "idx_context_bytes")
+				}
+				b.ReportMetric(float64(sizes["a2a_tasks_pkey"]), "pkey_bytes")
+				b.ReportMetric(float64(sizes["a2a_tasks"]), "table_bytes")
+			})
+		}()
+	}
+}
+
+// BenchmarkCount: List with IncludeTotalSize (page of 1) per filter shape;
+// the count dominates. rows/op is how many rows the count inspected.
+func BenchmarkCount(b *testing.B) {
+	const n = 100_000
+	s, _, f := benchStore(b, n)
+	ctx := context.Background()
+	after := time.UnixMicro(f.at(0.5).UpdatedAt)
+	for _, shape := range []struct {
+		name string
+		req  engine.ListRequest
+	}{
+		{"none", engine.ListRequest{}},
+		{"context_hot", engine.ListRequest{ContextID: f.hot[0]}},
+		{"context_cold", engine.ListRequest{ContextID: "ctx-7"}},
+		{"status", engine.ListRequest{Status: a2a.TaskStateWorking}},
+		{"context_status", engine.ListRequest{ContextID: f.hot[0], Status: a2a.TaskStateWorking}},
+		{"status_time", engine.ListRequest{StatusTimestampAfter: &after}},
+	} {
+		b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s", n, shape.name), func(b *testing.B) {
+			req := shape.req
+			req.PageSize = 1
+			req.IncludeTotalSize = true
+			var st engine.ListStats
+			sctx := engine.WithListStats(ctx, &st)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.List(sctx, &req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(st.Counted)/float64(b.N), "rows/op")
+		})
+	}
+}

@@ -1,0 +1,34 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+var _ storetest.Checker = (*pgstore.Store)(nil)
+
+// The conformance suite on PostgreSQL. The store's clock is the database's
+// (P1), so the clauses that inject a clock are skipped; its IDs are text,
+// so NUL and invalid UTF-8 must be rejected (S8). Each store gets its own
+// schema in one database (a schema is about 100× cheaper than a database).
+func TestConformance(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	storetest.Run(t, storetest.Harness{
+		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
+			schema := pgtest.Schema(tb, dsn)
+			s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{Schema: schema})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+		ClockInjection: false,
+		BinaryIDs:      false,
+	})
+}

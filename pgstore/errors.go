@@ -1,0 +1,108 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+	"unicode/utf8"
+
+	"strings"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// opError is a translated database error. Its message holds only the
+// operation and the engine sentinel — never driver text, which may quote
+// SQL or data — while Unwrap still reaches the driver error for logging
+// (errors.As(err, new(*pgconn.PgError))).
+type opError struct {
+	op    string
+	kind  error // an engine sentinel
+	cause error
+}
+
+func (e *opError) Error() string   { return "pgstore: " + e.op + ": " + e.kind.Error() }
+func (e *opError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// SQLSTATEs the store reacts to.
+const (
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+)
+
+// translate turns an error from pgx into the error a Store method returns.
+// Context errors come back as themselves (wrapped with the operation); a
+// query the context cancelled is reported as the context's error even when
+// the server answered "canceling statement".
+func translate(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &ctxError{op: op, err: ctxErr, cause: err}
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeUniqueViolation:
+			return &opError{op: op, kind: engine.ErrAlreadyExists, cause: err}
+		case "22021", // character_not_in_repertoire (invalid UTF-8)
+			"22P05", // untranslatable_character (NUL)
+			"22001", // string_data_right_truncation
+			"54000": // program_limit_exceeded (e.g. index row too large)
+			return &opError{op: op, kind: engine.ErrInvalidArgument, cause: err}
+		}
+	}
+	return &opError{op: op, kind: engine.ErrInternal, cause: err}
+}
+
+// ctxError reports a cancelled or timed-out call.
+type ctxError struct {
+	op    string
+	err   error // context.Canceled or context.DeadlineExceeded
+	cause error
+}
+
+func (e *ctxError) Error() string   { return "pgstore: " + e.op + ": " + e.err.Error() }
+func (e *ctxError) Unwrap() []error { return []error{e.err, e.cause} }
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected)
+}
+
+// Write retries: at most maxAttempts tries, waiting a random time up to
+// retryBase·2^attempt between them.
+const (
+	maxAttempts = 5
+	retryBase   = 2 * time.Millisecond
+)
+
+// retry runs a write until it succeeds, fails with anything but a
+// serialization failure or deadlock, runs out of attempts, or ctx ends.
+// f must be a whole transaction or single statement: a retried attempt
+// starts from scratch.
+func retry(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || !retryable(err) || attempt+1 == maxAttempts {
+			return err
+		}
+		t := time.NewTimer(rand.N(retryBase << attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// storable reports whether PostgreSQL text can hold s: valid UTF-8 without
+// NUL (S8).
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}

@@ -1,0 +1,199 @@
+package pgstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// fields is a task in column form, ready to be written.
+type fields struct {
+	contextID string
+	state     string
+	statusTS  *time.Time // Status.Timestamp truncated to µs; nil = none
+	statusNS  int32      // the nanoseconds below statusTS's µs
+	statusMsg []byte     // stored form (see encodeMessage); nil = none
+	metadata  []byte     // engine.EncodeMetadata; nil = none
+	artifacts []byte     // stored form; nil = none
+	history   [][]byte   // stored form per message
+	msgIDs    [][]byte   // IDs of the history's messages
+}
+
+// validateID checks a task ID (S8): the engine's length rule and what
+// PostgreSQL text can hold.
+func validateID(id a2a.TaskID) error {
+	if err := engine.ValidateID(id); err != nil {
+		return err
+	}
+	if !storable(string(id)) {
+		return fmt.Errorf("pgstore: task ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// encode validates t and splits it into columns. It changes nothing in t.
+func encode(t *a2a.Task) (fields, error) {
+	if err := engine.ValidateTask(t); err != nil {
+		return fields{}, err
+	}
+	if !storable(string(t.ID)) {
+		return fields{}, fmt.Errorf("pgstore: task ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	if !storable(t.ContextID) {
+		return fields{}, fmt.Errorf("pgstore: context ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	f := fields{contextID: t.ContextID, state: string(t.Status.State)}
+	var err error
+	if ts := t.Status.Timestamp; ts != nil {
+		if ts.Before(minStatusTime) || !ts.Before(maxStatusTime) {
+			return fields{}, fmt.Errorf("pgstore: status timestamp outside PostgreSQL's timestamptz range: %w", engine.ErrInvalidArgument)
+		}
+		us, ns := splitTime(*ts)
+		f.statusTS, f.statusNS = &us, ns
+	}
+	if t.Status.Message != nil {
+		if f.statusMsg, err = engine.EncodeTask(&a2a.Task{Status: a2a.TaskStatus{Message: t.Status.Message}}); err != nil {
+			return fields{}, err
+		}
+	}
+	if f.metadata, err = engine.EncodeMetadata(t.Metadata); err != nil {
+		return fields{}, err
+	}
+	if len(t.Artifacts) > 0 {
+		if f.artifacts, err = engine.EncodeTask(&a2a.Task{Artifacts: t.Artifacts}); err != nil {
+			return fields{}, err
+		}
+	}
+	f.history = make([][]byte, 0, len(t.History))
+	f.msgIDs = make([][]byte, 0, len(t.History))
+	for _, m := range t.History {
+		b, err := encodeMessage(m)
+		if err != nil {
+			return fields{}, err
+		}
+		f.history = append(f.history, b)
+		if m != nil {
+			f.msgIDs = append(f.msgIDs, []byte(m.ID))
+		}
+	}
+	return f, nil
+}
+
+// The body columns hold fragments of a task in the engine's stored form
+// (engine.EncodeTask, several times faster to decode than JSON): a history
+// element is a task holding just that message, status_msg a task holding
+// just the status message, artifacts a task holding just the artifacts.
+
+func encodeMessage(m *a2a.Message) ([]byte, error) {
+	return engine.EncodeTask(&a2a.Task{History: []*a2a.Message{m}})
+}
+
+func decodeMessage(b []byte) (*a2a.Message, error) {
+	t, err := engine.DecodeTask(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.History) != 1 {
+		return nil, fmt.Errorf("pgstore: decode history element: %w", engine.ErrInternal)
+	}
+	return t.History[0], nil
+}
+
+// Status timestamps PostgreSQL can store: timestamptz spans 4714 BC to
+// 294276 AD; these bounds sit inside it on whole years.
+var (
+	minStatusTime = time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxStatusTime = time.Date(294276, 1, 1, 0, 0, 0, 0, time.UTC) // exclusive
+)
+
+// splitTime splits t into a time on a whole microsecond (what timestamptz
+// holds) and the nanoseconds below it, 0..999, so that (µs, ns) pairs order
+// exactly like the times.
+func splitTime(t time.Time) (time.Time, int32) {
+	ns := t.Nanosecond() % 1000
+	return t.Add(-time.Duration(ns)), int32(ns)
+}
+
+// Column lists, all scanned by scanRow in this order.
+const (
+	// fullColumns reads everything.
+	fullColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history`
+	// returningColumns is fullColumns qualified for UPDATE ... FROM.
+	returningColumns = `t.id, t.context_id, t.updated_at, t.revision, t.state, t.status_ts, t.status_ns, t.status_msg, t.metadata, t.artifacts, t.history`
+	// lightColumns reads the light projection only (A4).
+	lightColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, NULL::bytea, metadata, NULL::bytea, NULL::bytea[]`
+)
+
+// row is one scanned row.
+type row struct {
+	id        string
+	contextID string
+	updatedAt time.Time
+	revision  int64
+	state     string
+	statusTS  *time.Time
+	statusNS  int32
+	statusMsg []byte
+	metadata  []byte
+	artifacts []byte
+	history   [][]byte
+}
+
+func scanRow(r pgx.Row) (row, error) {
+	var x row
+	err := r.Scan(&x.id, &x.contextID, &x.updatedAt, &x.revision, &x.state,
+		&x.statusTS, &x.statusNS, &x.statusMsg, &x.metadata, &x.artifacts, &x.history)
+	return x, err
+}
+
+func (x *row) cursor() engine.Cursor {
+	return engine.Cursor{UpdatedAt: x.updatedAt.UnixMicro(), ID: a2a.TaskID(x.id)}
+}
+
+// task decodes the row into a new task. Columns the query did not select
+// (NULL) leave their fields empty.
+func (x *row) task() (*a2a.Task, error) {
+	status := a2a.TaskStatus{State: a2a.TaskState(x.state)}
+	if x.statusTS != nil {
+		ts := x.statusTS.Add(time.Duration(x.statusNS)).UTC()
+		status.Timestamp = &ts
+	}
+	t, err := engine.LightTask(a2a.TaskID(x.id), x.contextID, status, x.metadata)
+	if err != nil {
+		return nil, err
+	}
+	if x.statusMsg != nil {
+		st, err := engine.DecodeTask(x.statusMsg)
+		if err != nil {
+			return nil, err
+		}
+		t.Status.Message = st.Status.Message
+	}
+	if x.artifacts != nil {
+		at, err := engine.DecodeTask(x.artifacts)
+		if err != nil {
+			return nil, err
+		}
+		t.Artifacts = at.Artifacts
+	}
+	if len(x.history) > 0 {
+		t.History = make([]*a2a.Message, len(x.history))
+		for i, b := range x.history {
+			if t.History[i], err = decodeMessage(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t, nil
+}
+
+func (x *row) record() (engine.Record, error) {
+	t, err := x.task()
+	if err != nil {
+		return engine.Record{}, err
+	}
+	return engine.Record{Task: t, Revision: x.revision, Cursor: x.cursor()}, nil
+}

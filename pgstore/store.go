@@ -1,0 +1,345 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options configures a Store. The zero value is valid. Pool settings
+// (pool_max_conns, …) go in the DSN given to Open.
+type Options struct {
+	// Schema is the PostgreSQL schema holding a2a_tasks. Default "public".
+	Schema string
+	// ExternalSchema, when true, means the schema is managed outside the
+	// store: startup creates nothing and fails with ErrSchema, naming
+	// MigrationFile, unless the table and both ordering indexes exist.
+	// Default false: the store creates what is missing (P2, P3).
+	ExternalSchema bool
+}
+
+// Store is an engine.Store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+	schema   string
+	sql      statements
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// statements are the store's SQL, with the table name filled in.
+type statements struct {
+	table         string // quoted schema.a2a_tasks
+	create        string
+	get           string
+	replace       string
+	revisionOf    string
+	cancel        string
+	stateOf       string
+	appendHistory string
+	delete        string
+}
+
+// terminalStates lists the states Cancel refuses, as SQL.
+const terminalStates = `('TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED')`
+
+// nextTime is P1's advance of updated_at, with clock_timestamp() read once
+// into now (it changes within a statement).
+const nextTime = `GREATEST(c.now, t.updated_at + interval '1 microsecond')`
+
+func newStatements(schema string) statements {
+	tbl := pgx.Identifier{schema, "a2a_tasks"}.Sanitize()
+	return statements{
+		table: tbl,
+		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids)
+VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING ` + fullColumns,
+		get: `SELECT ` + fullColumns + ` FROM ` + tbl + ` WHERE id = $1`,
+		replace: `UPDATE ` + tbl + ` t SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,
+  metadata = $7, artifacts = $8, history = $9, msg_ids = $10,
+  revision = t.revision + 1, updated_at = ` + nextTime + `
+FROM (SELECT clock_timestamp() AS now) c
+WHERE t.id = $1 AND ($11::bigint = 0 OR t.revision = $11)
+RETURNING ` + returningColumns,
+		revisionOf: `SELECT revision FROM ` + tbl + ` WHERE id = $1`,
+		cancel: `UPDATE ` + tbl + ` t SET state = 'TASK_STATE_CANCELED', status_msg = NULL,
+  status_ts = ` + nextTime + `, status_ns = 0,
+  revision = t.revision + 1, updated_at = ` + nextTime + `
+FROM (SELECT clock_timestamp() AS now) c
+WHERE t.id = $1 AND t.state NOT IN ` + terminalStates + `
+RETURNING ` + returningColumns,
+		stateOf: `SELECT state FROM ` + tbl + ` WHERE id = $1`,
+		appendHistory: `UPDATE ` + tbl + ` t SET history = array_append(t.history, $2::bytea),
+  msg_ids = array_append(t.msg_ids, $3::bytea),
+  revision = t.revision + 1, updated_at = ` + nextTime + `
+FROM (SELECT clock_timestamp() AS now) c
+WHERE t.id = $1 AND NOT ($3::bytea = ANY (t.msg_ids))
+RETURNING ` + returningColumns,
+		delete: `DELETE FROM ` + tbl + ` WHERE id = $1`,
+	}
+}
+
+// PoolConfig parses dsn (a pgx connection string; pool settings such as
+// pool_max_conns go in it) into the pool configuration Open uses. It differs
+// from pgxpool.ParseConfig in one respect: when a call's context ends, the
+// server gets a cancel request at once and the connection is kept for reuse
+// once the server has acknowledged it (pgx's default drops the connection,
+// cancelling on the way out); the connection is dropped only if the server
+// does not answer within cancelDeadline. Callers of New can start from it.
+func PoolConfig(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
+	}
+	return cfg, nil
+}
+
+// cancelDeadline bounds how long a cancelled call waits for the server to
+// acknowledge the cancel request before the connection is dropped.
+const cancelDeadline = 2 * time.Second
+
+// Open connects to dsn (see PoolConfig) and returns a store that owns the
+// pool: Close closes it.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := PoolConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err) // pgconn redacts the password
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownsPool = true
+	return s, nil
+}
+
+// New returns a store on pool, which the caller keeps owning: Close does
+// not close it. It prepares the schema (Options.ExternalSchema) first.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if opts.Schema == "" {
+		opts.Schema = "public"
+	}
+	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema)}
+	if !opts.ExternalSchema {
+		if err := s.ensureSchema(ctx); err != nil {
+			return nil, fmt.Errorf("pgstore: create schema: %w", err)
+		}
+	}
+	if err := s.checkSchema(ctx); err != nil {
+		if errors.Is(err, ErrSchema) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the pool if Open created it.
+func (s *Store) Close() error {
+	if s.ownsPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Create implements engine.Store.
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	f, err := encode(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	var x row
+	err = retry(ctx, func() (err error) {
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.create, string(task.ID), f.contextID, f.state,
+			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs))
+		return err
+	})
+	if err != nil {
+		return engine.Record{}, translate(ctx, "create", err)
+	}
+	return x.record()
+}
+
+// Get implements engine.Store.
+func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	if err := validateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	return s.get(ctx, "get", id)
+}
+
+func (s *Store) get(ctx context.Context, op string, id a2a.TaskID) (engine.Record, error) {
+	x, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, string(id)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.Record{}, fmt.Errorf("pgstore: %s: %w", op, engine.ErrNotFound)
+	}
+	if err != nil {
+		return engine.Record{}, translate(ctx, op, err)
+	}
+	return x.record()
+}
+
+// Replace implements engine.Store.
+func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
+	f, err := encode(task)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	var x row
+	err = retry(ctx, func() (err error) {
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.replace, string(task.ID), f.contextID, f.state,
+			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// Nothing updated: missing task or revision mismatch.
+		var rev int64
+		err = s.pool.QueryRow(ctx, s.sql.revisionOf, string(task.ID)).Scan(&rev)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return engine.ErrNotFound
+		case err != nil:
+			return err
+		case expectedRevision != 0:
+			return engine.ErrRevisionConflict
+		}
+		// Unconditional replace found no row, yet one exists now: it was
+		// created in between. Report it as the missing task it was.
+		return engine.ErrNotFound
+	})
+	if err != nil {
+		return engine.Record{}, s.writeError(ctx, "replace", err)
+	}
+	return x.record()
+}
+
+// writeError wraps an engine sentinel returned by a write closure, or
+// translates a database error.
+func (s *Store) writeError(ctx context.Context, op string, err error) error {
+	for _, sentinel := range []error{engine.ErrNotFound, engine.ErrRevisionConflict, engine.ErrNotCancelable} {
+		if err == sentinel {
+			return fmt.Errorf("pgstore: %s: %w", op, err)
+		}
+	}
+	return translate(ctx, op, err)
+}
+
+// Cancel implements engine.Store.
+func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	if err := validateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	var x row
+	err := retry(ctx, func() (err error) {
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id)))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var state string
+		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return engine.ErrNotFound
+		case err != nil:
+			return err
+		}
+		// Terminal when the UPDATE looked, or made terminal since: either
+		// way this cancellation is rejected and changed nothing.
+		return engine.ErrNotCancelable
+	})
+	if err != nil {
+		return engine.Record{}, s.writeError(ctx, "cancel", err)
+	}
+	return x.record()
+}
+
+// AppendHistory implements engine.Store.
+func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	if err := validateID(id); err != nil {
+		return engine.Record{}, err
+	}
+	if err := engine.ValidateMessage(msg); err != nil {
+		return engine.Record{}, err
+	}
+	b, err := encodeMessage(msg)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	var x row
+	err = retry(ctx, func() (err error) {
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID)))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Missing task, or the message is already in the history
+		// (deduplicated, S3): return the current record. This is a new
+		// statement, so it sees the append that won a concurrent race.
+		return s.get(ctx, "append history", id)
+	}
+	if err != nil {
+		return engine.Record{}, translate(ctx, "append history", err)
+	}
+	return x.record()
+}
+
+// Delete implements engine.Store.
+func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
+	if err := validateID(id); err != nil {
+		return err
+	}
+	var n int64
+	err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, s.sql.delete, string(id))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return translate(ctx, "delete", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("pgstore: delete: %w", engine.ErrNotFound)
+	}
+	return nil
+}
+
+// CheckInvariants verifies what the schema cannot declare (storetest.Checker):
+// both ordering indexes still exist by definition, and every row is
+// well-formed — revision at least 1, status_ns within 0..999, a message ID
+// per non-null history element at most, and a known state.
+func (s *Store) CheckInvariants() error {
+	ctx := context.Background()
+	if err := s.checkSchema(ctx); err != nil {
+		return err
+	}
+	var bad int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.table+`
+WHERE revision < 1 OR status_ns NOT BETWEEN 0 AND 999
+   OR cardinality(msg_ids) > cardinality(history)
+   OR state NOT IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED',
+                    'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED',
+                    'TASK_STATE_FAILED', 'TASK_STATE_REJECTED')`).Scan(&bad)
+	if err != nil {
+		return fmt.Errorf("pgstore: check invariants: %w", err)
+	}
+	if bad > 0 {
+		return fmt.Errorf("pgstore: %d malformed rows in %s", bad, s.sql.table)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package taskiter walks every page of a ListTasks traversal.
+//
+// It is the way to list tasks: start with an empty page token, copy
+// NextPageToken unchanged into the next request, stop when it is empty
+// (SPEC T1). Never compute tokens, offsets or page numbers — a token is an
+// opaque cursor (T2), valid on any transport (W2) and not bound to filters
+// (T7).
+//
+//	for task, err := range taskiter.All(ctx, client, &a2a.ListTasksRequest{ContextID: "c1"}) {
+//		if err != nil {
+//			return err
+//		}
+//		use(task)
+//	}
+//
+// All works with anything that has a ListTasks method: an *a2aclient.Client
+// over JSON-RPC, HTTP+JSON or gRPC, or an a2asrv.RequestHandler in process;
+// wrap a taskstore.Store as ListerFunc(store.List). FromStore does the same
+// over an engine.Store.
+//
+// Traversals are live (L7): tasks mutated while the loop runs appear at
+// most once, tasks untouched during the loop exactly once.
+package taskiter
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Lister is anything that answers one ListTasks page: *a2aclient.Client,
+// a2asrv.RequestHandler (and, through ListerFunc, taskstore.Store.List).
+type Lister interface {
+	ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error)
+}
+
+// ListerFunc adapts a function to Lister.
+type ListerFunc func(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error)
+
+// ListTasks calls f.
+func (f ListerFunc) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	return f(ctx, req)
+}
+
+// ErrStalledToken reports a server that returned the page token it was
+// given: following it would loop forever.
+var ErrStalledToken = errors.New("taskiter: server returned the same page token again")
+
+// Pages yields every page of the traversal that req starts, in order. The
+// request is copied; its filters, page size, history length and artifact
+// flag are sent unchanged on every page, and its PageToken (normally empty)
+// is where the walk starts. Iteration stops after the first error, which is
+// yielded with a nil page.
+func Pages(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*a2a.ListTasksResponse, error] {
+	return func(yield func(*a2a.ListTasksResponse, error) bool) {
+		var r a2a.ListTasksRequest
+		if req != nil {
+			r = *req
+		}
+		for {
+			resp, err := l.ListTasks(ctx, &r)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(resp, nil) {
+				return
+			}
+			if resp.NextPageToken == "" {
+				return
+			}
+			if resp.NextPageToken == r.PageToken {
+				yield(nil, ErrStalledToken)
+				return
+			}
+			r.PageToken = resp.NextPageToken
+		}
+	}
+}
+
+// All yields every task of the traversal that req starts, page after page
+// (see Pages). Iteration stops after the first error, yielded with a nil
+// task.
+func All(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*a2a.Task, error] {
+	return func(yield func(*a2a.Task, error) bool) {
+		for page, err := range Pages(ctx, l, req) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, t := range page.Tasks {
+				if !yield(t, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// StorePages is Pages over an engine.Store, in process. req is copied.
+func StorePages(ctx context.Context, s engine.Store, req engine.ListRequest) iter.Seq2[*engine.ListResponse, error] {
+	return func(yield func(*engine.ListResponse, error) bool) {
+		for {
+			resp, err := s.List(ctx, &req)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(resp, nil) {
+				return
+			}
+			if resp.NextPageToken == "" {
+				return
+			}
+			if resp.NextPageToken == req.PageToken {
+				yield(nil, ErrStalledToken)
+				return
+			}
+			req.PageToken = resp.NextPageToken
+		}
+	}
+}
+
+// FromStore is All over an engine.Store, in process. req is copied.
+func FromStore(ctx context.Context, s engine.Store, req engine.ListRequest) iter.Seq2[*a2a.Task, error] {
+	return func(yield func(*a2a.Task, error) bool) {
+		for page, err := range StorePages(ctx, s, req) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, t := range page.Tasks {
+				if !yield(t, nil) {
+					return
+				}
+			}
+		}
+	}
+}
