@@ -269,5 +269,13 @@ func decodeCounter(b []byte) (int64, error) {
 func counterDelta(d int64) []byte { return binary.AppendVarint(nil, d) }
 
 // Metrics returns Pebble's metrics (disk usage, write amplification, cache
-// hit rates) for monitoring.
-func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }
+// hit rates) for monitoring. After Close or a fatal error it returns zero
+// metrics.
+func (s *Store) Metrics() *pebble.Metrics {
+	exit, err := s.enter("metrics")
+	if err != nil {
+		return &pebble.Metrics{}
+	}
+	defer exit()
+	return s.db.Metrics()
+}
