@@ -35,6 +35,12 @@ func AppendCursor(dst []byte, t int64, id []byte) []byte {
 // DecodeCursor decodes a key written by AppendCursor at the start of b and
 // returns the rest of b after it. id is a new slice.
 func DecodeCursor(b []byte) (t int64, id, rest []byte, err error) {
+	return AppendDecodedCursor(nil, b)
+}
+
+// AppendDecodedCursor is DecodeCursor appending the ID to dst, so a caller
+// decoding many keys can reuse one buffer.
+func AppendDecodedCursor(dst, b []byte) (t int64, id, rest []byte, err error) {
 	if len(b) < 8 {
 		return 0, nil, nil, ErrCorrupt
 	}
@@ -42,7 +48,7 @@ func DecodeCursor(b []byte) (t int64, id, rest []byte, err error) {
 	if u > math.MaxInt64 {
 		return 0, nil, nil, ErrCorrupt
 	}
-	id, rest, err = decodeBytes(b[8:], 0xFF)
+	id, rest, err = decodeBytes(dst, b[8:], 0xFF)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -66,12 +72,16 @@ func AppendAscending(dst []byte, s []byte) []byte {
 // DecodeAscending decodes a string written by AppendAscending at the start
 // of b and returns the rest of b after it. s is a new slice.
 func DecodeAscending(b []byte) (s, rest []byte, err error) {
-	return decodeBytes(b, 0)
+	return decodeBytes(nil, b, 0)
 }
 
-// decodeBytes undoes the escaping; mask is 0xFF for complemented input.
-func decodeBytes(b []byte, mask byte) (s, rest []byte, err error) {
-	s = []byte{}
+// decodeBytes undoes the escaping, appending to dst; mask is 0xFF for
+// complemented input.
+func decodeBytes(dst, b []byte, mask byte) (s, rest []byte, err error) {
+	s = dst
+	if s == nil {
+		s = make([]byte, 0, len(b))
+	}
 	for i := 0; i < len(b); i++ {
 		c := b[i] ^ mask
 		if c != escape {
