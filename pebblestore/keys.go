@@ -90,10 +90,23 @@ func counterKey(q *engine.Query) []byte {
 // decodeIndexCursor decodes the cursor that ends an index or body key after
 // skip bytes of prefix.
 func decodeIndexCursor(key []byte, skip int) (engine.Cursor, error) {
+	return decodeIndexCursorBuf(nil, key, skip)
+}
+
+// decodeIndexCursorBuf is decodeIndexCursor decoding the ID through *buf,
+// a scratch buffer reused across calls (nil: allocate).
+func decodeIndexCursorBuf(buf *[]byte, key []byte, skip int) (engine.Cursor, error) {
 	if len(key) < skip {
 		return engine.Cursor{}, desckey.ErrCorrupt
 	}
-	t, id, rest, err := desckey.DecodeCursor(key[skip:])
+	var dst []byte
+	if buf != nil {
+		dst = (*buf)[:0]
+	}
+	t, id, rest, err := desckey.AppendDecodedCursor(dst, key[skip:])
+	if buf != nil && err == nil {
+		*buf = id
+	}
 	if err != nil || len(rest) != 0 || len(id) == 0 {
 		return engine.Cursor{}, fmt.Errorf("pebblestore: bad index key %x: %w", key, engine.ErrInternal)
 	}

@@ -116,6 +116,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	// adjacent: the previous global index entry was returned, so its body
 	// is the bodies iterator's current key.
 	adjacent := false
+	scratch := make([]byte, 0, 64) // decoded IDs, before their string copy
 	for ok := it.First(); ok; ok = it.Next() {
 		examined++
 		v, err := it.ValueAndErr()
@@ -138,7 +139,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 			more = true // the look-ahead entry: matched, not decoded
 			break
 		}
-		cur, err := decodeIndexCursor(it.Key(), len(prefix))
+		cur, err := decodeIndexCursorBuf(&scratch, it.Key(), len(prefix))
 		if err != nil {
 			return nil, err
 		}

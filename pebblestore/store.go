@@ -65,7 +65,6 @@ type Store struct {
 	db     *pebble.DB
 	clock  engine.Clock
 	wo     *pebble.WriteOptions
-	cache  interface{ Unref() }
 	seed   maphash.Seed
 	logger pebble.Logger
 
@@ -155,6 +154,11 @@ func storageFailure(r any) (string, bool) {
 // fail with engine.ErrInternal. After a fatal error Close releases nothing
 // and reports the error.
 func (s *Store) Close() (err error) {
+	if msg := s.failed.Load(); msg != nil {
+		// Do not wait for in-flight calls: after a fatal error Pebble's
+		// commit pipeline may never release them.
+		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
+	}
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.life.closed {
@@ -265,5 +269,13 @@ func decodeCounter(b []byte) (int64, error) {
 func counterDelta(d int64) []byte { return binary.AppendVarint(nil, d) }
 
 // Metrics returns Pebble's metrics (disk usage, write amplification, cache
-// hit rates) for monitoring.
-func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }
+// hit rates) for monitoring. After Close or a fatal error it returns zero
+// metrics.
+func (s *Store) Metrics() *pebble.Metrics {
+	exit, err := s.enter("metrics")
+	if err != nil {
+		return &pebble.Metrics{}
+	}
+	defer exit()
+	return s.db.Metrics()
+}

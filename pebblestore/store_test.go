@@ -381,8 +381,17 @@ func TestReopen(t *testing.T) {
 		c, tk := traverse(t, s, r)
 		before, beforeToks = append(before, c), append(beforeToks, tk)
 	}
+	if m := s.Metrics(); m.DiskSpaceUsage() == 0 {
+		t.Error("metrics of an open store report no disk usage")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if m := s.Metrics(); m == nil || m.DiskSpaceUsage() != 0 {
+		t.Errorf("metrics after close: %v", m)
+	}
+	if _, err := s.Get(context.Background(), "t1"); !errors.Is(err, engine.ErrInternal) {
+		t.Errorf("get after close: %v, want ErrInternal", err)
 	}
 	s = openStore(t, nil, dir, clock.read)
 	for i, r := range reqs {

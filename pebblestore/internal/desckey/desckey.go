@@ -1,27 +1,3 @@
-// Package desckey encodes list positions as byte strings whose plain byte
-// order is list order, so an ordered key-value store can serve pages with
-// one seek.
-//
-// List order (a2astore SPEC S6) is time descending, then ID descending in
-// byte order. A Cursor key is
-//
-//	^uint64(time) big-endian (8 bytes) ‖ complement(escape(id) ‖ 0x00 0x01)
-//
-// escape replaces every 0x00 byte with 0x00 0xFF; the 0x00 0x01 terminator
-// makes the ascending encoding prefix-free (an ID that is a prefix of
-// another sorts first, NUL and 0xFF bytes sort where they should), and
-// complementing every byte of a prefix-free set reverses its order. The
-// result: for valid times a, b ≥ 0,
-//
-//	bytes.Compare(Cursor(ta, a), Cursor(tb, b)) == listOrder((ta, a), (tb, b))
-//
-// where listOrder is negative when (ta, a) is listed first. Cursor keys are
-// themselves prefix-free, so a key may be followed by more bytes and the
-// pair still decodes. Ascending encodes a byte string for ascending order
-// with the same escaping (no complement), for grouping prefixes such as a
-// context ID.
-//
-// The package has no dependencies beyond the standard library.
 package desckey
 
 import (
@@ -59,6 +35,12 @@ func AppendCursor(dst []byte, t int64, id []byte) []byte {
 // DecodeCursor decodes a key written by AppendCursor at the start of b and
 // returns the rest of b after it. id is a new slice.
 func DecodeCursor(b []byte) (t int64, id, rest []byte, err error) {
+	return AppendDecodedCursor(nil, b)
+}
+
+// AppendDecodedCursor is DecodeCursor appending the ID to dst, so a caller
+// decoding many keys can reuse one buffer.
+func AppendDecodedCursor(dst, b []byte) (t int64, id, rest []byte, err error) {
 	if len(b) < 8 {
 		return 0, nil, nil, ErrCorrupt
 	}
@@ -66,7 +48,7 @@ func DecodeCursor(b []byte) (t int64, id, rest []byte, err error) {
 	if u > math.MaxInt64 {
 		return 0, nil, nil, ErrCorrupt
 	}
-	id, rest, err = decodeBytes(b[8:], 0xFF)
+	id, rest, err = decodeBytes(dst, b[8:], 0xFF)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -90,12 +72,16 @@ func AppendAscending(dst []byte, s []byte) []byte {
 // DecodeAscending decodes a string written by AppendAscending at the start
 // of b and returns the rest of b after it. s is a new slice.
 func DecodeAscending(b []byte) (s, rest []byte, err error) {
-	return decodeBytes(b, 0)
+	return decodeBytes(nil, b, 0)
 }
 
-// decodeBytes undoes the escaping; mask is 0xFF for complemented input.
-func decodeBytes(b []byte, mask byte) (s, rest []byte, err error) {
-	s = []byte{}
+// decodeBytes undoes the escaping, appending to dst; mask is 0xFF for
+// complemented input.
+func decodeBytes(dst, b []byte, mask byte) (s, rest []byte, err error) {
+	s = dst
+	if s == nil {
+		s = make([]byte, 0, len(b))
+	}
 	for i := 0; i < len(b); i++ {
 		c := b[i] ^ mask
 		if c != escape {

@@ -1,0 +1,81 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// TestFaultInjectionConcurrent is TestFaultInjection with four concurrent
+// writers: a fault must not leave any of them (or Close) blocked.
+func TestFaultInjectionConcurrent(t *testing.T) {
+	errs := 0
+	for k := 0; ; k++ {
+		if k > 5000 {
+			t.Fatal("workload does not complete")
+		}
+		mem := vfs.NewCrashableMem()
+		inj := &errorfs.Counter{Injector: errorfs.OnIndex(int32(k))}
+		s, err := Open("db", Options{FS: errorfs.Wrap(mem, inj), Clock: newClock(1).read, Logger: quietLogger{}})
+		if err == nil {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx := context.Background()
+					for i := range 6 {
+						id := a2a.TaskID(fmt.Sprintf("w%d-%d", w, i%3))
+						var err error
+						switch i / 3 {
+						case 0:
+							_, err = s.Create(ctx, task(string(id), "c", a2a.TaskStateWorking))
+						default:
+							_, err = s.Replace(ctx, task(string(id), "d", a2a.TaskStateSubmitted), 0)
+						}
+						if err == nil {
+							_, err = s.List(ctx, &engine.ListRequest{PageSize: 2, IncludeTotalSize: true})
+						}
+						if err != nil {
+							mu.Lock()
+							errs++
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			_ = s.Close()
+		}
+		clean := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+		if _, statErr := clean.Stat("db/CURRENT"); statErr != nil && inj.Load() > 0 {
+			continue
+		}
+		r, err := Open("db", Options{FS: clean, Clock: newClock(1 << 40).read, Logger: quietLogger{}})
+		if err != nil {
+			t.Fatalf("k=%d: reopen on a clean FS: %v", k, err)
+		}
+		if err := r.CheckInvariants(); err != nil {
+			t.Fatalf("k=%d: invariants after reopen: %v", k, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if inj.Load() == 0 {
+			t.Logf("workload completed without a fault at k=%d; %d calls failed before", k, errs)
+			if errs == 0 {
+				t.Error("no injected fault ever reached a store call")
+			}
+			return
+		}
+	}
+}
