@@ -126,7 +126,7 @@ func getFixture(b *testing.B, n int, churn bool) *fixture {
 		}
 		l, _ := decodeLight(it.Value())
 		f.cursors = append(f.cursors, c)
-		f.ctxOf[c.ID] = l.contextID
+		f.ctxOf[c.ID] = string(l.ctx)
 	}
 	it.Close()
 	f.build = time.Since(start)

@@ -140,20 +140,26 @@ func stateFromCode(c byte) (a2a.TaskState, bool) {
 // values:
 //
 //	state code (1 byte) ‖ uvarint len ‖ contextID ‖ uvarint len ‖ status
-//	timestamp (its JSON, empty when nil) ‖ metadata JSON (rest; empty when none)
+//	timestamp (time.Time binary form, empty when nil) ‖ metadata
+//	(engine.EncodeMetadata; rest, empty when none)
+//
+// decodeLight aliases the value: ctx, statusTS and metadata point into it,
+// so an index entry a page skips costs no allocation.
 type light struct {
-	contextID string
+	contextID string // set by lightOf and decodeRecord; decodeLight leaves it empty
+	ctx       []byte // the context ID as stored (decodeLight)
 	state     a2a.TaskState
-	statusTS  []byte // JSON of Status.Timestamp; nil when unset
+	statusTS  []byte // binary form of Status.Timestamp; nil when unset
 	metadata  []byte // engine.EncodeMetadata output
 }
 
 func lightOf(t *a2a.Task) (light, error) {
 	l := light{contextID: t.ContextID, state: t.Status.State}
 	if t.Status.Timestamp != nil {
-		b, err := t.Status.Timestamp.MarshalJSON()
+		b, err := t.Status.Timestamp.MarshalBinary()
 		if err != nil {
-			return light{}, fmt.Errorf("pebblestore: status timestamp: %v: %w", err, engine.ErrInvalidArgument)
+			// A zone offset with seconds: keep the instant, in UTC.
+			b, _ = t.Status.Timestamp.UTC().MarshalBinary()
 		}
 		l.statusTS = b
 	}
@@ -192,7 +198,7 @@ func decodeLight(b []byte) (light, error) {
 	if !ok {
 		return l, errCorruptValue
 	}
-	l.contextID = string(ctx)
+	l.ctx = ctx
 	ts, b, ok := cutLen(b)
 	if !ok {
 		return l, errCorruptValue
@@ -214,24 +220,15 @@ func cutLen(b []byte) (field, rest []byte, ok bool) {
 	return b[k : k+int(n)], b[k+int(n):], true
 }
 
-func (l *light) statusTime() (*time.Time, error) {
+// statusTime decodes the status timestamp; ok is false when there is none.
+func (l *light) statusTime() (t time.Time, ok bool, err error) {
 	if l.statusTS == nil {
-		return nil, nil
+		return t, false, nil
 	}
-	var t time.Time
-	if err := t.UnmarshalJSON(l.statusTS); err != nil {
-		return nil, errCorruptValue
+	if err := t.UnmarshalBinary(l.statusTS); err != nil {
+		return t, false, errCorruptValue
 	}
-	return &t, nil
-}
-
-// task builds the light-projection task.
-func (l *light) task(id a2a.TaskID) (*a2a.Task, error) {
-	ts, err := l.statusTime()
-	if err != nil {
-		return nil, err
-	}
-	return engine.LightTask(id, l.contextID, a2a.TaskStatus{State: l.state, Timestamp: ts}, l.metadata)
+	return t, true, nil
 }
 
 // record is the value under r‖id: revision (uvarint) ‖ UpdatedAt (8 bytes,
@@ -261,6 +258,7 @@ func decodeRecord(b []byte) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
+	l.contextID = string(l.ctx)
 	r.light = l
 	return r, nil
 }

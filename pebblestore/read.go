@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/cockroachdb/pebble/v2"
@@ -111,6 +112,10 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 
 	tasks := make([]*a2a.Task, 0, q.PageSize+1)
 	cursors := make([]engine.Cursor, 0, q.PageSize+1)
+	var lp lightPage
+	if bodies == nil {
+		lp = newLightPage(q.PageSize)
+	}
 	examined := 0
 	more := false
 	// adjacent: the previous global index entry was returned, so its body
@@ -143,11 +148,16 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 		if err != nil {
 			return nil, err
 		}
+		// A context-filtered page shares the query's context ID string.
+		contextID := q.ContextID
+		if contextID == "" {
+			contextID = string(l.ctx)
+		}
 		var t *a2a.Task
 		if bodies == nil {
-			t, err = l.task(cur.ID)
+			t, err = lp.add(cur.ID, contextID, &l)
 		} else {
-			t, err = readBody(bodies, cur, l.contextID, adjacent)
+			t, err = readBody(bodies, cur, contextID, adjacent)
 			adjacent = q.ContextID == ""
 			if t != nil {
 				q.Shape(t)
@@ -185,17 +195,49 @@ func matches(q *engine.Query, l *light) (bool, error) {
 	if q.Status != a2a.TaskStateUnspecified && l.state != q.Status {
 		return false, nil
 	}
-	if q.ContextID != "" && l.contextID != q.ContextID {
+	if q.ContextID != "" && string(l.ctx) != q.ContextID {
 		return false, nil
 	}
 	if q.StatusAfter == nil {
 		return true, nil
 	}
-	ts, err := l.statusTime()
+	ts, ok, err := l.statusTime()
 	if err != nil {
 		return false, err
 	}
-	return ts != nil && !ts.Before(*q.StatusAfter), nil
+	return ok && !ts.Before(*q.StatusAfter), nil
+}
+
+// lightPage builds the tasks of a light page (ProjectionLight) in three
+// allocations for the whole page: tasks, their timestamps, and (in the
+// caller) the pointer slice.
+type lightPage struct {
+	tasks []a2a.Task
+	times []time.Time
+}
+
+func newLightPage(n int) lightPage {
+	return lightPage{tasks: make([]a2a.Task, 0, n)}
+}
+
+func (p *lightPage) add(id a2a.TaskID, contextID string, l *light) (*a2a.Task, error) {
+	p.tasks = append(p.tasks, a2a.Task{ID: id, ContextID: contextID, Status: a2a.TaskStatus{State: l.state}})
+	t := &p.tasks[len(p.tasks)-1]
+	ts, ok, err := l.statusTime()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if p.times == nil {
+			p.times = make([]time.Time, 0, cap(p.tasks))
+		}
+		p.times = append(p.times, ts)
+		t.Status.Timestamp = &p.times[len(p.times)-1]
+	}
+	if t.Metadata, err = engine.DecodeMetadata(l.metadata); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // readBody positions bodies at cur's body and decodes it. Bodies are keyed
