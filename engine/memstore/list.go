@@ -10,25 +10,24 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// hit is what a page needs of one selected record, copied under the lock.
-type hit struct {
-	cursor     engine.Cursor
-	contextID  string
-	state      a2a.TaskState
-	statusTime time.Time
-	hasStatus  bool
-	meta       []byte
-	body       []byte
-}
-
 // List returns one page (L1–L9). The total and the page are read under one
-// shared lock; decoding happens after it is released.
+// shared lock. A light page is built under it (no decoding: the light fields
+// are stored as they are returned); a full page keeps references to the
+// stored bodies and decodes them after the lock is released.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	hits := make([]hit, 0, q.PageSize)
+	light := q.Projection == engine.ProjectionLight
+	var pg page
+	pg.cursors = make([]engine.Cursor, 0, q.PageSize)
+	if light {
+		pg.tasks = make([]a2a.Task, 0, q.PageSize)
+		pg.times = make([]time.Time, 0, q.PageSize)
+	} else {
+		pg.bodies = make([][]byte, 0, q.PageSize)
+	}
 	more, examined, counted, total := false, 0, 0, 0
 
 	s.mu.RLock()
@@ -50,14 +49,11 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 			if !matches(&q, r) {
 				return true
 			}
-			if len(hits) == q.PageSize {
+			if len(pg.cursors) == q.PageSize {
 				more = true
 				return false
 			}
-			hits = append(hits, hit{
-				cursor: engine.Cursor{UpdatedAt: e.at, ID: e.id}, contextID: r.contextID, state: r.state,
-				statusTime: r.statusTime, hasStatus: r.hasStatus, meta: r.meta, body: r.body,
-			})
+			pg.add(r, light)
 			return true
 		}
 		if q.After != nil {
@@ -73,17 +69,75 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		st.Counted += counted
 		st.TotalComputed = st.TotalComputed || q.IncludeTotalSize
 	}
-	var resp *engine.ListResponse
-	if q.Projection == engine.ProjectionLight {
-		resp, err = lightPage(&q, hits, more)
-	} else {
-		resp, err = fullPage(&q, hits, more)
-	}
+	tasks, err := pg.finish(&q)
 	if err != nil {
 		return nil, err
 	}
+	resp := q.Page(tasks, pg.cursors, more)
 	resp.TotalSize = total
 	return resp, nil
+}
+
+// page collects a page under the lock: light tasks built in place (the
+// page's tasks and timestamps share one allocation each), or the stored
+// bodies of a full page.
+type page struct {
+	cursors []engine.Cursor
+	tasks   []a2a.Task  // light
+	times   []time.Time // light: status timestamps, cap fixed so pointers stay valid
+	metas   []metaRef   // light: tasks with metadata, decoded after the lock
+	bodies  [][]byte    // full
+}
+
+type metaRef struct {
+	i    int
+	meta []byte
+}
+
+// add appends r to the page.
+// REQUIRES: s.mu held.
+func (p *page) add(r *record, light bool) {
+	p.cursors = append(p.cursors, r.cursor())
+	if !light {
+		p.bodies = append(p.bodies, r.body)
+		return
+	}
+	p.tasks = append(p.tasks, a2a.Task{ID: r.id, ContextID: r.contextID, Status: a2a.TaskStatus{State: r.state}})
+	if r.hasStatus {
+		p.times = append(p.times, r.statusTime)
+		p.tasks[len(p.tasks)-1].Status.Timestamp = &p.times[len(p.times)-1]
+	}
+	if r.meta != nil {
+		p.metas = append(p.metas, metaRef{len(p.tasks) - 1, r.meta})
+	}
+}
+
+// finish decodes what could not be built under the lock and returns the
+// page's tasks.
+func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
+	out := make([]*a2a.Task, len(p.cursors))
+	if p.bodies == nil {
+		for _, m := range p.metas {
+			md, err := engine.DecodeMetadata(m.meta)
+			if err != nil {
+				return nil, err
+			}
+			p.tasks[m.i].Metadata = md
+		}
+		for i := range p.tasks {
+			out[i] = &p.tasks[i]
+		}
+		return out, nil
+	}
+	for i, body := range p.bodies {
+		t, err := engine.DecodeTask(body)
+		if err != nil {
+			return nil, err
+		}
+		q.Shape(t)
+		out[i] = t
+	}
+	return out, nil
 }
 
 func matches(q *engine.Query, r *record) bool {
@@ -119,49 +173,4 @@ func (s *Store) totalLocked(q *engine.Query, idx *btree.BTreeG[entry]) (total, i
 		return idx.Len(), 0
 	}
 	return 0, 0
-}
-
-// lightPage builds ProjectionLight tasks from the hits: no task body is
-// decoded, and the page's tasks share three allocations.
-func lightPage(q *engine.Query, hits []hit, more bool) (*engine.ListResponse, error) {
-	tasks := make([]a2a.Task, len(hits))
-	ptrs := make([]*a2a.Task, len(hits))
-	cursors := make([]engine.Cursor, len(hits))
-	var times []time.Time
-	for i := range hits {
-		h := &hits[i]
-		t := &tasks[i]
-		t.ID, t.ContextID, t.Status.State = h.cursor.ID, h.contextID, h.state
-		if h.hasStatus {
-			if times == nil {
-				times = make([]time.Time, len(hits))
-			}
-			times[i] = h.statusTime
-			t.Status.Timestamp = &times[i]
-		}
-		if h.meta != nil {
-			m, err := engine.DecodeMetadata(h.meta)
-			if err != nil {
-				return nil, err
-			}
-			t.Metadata = m
-		}
-		ptrs[i], cursors[i] = t, h.cursor
-	}
-	return q.Page(ptrs, cursors, more), nil
-}
-
-// fullPage decodes each hit's task and shapes it for the request (L4).
-func fullPage(q *engine.Query, hits []hit, more bool) (*engine.ListResponse, error) {
-	tasks := make([]*a2a.Task, len(hits))
-	cursors := make([]engine.Cursor, len(hits))
-	for i := range hits {
-		t, err := engine.DecodeTask(hits[i].body)
-		if err != nil {
-			return nil, err
-		}
-		q.Shape(t)
-		tasks[i], cursors[i] = t, hits[i].cursor
-	}
-	return q.Page(tasks, cursors, more), nil
 }
