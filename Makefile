@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare tidy-check demo
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare tidy-check demo loadgen dashboards dashboards-check
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -38,3 +38,17 @@ fuzz-smoke:
 
 bench:
 	$(GO) test ./bench -run '^$$' -bench . -count 6 -timeout 60m
+
+# The main command: a short load run on the embedded in-memory store.
+loadgen:
+	$(GO) run ./loadgen
+
+# Regenerate dashboards/a2astore.json from the panel table.
+dashboards:
+	$(GO) run ./dashboards/gen
+
+# Server + loadgen + a real Prometheus on loopback; every panel query must
+# return data. About two minutes and needs root (apt-get, PostgreSQL):
+# not part of .ci/run.
+dashboards-check:
+	bash dashboards/check.sh
