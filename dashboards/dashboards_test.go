@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/a2astore/a2astore/engine/memstore"
@@ -148,7 +148,7 @@ func TestQueriesParseAndNameRealMetrics(t *testing.T) {
 						return nil
 					}
 					for _, m := range vs.LabelMatchers {
-						if m.Name == labels.MetricName || slices.Contains(scrapeLabels, m.Name) {
+						if m.Name == model.MetricNameLabel || slices.Contains(scrapeLabels, m.Name) {
 							continue
 						}
 						if !labelsOf[m.Name] {

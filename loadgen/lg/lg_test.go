@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,27 @@ func TestTraversalChecker(t *testing.T) {
 	remote.page(page{ids: []a2a.TaskID{"b"}, next: engine.EncodeToken(cur(9, "c"))})
 	if len(remote.out) != 1 || remote.out[0].Kind != "cursor-order" {
 		t.Errorf("remote boundary not descending: %v", remote.out)
+	}
+}
+
+// TestProgressLine: the interval line has the throughput, per-class
+// quantiles and error count of the interval just ended, then starts afresh.
+func TestProgressLine(t *testing.T) {
+	r := &runner{rec: map[Op]*opRecorder{}, start: time.Now()}
+	for _, op := range AllOps {
+		r.rec[op] = newOpRecorder()
+	}
+	for range 100 {
+		r.rec[OpGet].record(2*time.Millisecond, "")
+	}
+	r.rec[OpCreate].record(40*time.Microsecond, ClassNotFound)
+	line := r.progressLine(time.Second)
+	for _, want := range []string{"101 ops/s", "errors 1", "get 2.0/2.0", "create 0.040/0.040"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %q", line, want)
+		}
+	}
+	if line := r.progressLine(time.Second); !strings.Contains(line, " 0 ops/s") || strings.Contains(line, "get ") {
+		t.Errorf("second interval should be empty: %q", line)
 	}
 }
