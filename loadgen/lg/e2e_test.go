@@ -230,3 +230,42 @@ func TestBrokenStoreIsCaught(t *testing.T) {
 		t.Errorf("Err() does not name the seed: %v", res.Err())
 	}
 }
+
+// droppingStore breaks L7 the other way: it leaves out the first task of
+// every page after the first, so untouched tasks go missing.
+type droppingStore struct{ engine.Store }
+
+func (s droppingStore) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.Store.List(ctx, req)
+	if err == nil && req.PageToken != "" && len(resp.Tasks) > 1 {
+		resp.Tasks, resp.TaskCursors = resp.Tasks[1:], resp.TaskCursors[1:]
+	}
+	return resp, err
+}
+
+func TestDroppingStoreIsCaught(t *testing.T) {
+	base := memstore.New(memstore.Options{})
+	t.Cleanup(func() { _ = base.Close() })
+	res := smallRun(t, Config{Store: droppingStore{base}, Workload: "list-deep", Ops: 200})
+	missing := 0
+	for _, v := range res.Violations {
+		if v.Kind == "missing" {
+			missing++
+		}
+	}
+	if res.Err() == nil || missing == 0 {
+		t.Fatalf("a store dropping tasks passed: %d violations, %d missing", res.ViolationCount, missing)
+	}
+}
+
+// TestRunPaced: with a target rate the run is open loop and still does
+// exactly the configured number of operations.
+func TestRunPaced(t *testing.T) {
+	res := smallRun(t, Config{Target: "mem", Rate: 20000, Ops: 500, Workload: "traversal-under-churn"})
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res.Total.Count != 500 || res.Rate != 20000 {
+		t.Errorf("paced run: %d ops at rate %v, want 500 at 20000", res.Total.Count, res.Rate)
+	}
+}

@@ -487,6 +487,9 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 	r.vmu.Lock()
 	defer r.vmu.Unlock()
 	for _, v := range tr.out {
+		if r.cfg.Progress != nil && r.vmu.count < maxViolations {
+			fmt.Fprintln(r.cfg.Progress, "\nVIOLATION", v)
+		}
 		r.metrics.violations.WithLabelValues(v.Kind).Inc()
 		r.vmu.count++
 		if len(r.vmu.list) < maxViolations {
@@ -523,10 +526,8 @@ func (r *runner) result(elapsed time.Duration) *Result {
 			}
 		}
 	}
-	// Errors inside traversals (a failed page) count in the total too.
-	for k, v := range res.Ops[OpPage].Errors {
-		errs[k] += v
-	}
+	// A failed page fails its traversal, which is counted with that error
+	// class: the page row's errors are not added again.
 	res.Total = summarize(all, elapsed, errs)
 	r.vmu.Lock()
 	res.ViolationCount, res.Violations = r.vmu.count, r.vmu.list
