@@ -193,6 +193,7 @@ type traversal struct {
 	pages     int
 	seen      map[a2a.TaskID]int // page where each ID appeared
 	last      *engine.Cursor     // last cursor seen (task or token boundary)
+	compared  int                // cursor comparisons made
 	lastWhat  string
 	out       []Violation
 }
@@ -208,6 +209,9 @@ func (tr *traversal) violate(kind string, id a2a.TaskID, format string, args ...
 
 // cursor checks that c comes strictly after the previous cursor.
 func (tr *traversal) cursor(c engine.Cursor, id a2a.TaskID, what string) {
+	if tr.last != nil {
+		tr.compared++
+	}
 	if tr.last != nil && tr.last.Compare(c) >= 0 {
 		tr.violate("cursor-order", id, "%s cursor (%d, %q) does not come after %s cursor (%d, %q)",
 			what, c.UpdatedAt, c.ID, tr.lastWhat, tr.last.UpdatedAt, tr.last.ID)

@@ -61,6 +61,9 @@ func assertClean(t *testing.T, res *Result) {
 	if res.Traversals == 0 || res.ExactlyOnce == 0 {
 		t.Errorf("no traversal was checked: %d traversals, %d appearances", res.Traversals, res.ExactlyOnce)
 	}
+	if res.CursorChecks == 0 {
+		t.Errorf("no cursor was compared in %d traversals", res.Traversals)
+	}
 	if n := res.Total.Errors[ClassTransport] + res.Total.Errors[ClassInvalidArgument]; n > 0 {
 		t.Errorf("%d transport or invalid-argument errors: %v", n, res.Total.Errors)
 	}

@@ -37,8 +37,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "checks: %d traversals (%d pages, %d task appearances) checked live; %d violations; %d live tasks at end\n",
-		r.Traversals, r.TraversalPages, r.ExactlyOnce, r.ViolationCount, r.LiveTasks)
+	fmt.Fprintf(w, "checks: %d traversals (%d pages, %d task appearances, %d cursor comparisons) checked live; %d violations; %d live tasks at end\n",
+		r.Traversals, r.TraversalPages, r.ExactlyOnce, r.CursorChecks, r.ViolationCount, r.LiveTasks)
 	for _, v := range r.Violations {
 		fmt.Fprintln(w, "VIOLATION", v)
 	}

@@ -50,6 +50,7 @@ type Result struct {
 	Traversals     int64       `json:"traversals"`      // completed and checked
 	TraversalPages int64       `json:"traversal_pages"` // pages they read
 	ExactlyOnce    int64       `json:"exactly_once_checked"`
+	CursorChecks   int64       `json:"cursor_checks"` // cursor comparisons (per task embedded, per page boundary remote)
 	ViolationCount int64       `json:"violation_count"`
 	Violations     []Violation `json:"violations,omitempty"` // the first 100
 	LiveTasks      int         `json:"live_tasks_at_end"`
@@ -98,6 +99,7 @@ type runner struct {
 	traversals atomic.Int64
 	pagesRead  atomic.Int64
 	checked    atomic.Int64
+	compared   atomic.Int64
 	stopping   atomic.Bool
 	start      time.Time
 
@@ -479,6 +481,7 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 	r.pagesRead.Add(int64(tr.pages))
 	r.metrics.pages.Observe(float64(tr.pages))
 	r.checked.Add(int64(len(tr.seen)))
+	r.compared.Add(int64(tr.compared))
 	if len(tr.out) == 0 {
 		r.metrics.traversals.WithLabelValues("ok").Inc()
 		return nil
@@ -505,7 +508,7 @@ func (r *runner) result(elapsed time.Duration) *Result {
 		Target: r.cfg.Target, Workload: r.cfg.Workload, Concurrency: r.cfg.Concurrency, Rate: r.cfg.Rate,
 		Seed: r.seed, Initial: max(r.cfg.Initial, 0), PageSize: r.mix.PageSize,
 		Start: r.start, ElapsedSec: elapsed.Seconds(), Ops: map[Op]OpStats{},
-		Traversals: r.traversals.Load(), TraversalPages: r.pagesRead.Load(), ExactlyOnce: r.checked.Load(),
+		Traversals: r.traversals.Load(), TraversalPages: r.pagesRead.Load(), ExactlyOnce: r.checked.Load(), CursorChecks: r.compared.Load(),
 		LiveTasks: r.tracker.live(), Machine: machine(),
 	}
 	if r.cfg.Remote() {
