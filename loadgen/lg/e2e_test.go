@@ -83,8 +83,11 @@ func TestRunEmbedded(t *testing.T) {
 				t.Run("workload="+w, func(t *testing.T) {
 					cfg := tc.cfg(t)
 					cfg.Workload = w
-					if w == "write-heavy" || w == "read-heavy" {
+					switch w {
+					case "write-heavy", "read-heavy":
 						cfg.Ops = 3000 // traversals are 1%: enough ops to see some
+					case "list-deep":
+						cfg.Ops = 400 // 40% are full traversals of everything
 					}
 					assertClean(t, smallRun(t, cfg))
 				})
