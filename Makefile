@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare tidy-check demo loadgen dashboards dashboards-check
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot tidy-check demo loadgen dashboards dashboards-check
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -36,8 +36,52 @@ fuzz-smoke:
 	    echo "fuzz $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
 	  done; done
 
+# Benchmarks (bench/, results/README.md). `make bench` writes
+# results/raw/<commit>.txt: the default subset (n = 1e3..1e5, every backend;
+# pg on a throwaway cluster) in about 10 minutes on 2 cores. BENCH_FULL=1
+# adds n = 1e6. BENCH_SIZES=1000,10000 overrides the sizes.
+BENCH_COUNT ?= 6
+BENCH_TIME ?= 100ms
+BENCH ?= .
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
 bench:
-	$(GO) test ./bench -run '^$$' -bench . -count 6 -timeout 60m
+	@mkdir -p results/raw
+	@rev=$$(git rev-parse --short=12 HEAD)$$(git diff --quiet HEAD -- . ':!results' || echo -dirty); \
+	out=results/raw/$$rev.txt; echo "writing $$out"; \
+	{ echo "# make bench: $$(date -u +%FT%TZ) nproc=$$(nproc) load=$$(cut -d' ' -f1-3 /proc/loadavg) full=$${BENCH_FULL:-0}"; \
+	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 180m; } | tee $$out.tmp && mv $$out.tmp $$out
+
+# `make bench-compare BASE=<ref>`: builds the benchmark binary of BASE (in a
+# temporary git worktree) and of the working tree, runs the tracked
+# benchmarks BENCH_COMPARE_COUNT times from each, alternating, and gates
+# with cmd/benchgate (benchfmt + benchmath; limits justified in
+# results/README.md). Results stay in results/compare/.
+BENCH_TRACKED ?= Store/^backend=(mem|pebble)$$/^op=(page|page-context|page-after|total|replace|append-new)$$/^n=10000$$
+BENCH_COMPARE_COUNT ?= 6
+BENCH_COMPARE_TIME ?= 200ms
+BENCHGATE_FLAGS ?=
+bench-compare:
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<git ref>"; exit 2; }
+	@set -e; tmp=$$(mktemp -d); trap 'git worktree remove --force '$$tmp/base' >/dev/null 2>&1 || true; rm -rf '$$tmp EXIT; \
+	git worktree add --detach -q $$tmp/base $(BASE); \
+	(cd $$tmp/base && $(GO) test -c -o $$tmp/base.test ./bench); \
+	$(GO) test -c -o $$tmp/head.test ./bench; \
+	mkdir -p results/compare; : > results/compare/base.txt; : > results/compare/head.txt; \
+	for i in $$(seq $(BENCH_COMPARE_COUNT)); do \
+	  for side in base head; do \
+	    echo "run $$i/$(BENCH_COMPARE_COUNT): $$side"; \
+	    (cd bench && $$tmp/$$side.test -test.run '^$$' -test.bench '$(BENCH_TRACKED)' -test.benchmem \
+	      -test.count 1 -test.benchtime $(BENCH_COMPARE_TIME)) >> results/compare/$$side.txt; \
+	  done; \
+	done; \
+	$(GO) run ./cmd/benchgate $(BENCHGATE_FLAGS) results/compare/base.txt results/compare/head.txt
+
+# Charts (SVG) for results/README.md from one raw results file (default:
+# the newest in results/raw).
+BENCH_RAW ?= $$(ls -t results/raw/*.txt | head -1)
+bench-plot:
+	$(GO) run ./cmd/benchplot -o results $(BENCH_RAW)
 
 # The main command: a short load run on the embedded in-memory store.
 loadgen:
@@ -48,7 +92,7 @@ dashboards:
 	$(GO) run ./dashboards/gen
 
 # Server + loadgen + a real Prometheus on loopback; every panel query must
-# return data. About two minutes and needs root (apt-get, PostgreSQL):
+# return data. About a minute and needs root (apt-get, PostgreSQL):
 # not part of .ci/run.
 dashboards-check:
 	bash dashboards/check.sh

@@ -77,8 +77,8 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom"
   --web.listen-address="$PROM" --log.level=warn >"$work/prometheus.log" 2>&1 &
 pids+=($!)
 
-log "starting a2astore-server at $SERVER_HTTP"
-"$work/a2astore-server" -backend mem -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" >"$work/server.log" 2>&1 &
+log "starting a2astore-server (pebble) at $SERVER_HTTP"
+"$work/a2astore-server" -backend pebble -pebble-dir "$work/server-pebble" -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" >"$work/server.log" 2>&1 &
 pids+=($!)
 
 for i in $(seq 1 100); do

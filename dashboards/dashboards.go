@@ -90,23 +90,23 @@ var Rows = []Row{
 				{Expr: `sum(rate(a2astore_pool_acquire_seconds_total` + sel + `[$__rate_interval])) / sum(rate(a2astore_pool_acquires_total` + sel + `[$__rate_interval]))`, Legend: "mean acquire seconds"},
 			}},
 	}},
-	{Title: "Pebble LSM", Panels: []Panel{
-		{Title: "Read amplification and L0 files", Unit: "short",
-			Targets: []Target{
-				{Expr: q("a2astore_pebble_read_amplification"), Legend: "read amp"},
-				{Expr: q("a2astore_pebble_l0_files"), Legend: "L0 files"},
-			}},
+	{Title: "Pebble LSM (storemetrics.LSMCollector)", Panels: []Panel{
+		{Title: "Read amplification", Unit: "short",
+			Targets: []Target{{Expr: q("a2astore_lsm_read_amplification"), Legend: "{{job}} read amp"}}},
 		{Title: "Compactions and flushes", Unit: "ops",
 			Targets: []Target{
-				{Expr: `rate(a2astore_pebble_compactions_total` + sel + `[$__rate_interval])`, Legend: "compactions/s"},
-				{Expr: `rate(a2astore_pebble_flushes_total` + sel + `[$__rate_interval])`, Legend: "flushes/s"},
-				{Expr: q("a2astore_pebble_compactions_in_progress"), Legend: "in progress"},
+				{Expr: `rate(a2astore_lsm_compactions_total` + sel + `[$__rate_interval])`, Legend: "{{job}} compactions/s"},
+				{Expr: `rate(a2astore_lsm_flushes_total` + sel + `[$__rate_interval])`, Legend: "{{job}} flushes/s"},
 			}},
-		{Title: "Compaction debt and disk usage", Unit: "bytes",
+		{Title: "Compaction debt, disk, memtables and WAL", Unit: "bytes",
 			Targets: []Target{
-				{Expr: q("a2astore_pebble_compaction_debt_bytes"), Legend: "debt"},
-				{Expr: q("a2astore_pebble_disk_usage_bytes"), Legend: "disk"},
+				{Expr: q("a2astore_lsm_compaction_debt_bytes"), Legend: "{{job}} compaction debt"},
+				{Expr: q("a2astore_lsm_disk_bytes"), Legend: "{{job}} disk"},
+				{Expr: q("a2astore_lsm_memtable_bytes"), Legend: "{{job}} memtables"},
+				{Expr: q("a2astore_lsm_wal_bytes"), Legend: "{{job}} WAL"},
 			}},
+		{Title: "Block cache hit ratio", Unit: "percentunit",
+			Targets: []Target{{Expr: `rate(a2astore_lsm_block_cache_hits_total` + sel + `[$__rate_interval]) / (rate(a2astore_lsm_block_cache_hits_total` + sel + `[$__rate_interval]) + rate(a2astore_lsm_block_cache_misses_total` + sel + `[$__rate_interval]))`, Legend: "{{job}}"}}},
 	}},
 	{Title: "loadgen (client view)", Panels: []Panel{
 		{Title: "loadgen throughput by operation and outcome", Unit: "ops",

@@ -73,8 +73,9 @@ func families(t *testing.T, reg *prometheus.Registry, into map[string]map[string
 // registries returns every series the server and loadgen register, after
 // some load so that labelled series exist: the server's registry as
 // cmd/a2astore-server builds it (storemetrics over the store, Go and process
-// collectors), loadgen's over an embedded Pebble store (its own metrics, the
-// store's and Pebble's), and the pool collector loadgen registers for pg.
+// collectors, the LSM and pool collectors of its pebble and pg backends),
+// and loadgen's over an embedded Pebble store (its own metrics, the store's
+// and the LSM collector).
 func registries(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	names := map[string]map[string]bool{}
@@ -84,7 +85,10 @@ func registries(t *testing.T) map[string]map[string]bool {
 	t.Cleanup(func() { _ = store.Close() })
 	metered := storemetrics.New(store, storemetrics.Options{Backend: "mem"})
 	server := prometheus.NewRegistry()
-	server.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	server.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		// What cmd/a2astore-server adds for -backend pebble and -backend pg.
+		storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return storemetrics.LSMStats{} }),
+		storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }))
 	res, err := lg.Run(t.Context(), lg.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +110,6 @@ func registries(t *testing.T) map[string]map[string]bool {
 	}
 	families(t, loadgen, names)
 
-	// loadgen's pg pool collector.
-	pool := prometheus.NewRegistry()
-	pool.MustRegister(storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }))
-	families(t, pool, names)
 	return names
 }
 

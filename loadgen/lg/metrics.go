@@ -1,8 +1,10 @@
 package lg
 
 import (
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/pebblestore"
 )
 
@@ -14,17 +16,6 @@ type metrics struct {
 	pages      prometheus.Histogram     // pages per completed traversal
 	inFlight   prometheus.Gauge
 	known      prometheus.GaugeFunc
-}
-
-// MetricNames are the series loadgen itself registers (histograms expand to
-// _bucket, _sum and _count).
-var MetricNames = []string{
-	"a2astore_loadgen_operation_duration_seconds",
-	"a2astore_loadgen_violations_total",
-	"a2astore_loadgen_traversals_total",
-	"a2astore_loadgen_traversal_pages",
-	"a2astore_loadgen_in_flight_operations",
-	"a2astore_loadgen_live_tasks",
 }
 
 func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker) *metrics {
@@ -66,57 +57,25 @@ func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker)
 	return m
 }
 
-// PebbleCollector exports a Pebble store's LSM health, read on every scrape
-// (a2astore_pebble_*): read amplification, compactions, compaction debt,
-// flushes, and L0 size. The server registers none of these; loadgen does for
-// an embedded Pebble target.
-type PebbleCollector struct {
-	s                                                                   *pebblestore.Store
-	readAmp, compactions, debt, inProgress, flushes, l0Files, diskBytes *prometheus.Desc
-}
-
-// PebbleMetricNames are the series a PebbleCollector exports.
-var PebbleMetricNames = []string{
-	"a2astore_pebble_read_amplification",
-	"a2astore_pebble_compactions_total",
-	"a2astore_pebble_compaction_debt_bytes",
-	"a2astore_pebble_compactions_in_progress",
-	"a2astore_pebble_flushes_total",
-	"a2astore_pebble_l0_files",
-	"a2astore_pebble_disk_usage_bytes",
-}
-
-// NewPebbleCollector returns a collector over s.
-func NewPebbleCollector(s *pebblestore.Store) *PebbleCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, nil, prometheus.Labels{"backend": "pebble"})
-	}
-	return &PebbleCollector{s: s,
-		readAmp:     d(PebbleMetricNames[0], "Read amplification: L0 sublevels plus non-empty levels below."),
-		compactions: d(PebbleMetricNames[1], "Compactions completed."),
-		debt:        d(PebbleMetricNames[2], "Estimated bytes compactions must still rewrite."),
-		inProgress:  d(PebbleMetricNames[3], "Compactions running now."),
-		flushes:     d(PebbleMetricNames[4], "Memtable flushes completed."),
-		l0Files:     d(PebbleMetricNames[5], "Sstables in L0."),
-		diskBytes:   d(PebbleMetricNames[6], "Bytes the database occupies on disk."),
+// lsmStats maps Pebble's metrics to storemetrics.LSMStats, the way
+// a2astore-server does, so an embedded Pebble target exports the same
+// a2astore_lsm_* series as the server.
+func lsmStats(m *pebble.Metrics) storemetrics.LSMStats {
+	return storemetrics.LSMStats{
+		DiskBytes:           m.DiskSpaceUsage(),
+		ReadAmp:             m.ReadAmp(),
+		CompactionDebtBytes: m.Compact.EstimatedDebt,
+		Compactions:         m.Compact.Count,
+		Flushes:             m.Flush.Count,
+		MemtableBytes:       m.MemTable.Size,
+		WALBytes:            m.WAL.Size,
+		BlockCacheBytes:     m.BlockCache.Size,
+		BlockCacheHits:      m.BlockCache.Hits,
+		BlockCacheMisses:    m.BlockCache.Misses,
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (c *PebbleCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.readAmp, c.compactions, c.debt, c.inProgress, c.flushes, c.l0Files, c.diskBytes} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *PebbleCollector) Collect(ch chan<- prometheus.Metric) {
-	m := c.s.Metrics()
-	ch <- prometheus.MustNewConstMetric(c.readAmp, prometheus.GaugeValue, float64(m.ReadAmp()))
-	ch <- prometheus.MustNewConstMetric(c.compactions, prometheus.CounterValue, float64(m.Compact.Count))
-	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, float64(m.Compact.EstimatedDebt))
-	ch <- prometheus.MustNewConstMetric(c.inProgress, prometheus.GaugeValue, float64(m.Compact.NumInProgress))
-	ch <- prometheus.MustNewConstMetric(c.flushes, prometheus.CounterValue, float64(m.Flush.Count))
-	ch <- prometheus.MustNewConstMetric(c.l0Files, prometheus.GaugeValue, float64(m.Levels[0].TablesCount))
-	ch <- prometheus.MustNewConstMetric(c.diskBytes, prometheus.GaugeValue, float64(m.DiskSpaceUsage()))
+// newLSMCollector exports s's LSM health as a2astore_lsm_*{backend="pebble"}.
+func newLSMCollector(s *pebblestore.Store) prometheus.Collector {
+	return storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return lsmStats(s.Metrics()) })
 }

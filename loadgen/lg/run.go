@@ -207,7 +207,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 			rm()
 			return nil, err
 		}
-		reg.MustRegister(NewPebbleCollector(p))
+		reg.MustRegister(newLSMCollector(p))
 		s, closeFn = p, func() { _ = p.Close(); rm() }
 	case cfg.Target == "pg":
 		pc, err := pgstore.PoolConfig(cfg.DSN)

@@ -1,0 +1,356 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/internal/taskgen"
+	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// sizes are the fixture sizes: 1e3..1e5 by default, 1e6 too with
+// BENCH_FULL=1; BENCH_SIZES=1000,10000 overrides both.
+func sizes() []int {
+	if v := os.Getenv("BENCH_SIZES"); v != "" {
+		var ns []int
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 200 {
+				panic("bench: BENCH_SIZES wants a comma-separated list of sizes >= 200, got " + v)
+			}
+			ns = append(ns, n)
+		}
+		return ns
+	}
+	if os.Getenv("BENCH_FULL") != "" {
+		return []int{1e3, 1e4, 1e5, 1e6}
+	}
+	return []int{1e3, 1e4, 1e5}
+}
+
+// env is one backend's resources for one benchmark group (backend=…): where
+// its stores live and how to open one. Fixtures are built lazily, once per
+// size, and live until the group ends.
+type env struct {
+	name string
+	// open returns an empty store for a fixture of size n.
+	open func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error)
+	// parallel loads the fixture from several goroutines (pg: one round
+	// trip per Create).
+	parallel bool
+	// footprint returns the store's bytes per task right after loading.
+	footprint func(fx *fixture) float64
+
+	pool *pgxpool.Pool // pg only
+
+	mu       sync.Mutex
+	fixtures map[int]*fixture
+}
+
+// backends lists the backends of the shared suite. setup runs once per
+// group with the group's b, so temporary directories and databases are
+// removed when the group ends.
+var backends = []struct {
+	name  string
+	setup func(b testing.TB) *env
+}{
+	{"mem", memEnv},
+	{"pebble", pebbleEnv},
+	{"pg", pgEnv},
+}
+
+func memEnv(tb testing.TB) *env {
+	var before runtime.MemStats
+	e := &env{name: "mem"}
+	e.open = func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error) {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		return memstore.New(memstore.Options{Clock: clock}), nil
+	}
+	// Heap growth over the load, after a collection: the store's resident
+	// bytes (the generated tasks are garbage by then).
+	e.footprint = func(fx *fixture) float64 {
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(fx.n)
+	}
+	return e.init(tb)
+}
+
+func pebbleEnv(tb testing.TB) *env {
+	dir := tb.TempDir()
+	e := &env{name: "pebble"}
+	e.open = func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error) {
+		// NoSync: the mutations measured here are the store's work, not the
+		// disk's fsync latency (pebblestore's own benchmarks measure Sync
+		// from 1 and 8 writers).
+		return pebblestore.Open(fmt.Sprintf("%s/n%d", dir, n), pebblestore.Options{
+			Clock: clock, NoSync: true, Logger: quietLogger{},
+		})
+	}
+	// Disk space (sstables, WAL, manifest) after the load.
+	e.footprint = func(fx *fixture) float64 {
+		return float64(fx.store.(*pebblestore.Store).Metrics().DiskSpaceUsage()) / float64(fx.n)
+	}
+	return e.init(tb)
+}
+
+func pgEnv(tb testing.TB) *env {
+	dsn := pgtest.DSN(tb)
+	cfg, err := pgstore.PoolConfig(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	e := &env{name: "pg", pool: pool, parallel: true}
+	// PostgreSQL has no injectable clock: the store stamps clock_timestamp().
+	e.open = func(tb testing.TB, n int, _ engine.Clock) (engine.Store, error) {
+		return pgstore.New(context.Background(), pool, pgstore.Options{Schema: pgSchema(n)})
+	}
+	// Table, TOAST and every index, after VACUUM ANALYZE.
+	e.footprint = func(fx *fixture) float64 {
+		var size int64
+		if err := pool.QueryRow(context.Background(), "SELECT pg_total_relation_size($1::regclass)",
+			pgTable(fx.n)).Scan(&size); err != nil {
+			tb.Fatal(err)
+		}
+		return float64(size) / float64(fx.n)
+	}
+	return e.init(tb)
+}
+
+func pgSchema(n int) string { return fmt.Sprintf("bench_n%d", n) }
+func pgTable(n int) string  { return pgx.Identifier{pgSchema(n), "a2a_tasks"}.Sanitize() }
+
+func (e *env) init(tb testing.TB) *env {
+	e.fixtures = map[int]*fixture{}
+	tb.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for n, fx := range e.fixtures {
+			if c, ok := fx.store.(io.Closer); ok {
+				c.Close()
+			}
+			delete(e.fixtures, n)
+		}
+	})
+	return e
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(string, ...any)        {}
+func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+
+var _ pebble.Logger = quietLogger{}
+
+// fixture is a store holding n generated tasks (internal/taskgen, fixed
+// seeds) and what the benchmarks need to know about it.
+type fixture struct {
+	n     int
+	store engine.Store
+	// order is every task's cursor in list order right after loading, and
+	// ctx, state and stamp its context, state and status timestamp.
+	order []engine.Cursor
+	ctx   []string
+	state []a2a.TaskState
+	stamp []time.Time
+	// bodies is a pool of generated task contents for writes.
+	bodies []*a2a.Task
+	// bytesPerTask is the store's footprint right after loading.
+	bytesPerTask float64
+	// pg only: index sizes in bytes, by name.
+	indexBytes map[string]int64
+}
+
+// fixture returns the group's fixture of size n, loading it on first use.
+func (e *env) fixture(tb testing.TB, n int) *fixture {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fx := e.fixtures[n]; fx != nil {
+		return fx
+	}
+	start := time.Now()
+	fx, err := load(tb, e, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: fixture backend=%s n=%d loaded in %v, %.0f bytes/task\n",
+		e.name, n, time.Since(start).Round(time.Millisecond), fx.bytesPerTask)
+	e.fixtures[n] = fx
+	return fx
+}
+
+// load builds a fixture: n tasks from taskgen's default shape (seed 1:
+// Zipf contexts, 3 history messages, one 256-byte artifact), created in
+// order under a clock that hands out every timestamp four times (equal
+// UpdatedAt runs; pg stamps its own time).
+func load(tb testing.TB, e *env, n int) (*fixture, error) {
+	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 4}
+	s, err := e.open(tb, n, clock.Now)
+	if err != nil {
+		return nil, err
+	}
+	fx := &fixture{n: n, store: s}
+	ctx := context.Background()
+	gen := taskgen.New(taskgen.Shape{})
+	if e.parallel {
+		tasks := make(chan *a2a.Task, 256)
+		errs := make(chan error, 4)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for t := range tasks {
+					if _, err := s.Create(ctx, t); err != nil {
+						errs <- err
+						for range tasks {
+						}
+						return
+					}
+				}
+			})
+		}
+		for i := range n {
+			tasks <- gen.Task(i)
+		}
+		close(tasks)
+		wg.Wait()
+		select {
+		case err := <-errs:
+			return nil, err
+		default:
+		}
+	} else {
+		for i := range n {
+			if _, err := s.Create(ctx, gen.Task(i)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if e.pool != nil {
+		if _, err := e.pool.Exec(ctx, "VACUUM ANALYZE "+pgTable(n)); err != nil {
+			return nil, err
+		}
+	}
+	fx.bytesPerTask = e.footprint(fx)
+	if e.pool != nil {
+		if err := pgExtras(e.pool, fx); err != nil {
+			return nil, err
+		}
+	}
+	// The list order as the store serves it: a light traversal.
+	fx.order = make([]engine.Cursor, 0, n)
+	req := &engine.ListRequest{PageSize: 100, Projection: engine.ProjectionLight}
+	for {
+		resp, err := s.List(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range resp.Tasks {
+			fx.order = append(fx.order, resp.TaskCursors[i])
+			fx.ctx = append(fx.ctx, t.ContextID)
+			fx.state = append(fx.state, t.Status.State)
+			fx.stamp = append(fx.stamp, *t.Status.Timestamp)
+		}
+		if resp.NextPageToken == "" {
+			break
+		}
+		req.PageToken = resp.NextPageToken
+	}
+	if len(fx.order) != n {
+		return nil, fmt.Errorf("traversal saw %d tasks, want %d", len(fx.order), n)
+	}
+	bg := taskgen.New(taskgen.Shape{Seed: 2})
+	for i := range 256 {
+		fx.bodies = append(fx.bodies, bg.Task(i))
+	}
+	return fx, nil
+}
+
+// pgExtras records index sizes, then adds what the old scheme needs: a
+// creation-sequence column (filled in physical order, which is insertion
+// order here) and its index.
+func pgExtras(pool *pgxpool.Pool, fx *fixture) error {
+	ctx := context.Background()
+	fx.indexBytes = map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT c.relname::text, pg_relation_size(c.oid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = $1::regclass`, pgTable(fx.n))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			return err
+		}
+		fx.indexBytes[name] = size
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, stmt := range []string{
+		"ALTER TABLE %s ADD COLUMN created bigserial",
+		"CREATE INDEX ON %s (created)",
+		"VACUUM ANALYZE %s",
+	} {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(stmt, pgTable(fx.n))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// positions returns k list positions drawn uniformly (fixed seed) from
+// those followed by at least page+1 tasks, so every page is full.
+func (fx *fixture) positions(k, page int, seed uint64) []int {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	pos := make([]int, k)
+	for i := range pos {
+		pos[i] = rng.IntN(max(fx.n-page-1, 1))
+	}
+	return pos
+}
+
+// token is the page token whose page starts at list position i.
+func (fx *fixture) token(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return engine.EncodeToken(fx.order[i-1])
+}
+
+// task returns a write body for id: a pooled generated task, shallow-copied.
+func (fx *fixture) task(i int, id a2a.TaskID) *a2a.Task {
+	t := *fx.bodies[i%len(fx.bodies)]
+	t.ID = id
+	return &t
+}

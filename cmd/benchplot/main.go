@@ -1,0 +1,421 @@
+// Command benchplot turns one file of a2astore benchmark results (as
+// written by `make bench`) into SVG charts and a Markdown summary of
+// medians and peer ratios, for results/README.md:
+//
+//	page-vs-n.svg       light page of 50 from a random cursor vs n, per backend (log-log)
+//	depth-vs-latency.svg pg page at depth 0..90%: keyset token vs the old OFFSET scheme
+//	writes-indexes.svg  pg Create and Replace with and without the two ordering indexes
+//	peer-ratios.svg     cost ratios of each peer pair, same run
+//	summary.md          the ratios and every benchmark's medians
+//
+// Results are read with golang.org/x/perf/benchfmt; medians come from
+// benchmath.
+//
+// Usage:
+//
+//	benchplot [-o dir] results.txt
+package main
+
+import (
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+func main() {
+	out := flag.String("o", "results", "output directory")
+	png := flag.Bool("png", false, "also write each chart as PNG (for a quick look)")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: benchplot [-o dir] results.txt")
+		os.Exit(2)
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	d, err := read(f, flag.Arg(0))
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
+	}
+	for _, c := range []struct {
+		file string
+		make func(*data) (*plot.Plot, vg.Length, vg.Length, error)
+	}{
+		{"page-vs-n.svg", pageVsN},
+		{"depth-vs-latency.svg", depthVsLatency},
+		{"writes-indexes.svg", writesIndexes},
+		{"peer-ratios.svg", peerRatios},
+	} {
+		p, w, h, err := c.make(d)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchplot: %s: %v (skipped)\n", c.file, err)
+			continue
+		}
+		if err := p.Save(w, h, filepath.Join(*out, c.file)); err != nil {
+			fail(err)
+		}
+		if *png {
+			if err := p.Save(w, h, filepath.Join(*out, strings.TrimSuffix(c.file, ".svg")+".png")); err != nil {
+				fail(err)
+			}
+		}
+	}
+	sf, err := os.Create(filepath.Join(*out, "summary.md"))
+	if err != nil {
+		fail(err)
+	}
+	summary(sf, d, filepath.Base(flag.Arg(0)))
+	if err := sf.Close(); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchplot:", err)
+	os.Exit(1)
+}
+
+// data holds every value by benchmark name (without the GOMAXPROCS
+// suffix) and unit.
+type data struct {
+	vals  map[string]map[string][]float64
+	names []string // in file order
+}
+
+var procs = regexp.MustCompile(`-\d+$`)
+
+func read(r io.Reader, file string) (*data, error) {
+	d := &data{vals: map[string]map[string][]float64{}}
+	rd := benchfmt.NewReader(r, file)
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return nil, rec
+		case *benchfmt.Result:
+			name := procs.ReplaceAllString(rec.Name.String(), "")
+			if d.vals[name] == nil {
+				d.vals[name] = map[string][]float64{}
+				d.names = append(d.names, name)
+			}
+			for _, v := range rec.Values {
+				d.vals[name][v.Unit] = append(d.vals[name][v.Unit], v.Value)
+			}
+		}
+	}
+	return d, rd.Err()
+}
+
+// median returns the median of name's unit values.
+func (d *data) median(name, unit string) (float64, bool) {
+	vs := d.vals[name][unit]
+	if len(vs) == 0 {
+		return 0, false
+	}
+	s := benchmath.NewSample(slices.Clone(vs), &benchmath.DefaultThresholds)
+	return benchmath.AssumeNothing.Summary(s, 0.95).Center, true
+}
+
+// sizes returns the n values present for names built by name(n).
+func (d *data) sizes(name func(n int) string) []int {
+	var ns []int
+	for _, n := range []int{1e3, 1e4, 1e5, 1e6} {
+		if _, ok := d.median(name(n), "sec/op"); ok {
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
+func micros(sec float64) float64 { return sec * 1e6 }
+
+func logAxes(p *plot.Plot, x, y bool) {
+	if x {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if y {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+}
+
+func pageName(backend, impl string) func(n int) string {
+	return func(n int) string {
+		s := fmt.Sprintf("Store/backend=%s/op=page/n=%d/page=50/proj=light", backend, n)
+		if impl != "" {
+			s += "/impl=" + impl
+		}
+		return s
+	}
+}
+
+func pageVsN(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+	p := plot.New()
+	p.Title.Text = "Light page of 50 from a random cursor"
+	p.X.Label.Text = "tasks in the store (n)"
+	p.Y.Label.Text = "µs per page (median)"
+	logAxes(p, true, true)
+	var lines []any
+	for _, s := range []struct{ label, backend, impl string }{
+		{"mem (memstore)", "mem", ""},
+		{"pebble (disk)", "pebble", ""},
+		{"pg (PostgreSQL)", "pg", ""},
+		{"floor: bare B-tree + copies", "mem", "btree"},
+	} {
+		name := pageName(s.backend, s.impl)
+		var xys plotter.XYs
+		for _, n := range d.sizes(name) {
+			v, _ := d.median(name(n), "sec/op")
+			xys = append(xys, plotter.XY{X: float64(n), Y: micros(v)})
+		}
+		if len(xys) > 0 {
+			lines = append(lines, s.label, xys)
+		}
+	}
+	if len(lines) == 0 {
+		return nil, 0, 0, fmt.Errorf("no op=page results")
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return nil, 0, 0, err
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+}
+
+func depthName(n, depth int, scheme string) string {
+	return fmt.Sprintf("Store/backend=pg/op=page-depth/n=%d/page=50/depth=%d/scheme=%s", n, depth, scheme)
+}
+
+func depthVsLatency(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+	p := plot.New()
+	p.Title.Text = "PostgreSQL page of 50 by depth: keyset token vs OFFSET"
+	p.X.Label.Text = "depth (% of the list)"
+	p.Y.Label.Text = "µs per page (median)"
+	logAxes(p, false, true)
+	var lines []any
+	for _, scheme := range []string{"keyset", "offset"} {
+		for _, n := range d.sizes(func(n int) string { return depthName(n, 0, scheme) }) {
+			var xys plotter.XYs
+			for _, depth := range []int{0, 10, 50, 90} {
+				if v, ok := d.median(depthName(n, depth, scheme), "sec/op"); ok {
+					xys = append(xys, plotter.XY{X: float64(depth), Y: micros(v)})
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%s n=%s", scheme, short(n)), xys)
+		}
+	}
+	if len(lines) == 0 {
+		return nil, 0, 0, fmt.Errorf("no pg op=page-depth results")
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return nil, 0, 0, err
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+}
+
+func short(n int) string {
+	e := int(math.Round(math.Log10(float64(n))))
+	if int(math.Pow10(e)) == n {
+		return "1e" + strconv.Itoa(e)
+	}
+	return strconv.Itoa(n)
+}
+
+func writesIndexes(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+	p := plot.New()
+	p.Title.Text = "PostgreSQL writes with and without the two ordering indexes"
+	p.Y.Label.Text = "µs per write (median)"
+	var labels []string
+	var with, without plotter.Values
+	for _, op := range []string{"create", "replace"} {
+		for _, n := range []int{1e3, 1e4, 1e5, 1e6} {
+			base := fmt.Sprintf("Store/backend=pg/op=%s/n=%d", op, n)
+			w, ok1 := d.median(base, "sec/op")
+			wo, ok2 := d.median(base+"/indexes=none", "sec/op")
+			if !ok1 || !ok2 {
+				continue
+			}
+			labels = append(labels, fmt.Sprintf("%s n=%s", op, short(n)))
+			with = append(with, micros(w))
+			without = append(without, micros(wo))
+		}
+	}
+	if len(labels) == 0 {
+		return nil, 0, 0, fmt.Errorf("no pg indexes=none results")
+	}
+	width := vg.Points(18)
+	b1, err := plotter.NewBarChart(with, width)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	b1.Color = plotutil.Color(0)
+	b1.Offset = -width / 2
+	b2, err := plotter.NewBarChart(without, width)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	b2.Color = plotutil.Color(1)
+	b2.Offset = width / 2
+	p.Add(b1, b2)
+	p.Legend.Add("with both ordering indexes", b1)
+	p.Legend.Add("without (dropped)", b2)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(40)
+	p.NominalX(labels...)
+	return p, 8 * vg.Inch, 4.5 * vg.Inch, nil
+}
+
+// ratio is one peer comparison: peer cost / a2astore cost, same run.
+type ratio struct {
+	label       string
+	peer, store string // benchmark names
+	target      string // the issue's target, for the summary
+}
+
+// ratios lists the peer comparisons at the largest n present.
+func ratios(d *data) []struct {
+	ratio
+	value float64
+} {
+	var out []struct {
+		ratio
+		value float64
+	}
+	largest := func(name func(n int) string) int {
+		ns := d.sizes(name)
+		if len(ns) == 0 {
+			return 0
+		}
+		return ns[len(ns)-1]
+	}
+	add := func(r ratio) {
+		p, ok1 := d.median(r.peer, "sec/op")
+		s, ok2 := d.median(r.store, "sec/op")
+		if ok1 && ok2 && s > 0 {
+			out = append(out, struct {
+				ratio
+				value float64
+			}{r, p / s})
+		}
+	}
+	lf := func(n int) string {
+		return fmt.Sprintf("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", n)
+	}
+	if n := largest(lf); n > 0 {
+		add(ratio{fmt.Sprintf("a2a-go InMemory / memstore, first page + total, n=%s", short(n)),
+			lf(n), fmt.Sprintf("Store/backend=mem/op=list-first/n=%d/page=50", n), "≥ 1000×"})
+	}
+	if n := largest(func(n int) string { return depthName(n, 50, "offset") }); n > 0 {
+		for _, depth := range []int{10, 50, 90} {
+			t := ""
+			if depth == 50 {
+				t = "≥ 1000× at n=1e6"
+			}
+			add(ratio{fmt.Sprintf("pg OFFSET / keyset, depth %d%%, n=%s", depth, short(n)),
+				depthName(n, depth, "offset"), depthName(n, depth, "keyset"), t})
+		}
+	}
+	for _, be := range []string{"mem", "pg"} {
+		ctx := func(n int) string {
+			return fmt.Sprintf("Store/backend=%s/op=page-context/n=%d/page=50/impl=noctx", be, n)
+		}
+		if n := largest(ctx); n > 0 {
+			add(ratio{fmt.Sprintf("%s without / with context index, context page, n=%s", be, short(n)),
+				ctx(n), fmt.Sprintf("Store/backend=%s/op=page-context/n=%d/page=50", be, n), ""})
+		}
+	}
+	for _, op := range []string{"replace", "create"} {
+		name := func(n int) string { return fmt.Sprintf("Store/backend=pg/op=%s/n=%d/indexes=none", op, n) }
+		if n := largest(name); n > 0 {
+			// Inverted: the cost of keeping the indexes.
+			add(ratio{fmt.Sprintf("pg %s with / without ordering indexes, n=%s", op, short(n)),
+				fmt.Sprintf("Store/backend=pg/op=%s/n=%d", op, n), name(n), "anchor ≈ 1.3–1.4× (≈30% TPS loss)"})
+		}
+	}
+	if n := largest(pageName("mem", "btree")); n > 0 {
+		add(ratio{fmt.Sprintf("memstore light page / bare B-tree floor, n=%s", short(n)),
+			pageName("mem", "")(n), pageName("mem", "btree")(n), "≤ 1.5×"})
+	}
+	return out
+}
+
+func peerRatios(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+	rs := ratios(d)
+	if len(rs) == 0 {
+		return nil, 0, 0, fmt.Errorf("no peer results")
+	}
+	p := plot.New()
+	p.Title.Text = "Cost ratios within one run (medians; log scale)"
+	p.X.Label.Text = "ratio"
+	var vals plotter.Values
+	var labels []string
+	for _, r := range rs {
+		vals = append(vals, math.Log10(r.value))
+		labels = append(labels, fmt.Sprintf("%s: %s×", r.label, strconv.FormatFloat(r.value, 'g', 3, 64)))
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(14))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	bars.Horizontal = true
+	bars.Color = color.RGBA{R: 60, G: 110, B: 180, A: 255}
+	p.Add(bars)
+	p.NominalY(labels...)
+	lo, hi := 0.0, 0.0
+	for _, v := range vals {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(lo); e <= math.Ceil(hi); e++ {
+		ticks = append(ticks, plot.Tick{Value: e, Label: strconv.FormatFloat(math.Pow(10, e), 'g', -1, 64) + "×"})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = math.Floor(lo), math.Ceil(hi)
+	return p, 10 * vg.Inch, vg.Length(1.2+0.35*float64(len(rs))) * vg.Inch, nil
+}
+
+// summary writes the ratios and every benchmark's medians as Markdown.
+func summary(w io.Writer, d *data, source string) {
+	fmt.Fprintf(w, "# Summary of %s\n\nGenerated by `go run ./cmd/benchplot`. Medians over the runs (benchmath); ratios are peer / a2astore within this one run.\n\n", source)
+	fmt.Fprintln(w, "## Peer ratios\n\n| comparison | ratio | target |\n|---|---:|---|")
+	for _, r := range ratios(d) {
+		fmt.Fprintf(w, "| %s | %s× | %s |\n", r.label, strconv.FormatFloat(r.value, 'g', 3, 64), r.target)
+	}
+	fmt.Fprintln(w, "\n## All benchmarks (medians)\n\n| benchmark | µs/op | examined/page | counted/op | B/op | allocs/op | bytes/task | runs |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+	cell := func(name, unit string, scale float64) string {
+		v, ok := d.median(name, unit)
+		if !ok {
+			return ""
+		}
+		return strconv.FormatFloat(v*scale, 'g', 4, 64)
+	}
+	for _, name := range d.names {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", strings.TrimPrefix(name, "Store/"),
+			cell(name, "sec/op", 1e6), cell(name, "examined/page", 1), cell(name, "counted/op", 1),
+			cell(name, "B/op", 1), cell(name, "allocs/op", 1), cell(name, "bytes/task", 1), len(d.vals[name]["sec/op"]))
+	}
+}
