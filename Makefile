@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot tidy-check demo
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot tidy-check demo loadgen dashboards dashboards-check
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -82,3 +82,17 @@ bench-compare:
 BENCH_RAW ?= $$(ls -t results/raw/*.txt | head -1)
 bench-plot:
 	$(GO) run ./cmd/benchplot -o results $(BENCH_RAW)
+
+# The main command: a short load run on the embedded in-memory store.
+loadgen:
+	$(GO) run ./loadgen
+
+# Regenerate dashboards/a2astore.json from the panel table.
+dashboards:
+	$(GO) run ./dashboards/gen
+
+# Server + loadgen + a real Prometheus on loopback; every panel query must
+# return data. About a minute and needs root (apt-get, PostgreSQL):
+# not part of .ci/run.
+dashboards-check:
+	bash dashboards/check.sh

@@ -1,0 +1,199 @@
+// Package dashboards builds the Grafana dashboard for a2astore (the server's
+// store metrics, the PostgreSQL pool, Pebble's LSM, and loadgen's own view)
+// from the panel table below, so every query is Go data that tests can parse
+// and check against the metric registries.
+//
+// The committed a2astore.json is the output of `go run ./dashboards/gen`;
+// TestDashboardUpToDate fails when it drifts from the table. We generate
+// plain Grafana JSON (schema 39) from this small table rather than through
+// grafana-foundation-sdk: the SDK would add a large module for what is a
+// list of titles and PromQL expressions, and the table keeps every query in
+// one reviewable place.
+package dashboards
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Target is one query of a panel.
+type Target struct {
+	Expr   string // PromQL; may use $backend and $__rate_interval
+	Legend string
+}
+
+// Panel is one time-series panel.
+type Panel struct {
+	Title       string
+	Description string
+	Unit        string // Grafana unit id: s, ops, short, bytes, percentunit
+	Targets     []Target
+}
+
+// Row groups panels under a heading.
+type Row struct {
+	Title  string
+	Panels []Panel
+}
+
+const sel = `{backend=~"$backend"}`
+
+// q selects a gauge or counter by the backend variable.
+func q(name string) string { return name + sel }
+
+// quantiles returns p50, p99 and p99.9 of a classic histogram by the labels.
+func quantiles(metric, by, legendBy string) []Target {
+	var t []Target
+	for _, p := range [][2]string{{"0.5", "p50"}, {"0.99", "p99"}, {"0.999", "p99.9"}} {
+		t = append(t, Target{
+			Expr:   `histogram_quantile(` + p[0] + `, sum by (le` + by + `) (rate(` + metric + `_bucket` + sel + `[$__rate_interval])))`,
+			Legend: legendBy + p[1],
+		})
+	}
+	return t
+}
+
+// Rows is the dashboard, top to bottom.
+var Rows = []Row{
+	{Title: "Store operations (server or embedded store, storemetrics)", Panels: []Panel{
+		{Title: "Operation latency quantiles", Description: "p50 / p99 / p99.9 per operation, from the a2astore_store_operation_duration_seconds histogram.", Unit: "s",
+			Targets: quantiles("a2astore_store_operation_duration_seconds", ", operation", "{{operation}} ")},
+		{Title: "Throughput by operation and outcome", Unit: "ops",
+			Targets: []Target{{Expr: `sum by (operation, outcome) (rate(a2astore_store_operation_duration_seconds_count` + sel + `[$__rate_interval]))`, Legend: "{{operation}} {{outcome}}"}}},
+		{Title: "Error ratio by operation", Description: "Share of calls whose outcome is not ok.", Unit: "percentunit",
+			Targets: []Target{{Expr: `sum by (operation) (rate(a2astore_store_operation_duration_seconds_count{backend=~"$backend", outcome!="ok"}[$__rate_interval])) / sum by (operation) (rate(a2astore_store_operation_duration_seconds_count` + sel + `[$__rate_interval]))`, Legend: "{{operation}}"}}},
+	}},
+	{Title: "List cost", Panels: []Panel{
+		{Title: "Entries examined per page", Description: "Index entries or rows a List page read (engine.ListStats): p50, p99 and the mean.", Unit: "short",
+			Targets: append(quantiles("a2astore_store_list_examined_entries", "", ""),
+				Target{Expr: `sum(rate(a2astore_store_list_examined_entries_sum` + sel + `[$__rate_interval])) / sum(rate(a2astore_store_list_examined_entries_count` + sel + `[$__rate_interval]))`, Legend: "mean"})},
+		{Title: "Tasks returned per page", Unit: "short",
+			Targets: []Target{{Expr: `sum(rate(a2astore_store_list_page_tasks_sum` + sel + `[$__rate_interval])) / sum(rate(a2astore_store_list_page_tasks_count` + sel + `[$__rate_interval]))`, Legend: "mean"}}},
+		{Title: "Totals computed / skipped", Description: "List calls that counted TotalSize vs skipped it, and the entries inspected for counting.", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum by (total) (rate(a2astore_store_list_totals_total` + sel + `[$__rate_interval]))`, Legend: "{{total}}"},
+				{Expr: `sum(rate(a2astore_store_list_counted_entries_total` + sel + `[$__rate_interval]))`, Legend: "entries counted/s"},
+			}},
+	}},
+	{Title: "PostgreSQL pool (pgxpool)", Panels: []Panel{
+		{Title: "Pool saturation", Description: "Acquired connections over the configured maximum.", Unit: "percentunit",
+			Targets: []Target{{Expr: `sum by (backend) (a2astore_pool_connections{backend=~"$backend", state="acquired"}) / sum by (backend) (a2astore_pool_max_connections` + sel + `)`, Legend: "{{backend}} acquired / max"}}},
+		{Title: "Connections by state", Unit: "short",
+			Targets: []Target{
+				{Expr: `sum by (state) (a2astore_pool_connections` + sel + `)`, Legend: "{{state}}"},
+				{Expr: `sum(a2astore_pool_max_connections` + sel + `)`, Legend: "max"},
+			}},
+		{Title: "Acquires that waited, and mean acquire time", Unit: "short",
+			Targets: []Target{
+				{Expr: `sum(rate(a2astore_pool_empty_acquires_total` + sel + `[$__rate_interval]))`, Legend: "waited acquires/s"},
+				{Expr: `sum(rate(a2astore_pool_canceled_acquires_total` + sel + `[$__rate_interval]))`, Legend: "canceled acquires/s"},
+				{Expr: `sum(rate(a2astore_pool_acquire_seconds_total` + sel + `[$__rate_interval])) / sum(rate(a2astore_pool_acquires_total` + sel + `[$__rate_interval]))`, Legend: "mean acquire seconds"},
+			}},
+	}},
+	{Title: "Pebble LSM (storemetrics.LSMCollector)", Panels: []Panel{
+		{Title: "Read amplification", Unit: "short",
+			Targets: []Target{{Expr: q("a2astore_lsm_read_amplification"), Legend: "{{job}} read amp"}}},
+		{Title: "Compactions and flushes", Unit: "ops",
+			Targets: []Target{
+				{Expr: `rate(a2astore_lsm_compactions_total` + sel + `[$__rate_interval])`, Legend: "{{job}} compactions/s"},
+				{Expr: `rate(a2astore_lsm_flushes_total` + sel + `[$__rate_interval])`, Legend: "{{job}} flushes/s"},
+			}},
+		{Title: "Compaction debt, disk, memtables and WAL", Unit: "bytes",
+			Targets: []Target{
+				{Expr: q("a2astore_lsm_compaction_debt_bytes"), Legend: "{{job}} compaction debt"},
+				{Expr: q("a2astore_lsm_disk_bytes"), Legend: "{{job}} disk"},
+				{Expr: q("a2astore_lsm_memtable_bytes"), Legend: "{{job}} memtables"},
+				{Expr: q("a2astore_lsm_wal_bytes"), Legend: "{{job}} WAL"},
+			}},
+		{Title: "Block cache hit ratio", Unit: "percentunit",
+			Targets: []Target{{Expr: `rate(a2astore_lsm_block_cache_hits_total` + sel + `[$__rate_interval]) / (rate(a2astore_lsm_block_cache_hits_total` + sel + `[$__rate_interval]) + rate(a2astore_lsm_block_cache_misses_total` + sel + `[$__rate_interval]))`, Legend: "{{job}}"}}},
+	}},
+	{Title: "loadgen (client view)", Panels: []Panel{
+		{Title: "loadgen throughput by operation and outcome", Unit: "ops",
+			Targets: []Target{{Expr: `sum by (target, op, outcome) (rate(a2astore_loadgen_operation_duration_seconds_count[$__rate_interval]))`, Legend: "{{target}} {{op}} {{outcome}}"}}},
+		{Title: "loadgen latency p99 by operation", Unit: "s",
+			Targets: []Target{{Expr: `histogram_quantile(0.99, sum by (le, target, op) (rate(a2astore_loadgen_operation_duration_seconds_bucket[$__rate_interval])))`, Legend: "{{target}} {{op}}"}}},
+		{Title: "Live-traversal violations and traversals", Description: "Any violation is a broken L7 guarantee: the run fails.", Unit: "short",
+			Targets: []Target{
+				{Expr: `sum by (target, kind) (a2astore_loadgen_violations_total)`, Legend: "{{target}} violations {{kind}}"},
+				{Expr: `sum by (target, result) (rate(a2astore_loadgen_traversals_total[$__rate_interval]))`, Legend: "{{target}} traversals/s {{result}}"},
+			}},
+		{Title: "loadgen in flight and live tasks", Unit: "short",
+			Targets: []Target{
+				{Expr: `sum by (target) (a2astore_loadgen_in_flight_operations)`, Legend: "{{target}} in flight"},
+				{Expr: `sum by (target) (a2astore_loadgen_live_tasks)`, Legend: "{{target}} live tasks"},
+				{Expr: `histogram_quantile(0.5, sum by (le, target) (rate(a2astore_loadgen_traversal_pages_bucket[$__rate_interval])))`, Legend: "{{target}} pages per traversal p50"},
+			}},
+	}},
+	{Title: "Processes", Panels: []Panel{
+		{Title: "Resident memory and goroutines", Unit: "short",
+			Targets: []Target{
+				{Expr: `process_resident_memory_bytes{job=~"a2astore-server|loadgen"}`, Legend: "{{job}} {{instance}} RSS bytes"},
+				{Expr: `go_goroutines{job=~"a2astore-server|loadgen"}`, Legend: "{{job}} {{instance}} goroutines"},
+			}},
+	}},
+}
+
+// Expand replaces the dashboard variables with values Prometheus accepts
+// ($__rate_interval → rateInterval, $backend → .*), for parsing and for
+// querying Prometheus directly.
+func Expand(expr, rateInterval string) string {
+	return strings.NewReplacer("$__rate_interval", rateInterval, "$backend", ".*").Replace(expr)
+}
+
+// Build returns the dashboard JSON.
+func Build() ([]byte, error) {
+	ds := map[string]any{"type": "prometheus", "uid": "${datasource}"}
+	var panels []any
+	id, y := 1, 0
+	for _, row := range Rows {
+		panels = append(panels, map[string]any{
+			"type": "row", "id": id, "title": row.Title, "collapsed": false,
+			"gridPos": map[string]int{"h": 1, "w": 24, "x": 0, "y": y},
+		})
+		id++
+		y++
+		for i, p := range row.Panels {
+			var targets []any
+			for j, t := range p.Targets {
+				targets = append(targets, map[string]any{
+					"datasource": ds, "expr": t.Expr, "legendFormat": t.Legend,
+					"refId": string(rune('A' + j)), "range": true,
+				})
+			}
+			w := 24 / len(row.Panels)
+			if w < 8 {
+				w = 8
+			}
+			panels = append(panels, map[string]any{
+				"type": "timeseries", "id": id, "title": p.Title, "description": p.Description,
+				"datasource": ds, "targets": targets,
+				"gridPos":     map[string]int{"h": 8, "w": w, "x": (i * w) % 24, "y": y + (i*w)/24*8},
+				"fieldConfig": map[string]any{"defaults": map[string]any{"unit": p.Unit}, "overrides": []any{}},
+				"options": map[string]any{"legend": map[string]any{"displayMode": "list", "placement": "bottom", "showLegend": true},
+					"tooltip": map[string]any{"mode": "multi", "sort": "desc"}},
+			})
+			id++
+		}
+		y += ((len(row.Panels)*(24/len(row.Panels)) + 23) / 24) * 8
+	}
+	dash := map[string]any{
+		"title": "a2astore", "uid": "a2astore-main", "schemaVersion": 39, "version": 1,
+		"tags": []string{"a2astore"}, "timezone": "browser", "refresh": "10s",
+		"time":        map[string]string{"from": "now-30m", "to": "now"},
+		"description": "a2astore task store: store operations, list cost, PostgreSQL pool, Pebble LSM, loadgen. Generated by go run ./dashboards/gen.",
+		"templating": map[string]any{"list": []any{
+			map[string]any{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+			map[string]any{"name": "backend", "type": "query", "label": "Backend", "datasource": ds,
+				"query":      map[string]any{"query": "label_values(a2astore_store_operation_duration_seconds_count, backend)", "refId": "backend"},
+				"includeAll": true, "multi": true, "allValue": ".*", "refresh": 2,
+				"current": map[string]any{"text": "All", "value": "$__all"}},
+		}},
+		"panels": panels,
+	}
+	b, err := json.MarshalIndent(dash, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,113 @@
+package lg
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the summary: one row per operation class with count,
+// ops/s, latency quantiles and errors by class, then the checks.
+func (r *Result) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "loadgen: target=%s", r.Target)
+	if r.Transport != "" {
+		fmt.Fprintf(w, " transport=%s", r.Transport)
+	}
+	fmt.Fprintf(w, " workload=%s concurrency=%d", r.Workload, r.Concurrency)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, " rate=%.0f/s", r.Rate)
+	}
+	fmt.Fprintf(w, " seed=%d initial=%d page=%d elapsed=%.2fs\n", r.Seed, r.Initial, r.PageSize, r.ElapsedSec)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tcount\tops/s\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\t")
+	row := func(name string, s OpStats) {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Count, s.OpsPerSec,
+			fmtF(s.P50Ms), fmtF(s.P95Ms), fmtF(s.P99Ms), fmtF(s.P999Ms), fmtF(s.MaxMs), fmtErrors(s.Errors))
+	}
+	for _, op := range AllOps {
+		if s, ok := r.Ops[op]; ok {
+			row(string(op), s)
+		}
+	}
+	row("total", r.Total)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "checks: %d traversals (%d pages, %d task appearances, %d cursor comparisons) checked live; %d violations; %d live tasks at end\n",
+		r.Traversals, r.TraversalPages, r.ExactlyOnce, r.CursorChecks, r.ViolationCount, r.LiveTasks)
+	for _, v := range r.Violations {
+		fmt.Fprintln(w, "VIOLATION", v)
+	}
+	if r.ViolationCount > int64(len(r.Violations)) {
+		fmt.Fprintf(w, "… and %d more violations\n", r.ViolationCount-int64(len(r.Violations)))
+	}
+	_, err := fmt.Fprintf(w, "machine: %s/%s, %d CPUs, load average %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.LoadAvg)
+	return err
+}
+
+func fmtF(ms float64) string {
+	switch {
+	case ms < 1:
+		return fmt.Sprintf("%.3f", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.2f", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
+}
+
+// fmtErrors is "-" or "not_found=3 internal=1" in class order.
+func fmtErrors(m map[string]int64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteBench writes Go benchmark-format lines, one per operation class, so
+// benchstat compares loadgen runs like `go test -bench` runs:
+//
+//	BenchmarkLoadgen/target=mem/workload=write-heavy/op=get  12345  2100 ns/op  4.10 p99-µs  5878 ops/s
+//
+// ns/op is the mean latency; a "total" line carries the run's throughput.
+func (r *Result) WriteBench(w io.Writer) error {
+	target := r.Target
+	if r.Transport != "" {
+		target = "remote-" + r.Transport
+	}
+	fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/a2astore/a2astore/loadgen\n", r.Machine.GOOS, r.Machine.GOARCH)
+	line := func(op string, s OpStats) {
+		fmt.Fprintf(w, "BenchmarkLoadgen/target=%s/workload=%s/op=%s-%d\t%d\t%.0f ns/op\t%.1f p50-µs\t%.1f p99-µs\t%.1f p99.9-µs\t%.1f ops/s\t%d errors\n",
+			target, r.Workload, op, r.Concurrency, s.Count, s.MeanMs*1e6, s.P50Ms*1e3, s.P99Ms*1e3, s.P999Ms*1e3, s.OpsPerSec, s.ErrorCount())
+	}
+	for _, op := range AllOps {
+		if s, ok := r.Ops[op]; ok {
+			line(string(op), s)
+		}
+	}
+	line("total", r.Total)
+	return nil
+}
+
+// WriteJSONFile writes the whole Result as indented JSON.
+func (r *Result) WriteJSONFile(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,617 @@
+package lg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/internal/taskgen"
+	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+// maxViolations bounds the violations kept in a Result (all are counted).
+const maxViolations = 100
+
+// Result is a finished run.
+type Result struct {
+	Target      string  `json:"target"`
+	Transport   string  `json:"transport,omitempty"`
+	Workload    string  `json:"workload"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate,omitempty"`
+	Seed        uint64  `json:"seed"`
+	Initial     int     `json:"initial_tasks"`
+	PageSize    int     `json:"page_size"`
+
+	Start      time.Time `json:"start"`
+	ElapsedSec float64   `json:"elapsed_sec"`
+
+	Ops   map[Op]OpStats `json:"ops"`
+	Total OpStats        `json:"total"`
+
+	Traversals     int64       `json:"traversals"`      // completed and checked
+	TraversalPages int64       `json:"traversal_pages"` // pages they read
+	ExactlyOnce    int64       `json:"exactly_once_checked"`
+	CursorChecks   int64       `json:"cursor_checks"` // cursor comparisons (per task embedded, per page boundary remote)
+	ViolationCount int64       `json:"violation_count"`
+	Violations     []Violation `json:"violations,omitempty"` // the first 100
+	LiveTasks      int         `json:"live_tasks_at_end"`
+
+	Machine Machine `json:"machine"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	GOOS     string `json:"goos"`
+	GOARCH   string `json:"goarch"`
+	CPUs     int    `json:"cpus"`
+	LoadAvg  string `json:"loadavg_at_end,omitempty"` // /proc/loadavg
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// Elapsed is the measured duration.
+func (r *Result) Elapsed() time.Duration { return time.Duration(r.ElapsedSec * float64(time.Second)) }
+
+// Err reports why the run failed its checks: invariant violations or
+// internal errors. nil = clean.
+func (r *Result) Err() error {
+	var errs []error
+	if r.ViolationCount > 0 {
+		errs = append(errs, fmt.Errorf("%d live-traversal violations (seed %d)", r.ViolationCount, r.Seed))
+	}
+	if n := r.Total.Errors[ClassInternal]; n > 0 {
+		errs = append(errs, fmt.Errorf("%d internal errors (seed %d)", n, r.Seed))
+	}
+	return errors.Join(errs...)
+}
+
+// runner is one run's state.
+type runner struct {
+	cfg     Config
+	mix     Mix
+	pick    picker
+	seed    uint64
+	tgt     target
+	tracker *tracker
+	metrics *metrics
+	rec     map[Op]*opRecorder
+
+	opsIssued  atomic.Int64 // slots claimed
+	nextID     atomic.Int64 // embedded task numbers
+	traversals atomic.Int64
+	pagesRead  atomic.Int64
+	checked    atomic.Int64
+	compared   atomic.Int64
+	stopping   atomic.Bool
+	start      time.Time
+
+	vmu struct {
+		sync.Mutex
+		count int64
+		list  []Violation
+	}
+}
+
+// Run executes one load run. The error is for runs that could not be done
+// (invalid Config, store or server unreachable, initial data not loaded);
+// a run that completed returns its Result, whose Err reports violations and
+// internal errors. Canceling ctx stops the run early; the Result covers what
+// ran.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, mix: Workloads[cfg.Workload], tracker: newTracker(), rec: map[Op]*opRecorder{}}
+	r.seed = cfg.Seed
+	if r.seed == 0 {
+		r.seed = uint64(time.Now().UnixNano())
+	}
+	if r.mix.PageSize == 0 {
+		r.mix.PageSize = cfg.PageSize
+	}
+	for _, op := range AllOps {
+		r.rec[op] = newOpRecorder()
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	r.metrics = newMetrics(reg, cfg.Workload, cfg.Target, r.tracker)
+
+	closeTarget, err := r.open(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	defer closeTarget()
+	r.pick = newPicker(r.mix, r.tgt.supports)
+
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, reg)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	if err := r.load(ctx); err != nil {
+		return nil, fmt.Errorf("initial data (seed %d): %w", r.seed, err)
+	}
+	return r.run(ctx), nil
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
+}
+
+// open connects the target; embedded stores are wrapped in storemetrics and
+// their backend collectors registered in reg.
+func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), error) {
+	cfg := &r.cfg
+	if cfg.Remote() {
+		rt, err := dialRemote(ctx, cfg.Target, cfg.Transport)
+		if err != nil {
+			return nil, err
+		}
+		r.tgt = rt
+		return func() { _ = rt.close() }, nil
+	}
+	var (
+		s       engine.Store
+		closeFn = func() {}
+		backend = cfg.Target
+	)
+	switch {
+	case cfg.Store != nil:
+		s = cfg.Store
+	case cfg.Target == "mem":
+		m := memstore.New(memstore.Options{})
+		s, closeFn = m, func() { _ = m.Close() }
+	case cfg.Target == "pebble":
+		dir, rm := cfg.Dir, func() {}
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "loadgen-pebble-")
+			if err != nil {
+				return nil, err
+			}
+			dir, rm = tmp, func() { _ = os.RemoveAll(tmp) }
+		}
+		p, err := pebblestore.Open(dir, pebblestore.Options{NoSync: cfg.PebbleNoSync, Logger: quietLogger{}})
+		if err != nil {
+			rm()
+			return nil, err
+		}
+		reg.MustRegister(newLSMCollector(p))
+		s, closeFn = p, func() { _ = p.Close(); rm() }
+	case cfg.Target == "pg":
+		pc, err := pgstore.PoolConfig(cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pc)
+		if err != nil {
+			return nil, fmt.Errorf("pg pool: %w", err)
+		}
+		p, err := pgstore.New(ctx, pool, pgstore.Options{})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		reg.MustRegister(storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats {
+			st := pool.Stat()
+			return storemetrics.PoolStats{
+				MaxConns: st.MaxConns(), TotalConns: st.TotalConns(), IdleConns: st.IdleConns(), AcquiredConns: st.AcquiredConns(),
+				AcquireCount: st.AcquireCount(), EmptyAcquireCount: st.EmptyAcquireCount(),
+				CanceledAcquireCount: st.CanceledAcquireCount(), AcquireDuration: st.AcquireDuration(),
+			}
+		}))
+		s, closeFn = p, func() { _ = p.Close(); pool.Close() }
+	}
+	m := storemetrics.New(s, storemetrics.Options{Backend: backend})
+	reg.MustRegister(m)
+	r.tgt = storeTarget{s: m}
+	return closeFn, nil
+}
+
+// quietLogger drops Pebble's informational messages (they would break the
+// progress line) and keeps errors on stderr.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: fatal: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// load creates the initial data set with Concurrency workers.
+func (r *runner) load(ctx context.Context) error {
+	n := r.cfg.Initial
+	if n < 0 {
+		n = 0
+	}
+	r.nextID.Store(int64(n))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+		emu  sync.Mutex
+		errs []error
+	)
+	for w := range r.cfg.Concurrency {
+		wg.Go(func() {
+			gen := taskgen.New(r.shape(uint64(w) + 1000))
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || ctx.Err() != nil {
+					return
+				}
+				task := gen.Task(int(i))
+				id, err := r.tgt.create(ctx, task)
+				if err != nil {
+					emu.Lock()
+					errs = append(errs, fmt.Errorf("create %s: %w", task.ID, err))
+					emu.Unlock()
+					return
+				}
+				r.tracker.added(id, task.ContextID)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// shape is the configured Shape with a seed derived from the run's.
+func (r *runner) shape(stream uint64) taskgen.Shape {
+	s := r.cfg.Shape
+	if s.Seed == 0 {
+		s.Seed = r.seed ^ (stream * 0x9e3779b97f4a7c15)
+		if s.Seed == 0 {
+			s.Seed = 1
+		}
+	}
+	return s
+}
+
+// run drives the workers until the op count, the duration or ctx ends it.
+func (r *runner) run(ctx context.Context) *Result {
+	// Operations in flight finish on their own context: only the caller's
+	// ctx cuts them; the duration and op count stop new ones.
+	opCtx := ctx
+	r.start = time.Now()
+	var timer *time.Timer
+	if r.cfg.Duration > 0 {
+		timer = time.AfterFunc(r.cfg.Duration, func() { r.stopping.Store(true) })
+		defer timer.Stop()
+	}
+	stopProgress := r.progress()
+	var wg sync.WaitGroup
+	for w := range r.cfg.Concurrency {
+		wg.Go(func() { r.worker(opCtx, uint64(w)) })
+	}
+	wg.Wait()
+	elapsed := time.Since(r.start)
+	stopProgress()
+	return r.result(elapsed)
+}
+
+// claim reserves the next operation slot; false = stop. With a Rate it
+// waits for the slot's scheduled time and returns it.
+func (r *runner) claim(ctx context.Context) (time.Time, bool) {
+	if r.stopping.Load() || ctx.Err() != nil {
+		return time.Time{}, false
+	}
+	n := r.opsIssued.Add(1)
+	if r.cfg.Ops > 0 && n > r.cfg.Ops {
+		r.stopping.Store(true)
+		return time.Time{}, false
+	}
+	if r.cfg.Rate <= 0 {
+		return time.Now(), true
+	}
+	at := r.start.Add(time.Duration(float64(n-1) / r.cfg.Rate * float64(time.Second)))
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return time.Time{}, false
+		}
+	}
+	return at, true
+}
+
+// worker is one closed-loop (or paced) client.
+func (r *runner) worker(ctx context.Context, w uint64) {
+	rng := rand.New(rand.NewPCG(r.seed, w+1))
+	gen := taskgen.New(r.shape(w + 1))
+	total := r.pick.total()
+	msgN := 0
+	for {
+		at, ok := r.claim(ctx)
+		if !ok {
+			return
+		}
+		op := r.pick.pick(rng.IntN(total))
+		r.metrics.inFlight.Inc()
+		err := r.do(ctx, op, rng, gen, &msgN)
+		r.metrics.inFlight.Dec()
+		if errors.Is(err, errAbandoned) || ctxDone(ctx, err) {
+			return
+		}
+		r.observe(op, time.Since(at), err)
+	}
+}
+
+var errAbandoned = errors.New("traversal abandoned at the end of the run")
+
+func (r *runner) observe(op Op, d time.Duration, err error) {
+	class := Classify(err)
+	r.rec[op].record(d, class)
+	outcome := class
+	if outcome == "" {
+		outcome = "ok"
+	}
+	r.metrics.duration.WithLabelValues(string(op), outcome).Observe(d.Seconds())
+}
+
+// do runs one operation.
+func (r *runner) do(ctx context.Context, op Op, rng *rand.Rand, gen *taskgen.Gen, msgN *int) error {
+	switch op {
+	case OpCreate:
+		n := int(r.nextID.Add(1))
+		task := gen.Task(n)
+		if _, remote := r.tgt.(*remoteTarget); remote {
+			id, err := r.tgt.create(ctx, task)
+			if err == nil {
+				r.tracker.added(id, task.ContextID)
+			}
+			return err
+		}
+		r.tracker.begin(task.ID, task.ContextID)
+		_, err := r.tgt.create(ctx, task)
+		r.tracker.end(task.ID, err == nil, false)
+		return err
+	case OpList:
+		contextID := ""
+		if rng.IntN(2) == 0 {
+			contextID = taskgen.ContextID(gen.Context())
+		}
+		_, err := r.tgt.list(ctx, contextID, "", r.mix.PageSize, true)
+		return err
+	case OpTraverse:
+		contextID := ""
+		if rng.Float64() < r.mix.TraverseByContext {
+			contextID = taskgen.ContextID(gen.Context())
+		}
+		return r.traverse(ctx, contextID)
+	}
+	id, contextID, ok := r.tracker.pick(rng.Uint64())
+	if !ok {
+		return nil
+	}
+	if op == OpGet {
+		return r.tgt.get(ctx, id)
+	}
+	r.tracker.begin(id, contextID)
+	var err error
+	switch op {
+	case OpReplace:
+		task := gen.Task(rng.IntN(1 << 20))
+		task.ID, task.ContextID = id, contextID
+		for _, m := range task.History {
+			m.TaskID, m.ContextID = id, contextID
+		}
+		err = r.tgt.replace(ctx, task)
+	case OpAppend:
+		*msgN++
+		msg := gen.Message(id, *msgN)
+		msg.ID = fmt.Sprintf("%s-%d", msg.ID, rng.Uint64())
+		err = r.tgt.appendHistory(ctx, id, msg)
+	case OpCancel:
+		err = r.tgt.cancel(ctx, id)
+	case OpDelete:
+		err = r.tgt.delete(ctx, id)
+	}
+	r.tracker.end(id, false, op == OpDelete && err == nil)
+	return err
+}
+
+// traverse walks every page of one list, checking L7 as it goes.
+func (r *runner) traverse(ctx context.Context, contextID string) error {
+	n := r.traversals.Add(1)
+	tr := newTraversal(r.seed, n, contextID, r.tracker.now())
+	token := ""
+	for {
+		if r.stopping.Load() && r.cfg.Duration > 0 && time.Since(r.start) > r.cfg.Duration+5*time.Second {
+			r.metrics.traversals.WithLabelValues("abandoned").Inc()
+			r.traversals.Add(-1)
+			return errAbandoned
+		}
+		t0 := time.Now()
+		p, err := r.tgt.list(ctx, contextID, token, r.mix.PageSize, false)
+		if ctxDone(ctx, err) {
+			r.traversals.Add(-1)
+			return err
+		}
+		r.observe(OpPage, time.Since(t0), err)
+		if err != nil {
+			r.traversals.Add(-1)
+			return err
+		}
+		tr.page(p)
+		if p.next == "" {
+			break
+		}
+		token = p.next
+	}
+	tr.finish(r.tracker)
+	r.pagesRead.Add(int64(tr.pages))
+	r.metrics.pages.Observe(float64(tr.pages))
+	r.checked.Add(int64(len(tr.seen)))
+	r.compared.Add(int64(tr.compared))
+	if len(tr.out) == 0 {
+		r.metrics.traversals.WithLabelValues("ok").Inc()
+		return nil
+	}
+	r.metrics.traversals.WithLabelValues("violated").Inc()
+	r.vmu.Lock()
+	defer r.vmu.Unlock()
+	for _, v := range tr.out {
+		if r.cfg.Progress != nil && r.vmu.count < maxViolations {
+			fmt.Fprintln(r.cfg.Progress, "\nVIOLATION", v)
+		}
+		r.metrics.violations.WithLabelValues(v.Kind).Inc()
+		r.vmu.count++
+		if len(r.vmu.list) < maxViolations {
+			r.vmu.list = append(r.vmu.list, v)
+		}
+	}
+	return nil
+}
+
+// result assembles the Result.
+func (r *runner) result(elapsed time.Duration) *Result {
+	res := &Result{
+		Target: r.cfg.Target, Workload: r.cfg.Workload, Concurrency: r.cfg.Concurrency, Rate: r.cfg.Rate,
+		Seed: r.seed, Initial: max(r.cfg.Initial, 0), PageSize: r.mix.PageSize,
+		Start: r.start, ElapsedSec: elapsed.Seconds(), Ops: map[Op]OpStats{},
+		Traversals: r.traversals.Load(), TraversalPages: r.pagesRead.Load(), ExactlyOnce: r.checked.Load(), CursorChecks: r.compared.Load(),
+		LiveTasks: r.tracker.live(), Machine: machine(),
+	}
+	if r.cfg.Remote() {
+		res.Transport = r.cfg.Transport
+	}
+	all := newHist()
+	errs := map[string]int64{}
+	for _, op := range AllOps {
+		s := r.rec[op].snapshot(elapsed)
+		if s.Count == 0 {
+			continue
+		}
+		res.Ops[op] = s
+		if op != OpPage { // pages are inside traversals: counted once, as the traversal
+			r.rec[op].merged(all)
+			for k, v := range s.Errors {
+				errs[k] += v
+			}
+		}
+	}
+	// A failed page fails its traversal, which is counted with that error
+	// class: the page row's errors are not added again.
+	res.Total = summarize(all, elapsed, errs)
+	r.vmu.Lock()
+	res.ViolationCount, res.Violations = r.vmu.count, r.vmu.list
+	r.vmu.Unlock()
+	return res
+}
+
+func machine() Machine {
+	m := Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = strings.TrimSpace(string(b))
+	}
+	m.Hostname, _ = os.Hostname()
+	return m
+}
+
+// progress prints a status line every interval until the returned func is
+// called.
+func (r *runner) progress() func() {
+	w := r.cfg.Progress
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(r.cfg.ProgressInterval)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				if r.cfg.ProgressTTY {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case now := <-t.C:
+				line := r.progressLine(now.Sub(last))
+				last = now
+				if r.cfg.ProgressTTY {
+					fmt.Fprint(w, "\r\033[K"+line)
+				} else {
+					fmt.Fprintln(w, line)
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// progressLine summarizes the interval just ended.
+func (r *runner) progressLine(interval time.Duration) string {
+	var b strings.Builder
+	var ops, errs int64
+	parts := []string{}
+	for _, op := range AllOps {
+		h, e := r.rec[op].takeInterval()
+		if h.TotalCount() == 0 {
+			continue
+		}
+		if op != OpPage {
+			ops += h.TotalCount()
+		}
+		errs += e
+		parts = append(parts, fmt.Sprintf("%s %s/%s", op, fmtMs(h.ValueAtQuantile(50)), fmtMs(h.ValueAtQuantile(99))))
+	}
+	r.vmu.Lock()
+	viol := r.vmu.count
+	r.vmu.Unlock()
+	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d  p50/p99 ms: %s",
+		time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol, strings.Join(parts, "  "))
+	return b.String()
+}
+
+func fmtMs(ns int64) string {
+	ms := float64(ns) / 1e6
+	switch {
+	case ms < 1:
+		return fmt.Sprintf("%.3f", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.1f", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
+}

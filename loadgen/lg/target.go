@@ -1,0 +1,191 @@
+package lg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// page is one list page as the checker sees it.
+type page struct {
+	ids     []a2a.TaskID
+	cursors []engine.Cursor // one per task when the target knows them (embedded); else nil
+	next    string
+	total   int
+}
+
+// target is what workers drive: an embedded engine.Store or a remote server.
+type target interface {
+	// create stores a new task (task.ID may be replaced by the server) and
+	// returns its ID.
+	create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error)
+	get(ctx context.Context, id a2a.TaskID) error
+	replace(ctx context.Context, task *a2a.Task) error
+	appendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) error
+	cancel(ctx context.Context, id a2a.TaskID) error
+	delete(ctx context.Context, id a2a.TaskID) error
+	list(ctx context.Context, contextID, token string, pageSize int, totals bool) (page, error)
+	supports(op Op) bool
+}
+
+// storeTarget drives an engine.Store in process.
+type storeTarget struct{ s engine.Store }
+
+func (t storeTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error) {
+	_, err := t.s.Create(ctx, task)
+	return task.ID, err
+}
+
+func (t storeTarget) get(ctx context.Context, id a2a.TaskID) error {
+	_, err := t.s.Get(ctx, id)
+	return err
+}
+
+func (t storeTarget) replace(ctx context.Context, task *a2a.Task) error {
+	_, err := t.s.Replace(ctx, task, 0)
+	return err
+}
+
+func (t storeTarget) appendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) error {
+	_, err := t.s.AppendHistory(ctx, id, msg)
+	return err
+}
+
+func (t storeTarget) cancel(ctx context.Context, id a2a.TaskID) error {
+	_, err := t.s.Cancel(ctx, id)
+	return err
+}
+
+func (t storeTarget) delete(ctx context.Context, id a2a.TaskID) error { return t.s.Delete(ctx, id) }
+
+func (t storeTarget) list(ctx context.Context, contextID, token string, pageSize int, totals bool) (page, error) {
+	zero := 0
+	resp, err := t.s.List(ctx, &engine.ListRequest{
+		ContextID: contextID, PageSize: pageSize, PageToken: token,
+		HistoryLength: &zero, IncludeTotalSize: totals,
+	})
+	if err != nil {
+		return page{}, err
+	}
+	p := page{next: resp.NextPageToken, total: resp.TotalSize, cursors: resp.TaskCursors}
+	for _, task := range resp.Tasks {
+		p.ids = append(p.ids, task.ID)
+	}
+	if len(p.cursors) != len(p.ids) {
+		return p, fmt.Errorf("list returned %d cursors for %d tasks: %w", len(p.cursors), len(p.ids), engine.ErrInternal)
+	}
+	return p, nil
+}
+
+func (storeTarget) supports(Op) bool { return true }
+
+// remoteTarget drives an A2A server through the a2a-go client.
+type remoteTarget struct {
+	c *a2aclient.Client
+}
+
+// dialRemote reads the agent card at base and builds a client for transport.
+func dialRemote(ctx context.Context, base, transport string) (*remoteTarget, error) {
+	proto := map[string]a2a.TransportProtocol{
+		"jsonrpc": a2a.TransportProtocolJSONRPC,
+		"http":    a2a.TransportProtocolHTTPJSON,
+		"grpc":    a2a.TransportProtocolGRPC,
+	}[transport]
+	card, err := fetchCard(ctx, strings.TrimRight(base, "/"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := a2aclient.NewFromCard(ctx, card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{proto}}),
+		a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	if err != nil {
+		return nil, fmt.Errorf("client for %s over %s: %w", base, transport, err)
+	}
+	return &remoteTarget{c: c}, nil
+}
+
+func fetchCard(ctx context.Context, base string) (*a2a.AgentCard, error) {
+	u := base + a2asrv.WellKnownAgentCardPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("agent card: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("agent card: GET %s: %s", u, resp.Status)
+	}
+	var card a2a.AgentCard
+	if err := decodeJSON(resp.Body, &card); err != nil {
+		return nil, fmt.Errorf("agent card: %w", err)
+	}
+	return &card, nil
+}
+
+func (r *remoteTarget) close() error { return r.c.Destroy() }
+
+// create sends one user message in the task's context; the server's
+// synthetic agent turns it into a task (created, updated, completed).
+func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error) {
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("loadgen"))
+	msg.ContextID = task.ContextID
+	res, err := r.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		return "", err
+	}
+	t, ok := res.(*a2a.Task)
+	if !ok {
+		return "", fmt.Errorf("SendMessage returned %T, want a task: %w", res, errTransport)
+	}
+	return t.ID, nil
+}
+
+func (r *remoteTarget) get(ctx context.Context, id a2a.TaskID) error {
+	zero := 0
+	_, err := r.c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	return err
+}
+
+func (r *remoteTarget) cancel(ctx context.Context, id a2a.TaskID) error {
+	_, err := r.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+	return err
+}
+
+var errUnsupported = errors.New("operation not supported by a remote target")
+
+func (r *remoteTarget) replace(context.Context, *a2a.Task) error { return errUnsupported }
+func (r *remoteTarget) appendHistory(context.Context, a2a.TaskID, *a2a.Message) error {
+	return errUnsupported
+}
+func (r *remoteTarget) delete(context.Context, a2a.TaskID) error { return errUnsupported }
+
+func (r *remoteTarget) list(ctx context.Context, contextID, token string, pageSize int, _ bool) (page, error) {
+	zero := 0
+	resp, err := r.c.ListTasks(ctx, &a2a.ListTasksRequest{
+		ContextID: contextID, PageSize: pageSize, PageToken: token, HistoryLength: &zero,
+	})
+	if err != nil {
+		return page{}, err
+	}
+	p := page{next: resp.NextPageToken, total: resp.TotalSize}
+	for _, task := range resp.Tasks {
+		p.ids = append(p.ids, task.ID)
+	}
+	return p, nil
+}
+
+func (r *remoteTarget) supports(op Op) bool { return remoteOps[op] }
