@@ -21,6 +21,7 @@ import (
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/internal/backends"
 )
 
 // Paths served on the HTTP listener.
@@ -60,7 +61,7 @@ type config struct {
 // HTTP+JSON, agent card, metrics) and one gRPC listener over one store.
 type server struct {
 	cfg      config
-	backend  *backend
+	backend  *backends.Backend
 	store    engine.Store // what the handler uses: metrics(policy(backend))
 	registry *prometheus.Registry
 	card     *a2a.AgentCard
@@ -85,10 +86,10 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	defer func() {
 		if err != nil {
-			_ = b.close()
+			_ = b.Close()
 		}
 	}()
-	scoped, err := applyPolicy(&cfg, b.store)
+	scoped, err := applyPolicy(&cfg, b.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, c := range b.collectors {
+	for _, c := range b.Collectors {
 		reg.MustRegister(c)
 	}
 
@@ -201,7 +202,7 @@ func (s *server) shutdown(ctx context.Context) error {
 			s.grpcSrv.Stop()
 			<-grpcDone
 		}
-		s.stopErr = errors.Join(httpErr, s.backend.close())
+		s.stopErr = errors.Join(httpErr, s.backend.Close())
 	})
 	return s.stopErr
 }

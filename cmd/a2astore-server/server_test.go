@@ -42,10 +42,10 @@ type testServer struct {
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// backends are the stores the end-to-end tests run on. Each returns the
+// testBackends are the stores the end-to-end tests run on. Each returns the
 // server config for a fresh, empty store; pg uses a throwaway database
 // (pgtest: skipped when no PostgreSQL is available, a failure under CI).
-var backends = []struct {
+var testBackends = []struct {
 	name string
 	cfg  func(t testing.TB) config
 }{
@@ -56,7 +56,7 @@ var backends = []struct {
 
 // forEachBackend runs f as one subtest per backend.
 func forEachBackend(t *testing.T, f func(t *testing.T, cfg config)) {
-	for _, b := range backends {
+	for _, b := range testBackends {
 		t.Run("backend="+b.name, func(t *testing.T) { f(t, b.cfg(t)) })
 	}
 }

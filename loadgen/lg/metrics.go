@@ -1,11 +1,7 @@
 package lg
 
 import (
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/a2astore/a2astore/engine/storemetrics"
-	"github.com/a2astore/a2astore/pebblestore"
 )
 
 // metrics is loadgen's own Prometheus view, prefixed a2astore_loadgen_.
@@ -55,27 +51,4 @@ func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker)
 	}
 	reg.MustRegister(m.duration, m.violations, m.traversals, m.pages, m.inFlight, m.known)
 	return m
-}
-
-// lsmStats maps Pebble's metrics to storemetrics.LSMStats, the way
-// a2astore-server does, so an embedded Pebble target exports the same
-// a2astore_lsm_* series as the server.
-func lsmStats(m *pebble.Metrics) storemetrics.LSMStats {
-	return storemetrics.LSMStats{
-		DiskBytes:           m.DiskSpaceUsage(),
-		ReadAmp:             m.ReadAmp(),
-		CompactionDebtBytes: m.Compact.EstimatedDebt,
-		Compactions:         m.Compact.Count,
-		Flushes:             m.Flush.Count,
-		MemtableBytes:       m.MemTable.Size,
-		WALBytes:            m.WAL.Size,
-		BlockCacheBytes:     m.BlockCache.Size,
-		BlockCacheHits:      m.BlockCache.Hits,
-		BlockCacheMisses:    m.BlockCache.Misses,
-	}
-}
-
-// newLSMCollector exports s's LSM health as a2astore_lsm_*{backend="pebble"}.
-func newLSMCollector(s *pebblestore.Store) prometheus.Collector {
-	return storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return lsmStats(s.Metrics()) })
 }

@@ -14,17 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/internal/backends"
 	"github.com/a2astore/a2astore/internal/taskgen"
 	"github.com/a2astore/a2astore/pebblestore"
-	"github.com/a2astore/a2astore/pgstore"
 )
 
 // maxViolations bounds the violations kept in a Result (all are counted).
@@ -190,48 +188,27 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 	switch {
 	case cfg.Store != nil:
 		s = cfg.Store
-	case cfg.Target == "mem":
-		m := memstore.New(memstore.Options{})
-		s, closeFn = m, func() { _ = m.Close() }
-	case cfg.Target == "pebble":
-		dir, rm := cfg.Dir, func() {}
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "loadgen-pebble-")
-			if err != nil {
-				return nil, err
+	default:
+		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN}
+		rm := func() {}
+		if cfg.Target == "pebble" {
+			bcfg.PebbleDir = cfg.Dir
+			if bcfg.PebbleDir == "" {
+				tmp, err := os.MkdirTemp("", "loadgen-pebble-")
+				if err != nil {
+					return nil, err
+				}
+				bcfg.PebbleDir, rm = tmp, func() { _ = os.RemoveAll(tmp) }
 			}
-			dir, rm = tmp, func() { _ = os.RemoveAll(tmp) }
+			bcfg.Pebble = pebblestore.Options{NoSync: cfg.PebbleNoSync, Logger: quietLogger{}}
 		}
-		p, err := pebblestore.Open(dir, pebblestore.Options{NoSync: cfg.PebbleNoSync, Logger: quietLogger{}})
+		b, err := backends.Open(ctx, bcfg)
 		if err != nil {
 			rm()
 			return nil, err
 		}
-		reg.MustRegister(newLSMCollector(p))
-		s, closeFn = p, func() { _ = p.Close(); rm() }
-	case cfg.Target == "pg":
-		pc, err := pgstore.PoolConfig(cfg.DSN)
-		if err != nil {
-			return nil, err
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, pc)
-		if err != nil {
-			return nil, fmt.Errorf("pg pool: %w", err)
-		}
-		p, err := pgstore.New(ctx, pool, pgstore.Options{})
-		if err != nil {
-			pool.Close()
-			return nil, err
-		}
-		reg.MustRegister(storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats {
-			st := pool.Stat()
-			return storemetrics.PoolStats{
-				MaxConns: st.MaxConns(), TotalConns: st.TotalConns(), IdleConns: st.IdleConns(), AcquiredConns: st.AcquiredConns(),
-				AcquireCount: st.AcquireCount(), EmptyAcquireCount: st.EmptyAcquireCount(),
-				CanceledAcquireCount: st.CanceledAcquireCount(), AcquireDuration: st.AcquireDuration(),
-			}
-		}))
-		s, closeFn = p, func() { _ = p.Close(); pool.Close() }
+		reg.MustRegister(b.Collectors...)
+		s, closeFn = b.Store, func() { _ = b.Close(); rm() }
 	}
 	m := storemetrics.New(s, storemetrics.Options{Backend: backend})
 	reg.MustRegister(m)

@@ -1,0 +1,116 @@
+// Package backends opens an a2astore backend by name — mem, pebble or pg —
+// together with the Prometheus collectors of its own health (Pebble's LSM,
+// pgxpool's connections), for the commands that let users pick one: the
+// staging server and the load generator.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+// Config says which backend to open. The zero value opens mem.
+type Config struct {
+	Name      string       // "mem" (default), "pebble" or "pg"
+	Clock     engine.Clock // mem and pebble; nil = wall clock
+	PebbleDir string       // pebble: required
+	// Pebble holds further pebblestore options (NoSync, Logger); its Clock
+	// is replaced by Clock.
+	Pebble pebblestore.Options
+	PGDSN  string // pg: required; pool settings ride on the DSN
+}
+
+// Backend is an opened store, what closing it needs, and its collectors.
+type Backend struct {
+	Store      engine.Store
+	Close      func() error
+	Collectors []prometheus.Collector // backend health: a2astore_lsm_*, a2astore_pool_*
+}
+
+// Open opens the configured backend.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	switch cfg.Name {
+	case "", "mem":
+		s := memstore.New(memstore.Options{Clock: cfg.Clock})
+		return &Backend{Store: s, Close: s.Close}, nil
+
+	case "pebble":
+		if cfg.PebbleDir == "" {
+			return nil, errors.New("backend pebble needs a directory")
+		}
+		opts := cfg.Pebble
+		opts.Clock = cfg.Clock
+		s, err := pebblestore.Open(cfg.PebbleDir, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &Backend{Store: s, Close: s.Close, Collectors: []prometheus.Collector{
+			storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return lsmStats(s.Metrics()) }),
+		}}, nil
+
+	case "pg":
+		if cfg.PGDSN == "" {
+			return nil, errors.New("backend pg needs a DSN")
+		}
+		pcfg, err := pgstore.PoolConfig(cfg.PGDSN)
+		if err != nil {
+			return nil, fmt.Errorf("pg: %w", err)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			return nil, fmt.Errorf("pg: %w", err)
+		}
+		s, err := pgstore.New(ctx, pool, pgstore.Options{})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		return &Backend{
+			Store: s,
+			Close: func() error { err := s.Close(); pool.Close(); return err },
+			Collectors: []prometheus.Collector{
+				storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return poolStats(pool.Stat()) }),
+			},
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown backend %q (want mem, pebble or pg)", cfg.Name)
+}
+
+func poolStats(s *pgxpool.Stat) storemetrics.PoolStats {
+	return storemetrics.PoolStats{
+		MaxConns:             s.MaxConns(),
+		TotalConns:           s.TotalConns(),
+		IdleConns:            s.IdleConns(),
+		AcquiredConns:        s.AcquiredConns(),
+		AcquireCount:         s.AcquireCount(),
+		EmptyAcquireCount:    s.EmptyAcquireCount(),
+		CanceledAcquireCount: s.CanceledAcquireCount(),
+		AcquireDuration:      s.AcquireDuration(),
+	}
+}
+
+func lsmStats(m *pebble.Metrics) storemetrics.LSMStats {
+	return storemetrics.LSMStats{
+		DiskBytes:           m.DiskSpaceUsage(),
+		ReadAmp:             m.ReadAmp(),
+		CompactionDebtBytes: m.Compact.EstimatedDebt,
+		Compactions:         m.Compact.Count,
+		Flushes:             m.Flush.Count,
+		MemtableBytes:       m.MemTable.Size,
+		WALBytes:            m.WAL.Size,
+		BlockCacheBytes:     m.BlockCache.Size,
+		BlockCacheHits:      m.BlockCache.Hits,
+		BlockCacheMisses:    m.BlockCache.Misses,
+	}
+}
