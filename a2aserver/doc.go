@@ -23,6 +23,10 @@
 //     a2a.ErrInternalError. Remote callers see fixed messages only; a bad
 //     page token always reads "invalid page token", whatever the token.
 //
+// HeaderIdentity is a call interceptor that takes the caller identity from a
+// trusted request header, for authorization policies (engine/authz) in
+// staging setups.
+//
 // a2a-go's transports do not carry every ListTasks parameter equally; see
 // GRPCListTasksValidator and RESTQueryCompat for the two gaps this package
 // closes on the server side, and README-snippet.md for the ones it cannot.

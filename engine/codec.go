@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -12,7 +13,8 @@ import (
 
 // The stored form of a task, shared by the backends: a compact binary
 // encoding of the a2a types, version-tagged. Free-form values (metadata maps,
-// data parts) are embedded as their JSON. Decoding yields an independent copy
+// data parts) are stored as JSON values in a binary form, so decoding parses
+// no JSON. Decoding yields an independent copy
 // (L9) whose A2A JSON equals that of the encoded task. A test walks the a2a
 // types by reflection so a new SDK field cannot be dropped silently.
 //
@@ -79,17 +81,39 @@ func DecodeTask(b []byte) (*a2a.Task, error) {
 	return t, nil
 }
 
-// EncodeMetadata is the stored form of task metadata for light projections:
-// nil for none, JSON otherwise.
+// EncodeMetadata is the stored form of task metadata for light projections
+// (nil for none): the same binary JSON-value form the task codec uses, so a
+// light page decodes metadata without parsing JSON.
 func EncodeMetadata(m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("engine: encode metadata: %v: %w", err, ErrInvalidArgument)
+	w := writer{buf: make([]byte, 0, 64)}
+	w.buf = append(w.buf, codecV1)
+	w.value(m)
+	if w.err != nil {
+		return nil, fmt.Errorf("engine: encode metadata: %v: %w", w.err, ErrInvalidArgument)
 	}
-	return b, nil
+	return w.buf, nil
+}
+
+// DecodeMetadata decodes the output of EncodeMetadata.
+func DecodeMetadata(b []byte) (map[string]any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != codecV1 {
+		return nil, fmt.Errorf("engine: decode metadata: unknown format: %w", ErrInternal)
+	}
+	r := reader{s: string(b[1:])}
+	m, _ := r.value().(map[string]any)
+	if r.err == nil && (m == nil || r.off != len(r.s)) {
+		r.err = errors.New("not a map")
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("engine: decode metadata: %v: %w", r.err, ErrInternal)
+	}
+	return m, nil
 }
 
 // LightTask builds a light-projection task (ProjectionLight) from stored
@@ -100,11 +124,11 @@ func LightTask(id a2a.TaskID, contextID string, status a2a.TaskStatus, metadata 
 		ts := *status.Timestamp
 		t.Status.Timestamp = &ts
 	}
-	if len(metadata) > 0 {
-		if err := json.Unmarshal(metadata, &t.Metadata); err != nil {
-			return nil, fmt.Errorf("engine: decode metadata: %v: %w", err, ErrInternal)
-		}
+	m, err := DecodeMetadata(metadata)
+	if err != nil {
+		return nil, err
 	}
+	t.Metadata = m
 	return t, nil
 }
 
@@ -151,21 +175,83 @@ func (w *writer) time(t *time.Time) {
 	w.str(string(b))
 }
 
-// json embeds v as JSON; absent (nil) is the empty string.
-func (w *writer) json(v any) {
-	b, err := json.Marshal(v)
-	if err != nil && w.err == nil {
-		w.err = err
+// JSON value kinds of the binary value form.
+const (
+	valNull = iota
+	valFalse
+	valTrue
+	valNumber
+	valString
+	valArray
+	valObject
+)
+
+// value stores a JSON value (what encoding/json decodes into an any: nil,
+// bool, float64, string, []any, map[string]any). Any other Go value is first
+// normalized through encoding/json, so it reads back as it would from the
+// wire.
+func (w *writer) value(v any) {
+	switch v := v.(type) {
+	case nil:
+		w.buf = append(w.buf, valNull)
+	case bool:
+		if v {
+			w.buf = append(w.buf, valTrue)
+		} else {
+			w.buf = append(w.buf, valFalse)
+		}
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			w.fail(errors.New("metadata number is not finite"))
+			return
+		}
+		w.buf = append(w.buf, valNumber)
+		w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(v))
+	case string:
+		w.buf = append(w.buf, valString)
+		w.str(v)
+	case []any:
+		w.buf = append(w.buf, valArray)
+		w.uvarint(uint64(len(v)))
+		for _, e := range v {
+			w.value(e)
+		}
+	case map[string]any:
+		w.buf = append(w.buf, valObject)
+		w.uvarint(uint64(len(v)))
+		for k, e := range v {
+			w.str(k)
+			w.value(e)
+		}
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		var norm any
+		if err := json.Unmarshal(b, &norm); err != nil {
+			w.fail(err)
+			return
+		}
+		w.value(norm)
 	}
-	w.str(string(b))
 }
 
+func (w *writer) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// meta stores a metadata map; nil is distinct from empty only in that both
+// are absent on the wire.
 func (w *writer) meta(m map[string]any) {
 	if m == nil {
-		w.str("")
+		w.buf = append(w.buf, valNull)
 		return
 	}
-	w.json(m)
+	w.value(m)
 }
 
 func (w *writer) message(m *a2a.Message) {
@@ -219,7 +305,7 @@ func (w *writer) parts(ps a2a.ContentParts) {
 			w.str(string(c))
 		case a2a.Data:
 			w.buf = append(w.buf, partData)
-			w.json(c.Value)
+			w.value(c.Value)
 		case a2a.URL:
 			w.buf = append(w.buf, partURL)
 			w.str(string(c))
@@ -310,20 +396,56 @@ func (r *reader) time() *time.Time {
 	return t
 }
 
-func (r *reader) json(v any) {
-	if err := json.Unmarshal([]byte(r.str()), v); err != nil {
-		r.fail("bad embedded JSON")
+// value reads a JSON value stored by writer.value.
+func (r *reader) value() any {
+	switch r.byte() {
+	case valNull:
+		return nil
+	case valFalse:
+		return false
+	case valTrue:
+		return true
+	case valNumber:
+		if len(r.s)-r.off < 8 {
+			r.fail("truncated")
+			return nil
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64([]byte(r.s[r.off : r.off+8])))
+		r.off += 8
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			r.fail("number is not finite")
+		}
+		return v
+	case valString:
+		return r.str()
+	case valArray:
+		n := r.count()
+		a := make([]any, n)
+		for i := range a {
+			a[i] = r.value()
+		}
+		return a
+	case valObject:
+		n := r.count()
+		m := make(map[string]any, n)
+		for range n {
+			k := r.str()
+			m[k] = r.value()
+		}
+		return m
 	}
+	r.fail("bad value kind")
+	return nil
 }
 
 func (r *reader) meta() map[string]any {
-	s := r.str()
-	if s == "" {
+	v := r.value()
+	if v == nil {
 		return nil
 	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		r.fail("bad metadata")
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.fail("metadata is not an object")
 	}
 	return m
 }
@@ -376,9 +498,7 @@ func (r *reader) parts() a2a.ContentParts {
 		case partRaw:
 			p.Content = a2a.Raw(r.str())
 		case partData:
-			var v any
-			r.json(&v)
-			p.Content = a2a.Data{Value: v}
+			p.Content = a2a.Data{Value: r.value()}
 		case partURL:
 			p.Content = a2a.URL(r.str())
 		default:

@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -113,6 +115,63 @@ func FuzzDecodeTask(f *testing.F) {
 		}
 		j1, _ := json.Marshal(task)
 		j2, _ := json.Marshal(task2)
+		if !bytes.Equal(j1, j2) {
+			t.Fatalf("unstable: %s vs %s", j1, j2)
+		}
+	})
+}
+
+// TestMetadataCodec: light-projection metadata round-trips as the wire
+// would carry it (Go ints become JSON numbers), and values JSON cannot carry
+// are refused.
+func TestMetadataCodec(t *testing.T) {
+	in := map[string]any{"owner": "alice", "n": 3, "f": 1.5, "ok": true, "none": nil,
+		"list": []any{"a", 2.0, map[string]any{"deep": []any{}}}, "typed": []string{"x", "y"}}
+	b, err := EncodeMetadata(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(in)
+	have, _ := json.Marshal(got)
+	if !bytes.Equal(want, have) {
+		t.Fatalf("metadata changed:\nwant %s\nhave %s", want, have)
+	}
+	if _, ok := got["n"].(float64); !ok {
+		t.Fatalf("int metadata decoded as %T, want float64 as from JSON", got["n"])
+	}
+	if m, err := DecodeMetadata(nil); m != nil || err != nil {
+		t.Fatalf("DecodeMetadata(nil) = %v, %v", m, err)
+	}
+	for _, bad := range []map[string]any{{"nan": math.NaN()}, {"inf": math.Inf(1)}, {"ch": make(chan int)}} {
+		if _, err := EncodeMetadata(bad); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("EncodeMetadata(%v) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeMetadata(f *testing.F) {
+	b, _ := EncodeMetadata(map[string]any{"k": []any{1.0, "s", nil, true, map[string]any{}}})
+	f.Add(b)
+	f.Add([]byte{codecV1, valObject, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMetadata(b)
+		if err != nil || len(m) == 0 {
+			return // no metadata: stored as none, like an empty map on the wire
+		}
+		b2, err := EncodeMetadata(m)
+		if err != nil {
+			t.Fatalf("decoded metadata does not re-encode: %v", err)
+		}
+		m2, err := DecodeMetadata(b2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j1, _ := json.Marshal(m)
+		j2, _ := json.Marshal(m2)
 		if !bytes.Equal(j1, j2) {
 			t.Fatalf("unstable: %s vs %s", j1, j2)
 		}

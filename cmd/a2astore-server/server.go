@@ -20,7 +20,6 @@ import (
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 )
 
@@ -55,36 +54,6 @@ type config struct {
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
 	Logger *slog.Logger
-}
-
-// backend is an opened store plus what closing it needs.
-type backend struct {
-	store      engine.Store
-	close      func() error
-	collectors []prometheus.Collector // backend-specific metrics (pool, LSM)
-}
-
-// openBackend opens the configured store. Each backend is one case.
-func openBackend(ctx context.Context, cfg *config) (*backend, error) {
-	switch cfg.Backend {
-	case "", "mem":
-		s := memstore.New(memstore.Options{Clock: cfg.Clock})
-		return &backend{store: s, close: s.Close}, nil
-	case "pebble", "pg":
-		return nil, fmt.Errorf("backend %q is not available in this build yet", cfg.Backend)
-	}
-	return nil, fmt.Errorf("unknown backend %q (want mem, pebble or pg)", cfg.Backend)
-}
-
-// applyPolicy wraps the store in the configured authorization policy.
-func applyPolicy(cfg *config, s engine.Store) (engine.Store, error) {
-	switch cfg.Policy {
-	case "", "none":
-		return s, nil
-	case "owner":
-		return nil, errors.New("policy \"owner\" is not available in this build yet")
-	}
-	return nil, fmt.Errorf("unknown policy %q (want none or owner)", cfg.Policy)
 }
 
 // server is a running a2astore server: one HTTP listener (JSON-RPC,

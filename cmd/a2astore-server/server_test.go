@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pgtest"
 )
 
 // transports in the order a portable traversal rotates through them.
@@ -39,10 +40,25 @@ type testServer struct {
 	pb       a2apb.A2AServiceClient
 }
 
-// backendsUnderTest lists the backends the end-to-end tests run on; each
-// needs nothing outside the test (pg joins when a DSN is configured).
-func backendsUnderTest(t testing.TB) []config {
-	return []config{{Backend: "mem"}}
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// backends are the stores the end-to-end tests run on. Each returns the
+// server config for a fresh, empty store; pg uses a throwaway database
+// (pgtest: skipped when no PostgreSQL is available, a failure under CI).
+var backends = []struct {
+	name string
+	cfg  func(t testing.TB) config
+}{
+	{"mem", func(testing.TB) config { return config{Backend: "mem"} }},
+	{"pebble", func(t testing.TB) config { return config{Backend: "pebble", PebbleDir: t.TempDir()} }},
+	{"pg", func(t testing.TB) config { return config{Backend: "pg", PGDSN: pgtest.DSN(t)} }},
+}
+
+// forEachBackend runs f as one subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, cfg config)) {
+	for _, b := range backends {
+		t.Run("backend="+b.name, func(t *testing.T) { f(t, b.cfg(t)) })
+	}
 }
 
 func startServer(t testing.TB, cfg config) *testServer {
@@ -161,37 +177,35 @@ func seedDirect(t testing.TB, ts *testServer, n int) {
 // TestSendMessageCreatesTasks: SendMessage on each transport runs the
 // synthetic agent, whose writes go through the adapter into the store.
 func TestSendMessageCreatesTasks(t *testing.T) {
-	for _, cfg := range backendsUnderTest(t) {
-		t.Run("backend="+cfg.Backend, func(t *testing.T) {
-			cfg.Agent = agentConfig{StatusUpdates: 3, HistoryMessages: 2, ArtifactBytes: 100}
-			ts := startServer(t, cfg)
-			for _, tr := range transports {
-				task := send(t, ts.clients[tr], "ctx-"+string(tr), "hi")
-				if task.Status.State != a2a.TaskStateCompleted {
-					t.Errorf("%s: state %s, want completed", tr, task.Status.State)
-				}
-				rec, err := ts.store.Get(t.Context(), task.ID)
-				if err != nil {
-					t.Fatalf("%s: store Get: %v", tr, err)
-				}
-				// 1 Create + 3 working updates + 1 artifact + 1 completion.
-				if rec.Revision != 6 {
-					t.Errorf("%s: revision %d, want 6", tr, rec.Revision)
-				}
-				// The user message plus the two agent messages.
-				if n := len(rec.Task.History); n != 3 {
-					t.Errorf("%s: history has %d messages, want 3", tr, n)
-				}
-				if len(rec.Task.Artifacts) != 1 || len(rec.Task.Artifacts[0].Parts) != 1 || len(rec.Task.Artifacts[0].Parts[0].Text()) != 100 {
-					t.Errorf("%s: artifacts %+v, want one of 100 bytes", tr, rec.Task.Artifacts)
-				}
-				got, err := ts.clients[tr].GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
-				if err != nil || got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted {
-					t.Errorf("%s: GetTask = %v, %v", tr, got, err)
-				}
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		cfg.Agent = agentConfig{StatusUpdates: 3, HistoryMessages: 2, ArtifactBytes: 100}
+		ts := startServer(t, cfg)
+		for _, tr := range transports {
+			task := send(t, ts.clients[tr], "ctx-"+string(tr), "hi")
+			if task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("%s: state %s, want completed", tr, task.Status.State)
 			}
-		})
-	}
+			rec, err := ts.store.Get(t.Context(), task.ID)
+			if err != nil {
+				t.Fatalf("%s: store Get: %v", tr, err)
+			}
+			// 1 Create + 3 working updates + 1 artifact + 1 completion.
+			if rec.Revision != 6 {
+				t.Errorf("%s: revision %d, want 6", tr, rec.Revision)
+			}
+			// The user message plus the two agent messages.
+			if n := len(rec.Task.History); n != 3 {
+				t.Errorf("%s: history has %d messages, want 3", tr, n)
+			}
+			if len(rec.Task.Artifacts) != 1 || len(rec.Task.Artifacts[0].Parts) != 1 || len(rec.Task.Artifacts[0].Parts[0].Text()) != 100 {
+				t.Errorf("%s: artifacts %+v, want one of 100 bytes", tr, rec.Task.Artifacts)
+			}
+			got, err := ts.clients[tr].GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+			if err != nil || got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("%s: GetTask = %v, %v", tr, got, err)
+			}
+		}
+	})
 }
 
 // page is what a traversal observes of one page.
@@ -240,42 +254,40 @@ func traverse(t *testing.T, ts *testServer, req a2a.ListTasksRequest, pick func(
 // every page returns exactly the tasks, order and tokens of a traversal on
 // any single transport.
 func TestPortableTraversal(t *testing.T) {
-	for _, cfg := range backendsUnderTest(t) {
-		t.Run("backend="+cfg.Backend, func(t *testing.T) {
-			cfg.Agent = agentConfig{StatusUpdates: 1, HistoryMessages: 1, ArtifactBytes: 10}
-			ts := startServer(t, cfg)
-			seed(t, ts, 40)
-			cases := []a2a.ListTasksRequest{
-				{PageSize: 7},
-				{PageSize: 1},
-				{PageSize: 100},
-				{ContextID: "ctx-a", PageSize: 4},
-				{Status: a2a.TaskStateCompleted, PageSize: 3, IncludeArtifacts: true},
-				{ContextID: "ctx-a", Status: a2a.TaskStateWorking, PageSize: 2, HistoryLength: new(0)},
-				{PageSize: 6, HistoryLength: new(1), IncludeArtifacts: true},
-				// Whole seconds: a2a-go's REST client drops sub-second precision.
-				{StatusTimestampAfter: new(seedEpoch.Add(25 * time.Second)), PageSize: 4},
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		cfg.Agent = agentConfig{StatusUpdates: 1, HistoryMessages: 1, ArtifactBytes: 10}
+		ts := startServer(t, cfg)
+		seed(t, ts, 40)
+		cases := []a2a.ListTasksRequest{
+			{PageSize: 7},
+			{PageSize: 1},
+			{PageSize: 100},
+			{ContextID: "ctx-a", PageSize: 4},
+			{Status: a2a.TaskStateCompleted, PageSize: 3, IncludeArtifacts: true},
+			{ContextID: "ctx-a", Status: a2a.TaskStateWorking, PageSize: 2, HistoryLength: new(0)},
+			{PageSize: 6, HistoryLength: new(1), IncludeArtifacts: true},
+			// Whole seconds: a2a-go's REST client drops sub-second precision.
+			{StatusTimestampAfter: new(seedEpoch.Add(25 * time.Second)), PageSize: 4},
+		}
+		for _, req := range cases {
+			want := traverse(t, ts, req, func(int) a2a.TransportProtocol { return a2a.TransportProtocolJSONRPC })
+			var ids int
+			for _, p := range want {
+				ids += len(p.IDs)
 			}
-			for _, req := range cases {
-				want := traverse(t, ts, req, func(int) a2a.TransportProtocol { return a2a.TransportProtocolJSONRPC })
-				var ids int
-				for _, p := range want {
-					ids += len(p.IDs)
-				}
-				if ids == 0 || ids != want[0].TotalSize {
-					t.Fatalf("%+v: traversal returned %d tasks, totalSize %d", req, ids, want[0].TotalSize)
-				}
-				for _, tr := range transports[1:] {
-					got := traverse(t, ts, req, func(int) a2a.TransportProtocol { return tr })
-					assertSamePages(t, fmt.Sprintf("%+v only %s", req, tr), got, want)
-				}
-				for start := range transports {
-					got := traverse(t, ts, req, func(i int) a2a.TransportProtocol { return transports[(start+i)%len(transports)] })
-					assertSamePages(t, fmt.Sprintf("%+v rotating from %s", req, transports[start]), got, want)
-				}
+			if ids == 0 || ids != want[0].TotalSize {
+				t.Fatalf("%+v: traversal returned %d tasks, totalSize %d", req, ids, want[0].TotalSize)
 			}
-		})
-	}
+			for _, tr := range transports[1:] {
+				got := traverse(t, ts, req, func(int) a2a.TransportProtocol { return tr })
+				assertSamePages(t, fmt.Sprintf("%+v only %s", req, tr), got, want)
+			}
+			for start := range transports {
+				got := traverse(t, ts, req, func(i int) a2a.TransportProtocol { return transports[(start+i)%len(transports)] })
+				assertSamePages(t, fmt.Sprintf("%+v rotating from %s", req, transports[start]), got, want)
+			}
+		}
+	})
 }
 
 func assertSamePages(t *testing.T, name string, got, want []page) {

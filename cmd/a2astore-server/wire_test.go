@@ -121,91 +121,89 @@ type restError struct {
 // that never echoes the token, and an unknown task is -32001 / 404 /
 // NOT_FOUND.
 func TestErrorCodes(t *testing.T) {
-	for _, cfg := range backendsUnderTest(t) {
-		t.Run("backend="+cfg.Backend, func(t *testing.T) {
-			ts := startServer(t, cfg)
-			seed(t, ts, 5)
-			tokenMessages := map[string]bool{}
-			for _, bc := range badLists {
-				if !engineRejects(bc.a2a()) {
-					t.Fatalf("%s: the engine accepts this request; the case is wrong", bc.name)
-				}
-				t.Run(bc.name, func(t *testing.T) {
-					var rpc rpcError
-					if err := json.Unmarshal(jsonrpcCall(t, ts, "ListTasks", bc.jsonParams()), &rpc); err != nil || rpc.Error == nil {
-						t.Fatalf("JSON-RPC: want an error object, got %+v (%v)", rpc, err)
-					}
-					if rpc.Error.Code != -32602 {
-						t.Errorf("JSON-RPC code %d, want -32602 (%s)", rpc.Error.Code, rpc.Error.Message)
-					}
-
-					code, body := restGet(t, ts, "/tasks", bc.query())
-					var re restError
-					if err := json.Unmarshal(body, &re); err != nil || re.Error == nil {
-						t.Fatalf("HTTP+JSON: want an error object, got %s (%v)", body, err)
-					}
-					if code != http.StatusBadRequest || re.Error.Status != "INVALID_ARGUMENT" {
-						t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_ARGUMENT (%s)", code, re.Error.Status, re.Error.Message)
-					}
-
-					_, err := ts.pb.ListTasks(t.Context(), bc.proto())
-					st, _ := status.FromError(err)
-					if st.Code() != codes.InvalidArgument {
-						t.Errorf("gRPC: %v, want INVALID_ARGUMENT", err)
-					}
-
-					if bc.token != "" {
-						for tr, msg := range map[string]string{"jsonrpc": rpc.Error.Message, "rest": re.Error.Message, "grpc": st.Message()} {
-							if strings.Contains(msg, bc.token) {
-								t.Errorf("%s: message %q echoes the token", tr, msg)
-							}
-							tokenMessages[tr+": "+msg] = true
-						}
-					}
-
-					// The a2a-go client surfaces the same sentinel on every
-					// transport (the status filter is not carried by its gRPC
-					// conversion, so that case is covered by the raw stub above).
-					if bc.pbStatus == 0 {
-						for _, tr := range transports {
-							if _, err := ts.clients[tr].ListTasks(t.Context(), bc.a2a()); !errors.Is(err, a2a.ErrInvalidParams) {
-								t.Errorf("%s client: %v, want a2a.ErrInvalidParams", tr, err)
-							}
-						}
-					}
-				})
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		ts := startServer(t, cfg)
+		seed(t, ts, 5)
+		tokenMessages := map[string]bool{}
+		for _, bc := range badLists {
+			if !engineRejects(bc.a2a()) {
+				t.Fatalf("%s: the engine accepts this request; the case is wrong", bc.name)
 			}
-			// One message per transport for every bad token, and the same text
-			// on all three.
-			var texts []string
-			for m := range tokenMessages {
-				texts = append(texts, m[strings.Index(m, ": ")+2:])
-			}
-			slices.Sort(texts)
-			if len(tokenMessages) != 3 || len(slices.Compact(texts)) != 1 {
-				t.Errorf("bad tokens produced messages %v, want one per transport, all equal", tokenMessages)
-			}
-
-			t.Run("unknown task", func(t *testing.T) {
+			t.Run(bc.name, func(t *testing.T) {
 				var rpc rpcError
-				if err := json.Unmarshal(jsonrpcCall(t, ts, "GetTask", map[string]any{"id": "no-such-task"}), &rpc); err != nil || rpc.Error == nil || rpc.Error.Code != -32001 {
-					t.Errorf("JSON-RPC GetTask unknown: %+v (%v), want -32001", rpc.Error, err)
+				if err := json.Unmarshal(jsonrpcCall(t, ts, "ListTasks", bc.jsonParams()), &rpc); err != nil || rpc.Error == nil {
+					t.Fatalf("JSON-RPC: want an error object, got %+v (%v)", rpc, err)
 				}
-				if code, body := restGet(t, ts, "/tasks/no-such-task", nil); code != http.StatusNotFound {
-					t.Errorf("HTTP+JSON GetTask unknown: %d %s, want 404", code, body)
+				if rpc.Error.Code != -32602 {
+					t.Errorf("JSON-RPC code %d, want -32602 (%s)", rpc.Error.Code, rpc.Error.Message)
 				}
-				_, err := ts.pb.GetTask(t.Context(), &a2apb.GetTaskRequest{Id: "no-such-task"})
-				if st, _ := status.FromError(err); st.Code() != codes.NotFound {
-					t.Errorf("gRPC GetTask unknown: %v, want NOT_FOUND", err)
+
+				code, body := restGet(t, ts, "/tasks", bc.query())
+				var re restError
+				if err := json.Unmarshal(body, &re); err != nil || re.Error == nil {
+					t.Fatalf("HTTP+JSON: want an error object, got %s (%v)", body, err)
 				}
-				for _, tr := range transports {
-					if _, err := ts.clients[tr].GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
-						t.Errorf("%s client GetTask unknown: %v, want a2a.ErrTaskNotFound", tr, err)
+				if code != http.StatusBadRequest || re.Error.Status != "INVALID_ARGUMENT" {
+					t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_ARGUMENT (%s)", code, re.Error.Status, re.Error.Message)
+				}
+
+				_, err := ts.pb.ListTasks(t.Context(), bc.proto())
+				st, _ := status.FromError(err)
+				if st.Code() != codes.InvalidArgument {
+					t.Errorf("gRPC: %v, want INVALID_ARGUMENT", err)
+				}
+
+				if bc.token != "" {
+					for tr, msg := range map[string]string{"jsonrpc": rpc.Error.Message, "rest": re.Error.Message, "grpc": st.Message()} {
+						if strings.Contains(msg, bc.token) {
+							t.Errorf("%s: message %q echoes the token", tr, msg)
+						}
+						tokenMessages[tr+": "+msg] = true
+					}
+				}
+
+				// The a2a-go client surfaces the same sentinel on every
+				// transport (the status filter is not carried by its gRPC
+				// conversion, so that case is covered by the raw stub above).
+				if bc.pbStatus == 0 {
+					for _, tr := range transports {
+						if _, err := ts.clients[tr].ListTasks(t.Context(), bc.a2a()); !errors.Is(err, a2a.ErrInvalidParams) {
+							t.Errorf("%s client: %v, want a2a.ErrInvalidParams", tr, err)
+						}
 					}
 				}
 			})
+		}
+		// One message per transport for every bad token, and the same text
+		// on all three.
+		var texts []string
+		for m := range tokenMessages {
+			texts = append(texts, m[strings.Index(m, ": ")+2:])
+		}
+		slices.Sort(texts)
+		if len(tokenMessages) != 3 || len(slices.Compact(texts)) != 1 {
+			t.Errorf("bad tokens produced messages %v, want one per transport, all equal", tokenMessages)
+		}
+
+		t.Run("unknown task", func(t *testing.T) {
+			var rpc rpcError
+			if err := json.Unmarshal(jsonrpcCall(t, ts, "GetTask", map[string]any{"id": "no-such-task"}), &rpc); err != nil || rpc.Error == nil || rpc.Error.Code != -32001 {
+				t.Errorf("JSON-RPC GetTask unknown: %+v (%v), want -32001", rpc.Error, err)
+			}
+			if code, body := restGet(t, ts, "/tasks/no-such-task", nil); code != http.StatusNotFound {
+				t.Errorf("HTTP+JSON GetTask unknown: %d %s, want 404", code, body)
+			}
+			_, err := ts.pb.GetTask(t.Context(), &a2apb.GetTaskRequest{Id: "no-such-task"})
+			if st, _ := status.FromError(err); st.Code() != codes.NotFound {
+				t.Errorf("gRPC GetTask unknown: %v, want NOT_FOUND", err)
+			}
+			for _, tr := range transports {
+				if _, err := ts.clients[tr].GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"}); !errors.Is(err, a2a.ErrTaskNotFound) {
+					t.Errorf("%s client GetTask unknown: %v, want a2a.ErrTaskNotFound", tr, err)
+				}
+			}
 		})
-	}
+	})
 }
 
 // internalWords must never appear in a ListTasks body (W4).
@@ -262,224 +260,272 @@ func checkListResult(t *testing.T, where string, result map[string]json.RawMessa
 // TestNothingInternalOnWire (W1, W4, T6): raw JSON-RPC and HTTP+JSON bodies
 // and decoded gRPC responses carry only the public ListTasks fields.
 func TestNothingInternalOnWire(t *testing.T) {
-	for _, cfg := range backendsUnderTest(t) {
-		t.Run("backend="+cfg.Backend, func(t *testing.T) {
-			cfg.Agent = agentConfig{StatusUpdates: 1, ArtifactBytes: 8}
-			ts := startServer(t, cfg)
-			seed(t, ts, 12)
-			total := 12 + 2*len(transports)
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		cfg.Agent = agentConfig{StatusUpdates: 1, ArtifactBytes: 8}
+		ts := startServer(t, cfg)
+		seed(t, ts, 12)
+		total := 12 + 2*len(transports)
 
-			for _, include := range []bool{false, true} {
-				// JSON-RPC, whole traversal.
-				params := map[string]any{"pageSize": 5, "includeArtifacts": include}
-				seen := 0
-				for i := 0; ; i++ {
-					body := jsonrpcCall(t, ts, "ListTasks", params)
-					checkNoInternal(t, "JSON-RPC", body)
-					var env struct {
-						Result map[string]json.RawMessage `json:"result"`
-					}
-					if err := json.Unmarshal(body, &env); err != nil || env.Result == nil {
-						t.Fatalf("JSON-RPC: %s (%v)", body, err)
-					}
-					tok, n := checkListResult(t, fmt.Sprintf("JSON-RPC page %d", i), env.Result, include)
-					seen += n
-					if tok == "" {
-						break
-					}
-					params["pageToken"] = tok
+		for _, include := range []bool{false, true} {
+			// JSON-RPC, whole traversal.
+			params := map[string]any{"pageSize": 5, "includeArtifacts": include}
+			seen := 0
+			for i := 0; ; i++ {
+				body := jsonrpcCall(t, ts, "ListTasks", params)
+				checkNoInternal(t, "JSON-RPC", body)
+				var env struct {
+					Result map[string]json.RawMessage `json:"result"`
 				}
-				if seen != total {
-					t.Errorf("JSON-RPC traversal saw %d tasks, want %d", seen, total)
+				if err := json.Unmarshal(body, &env); err != nil || env.Result == nil {
+					t.Fatalf("JSON-RPC: %s (%v)", body, err)
 				}
-
-				// HTTP+JSON, whole traversal.
-				q := url.Values{"pageSize": {"5"}}
-				if include {
-					q.Set("includeArtifacts", "true")
+				tok, n := checkListResult(t, fmt.Sprintf("JSON-RPC page %d", i), env.Result, include)
+				seen += n
+				if tok == "" {
+					break
 				}
-				seen = 0
-				for i := 0; ; i++ {
-					code, body := restGet(t, ts, "/tasks", q)
-					if code != http.StatusOK {
-						t.Fatalf("HTTP+JSON: %d %s", code, body)
-					}
-					checkNoInternal(t, "HTTP+JSON", body)
-					var result map[string]json.RawMessage
-					if err := json.Unmarshal(body, &result); err != nil {
-						t.Fatal(err)
-					}
-					tok, n := checkListResult(t, fmt.Sprintf("HTTP+JSON page %d", i), result, include)
-					seen += n
-					if tok == "" {
-						break
-					}
-					q.Set("pageToken", tok)
-				}
-				if seen != total {
-					t.Errorf("HTTP+JSON traversal saw %d tasks, want %d", seen, total)
-				}
-
-				// gRPC, whole traversal on the raw stub.
-				ps := int32(5)
-				req := &a2apb.ListTasksRequest{PageSize: &ps, IncludeArtifacts: &include}
-				seen = 0
-				for {
-					resp, err := ts.pb.ListTasks(t.Context(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(resp.ProtoReflect().GetUnknown()) != 0 {
-						t.Errorf("gRPC response carries unknown fields")
-					}
-					for _, task := range resp.GetTasks() {
-						if has := len(task.GetArtifacts()) > 0; has != include {
-							t.Errorf("gRPC: task %s artifacts=%v with includeArtifacts=%v", task.GetId(), has, include)
-						}
-					}
-					seen += len(resp.GetTasks())
-					if resp.GetNextPageToken() == "" {
-						break
-					}
-					req.PageToken = resp.GetNextPageToken()
-				}
-				if seen != total {
-					t.Errorf("gRPC traversal saw %d tasks, want %d", seen, total)
-				}
+				params["pageToken"] = tok
+			}
+			if seen != total {
+				t.Errorf("JSON-RPC traversal saw %d tasks, want %d", seen, total)
 			}
 
-			// An empty page is "tasks": [] with an empty token on both JSON bindings.
-			body := jsonrpcCall(t, ts, "ListTasks", map[string]any{"contextId": "no-such-context"})
-			if !strings.Contains(string(body), `"tasks":[]`) || !strings.Contains(string(body), `"nextPageToken":""`) {
-				t.Errorf("JSON-RPC empty page: %s", body)
+			// HTTP+JSON, whole traversal.
+			q := url.Values{"pageSize": {"5"}}
+			if include {
+				q.Set("includeArtifacts", "true")
 			}
-			_, body = restGet(t, ts, "/tasks", url.Values{"contextId": {"no-such-context"}})
-			if !strings.Contains(string(body), `"tasks":[]`) || !strings.Contains(string(body), `"nextPageToken":""`) {
-				t.Errorf("HTTP+JSON empty page: %s", body)
+			seen = 0
+			for i := 0; ; i++ {
+				code, body := restGet(t, ts, "/tasks", q)
+				if code != http.StatusOK {
+					t.Fatalf("HTTP+JSON: %d %s", code, body)
+				}
+				checkNoInternal(t, "HTTP+JSON", body)
+				var result map[string]json.RawMessage
+				if err := json.Unmarshal(body, &result); err != nil {
+					t.Fatal(err)
+				}
+				tok, n := checkListResult(t, fmt.Sprintf("HTTP+JSON page %d", i), result, include)
+				seen += n
+				if tok == "" {
+					break
+				}
+				q.Set("pageToken", tok)
 			}
-		})
-	}
+			if seen != total {
+				t.Errorf("HTTP+JSON traversal saw %d tasks, want %d", seen, total)
+			}
+
+			// gRPC, whole traversal on the raw stub.
+			ps := int32(5)
+			req := &a2apb.ListTasksRequest{PageSize: &ps, IncludeArtifacts: &include}
+			seen = 0
+			for {
+				resp, err := ts.pb.ListTasks(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.ProtoReflect().GetUnknown()) != 0 {
+					t.Errorf("gRPC response carries unknown fields")
+				}
+				for _, task := range resp.GetTasks() {
+					if has := len(task.GetArtifacts()) > 0; has != include {
+						t.Errorf("gRPC: task %s artifacts=%v with includeArtifacts=%v", task.GetId(), has, include)
+					}
+				}
+				seen += len(resp.GetTasks())
+				if resp.GetNextPageToken() == "" {
+					break
+				}
+				req.PageToken = resp.GetNextPageToken()
+			}
+			if seen != total {
+				t.Errorf("gRPC traversal saw %d tasks, want %d", seen, total)
+			}
+		}
+
+		// An empty page is "tasks": [] with an empty token on both JSON bindings.
+		body := jsonrpcCall(t, ts, "ListTasks", map[string]any{"contextId": "no-such-context"})
+		if !strings.Contains(string(body), `"tasks":[]`) || !strings.Contains(string(body), `"nextPageToken":""`) {
+			t.Errorf("JSON-RPC empty page: %s", body)
+		}
+		_, body = restGet(t, ts, "/tasks", url.Values{"contextId": {"no-such-context"}})
+		if !strings.Contains(string(body), `"tasks":[]`) || !strings.Contains(string(body), `"nextPageToken":""`) {
+			t.Errorf("HTTP+JSON empty page: %s", body)
+		}
+	})
 }
 
 // TestMetrics: after a short workload /metrics exposes the documented
-// series with non-zero counts.
+// series with non-zero counts, including the backend's own collectors.
 func TestMetrics(t *testing.T) {
-	ts := startServer(t, config{Backend: "mem", Agent: agentConfig{StatusUpdates: 2}})
-	seed(t, ts, 30)
-	traverse(t, ts, a2a.ListTasksRequest{PageSize: 10}, func(i int) a2a.TransportProtocol { return transports[i%3] })
-	_, _ = ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{PageToken: "0"})
-	_, _ = ts.clients[a2a.TransportProtocolJSONRPC].GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"})
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		cfg.Agent = agentConfig{StatusUpdates: 2}
+		ts := startServer(t, cfg)
+		seed(t, ts, 30)
+		traverse(t, ts, a2a.ListTasksRequest{PageSize: 10}, func(i int) a2a.TransportProtocol { return transports[i%3] })
+		_, _ = ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{PageToken: "0"})
+		_, _ = ts.clients[a2a.TransportProtocolJSONRPC].GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"})
 
-	resp, err := http.Get(ts.httpBase + metricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// value returns the sample count (histograms) or value (counters) of the
-	// series with these labels.
-	value := func(name string, labels map[string]string) float64 {
-		f := families[name]
-		if f == nil {
-			t.Errorf("series %s missing", name)
+		resp, err := http.Get(ts.httpBase + metricsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// value returns the sample count (histograms) or value (counters,
+		// gauges) of the first series with these labels.
+		value := func(name string, labels map[string]string) float64 {
+			f := families[name]
+			if f == nil {
+				t.Errorf("series %s missing", name)
+				return 0
+			}
+		metrics:
+			for _, m := range f.GetMetric() {
+				have := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					have[lp.GetName()] = lp.GetValue()
+				}
+				for k, v := range labels {
+					if have[k] != v {
+						continue metrics
+					}
+				}
+				switch {
+				case m.GetHistogram() != nil:
+					return float64(m.GetHistogram().GetSampleCount())
+				case m.GetGauge() != nil:
+					return m.GetGauge().GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
 			return 0
 		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metrics
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
+		op := func(operation, outcome string) map[string]string {
+			return map[string]string{"backend": cfg.Backend, "operation": operation, "outcome": outcome}
 		}
-		return 0
-	}
-	op := func(operation, outcome string) map[string]string {
-		return map[string]string{"backend": "mem", "operation": operation, "outcome": outcome}
-	}
-	mem := map[string]string{"backend": "mem"}
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-	}{
-		{"a2astore_store_operation_duration_seconds", op("create", "ok")},
-		{"a2astore_store_operation_duration_seconds", op("replace", "ok")},
-		{"a2astore_store_operation_duration_seconds", op("get", "ok")},
-		{"a2astore_store_operation_duration_seconds", op("get", "not_found")},
-		{"a2astore_store_operation_duration_seconds", op("list", "ok")},
-		{"a2astore_store_operation_duration_seconds", op("list", "invalid_argument")},
-		{"a2astore_store_list_page_tasks", mem},
-		{"a2astore_store_list_examined_entries", mem},
-		{"a2astore_store_list_totals_total", map[string]string{"backend": "mem", "total": "computed"}},
-	} {
-		if v := value(c.name, c.labels); v <= 0 {
-			t.Errorf("%s%v = %v, want > 0", c.name, c.labels, v)
+		be := map[string]string{"backend": cfg.Backend}
+		series := []struct {
+			name   string
+			labels map[string]string
+		}{
+			{"a2astore_store_operation_duration_seconds", op("create", "ok")},
+			{"a2astore_store_operation_duration_seconds", op("replace", "ok")},
+			{"a2astore_store_operation_duration_seconds", op("get", "ok")},
+			{"a2astore_store_operation_duration_seconds", op("get", "not_found")},
+			{"a2astore_store_operation_duration_seconds", op("list", "ok")},
+			{"a2astore_store_operation_duration_seconds", op("list", "invalid_argument")},
+			{"a2astore_store_list_page_tasks", be},
+			{"a2astore_store_list_examined_entries", be},
+			{"a2astore_store_list_totals_total", map[string]string{"backend": cfg.Backend, "total": "computed"}},
 		}
-	}
+		switch cfg.Backend {
+		case "pebble":
+			series = append(series, struct {
+				name   string
+				labels map[string]string
+			}{"a2astore_lsm_disk_bytes", be})
+		case "pg":
+			series = append(series, struct {
+				name   string
+				labels map[string]string
+			}{"a2astore_pool_acquires_total", be})
+		}
+		for _, c := range series {
+			if v := value(c.name, c.labels); v <= 0 {
+				t.Errorf("%s%v = %v, want > 0", c.name, c.labels, v)
+			}
+		}
+	})
 }
 
-// TestGracefulShutdown: shutdown waits for an in-flight SendMessage, which
-// completes and is acknowledged; then the store is closed and the listeners
-// refuse new work.
+// TestGracefulShutdown: shutdown waits for in-flight SendMessage calls,
+// which complete and are acknowledged; then the store is closed and the
+// listeners refuse new work. On the durable backends every acknowledged
+// task is in the store when it is opened again.
 func TestGracefulShutdown(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	cfg := config{Backend: "mem", Agent: agentConfig{StatusUpdates: 1, beforeComplete: func(context.Context) {
-		close(started)
-		<-release
-	}}}
-	ts := startServer(t, cfg)
-	c := ts.clients[a2a.TransportProtocolJSONRPC]
+	const inFlight = 6
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		started, release := make(chan struct{}, inFlight), make(chan struct{})
+		cfg.Agent = agentConfig{StatusUpdates: 2, HistoryMessages: 1, beforeComplete: func(context.Context) {
+			started <- struct{}{}
+			<-release
+		}}
+		ts := startServer(t, cfg)
 
-	sent := make(chan *a2a.Task, 1)
-	go func() {
-		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("in flight"))
-		res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
-		task, _ := res.(*a2a.Task)
-		if err != nil {
-			t.Errorf("in-flight SendMessage: %v", err)
+		acks := make(chan *a2a.Task, inFlight)
+		for i := range inFlight {
+			c := ts.clients[transports[i%len(transports)]]
+			go func() {
+				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("in flight"))
+				res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{Message: msg})
+				if err != nil {
+					t.Errorf("in-flight SendMessage: %v", err)
+				}
+				task, _ := res.(*a2a.Task)
+				acks <- task
+			}()
 		}
-		sent <- task
-	}()
-	<-started
+		for range inFlight {
+			<-started
+		}
 
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		done <- ts.shutdown(ctx)
-	}()
-	// While the request is held, shutdown cannot have finished.
-	select {
-	case err := <-done:
-		t.Fatalf("shutdown returned %v while a request was in flight", err)
-	case <-sent:
-		t.Fatal("SendMessage returned before the agent was released")
-	default:
-	}
-	close(release)
-	task := <-sent
-	if task == nil || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("in-flight SendMessage acknowledged %+v, want a completed task", task)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	if _, err := http.Get(ts.httpBase + metricsPath); err == nil {
-		t.Error("HTTP listener still accepts requests after shutdown")
-	}
-	if _, err := ts.backend.store.Get(t.Context(), task.ID); err == nil {
-		t.Error("store still answers after shutdown; want it closed")
-	}
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done <- ts.shutdown(ctx)
+		}()
+		// While the requests are held, shutdown cannot have finished.
+		select {
+		case err := <-done:
+			t.Fatalf("shutdown returned %v while requests were in flight", err)
+		case <-acks:
+			t.Fatal("SendMessage returned before the agent was released")
+		default:
+		}
+		close(release)
+		var acked []*a2a.Task
+		for range inFlight {
+			task := <-acks
+			if task == nil || task.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("in-flight SendMessage acknowledged %+v, want a completed task", task)
+			}
+			acked = append(acked, task)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+		if _, err := http.Get(ts.httpBase + metricsPath); err == nil {
+			t.Error("HTTP listener still accepts requests after shutdown")
+		}
+		if _, err := ts.backend.store.Get(t.Context(), acked[0].ID); err == nil {
+			t.Error("store still answers after shutdown; want it closed")
+		}
+		if cfg.Backend == "mem" {
+			return // nothing survives a closed in-memory store
+		}
+		reopened, err := openBackend(t.Context(), &cfg)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		defer reopened.close()
+		for _, task := range acked {
+			rec, err := reopened.store.Get(t.Context(), task.ID)
+			if err != nil {
+				t.Errorf("acknowledged task %s lost: %v", task.ID, err)
+				continue
+			}
+			// Create, 2 working updates, completion.
+			if rec.Task.Status.State != a2a.TaskStateCompleted || rec.Revision != 4 {
+				t.Errorf("task %s reopened as %s at revision %d, want completed at 4", task.ID, rec.Task.Status.State, rec.Revision)
+			}
+		}
+	})
 }

@@ -80,6 +80,7 @@ func runList(b *testing.B, ctx context.Context, s engine.Store, req func(i int) 
 	var st engine.ListStats
 	ctx = engine.WithListStats(ctx, &st)
 	pages, tasks := 0, 0
+	cpu0 := processCPU()
 	for b.Loop() {
 		resp, err := s.List(ctx, req(pages))
 		if err != nil {
@@ -87,6 +88,9 @@ func runList(b *testing.B, ctx context.Context, s engine.Store, req func(i int) 
 		}
 		pages++
 		tasks += len(resp.Tasks)
+	}
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(pages), "cpu-ns/op")
 	}
 	b.ReportMetric(float64(st.Examined)/float64(pages), "examined/page")
 	b.ReportMetric(float64(tasks)/float64(pages), "tasks/page")

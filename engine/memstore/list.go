@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -142,9 +140,11 @@ func lightPage(q *engine.Query, hits []hit, more bool) (*engine.ListResponse, er
 			t.Status.Timestamp = &times[i]
 		}
 		if h.meta != nil {
-			if err := json.Unmarshal(h.meta, &t.Metadata); err != nil {
-				return nil, fmt.Errorf("memstore: decode metadata: %v: %w", err, engine.ErrInternal)
+			m, err := engine.DecodeMetadata(h.meta)
+			if err != nil {
+				return nil, err
 			}
+			t.Metadata = m
 		}
 		ptrs[i], cursors[i] = t, h.cursor
 	}

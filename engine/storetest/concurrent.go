@@ -197,6 +197,10 @@ func runConcurrent(e *env, seed uint64, c concurrency) []error {
 						break
 					}
 					pages.Add(1)
+					if msg := checkPage(req, resp); msg != "" {
+						fail("traverser %d traversal %d page %d: %s", tr, n, page, msg)
+						break
+					}
 					if err := check.page(resp); err != nil {
 						fail("traverser %d traversal %d page %d: %v", tr, n, page, err)
 						break

@@ -252,10 +252,43 @@ func (e *env) mustList(t testing.TB, req engine.ListRequest) *engine.ListRespons
 	if err != nil {
 		t.Fatalf("List(%s): %v", fmtReq(req), err)
 	}
-	if msg := checkResponse(resp); msg != "" {
+	if msg := checkPage(req, resp); msg != "" {
 		t.Fatalf("List(%s): %s", fmtReq(req), msg)
 	}
 	return resp
+}
+
+// checkPage checks a successful response against its request: the shape
+// checkResponse checks, at most the page size of tasks (L1, L3), and every
+// task strictly after the request's boundary (L1) — so a traversal always
+// makes progress.
+func checkPage(req engine.ListRequest, resp *engine.ListResponse) string {
+	if msg := checkResponse(resp); msg != "" {
+		return msg
+	}
+	size := req.PageSize
+	if size == 0 {
+		size = engine.DefaultPageSize
+	}
+	if len(resp.Tasks) > size {
+		return fmt.Sprintf("%d tasks on a page of size %d (L1)", len(resp.Tasks), size)
+	}
+	if resp.PageSize != size {
+		return fmt.Sprintf("response page size %d, want %d (L3)", resp.PageSize, size)
+	}
+	if req.PageToken == "" {
+		return ""
+	}
+	b, err := engine.DecodeToken(req.PageToken)
+	if err != nil {
+		return ""
+	}
+	for _, c := range resp.TaskCursors {
+		if c.Compare(b) <= 0 {
+			return fmt.Sprintf("task at %s is not strictly after the boundary %s (L1)", fmtCursor(c), fmtCursor(b))
+		}
+	}
+	return ""
 }
 
 // checkResponse checks what holds of every successful List response: aligned
@@ -338,7 +371,7 @@ func traverse(e *env, req engine.ListRequest, maxTasks int) ([]*a2a.Task, []engi
 		if err != nil {
 			return nil, nil, fmt.Errorf("page %d: %w", page, err)
 		}
-		if msg := checkResponse(resp); msg != "" {
+		if msg := checkPage(req, resp); msg != "" {
 			return nil, nil, fmt.Errorf("page %d: %s", page, msg)
 		}
 		for i, tk := range resp.Tasks {

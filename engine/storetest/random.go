@@ -306,6 +306,9 @@ func (r *randomRun) list(req engine.ListRequest) (*engine.ListResponse, error) {
 	if gerr != nil {
 		return nil, nil
 	}
+	if msg := checkPage(req, got); msg != "" {
+		return nil, fmt.Errorf("List(%s): %s", fmtReq(req), msg)
+	}
 	if d := diffPage(got, want); d != "" {
 		return nil, fmt.Errorf("List(%s): %s", fmtReq(req), d)
 	}

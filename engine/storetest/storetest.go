@@ -66,7 +66,7 @@ func (c *ManualClock) Advance(d int64) int64 { return c.now.Add(d) }
 // opens a fresh store; clauses that drive the clock are skipped when the
 // harness has no ClockInjection. Run also runs a model-based randomized test
 // ("model/random", seeded by -storetest.seed, length -storetest.ops) and a
-// concurrent test ("L7/concurrent").
+// concurrent test ("L7-L8/concurrent").
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Open == nil {
