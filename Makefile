@@ -45,7 +45,8 @@ fuzz-smoke:
 # Benchmarks (bench/, results/README.md). `make bench` writes
 # results/raw/<commit>.txt: the default subset (n = 1e3..1e5, every backend;
 # pg on a throwaway cluster) in about 10 minutes on 2 cores. BENCH_FULL=1
-# adds n = 1e6. BENCH_SIZES=1000,10000 overrides the sizes.
+# adds n = 1e6. BENCH_SIZES=1000,10000 overrides the sizes; BENCH is the
+# -bench pattern (taken literally: `$` needs no escaping).
 BENCH_COUNT ?= 6
 BENCH_TIME ?= 100ms
 BENCH ?= .
@@ -56,14 +57,14 @@ bench:
 	@rev=$$(git rev-parse --short=12 HEAD)$$(git diff --quiet HEAD -- . ':!results' || echo -dirty); \
 	out=results/raw/$$rev.txt; echo "writing $$out"; \
 	{ echo "# make bench: $$(date -u +%FT%TZ) nproc=$$(nproc) load=$$(cut -d' ' -f1-3 /proc/loadavg) full=$${BENCH_FULL:-0}"; \
-	  $(GO) test ./bench -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 180m; } | tee $$out.tmp && mv $$out.tmp $$out
+	  $(GO) test ./bench -run '^$$' -bench '$(value BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 180m; } | tee $$out.tmp && mv $$out.tmp $$out
 
 # `make bench-compare BASE=<ref>`: builds the benchmark binary of BASE (in a
 # temporary git worktree) and of the working tree, runs the tracked
 # benchmarks BENCH_COMPARE_COUNT times from each, alternating, and gates
 # with cmd/benchgate (benchfmt + benchmath; limits justified in
 # results/README.md). Results stay in results/compare/.
-BENCH_TRACKED ?= Store/^backend=(mem|pebble)$$/^op=(page|page-context|page-after|total|replace|append-new)$$/^n=10000$$
+BENCH_TRACKED ?= Store/^backend=(mem|pebble)$/^op=(page|page-context|page-after|total|replace|append-new)$/^n=10000$
 BENCH_COMPARE_COUNT ?= 6
 BENCH_COMPARE_TIME ?= 200ms
 BENCHGATE_FLAGS ?=
@@ -77,7 +78,7 @@ bench-compare:
 	for i in $$(seq $(BENCH_COMPARE_COUNT)); do \
 	  for side in base head; do \
 	    echo "run $$i/$(BENCH_COMPARE_COUNT): $$side"; \
-	    (cd bench && $$tmp/$$side.test -test.run '^$$' -test.bench '$(BENCH_TRACKED)' -test.benchmem \
+	    (cd bench && $$tmp/$$side.test -test.run '^$$' -test.bench '$(value BENCH_TRACKED)' -test.benchmem \
 	      -test.count 1 -test.benchtime $(BENCH_COMPARE_TIME)) >> results/compare/$$side.txt; \
 	  done; \
 	done; \

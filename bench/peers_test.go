@@ -75,10 +75,10 @@ func barePage(tr *btree.BTreeG[bareItem], at bareItem, ctx string, page int) int
 	times := make([]time.Time, 0, page)
 	examined := 0
 	tr.Ascend(at, func(it bareItem) bool {
-		examined++
 		if it.at == at.at && it.id == at.id {
-			return true // the boundary itself
+			return true // the boundary itself (a store's seek lands after it)
 		}
+		examined++
 		if ctx != "" && it.ctx != ctx {
 			return true
 		}

@@ -46,7 +46,7 @@ func compareStrings(t *testing.T, base, head string, lim Limits) *Verdict {
 	return v
 }
 
-var testLimits = Limits{Geomean: defaultGeomean, Single: defaultSingle, Alpha: 0.05, Unit: "sec/op"}
+var testLimits = Limits{Geomean: defaultGeomean, Single: defaultSingle, Alpha: defaultAlpha, Unit: "sec/op"}
 
 func TestGateSynthetic(t *testing.T) {
 	base := synthetic(1, 6, synthBase, nil, 0.05)
@@ -81,7 +81,7 @@ func TestGateSynthetic(t *testing.T) {
 		}
 	})
 	t.Run("a large change without significance passes", func(t *testing.T) {
-		// Two runs each: the U test cannot reach p < 0.05.
+		// Two runs each: the U test cannot reach p < 0.01.
 		v := compareStrings(t, synthetic(5, 2, synthBase, nil, 0.01), synthetic(6, 2, synthBase, map[string]float64{"BenchmarkB": 1.35}, 0.01), testLimits)
 		if v.Failed {
 			t.Fatal("failed on two samples")
@@ -106,9 +106,9 @@ func TestGateSynthetic(t *testing.T) {
 // TestGateCatchesSlowedBuild builds the benchmark suite twice — as is, and
 // with -tags benchslow, which adds work to every List the benchmarks make —
 // runs the memstore page and total benchmarks (n=1000, fixed iteration
-// counts) alternately from both binaries, and checks that the gate passes
-// the unchanged build against itself and fails the slowed one. Skipped
-// with -short (it compiles and runs the suite: about a minute).
+// counts) six times from each binary, alternately, and checks that the gate
+// passes the unchanged build against itself and fails the slowed one.
+// Skipped with -short (it compiles and runs the suite: about a minute).
 func TestGateCatchesSlowedBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles and runs the benchmark suite; skipped with -short")
@@ -142,18 +142,21 @@ func TestGateCatchesSlowedBuild(t *testing.T) {
 		}
 	}
 	var base, again, slowed bytes.Buffer
-	for range 5 {
+	for range 6 {
 		run(normal, &base)
 		run(slow, &slowed)
 		run(normal, &again)
 	}
+	// The default limits on both sides (alpha 0.01: six runs of a large
+	// slowdown reach p = 0.002).
+	lim := testLimits
 	t.Run("unchanged build passes", func(t *testing.T) {
-		if v := compareStrings(t, base.String(), again.String(), testLimits); v.Failed {
+		if v := compareStrings(t, base.String(), again.String(), lim); v.Failed {
 			t.Error("the gate failed an unchanged build")
 		}
 	})
 	t.Run("slowed build fails", func(t *testing.T) {
-		if v := compareStrings(t, base.String(), slowed.String(), testLimits); !v.Failed {
+		if v := compareStrings(t, base.String(), slowed.String(), lim); !v.Failed {
 			t.Error("the gate passed the slowed build")
 		}
 	})

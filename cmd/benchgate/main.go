@@ -16,7 +16,7 @@
 //
 // Usage:
 //
-//	benchgate [-geomean 0.10] [-single 0.30] [-alpha 0.05] [-unit sec/op] [-match regexp] base.txt head.txt
+//	benchgate [-geomean 0.10] [-single 0.30] [-alpha 0.01] [-unit sec/op] [-match regexp] base.txt head.txt
 package main
 
 import (
@@ -30,7 +30,7 @@ func main() {
 	lim := Limits{}
 	flag.Float64Var(&lim.Geomean, "geomean", defaultGeomean, "largest accepted geomean rise (0.10 = +10%)")
 	flag.Float64Var(&lim.Single, "single", defaultSingle, "largest accepted rise of one benchmark when significant")
-	flag.Float64Var(&lim.Alpha, "alpha", 0.05, "significance level of the U test")
+	flag.Float64Var(&lim.Alpha, "alpha", defaultAlpha, "significance level of the U test")
 	flag.StringVar(&lim.Unit, "unit", "sec/op", "unit compared (tidied: ns/op reads as sec/op)")
 	match := flag.String("match", "", "keep only benchmarks whose full name matches this regexp")
 	flag.Usage = func() {
@@ -72,4 +72,5 @@ func main() {
 const (
 	defaultGeomean = 0.10
 	defaultSingle  = 0.30
+	defaultAlpha   = 0.01
 )
