@@ -275,7 +275,7 @@ func TestModel(t *testing.T) {
 		case err == nil:
 		case errors.Is(err, engine.ErrNotFound) && !exists,
 			errors.Is(err, engine.ErrAlreadyExists) && exists,
-			errors.Is(err, engine.ErrNotCancelable) && exists && terminal(m[id].Task.Status.State):
+			errors.Is(err, engine.ErrNotCancelable) && exists && m[id].Task.Status.State.Terminal():
 		default:
 			t.Fatalf("step %d: unexpected error %v (exists %v)", step, err, exists)
 		}

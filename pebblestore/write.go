@@ -145,142 +145,111 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (rec engine.Record, 
 }
 
 // Replace implements engine.Store.
-func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (rec engine.Record, err error) {
+func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
 	if err := engine.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
-	exit, err := s.enter("replace")
+	return s.mutate("replace", task.ID, false, func(old *current) (engine.Record, error) {
+		if expectedRevision != 0 && expectedRevision != old.rec.revision {
+			return engine.Record{}, fmt.Errorf("pebblestore: replace %q: revision %d, expected %d: %w",
+				task.ID, old.rec.revision, expectedRevision, engine.ErrRevisionConflict)
+		}
+		now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+		if err != nil {
+			return engine.Record{}, err
+		}
+		return s.put(old, task, now)
+	})
+}
+
+// mutate runs f on the current state of task id under the task's write
+// lock, inside the store's lifecycle and failure containment: the common
+// frame of every read-modify-write.
+func (s *Store) mutate(op string, id a2a.TaskID, withBody bool, f func(old *current) (engine.Record, error)) (rec engine.Record, err error) {
+	exit, err := s.enter(op)
 	if err != nil {
 		return engine.Record{}, err
 	}
 	defer exit()
-	defer s.catch("replace", &err)
-	mu := s.lockFor([]byte(task.ID))
-	mu.Lock()
-	defer mu.Unlock()
-	old, err := s.load(task.ID, false)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	if expectedRevision != 0 && expectedRevision != old.rec.revision {
-		return engine.Record{}, fmt.Errorf("pebblestore: replace %q: revision %d, expected %d: %w",
-			task.ID, old.rec.revision, expectedRevision, engine.ErrRevisionConflict)
-	}
-	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
-	if err != nil {
-		return engine.Record{}, err
-	}
-	return s.put(old, task, now)
-}
-
-func terminal(s a2a.TaskState) bool {
-	switch s {
-	case a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected:
-		return true
-	}
-	return false
-}
-
-// Cancel implements engine.Store.
-func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (rec engine.Record, err error) {
-	if err := engine.ValidateID(id); err != nil {
-		return engine.Record{}, err
-	}
-	exit, err := s.enter("cancel")
-	if err != nil {
-		return engine.Record{}, err
-	}
-	defer exit()
-	defer s.catch("cancel", &err)
+	defer s.catch(op, &err)
 	mu := s.lockFor([]byte(id))
 	mu.Lock()
 	defer mu.Unlock()
-	old, err := s.load(id, true)
+	old, err := s.load(id, withBody)
 	if err != nil {
 		return engine.Record{}, err
 	}
-	if terminal(old.rec.light.state) {
-		return engine.Record{}, fmt.Errorf("pebblestore: cancel %q in state %s: %w", id, old.rec.light.state, engine.ErrNotCancelable)
-	}
-	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
-	if err != nil {
+	return f(old)
+}
+
+// Cancel implements engine.Store.
+func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	t, err := decodeBody(old.body, id, old.rec.light.contextID)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	ts := time.UnixMicro(now).UTC()
-	t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
-	return s.put(old, t, now)
+	return s.mutate("cancel", id, true, func(old *current) (engine.Record, error) {
+		if old.rec.light.state.Terminal() {
+			return engine.Record{}, fmt.Errorf("pebblestore: cancel %q in state %s: %w", id, old.rec.light.state, engine.ErrNotCancelable)
+		}
+		now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+		if err != nil {
+			return engine.Record{}, err
+		}
+		t, err := decodeBody(old.body, id, old.rec.light.contextID)
+		if err != nil {
+			return engine.Record{}, err
+		}
+		ts := time.UnixMicro(now).UTC()
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
+		return s.put(old, t, now)
+	})
 }
 
 // AppendHistory implements engine.Store.
-func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (rec engine.Record, err error) {
+func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
 	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
 	if err := engine.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
-	exit, err := s.enter("append history")
-	if err != nil {
-		return engine.Record{}, err
-	}
-	defer exit()
-	defer s.catch("append history", &err)
-	mu := s.lockFor([]byte(id))
-	mu.Lock()
-	defer mu.Unlock()
-	old, err := s.load(id, true)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	t, err := decodeBody(old.body, id, old.rec.light.contextID)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	for _, m := range t.History {
-		if m != nil && m.ID == msg.ID {
-			return engine.Record{Task: t, Revision: old.rec.revision, Cursor: old.cursor()}, nil // S3
+	return s.mutate("append history", id, true, func(old *current) (engine.Record, error) {
+		t, err := decodeBody(old.body, id, old.rec.light.contextID)
+		if err != nil {
+			return engine.Record{}, err
 		}
-	}
-	now, err := engine.NextTime(old.rec.updatedAt, s.clock())
-	if err != nil {
-		return engine.Record{}, err
-	}
-	t.History = append(t.History, msg) // encoded, never retained
-	return s.put(old, t, now)
+		for _, m := range t.History {
+			if m != nil && m.ID == msg.ID {
+				return engine.Record{Task: t, Revision: old.rec.revision, Cursor: old.cursor()}, nil // S3
+			}
+		}
+		now, err := engine.NextTime(old.rec.updatedAt, s.clock())
+		if err != nil {
+			return engine.Record{}, err
+		}
+		t.History = append(t.History, msg) // encoded, never retained
+		return s.put(old, t, now)
+	})
 }
 
 // Delete implements engine.Store.
-func (s *Store) Delete(ctx context.Context, id a2a.TaskID) (err error) {
+func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 	if err := engine.ValidateID(id); err != nil {
 		return err
 	}
-	exit, err := s.enter("delete")
-	if err != nil {
-		return err
-	}
-	defer exit()
-	defer s.catch("delete", &err)
-	mu := s.lockFor([]byte(id))
-	mu.Lock()
-	defer mu.Unlock()
-	old, err := s.load(id, false)
-	if err != nil {
-		return err
-	}
-	oc := old.cursor()
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Delete(recordKey(id), nil)
-	_ = b.Delete(globalKey(oc), nil)
-	_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
-	_ = b.Delete(bodyKey(oc), nil)
-	mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 0)
-	if err := b.Commit(s.wo); err != nil {
-		return fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
-	}
-	return nil
+	_, err := s.mutate("delete", id, false, func(old *current) (engine.Record, error) {
+		oc := old.cursor()
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Delete(recordKey(id), nil)
+		_ = b.Delete(globalKey(oc), nil)
+		_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
+		_ = b.Delete(bodyKey(oc), nil)
+		mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 0)
+		if err := b.Commit(s.wo); err != nil {
+			return engine.Record{}, fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
+		}
+		return engine.Record{}, nil
+	})
+	return err
 }
