@@ -45,15 +45,14 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	if idx != nil {
 		visit := func(e entry) bool {
 			examined++
-			r := e.rec
-			if !matches(&q, r) {
+			if !matches(&q, &e.lightFields) {
 				return true
 			}
 			if len(pg.cursors) == q.PageSize {
 				more = true
 				return false
 			}
-			pg.add(r, light)
+			pg.add(&e, light)
 			return true
 		}
 		if q.After != nil {
@@ -94,12 +93,13 @@ type metaRef struct {
 	meta []byte
 }
 
-// add appends r to the page.
+// add appends the task of index entry r to the page; a light page reads
+// only the entry.
 // REQUIRES: s.mu held.
-func (p *page) add(r *record, light bool) {
-	p.cursors = append(p.cursors, r.cursor())
+func (p *page) add(r *entry, light bool) {
+	p.cursors = append(p.cursors, engine.Cursor{UpdatedAt: r.at, ID: r.id})
 	if !light {
-		p.bodies = append(p.bodies, r.body)
+		p.bodies = append(p.bodies, r.rec.body)
 		return
 	}
 	p.tasks = append(p.tasks, a2a.Task{ID: r.id, ContextID: r.contextID, Status: a2a.TaskStatus{State: r.state}})
@@ -140,7 +140,7 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 	return out, nil
 }
 
-func matches(q *engine.Query, r *record) bool {
+func matches(q *engine.Query, r *lightFields) bool {
 	var ts *time.Time
 	if r.hasStatus {
 		ts = &r.statusTime
@@ -158,7 +158,7 @@ func (s *Store) totalLocked(q *engine.Query, idx *btree.BTreeG[entry]) (total, i
 		if idx != nil {
 			idx.Scan(func(e entry) bool {
 				inspected++
-				if matches(q, e.rec) {
+				if matches(q, &e.lightFields) {
 					total++
 				}
 				return true

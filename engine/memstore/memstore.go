@@ -40,22 +40,30 @@ var _ engine.Store = (*Store)(nil)
 // body or meta slice is never modified once stored, so readers may keep a
 // reference past the lock.
 type record struct {
-	id         a2a.TaskID
+	id a2a.TaskID
+	lightFields
+	updatedAt int64
+	revision  int64
+	body      []byte // engine.EncodeTask form: the whole task
+}
+
+// lightFields are what filters and light pages read (ProjectionLight).
+type lightFields struct {
 	contextID  string
 	state      a2a.TaskState
 	statusTime time.Time // zero: no status timestamp
 	hasStatus  bool
-	updatedAt  int64
-	revision   int64
 	meta       []byte // engine.EncodeMetadata form: nil = none
-	body       []byte // engine.EncodeTask form: the whole task
 }
 
-// entry is an index item: the list-order key inline, for cheap comparisons,
-// and the record it points to.
+// entry is an index item: the list-order key and a copy of the light fields
+// inline, so filtering and light pages read only the index (no pointer
+// chase to a record per task), and the record it points to, for full pages.
+// An entry is never modified: every mutation moves the task to a new key.
 type entry struct {
-	at  int64
-	id  a2a.TaskID
+	at int64
+	id a2a.TaskID
+	lightFields
 	rec *record
 	// after marks a seek probe that sorts just after the entry with the same
 	// key, so a page starts strictly after its boundary.
@@ -110,15 +118,14 @@ var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
 func (r *record) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: r.updatedAt, ID: r.id} }
 
-func (r *record) entry() entry { return entry{at: r.updatedAt, id: r.id, rec: r} }
+func (r *record) entry() entry {
+	return entry{at: r.updatedAt, id: r.id, lightFields: r.lightFields, rec: r}
+}
 
 // encoded is a task's stored form, prepared outside the lock.
 type encoded struct {
-	contextID  string
-	state      a2a.TaskState
-	statusTime time.Time
-	hasStatus  bool
-	meta, body []byte
+	lightFields
+	body []byte
 }
 
 func encode(t *a2a.Task) (encoded, error) {
@@ -133,7 +140,7 @@ func encode(t *a2a.Task) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	e := encoded{contextID: t.ContextID, state: t.Status.State, meta: meta, body: body}
+	e := encoded{lightFields: lightFields{contextID: t.ContextID, state: t.Status.State, meta: meta}, body: body}
 	if t.Status.Timestamp != nil {
 		e.statusTime, e.hasStatus = *t.Status.Timestamp, true
 	}
@@ -182,9 +189,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 // setLocked stores enc's content in r.
 // REQUIRES: s.mu held for writing, r not indexed.
 func (r *record) setLocked(enc encoded) {
-	r.contextID, r.state = enc.contextID, enc.state
-	r.statusTime, r.hasStatus = enc.statusTime, enc.hasStatus
-	r.meta, r.body = enc.meta, enc.body
+	r.lightFields, r.body = enc.lightFields, enc.body
 }
 
 // indexLocked adds r to the indexes and counters.
