@@ -61,24 +61,36 @@ func Pages(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*
 		if req != nil {
 			r = *req
 		}
-		for {
+		walk(yield, r.PageToken, func(token string) (*a2a.ListTasksResponse, string, error) {
+			r.PageToken = token
 			resp, err := l.ListTasks(ctx, &r)
 			if err != nil {
-				yield(nil, err)
-				return
+				return nil, "", err
 			}
-			if !yield(resp, nil) {
-				return
-			}
-			if resp.NextPageToken == "" {
-				return
-			}
-			if resp.NextPageToken == r.PageToken {
-				yield(nil, ErrStalledToken)
-				return
-			}
-			r.PageToken = resp.NextPageToken
+			return resp, resp.NextPageToken, nil
+		})
+	}
+}
+
+// walk is the traversal loop: list the page after token, yield it, and
+// follow its next-page token until that is empty. An error, or a server that
+// hands back the token it was given, ends the walk with one error.
+func walk[P any](yield func(P, error) bool, token string, list func(token string) (P, string, error)) {
+	var zero P
+	for {
+		page, next, err := list(token)
+		if err != nil {
+			yield(zero, err)
+			return
 		}
+		if !yield(page, nil) || next == "" {
+			return
+		}
+		if next == token {
+			yield(zero, ErrStalledToken)
+			return
+		}
+		token = next
 	}
 }
 
@@ -104,24 +116,14 @@ func All(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*a2
 // StorePages is Pages over an engine.Store, in process. req is copied.
 func StorePages(ctx context.Context, s engine.Store, req engine.ListRequest) iter.Seq2[*engine.ListResponse, error] {
 	return func(yield func(*engine.ListResponse, error) bool) {
-		for {
+		walk(yield, req.PageToken, func(token string) (*engine.ListResponse, string, error) {
+			req.PageToken = token
 			resp, err := s.List(ctx, &req)
 			if err != nil {
-				yield(nil, err)
-				return
+				return nil, "", err
 			}
-			if !yield(resp, nil) {
-				return
-			}
-			if resp.NextPageToken == "" {
-				return
-			}
-			if resp.NextPageToken == req.PageToken {
-				yield(nil, ErrStalledToken)
-				return
-			}
-			req.PageToken = resp.NextPageToken
-		}
+			return resp, resp.NextPageToken, nil
+		})
 	}
 }
 
