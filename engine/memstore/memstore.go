@@ -230,15 +230,23 @@ func decr[K comparable](m map[K]int, k K) {
 
 // Get returns the whole task.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	s.mu.RLock()
-	r, err := s.findLocked(id)
+	_, rec, body, err := s.read(id)
 	if err != nil {
-		s.mu.RUnlock()
 		return engine.Record{}, err
 	}
-	rec, body := r.snapshot()
-	s.mu.RUnlock()
 	return decoded(rec, body)
+}
+
+// read returns the record of id and a snapshot of it, under the shared lock.
+func (s *Store) read(id a2a.TaskID) (*record, engine.Record, []byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, err := s.findLocked(id)
+	if err != nil {
+		return nil, engine.Record{}, nil, err
+	}
+	rec, body := r.snapshot()
+	return r, rec, body, nil
 }
 
 // findLocked returns the record of id.
@@ -306,15 +314,10 @@ func (s *Store) advanceLocked(r *record, enc encoded) error {
 // starts over on the new content.
 func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
 	for {
-		s.mu.RLock()
-		r, err := s.findLocked(id)
+		r, rec, body, err := s.read(id)
 		if err != nil {
-			s.mu.RUnlock()
 			return engine.Record{}, err
 		}
-		rec, body := r.snapshot()
-		s.mu.RUnlock()
-
 		cur, err := decoded(rec, body)
 		if err != nil {
 			return engine.Record{}, err
