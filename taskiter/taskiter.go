@@ -98,13 +98,18 @@ func walk[P any](yield func(P, error) bool, token string, list func(token string
 // (see Pages). Iteration stops after the first error, yielded with a nil
 // task.
 func All(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*a2a.Task, error] {
+	return flatten(Pages(ctx, l, req), func(p *a2a.ListTasksResponse) []*a2a.Task { return p.Tasks })
+}
+
+// flatten yields the tasks of every page, stopping after the first error.
+func flatten[P any](pages iter.Seq2[P, error], tasks func(P) []*a2a.Task) iter.Seq2[*a2a.Task, error] {
 	return func(yield func(*a2a.Task, error) bool) {
-		for page, err := range Pages(ctx, l, req) {
+		for page, err := range pages {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for _, t := range page.Tasks {
+			for _, t := range tasks(page) {
 				if !yield(t, nil) {
 					return
 				}
@@ -129,17 +134,5 @@ func StorePages(ctx context.Context, s engine.Store, req engine.ListRequest) ite
 
 // FromStore is All over an engine.Store, in process. req is copied.
 func FromStore(ctx context.Context, s engine.Store, req engine.ListRequest) iter.Seq2[*a2a.Task, error] {
-	return func(yield func(*a2a.Task, error) bool) {
-		for page, err := range StorePages(ctx, s, req) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, t := range page.Tasks {
-				if !yield(t, nil) {
-					return
-				}
-			}
-		}
-	}
+	return flatten(StorePages(ctx, s, req), func(p *engine.ListResponse) []*a2a.Task { return p.Tasks })
 }
