@@ -251,14 +251,7 @@ func TestStatusTimestampNanos(t *testing.T) {
 		{base, 4}, {base.Add(1), 3}, {base.Add(1000), 1}, {base.Add(1001), 0}, {base.Add(-1), 5},
 		{time.Date(-20000, 1, 1, 0, 0, 0, 0, time.UTC), 5}, {time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC), 0},
 	} {
-		after := tc.after
-		resp, err := s.List(ctx, &engine.ListRequest{StatusTimestampAfter: &after, IncludeTotalSize: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Tasks) != tc.want || resp.TotalSize != tc.want {
-			t.Errorf("after %v: %d tasks, total %d; want %d", after, len(resp.Tasks), resp.TotalSize, tc.want)
-		}
+		checkAfter(t, s, tc.after, tc.want)
 	}
 }
 
@@ -431,14 +424,7 @@ func TestStatusTimestampRange(t *testing.T) {
 		{time.Date(20000, 6, 1, 0, 0, 0, 1000, time.UTC), 0},
 		{time.Date(1_000_000, 1, 1, 0, 0, 0, 0, time.UTC), 0},
 	} {
-		after := tc.after
-		resp, err := s.List(ctx, &engine.ListRequest{StatusTimestampAfter: &after, IncludeTotalSize: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Tasks) != tc.want || resp.TotalSize != tc.want {
-			t.Errorf("after %v: %d tasks, total %d; want %d", after, len(resp.Tasks), resp.TotalSize, tc.want)
-		}
+		checkAfter(t, s, tc.after, tc.want)
 	}
 }
 
@@ -488,5 +474,18 @@ func TestEqualTimesByteOrder(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("context %q: order %q, want %q", req.ContextID, got, want)
 		}
+	}
+}
+
+// checkAfter lists with StatusTimestampAfter = after and checks that the page
+// and the total both hold want tasks.
+func checkAfter(t *testing.T, s engine.Store, after time.Time, want int) {
+	t.Helper()
+	resp, err := s.List(context.Background(), &engine.ListRequest{StatusTimestampAfter: &after, IncludeTotalSize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tasks) != want || resp.TotalSize != want {
+		t.Errorf("after %v: %d tasks, total %d; want %d", after, len(resp.Tasks), resp.TotalSize, want)
 	}
 }
