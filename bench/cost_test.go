@@ -20,15 +20,14 @@ func TestExaminedPerPage(t *testing.T) {
 			e := be.setup(t)
 			fx := e.fixture(t, n)
 			examined := func(req *engine.ListRequest) int {
-				var st engine.ListStats
-				resp, err := fx.store.List(engine.WithListStats(context.Background(), &st), req)
+				resp, err := fx.store.List(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(resp.Tasks) != 50 || resp.NextPageToken == "" {
 					t.Fatalf("page of %d tasks, next token %q: want a full page with a next one", len(resp.Tasks), resp.NextPageToken)
 				}
-				return st.Examined
+				return resp.Stats.Examined
 			}
 			for _, p := range fx.positions(64, 50, 7) {
 				for _, proj := range []engine.Projection{engine.ProjectionLight, engine.ProjectionFull} {

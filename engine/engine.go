@@ -88,6 +88,9 @@ type ListResponse struct {
 	NextPageToken string   // non-empty only when another matching task follows the last returned one (T6)
 	PageSize      int      // the page size used
 	TotalSize     int      // only when IncludeTotalSize: every matching task, ignoring the boundary (L5)
+	// Stats is internal: what the call cost, for benchmarks and metrics.
+	// It never reaches the wire (nor a JSON encoding of the response).
+	Stats ListStats `json:"-"`
 }
 
 // Store is the a2astore contract. Every method is safe for concurrent use.

@@ -1,10 +1,8 @@
 package engine
 
-import "context"
-
-// ListStats receives what one List call cost, for benchmarks and metrics.
-// A caller that wants them puts a *ListStats in the context with
-// WithListStats; a backend that supports them adds to it.
+// ListStats is what one List call cost, for benchmarks and metrics. A
+// backend fills it in ListResponse.Stats; a backend that does not leaves it
+// zero. It never reaches the wire.
 type ListStats struct {
 	// Examined counts the index entries (or rows) the page read, the
 	// look-ahead entry included: PageSize+1 for a full unfiltered page (C2).
@@ -16,15 +14,10 @@ type ListStats struct {
 	TotalComputed bool
 }
 
-type listStatsKey struct{}
-
-// WithListStats returns a context carrying st for the backend to fill.
-func WithListStats(ctx context.Context, st *ListStats) context.Context {
-	return context.WithValue(ctx, listStatsKey{}, st)
-}
-
-// ListStatsFrom returns the ListStats in ctx, or nil.
-func ListStatsFrom(ctx context.Context) *ListStats {
-	st, _ := ctx.Value(listStatsKey{}).(*ListStats)
-	return st
+// Add adds what o cost to s: a decorator that serves one List with several
+// store calls (the authz dispatcher's scan batches) reports their sum.
+func (s *ListStats) Add(o ListStats) {
+	s.Examined += o.Examined
+	s.Counted += o.Counted
+	s.TotalComputed = s.TotalComputed || o.TotalComputed
 }

@@ -172,7 +172,7 @@ func BenchmarkList(b *testing.B) {
 					f := getFixture(b, n, state == "churned")
 					rng := rand.New(rand.NewPCG(1, 2))
 					var st engine.ListStats
-					ctx := engine.WithListStats(context.Background(), &st)
+					ctx := context.Background()
 					pages := 0
 					b.ReportAllocs()
 					for b.Loop() {
@@ -181,9 +181,11 @@ func BenchmarkList(b *testing.B) {
 						if shape.byCtx {
 							req.ContextID = f.ctxOf[c.ID]
 						}
-						if _, err := f.s.List(ctx, &req); err != nil {
+						resp, err := f.s.List(ctx, &req)
+						if err != nil {
 							b.Fatal(err)
 						}
+						st.Add(resp.Stats)
 						pages++
 					}
 					b.ReportMetric(float64(st.Examined)/float64(pages), "examined/op")
@@ -210,15 +212,17 @@ func BenchmarkTotal(b *testing.B) {
 			b.Run(fmt.Sprintf("backend=pebble/op=total/n=%d/%s", n, shape.name), func(b *testing.B) {
 				f := getFixture(b, n, false)
 				var st engine.ListStats
-				ctx := engine.WithListStats(context.Background(), &st)
+				ctx := context.Background()
 				req := shape.req
 				req.PageSize, req.IncludeTotalSize, req.Projection = 1, true, engine.ProjectionLight
 				calls := 0
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := f.s.List(ctx, &req); err != nil {
+					resp, err := f.s.List(ctx, &req)
+					if err != nil {
 						b.Fatal(err)
 					}
+					st.Add(resp.Stats)
 					calls++
 				}
 				b.ReportMetric(float64(st.Counted)/float64(calls), "counted/op")

@@ -79,7 +79,6 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	}
 	defer exit()
 	defer s.catch("list", &err)
-	stats := engine.ListStatsFrom(ctx)
 
 	var prefix []byte
 	if q.ContextID != "" {
@@ -172,10 +171,8 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
-	if stats != nil {
-		stats.Examined += examined
-	}
 	resp = q.Page(tasks, cursors, more)
+	resp.Stats.Examined = examined
 
 	if q.IncludeTotalSize {
 		total, counted, err := s.total(it, &q, prefix)
@@ -183,10 +180,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 			return nil, err
 		}
 		resp.TotalSize = total
-		if stats != nil {
-			stats.Counted += counted
-			stats.TotalComputed = true
-		}
+		resp.Stats.Counted, resp.Stats.TotalComputed = counted, true
 	}
 	return resp, nil
 }

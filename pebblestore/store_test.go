@@ -340,21 +340,19 @@ func TestExamined(t *testing.T) {
 		var pageToken string
 		for page := 0; page < 3; page++ {
 			req.PageToken = pageToken
-			var st engine.ListStats
-			resp, err := s.List(engine.WithListStats(ctx, &st), &req)
+			resp, err := s.List(ctx, &req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Examined != req.PageSize+1 || len(resp.Tasks) != req.PageSize {
+			if st := resp.Stats; st.Examined != req.PageSize+1 || len(resp.Tasks) != req.PageSize {
 				t.Errorf("%+v: examined %d for %d tasks, want %d", req, st.Examined, len(resp.Tasks), req.PageSize+1)
 			}
 			pageToken = resp.NextPageToken
 		}
 	}
-	var st engine.ListStats
-	resp, err := s.List(engine.WithListStats(ctx, &st), &engine.ListRequest{ContextID: "c0", Status: a2a.TaskStateWorking, IncludeTotalSize: true})
-	if err != nil || resp.TotalSize != 150 || st.Counted != 0 || !st.TotalComputed {
-		t.Errorf("counter total: %d counted %d %v", resp.TotalSize, st.Counted, err)
+	resp, err := s.List(ctx, &engine.ListRequest{ContextID: "c0", Status: a2a.TaskStateWorking, IncludeTotalSize: true})
+	if err != nil || resp.TotalSize != 150 || resp.Stats.Counted != 0 || !resp.Stats.TotalComputed {
+		t.Errorf("counter total: %d counted %d %v", resp.TotalSize, resp.Stats.Counted, err)
 	}
 }
 

@@ -166,10 +166,7 @@ func (s *Store) countAndPage(ctx context.Context, tx pgx.Tx, q *engine.Query, lq
 		return nil, err
 	}
 	resp.TotalSize = int(total)
-	if st := engine.ListStatsFrom(ctx); st != nil {
-		st.Counted += int(total)
-		st.TotalComputed = true
-	}
+	resp.Stats.Counted, resp.Stats.TotalComputed = int(total), true
 	return resp, nil
 }
 
@@ -212,8 +209,7 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if st := engine.ListStatsFrom(ctx); st != nil {
-		st.Examined += read
-	}
-	return q.Page(tasks, cursors, more), nil
+	resp := q.Page(tasks, cursors, more)
+	resp.Stats.Examined = read
+	return resp, nil
 }

@@ -291,11 +291,11 @@ func TestTraversal(t *testing.T) {
 			var last *engine.Cursor
 			pages := 0
 			for {
-				var st engine.ListStats
-				resp, err := s.List(engine.WithListStats(ctx, &st), &req)
+				resp, err := s.List(ctx, &req)
 				if err != nil {
 					t.Fatal(err)
 				}
+				st := resp.Stats
 				pages++
 				if resp.TotalSize != tc.want || st.Counted != tc.want || !st.TotalComputed {
 					t.Fatalf("total %d (counted %d), want %d", resp.TotalSize, st.Counted, tc.want)

@@ -52,13 +52,12 @@ func run(n, pageSize int) error {
 	var prev *engine.Cursor
 	start = time.Now()
 	for {
-		var st engine.ListStats
-		resp, err := store.List(engine.WithListStats(ctx, &st), req)
+		resp, err := store.List(ctx, req)
 		if err != nil {
 			return err
 		}
 		pages++
-		examined += st.Examined
+		examined += resp.Stats.Examined
 		for i, t := range resp.Tasks {
 			c := resp.TaskCursors[i]
 			if prev != nil && c.Compare(*prev) <= 0 {

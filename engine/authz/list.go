@@ -46,7 +46,8 @@ const BatchSize = 100
 // policy just before returning, so what it returns is exactly what was
 // authorized. TaskCursors and NextPageToken carry the cursors at which the
 // tasks were selected, so a task updated after selection never makes the
-// traversal repeat.
+// traversal repeat. Stats is the sum of what the store calls of this List
+// cost (every batch of every scan).
 func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -63,10 +64,12 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 			// Nothing to read, but the store still judges the token,
 			// so a token a backend cannot represent fails the same
 			// way whatever the caller's scope (T4). The one-row
-			// answer is discarded.
-			if _, err := d.store.List(ctx, &engine.ListRequest{PageToken: req.PageToken, PageSize: 1, Projection: engine.ProjectionLight}); err != nil {
+			// answer is discarded; what it cost is reported.
+			probe, err := d.store.List(ctx, &engine.ListRequest{PageToken: req.PageToken, PageSize: 1, Projection: engine.ProjectionLight})
+			if err != nil {
 				return nil, err
 			}
+			p.stats.Add(probe.Stats)
 		}
 		return p.response(), nil
 	case err != nil:
@@ -97,11 +100,14 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		}
 		// A selected task was deleted by a concurrent writer: scan
 		// again. Each rescan follows another caller's successful
-		// Delete, so the system as a whole always progresses.
+		// Delete, so the system as a whole always progresses. The
+		// response reports the cost of every scan.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		stats := p.stats
 		p = newPager(q)
+		p.stats = stats
 	}
 }
 
@@ -137,6 +143,7 @@ type pager struct {
 	tasks   []*a2a.Task     // light requests: the scanned tasks, made light; full requests: filled by finish
 	more    bool            // an accessible task follows the page
 	total   int
+	stats   engine.ListStats // what the store calls of this List cost, summed
 }
 
 func newPager(q engine.Query) pager {
@@ -172,6 +179,7 @@ func (p *pager) response() *engine.ListResponse {
 		Tasks:       p.tasks,
 		TaskCursors: p.cursors,
 		PageSize:    p.q.PageSize,
+		Stats:       p.stats,
 	}
 	if len(p.ids) == 0 {
 		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []engine.Cursor{}
@@ -229,6 +237,7 @@ func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p 
 		if err != nil {
 			return err
 		}
+		p.stats.Add(batch.Stats)
 		last, err := checkBatch(batch, scan.PageSize, from)
 		if err != nil {
 			return err

@@ -176,9 +176,12 @@ func TestRowsIndependentOfOutOfScope(t *testing.T) {
 	ctx := authz.WithAllowedContexts(context.Background(), "mine")
 	run := func(s engine.Store) (string, int, int, int) {
 		pr := &probe{Store: s}
-		var st engine.ListStats
-		pages := traverse(t, engine.WithListStats(ctx, &st), authz.New(pr, authz.ContextAllowList{}),
+		pages := traverse(t, ctx, authz.New(pr, authz.ContextAllowList{}),
 			engine.ListRequest{PageSize: 100, IncludeTotalSize: true})
+		var st engine.ListStats
+		for _, p := range pages {
+			st.Add(p.Stats)
+		}
 		return jsonOf(pages), pr.rows, len(pr.lists), st.Examined
 	}
 	small, big := build(9_000), build(99_000)

@@ -5,8 +5,8 @@
 // Guarantees beyond the engine contract:
 //   - Writes maintain the indexes in O(log n) (C1).
 //   - An unfiltered or context-filtered page seeks once in O(log n) and visits
-//     exactly PageSize+1 index entries (C2); engine.ListStats reports the
-//     count.
+//     exactly PageSize+1 index entries (C2); ListResponse.Stats reports
+//     the count.
 //   - Totals are O(1) for every filter shape except StatusTimestampAfter
 //     (counters per context, per state and per context+state), which scans
 //     the matching index.

@@ -63,17 +63,13 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	}
 	s.mu.RUnlock()
 
-	if st := engine.ListStatsFrom(ctx); st != nil {
-		st.Examined += examined
-		st.Counted += counted
-		st.TotalComputed = st.TotalComputed || q.IncludeTotalSize
-	}
 	tasks, err := pg.finish(&q)
 	if err != nil {
 		return nil, err
 	}
 	resp := q.Page(tasks, pg.cursors, more)
 	resp.TotalSize = total
+	resp.Stats = engine.ListStats{Examined: examined, Counted: counted, TotalComputed: q.IncludeTotalSize}
 	return resp, nil
 }
 

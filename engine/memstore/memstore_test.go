@@ -40,15 +40,14 @@ func TestPageVisitsPageSizePlusOne(t *testing.T) {
 		token := ""
 		for page := 0; page < 4; page++ {
 			req.PageToken = token
-			var st engine.ListStats
-			resp, err := s.List(engine.WithListStats(ctx, &st), &req)
+			resp, err := s.List(ctx, &req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(resp.Tasks) != req.PageSize || resp.NextPageToken == "" {
 				t.Fatalf("%+v: got %d tasks, token %q", req, len(resp.Tasks), resp.NextPageToken)
 			}
-			if st.Examined != req.PageSize+1 {
+			if st := resp.Stats; st.Examined != req.PageSize+1 {
 				t.Fatalf("%+v page %d: examined %d entries, want %d", req, page, st.Examined, req.PageSize+1)
 			}
 			token = resp.NextPageToken
@@ -76,12 +75,11 @@ func TestTotalsFromCounters(t *testing.T) {
 		{engine.ListRequest{ContextID: "nope"}, 0},
 	} {
 		c.req.IncludeTotalSize = true
-		var st engine.ListStats
-		resp, err := s.List(engine.WithListStats(ctx, &st), &c.req)
+		resp, err := s.List(ctx, &c.req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.TotalSize != c.want || st.Counted != 0 || !st.TotalComputed {
+		if st := resp.Stats; resp.TotalSize != c.want || st.Counted != 0 || !st.TotalComputed {
 			t.Errorf("%+v: total %d (want %d), counted %d", c.req, resp.TotalSize, c.want, st.Counted)
 		}
 	}

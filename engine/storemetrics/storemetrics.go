@@ -18,12 +18,11 @@
 // operation is one of create, get, replace, cancel, append_history, delete,
 // list; outcome is ok, invalid_argument, not_found, already_exists,
 // revision_conflict, not_cancelable, canceled, internal. Examined and
-// counted entries come from the backend through engine.ListStats; pages for
-// which the backend reports no examined entries (an empty store, or a
-// backend without ListStats support) are not observed. A List that asked
-// for IncludeTotalSize counts as computed, any other as skipped (the authz
-// dispatcher's batches skip it). When the caller already put a ListStats in
-// the context, it receives the same figures.
+// counted entries are what the backend reports in ListResponse.Stats; pages
+// for which it reports no examined entries (an empty store, or a backend
+// that fills no stats) are not observed. A List that asked for
+// IncludeTotalSize counts as computed, any other as skipped (the authz
+// dispatcher's batches skip it).
 //
 // Metrics are a decorator, not a backend feature (STYLE: cross-cutting
 // concerns wrap an engine.Store).
@@ -236,28 +235,21 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 	return err
 }
 
-// List implements engine.Store. It asks the backend for ListStats; when the
-// caller passed its own ListStats in ctx, the caller's receives the same
-// figures.
+// List implements engine.Store. The examined and counted entries are the
+// backend's figures from ListResponse.Stats; the response is returned as
+// the backend gave it.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
-	var st engine.ListStats
-	outer := engine.ListStatsFrom(ctx)
 	start := time.Now()
-	resp, err := s.next.List(engine.WithListStats(ctx, &st), req)
+	resp, err := s.next.List(ctx, req)
 	s.observe(OpList, start, err)
-	if outer != nil {
-		outer.Examined += st.Examined
-		outer.Counted += st.Counted
-		outer.TotalComputed = outer.TotalComputed || st.TotalComputed
-	}
 	if err != nil {
 		return resp, err
 	}
 	s.pageSize.Observe(float64(len(resp.Tasks)))
-	if st.Examined > 0 {
-		s.examined.Observe(float64(st.Examined))
+	if resp.Stats.Examined > 0 {
+		s.examined.Observe(float64(resp.Stats.Examined))
 	}
-	s.counted.Add(float64(st.Counted))
+	s.counted.Add(float64(resp.Stats.Counted))
 	if req.IncludeTotalSize {
 		s.computed.Inc()
 	} else {
