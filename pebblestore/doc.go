@@ -8,7 +8,7 @@
 //	r ‖ id                        record: revision, UpdatedAt, light fields
 //	g ‖ cursor                    global ordering index → light fields
 //	c ‖ asc(contextID) ‖ cursor   per-context ordering index → light fields
-//	b ‖ cursor                    task body (A2A JSON)
+//	b ‖ cursor                    task body (taskcodec binary form)
 //
 // plus merge-operator counters (n ‖ …) for the total, each state, each
 // context and each context+state. cursor is the desckey encoding of

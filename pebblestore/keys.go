@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
 
@@ -15,7 +16,7 @@ import (
 //	r ‖ id                          → record: revision, UpdatedAt, light fields
 //	g ‖ cursor                      → global ordering index: light fields
 //	c ‖ asc(contextID) ‖ cursor     → per-context ordering index: light fields
-//	b ‖ cursor                      → task body (A2A JSON), in list order
+//	b ‖ cursor                      → task body (taskcodec binary form), in list order
 //	n ‖ t                           → counter: all tasks
 //	n ‖ s ‖ state                   → counter: tasks in a state
 //	n ‖ c ‖ asc(contextID)          → counter: tasks in a context
@@ -141,7 +142,7 @@ func stateFromCode(c byte) (a2a.TaskState, bool) {
 //
 //	state code (1 byte) ‖ uvarint len ‖ contextID ‖ uvarint len ‖ status
 //	timestamp (time.Time binary form, empty when nil) ‖ metadata
-//	(engine.EncodeMetadata; rest, empty when none)
+//	(taskcodec.EncodeMetadata; rest, empty when none)
 //
 // decodeLight aliases the value: ctx, statusTS and metadata point into it,
 // so an index entry a page skips costs no allocation.
@@ -150,20 +151,15 @@ type light struct {
 	ctx       []byte // the context ID as stored (decodeLight)
 	state     a2a.TaskState
 	statusTS  []byte // binary form of Status.Timestamp; nil when unset
-	metadata  []byte // engine.EncodeMetadata output
+	metadata  []byte // taskcodec.EncodeMetadata output
 }
 
 func lightOf(t *a2a.Task) (light, error) {
 	l := light{contextID: t.ContextID, state: t.Status.State}
 	if t.Status.Timestamp != nil {
-		b, err := t.Status.Timestamp.MarshalBinary()
-		if err != nil {
-			// A zone offset with seconds: keep the instant, in UTC.
-			b, _ = t.Status.Timestamp.UTC().MarshalBinary()
-		}
-		l.statusTS = b
+		l.statusTS = taskcodec.AppendTimestamp(nil, *t.Status.Timestamp)
 	}
-	m, err := engine.EncodeMetadata(t.Metadata)
+	m, err := taskcodec.EncodeMetadata(t.Metadata)
 	if err != nil {
 		return light{}, err
 	}
@@ -225,7 +221,8 @@ func (l *light) statusTime() (t time.Time, ok bool, err error) {
 	if l.statusTS == nil {
 		return t, false, nil
 	}
-	if err := t.UnmarshalBinary(l.statusTS); err != nil {
+	t, err = taskcodec.DecodeTimestamp(l.statusTS)
+	if err != nil {
 		return t, false, errCorruptValue
 	}
 	return t, true, nil

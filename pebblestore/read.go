@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
 
@@ -228,7 +229,7 @@ func (p *lightPage) add(id a2a.TaskID, contextID string, l *light) (*a2a.Task, e
 		p.times = append(p.times, ts)
 		t.Status.Timestamp = &p.times[len(p.times)-1]
 	}
-	if t.Metadata, err = engine.DecodeMetadata(l.metadata); err != nil {
+	if t.Metadata, err = taskcodec.DecodeMetadata(l.metadata); err != nil {
 		return nil, err
 	}
 	return t, nil

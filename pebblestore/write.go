@@ -10,13 +10,14 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // current is a task's stored state, read under its write lock.
 type current struct {
 	rec  record
 	id   a2a.TaskID
-	body []byte // A2A JSON; nil unless asked for
+	body []byte // taskcodec.EncodeTask (binary); nil unless asked for
 }
 
 func (c *current) cursor() engine.Cursor {
@@ -51,11 +52,11 @@ func (s *Store) load(id a2a.TaskID, withBody bool) (*current, error) {
 	return c, nil
 }
 
-// decodeBody decodes a stored body into a fresh task. ID and context ID
-// come from the key and record, since JSON cannot carry arbitrary bytes
-// (S8: invalid UTF-8 is allowed here).
+// decodeBody decodes a stored body into a fresh task. The body holds the
+// task's ID and context ID too; they are set from the key and the record,
+// which lists order and filter by, so a task always reads back under them.
 func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error) {
-	t, err := engine.DecodeTask(body)
+	t, err := taskcodec.DecodeTask(body)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (s *Store) put(old *current, task *a2a.Task, now int64) (engine.Record, err
 	if old != nil {
 		rev = old.rec.revision + 1
 	}
-	body, err := engine.EncodeTask(task)
+	body, err := taskcodec.EncodeTask(task)
 	if err != nil {
 		return engine.Record{}, err
 	}

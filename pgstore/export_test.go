@@ -1,12 +1,8 @@
 package pgstore
 
 import (
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
 )
-
-// EncodeMessage is the stored form of one history element.
-func EncodeMessage(m *a2a.Message) ([]byte, error) { return encodeMessage(m) }
 
 // ListSQL returns the page query and arguments List runs for req, and the
 // count query (empty unless req.IncludeTotalSize).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/pgstore"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -50,7 +50,7 @@ func loadFixture(tb testing.TB, dsn, schema string, n int) *fixture {
 	cold := max(n/20, 1)
 	states := []string{"TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_SUBMITTED", "TASK_STATE_FAILED", "TASK_STATE_INPUT_REQUIRED"}
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-	m0, err := pgstore.EncodeMessage(msg("m", "a short request of some length to look like a real one"))
+	m0, err := taskcodec.EncodeMessage(msg("m", "a short request of some length to look like a real one"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -15,10 +16,10 @@ type fields struct {
 	state     string
 	statusTS  *time.Time // Status.Timestamp truncated to µs; nil = none
 	statusNS  int32      // the nanoseconds below statusTS's µs
-	statusMsg []byte     // stored form (see encodeMessage); nil = none
-	metadata  []byte     // engine.EncodeMetadata; nil = none
-	artifacts []byte     // stored form; nil = none
-	history   [][]byte   // stored form per message
+	statusMsg []byte     // taskcodec.EncodeStatusMessage; nil = none
+	metadata  []byte     // taskcodec.EncodeMetadata; nil = none
+	artifacts []byte     // taskcodec.EncodeArtifacts; nil = none
+	history   [][]byte   // taskcodec.EncodeMessage per message
 	msgIDs    [][]byte   // IDs of the history's messages
 }
 
@@ -55,22 +56,22 @@ func encode(t *a2a.Task) (fields, error) {
 		f.statusTS, f.statusNS = &us, ns
 	}
 	if t.Status.Message != nil {
-		if f.statusMsg, err = engine.EncodeTask(&a2a.Task{Status: a2a.TaskStatus{Message: t.Status.Message}}); err != nil {
+		if f.statusMsg, err = taskcodec.EncodeStatusMessage(t.Status.Message); err != nil {
 			return fields{}, err
 		}
 	}
-	if f.metadata, err = engine.EncodeMetadata(t.Metadata); err != nil {
+	if f.metadata, err = taskcodec.EncodeMetadata(t.Metadata); err != nil {
 		return fields{}, err
 	}
 	if len(t.Artifacts) > 0 {
-		if f.artifacts, err = engine.EncodeTask(&a2a.Task{Artifacts: t.Artifacts}); err != nil {
+		if f.artifacts, err = taskcodec.EncodeArtifacts(t.Artifacts); err != nil {
 			return fields{}, err
 		}
 	}
 	f.history = make([][]byte, 0, len(t.History))
 	f.msgIDs = make([][]byte, 0, len(t.History))
 	for _, m := range t.History {
-		b, err := encodeMessage(m)
+		b, err := taskcodec.EncodeMessage(m)
 		if err != nil {
 			return fields{}, err
 		}
@@ -82,25 +83,10 @@ func encode(t *a2a.Task) (fields, error) {
 	return f, nil
 }
 
-// The body columns hold fragments of a task in the engine's stored form
-// (engine.EncodeTask, several times faster to decode than JSON): a history
-// element is a task holding just that message, status_msg a task holding
-// just the status message, artifacts a task holding just the artifacts.
-
-func encodeMessage(m *a2a.Message) ([]byte, error) {
-	return engine.EncodeTask(&a2a.Task{History: []*a2a.Message{m}})
-}
-
-func decodeMessage(b []byte) (*a2a.Message, error) {
-	t, err := engine.DecodeTask(b)
-	if err != nil {
-		return nil, err
-	}
-	if len(t.History) != 1 {
-		return nil, fmt.Errorf("pgstore: decode history element: %w", engine.ErrInternal)
-	}
-	return t.History[0], nil
-}
+// The body columns hold the parts of a task stored on their own
+// (taskcodec.EncodeStatusMessage, EncodeMessage per history element,
+// EncodeArtifacts), so light and trimmed reads fetch and decode only what
+// they return.
 
 // Status timestamps PostgreSQL can store: timestamptz spans 4714 BC to
 // 294276 AD; these bounds sit inside it on whole years.
@@ -161,28 +147,24 @@ func (x *row) task() (*a2a.Task, error) {
 		ts := x.statusTS.Add(time.Duration(x.statusNS)).UTC()
 		status.Timestamp = &ts
 	}
-	t, err := engine.LightTask(a2a.TaskID(x.id), x.contextID, status, x.metadata)
+	t, err := taskcodec.LightTask(a2a.TaskID(x.id), x.contextID, status, x.metadata)
 	if err != nil {
 		return nil, err
 	}
 	if x.statusMsg != nil {
-		st, err := engine.DecodeTask(x.statusMsg)
-		if err != nil {
+		if t.Status.Message, err = taskcodec.DecodeStatusMessage(x.statusMsg); err != nil {
 			return nil, err
 		}
-		t.Status.Message = st.Status.Message
 	}
 	if x.artifacts != nil {
-		at, err := engine.DecodeTask(x.artifacts)
-		if err != nil {
+		if t.Artifacts, err = taskcodec.DecodeArtifacts(x.artifacts); err != nil {
 			return nil, err
 		}
-		t.Artifacts = at.Artifacts
 	}
 	if len(x.history) > 0 {
 		t.History = make([]*a2a.Message, len(x.history))
 		for i, b := range x.history {
-			if t.History[i], err = decodeMessage(b); err != nil {
+			if t.History[i], err = taskcodec.DecodeMessage(b); err != nil {
 				return nil, err
 			}
 		}

@@ -21,13 +21,14 @@ var ErrSchema = errors.New("pgstore: schema not ready")
 //
 // Columns beyond P1's: revision (S7); state and the status timestamp, split
 // into µs (status_ts) and the nanoseconds below them (status_ns, 0..999),
-// for the filters (L2); metadata as JSON (engine.EncodeMetadata) for light
-// reads; the rest of the body in separate columns so that light and trimmed
-// reads fetch only what they return, each in the engine's stored form
-// (engine.EncodeTask of a task holding just that part): status_msg,
-// artifacts, and history with one element per message; msg_ids holds the
-// history's message IDs for deduplicated appends. bytea throughout, since
-// PostgreSQL text and jsonb cannot hold NUL.
+// for the filters (L2); metadata in its binary stored form
+// (taskcodec.EncodeMetadata) for light reads; the rest of the body in
+// separate columns so that light and trimmed reads fetch only what they
+// return, each part in its binary stored form (taskcodec: the stored task
+// holding only that part): status_msg, artifacts, and history with one
+// element per message; msg_ids holds the history's message IDs for
+// deduplicated appends. bytea throughout, since PostgreSQL text and jsonb
+// cannot hold NUL.
 const createTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_tasks (
 	id         text        PRIMARY KEY,
 	context_id text        NOT NULL DEFAULT '',

@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
@@ -278,7 +279,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	if err := engine.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
-	b, err := encodeMessage(msg)
+	b, err := taskcodec.EncodeMessage(msg)
 	if err != nil {
 		return engine.Record{}, err
 	}

@@ -11,9 +11,9 @@
 //     (counters per context, per state and per context+state), which scans
 //     the matching index.
 //   - Count and page are read under one shared lock (L8).
-//   - Tasks are stored encoded (their A2A JSON), so the garbage collector
-//     scans no task internals, a task passed in is never retained, and every
-//     returned task is a fresh copy (L9).
+//   - Tasks are stored encoded (taskcodec's binary form), so the garbage
+//     collector scans no task internals, a task passed in is never retained,
+//     and every returned task is a fresh copy (L9).
 //
 // IDs may hold any bytes, NUL and invalid UTF-8 included (S8).
 package memstore

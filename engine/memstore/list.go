@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // List returns one page (L1–L9). The total and the page are read under one
@@ -114,7 +115,7 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 	out := make([]*a2a.Task, len(p.cursors))
 	if p.bodies == nil {
 		for _, m := range p.metas {
-			md, err := engine.DecodeMetadata(m.meta)
+			md, err := taskcodec.DecodeMetadata(m.meta)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +127,7 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 		return out, nil
 	}
 	for i, body := range p.bodies {
-		t, err := engine.DecodeTask(body)
+		t, err := taskcodec.DecodeTask(body)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -44,7 +45,7 @@ type record struct {
 	lightFields
 	updatedAt int64
 	revision  int64
-	body      []byte // engine.EncodeTask form: the whole task
+	body      []byte // taskcodec.EncodeTask: the whole task, binary
 }
 
 // lightFields are what filters and light pages read (ProjectionLight).
@@ -53,7 +54,7 @@ type lightFields struct {
 	state      a2a.TaskState
 	statusTime time.Time // zero: no status timestamp
 	hasStatus  bool
-	meta       []byte // engine.EncodeMetadata form: nil = none
+	meta       []byte // taskcodec.EncodeMetadata: nil = none
 }
 
 // entry is an index item: the list-order key and a copy of the light fields
@@ -132,11 +133,11 @@ func encode(t *a2a.Task) (encoded, error) {
 	if err := engine.ValidateTask(t); err != nil {
 		return encoded{}, err
 	}
-	body, err := engine.EncodeTask(t)
+	body, err := taskcodec.EncodeTask(t)
 	if err != nil {
 		return encoded{}, err
 	}
-	meta, err := engine.EncodeMetadata(t.Metadata)
+	meta, err := taskcodec.EncodeMetadata(t.Metadata)
 	if err != nil {
 		return encoded{}, err
 	}
@@ -154,7 +155,7 @@ func (r *record) snapshot() (engine.Record, []byte) {
 
 // decoded finishes a snapshot outside the lock.
 func decoded(rec engine.Record, body []byte) (engine.Record, error) {
-	t, err := engine.DecodeTask(body)
+	t, err := taskcodec.DecodeTask(body)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -309,9 +310,9 @@ func (s *Store) advanceLocked(r *record, enc encoded) error {
 
 // modify applies edit to a decoded copy of the task and stores the result,
 // unless edit reports no change (then the current record is returned and
-// nothing changes, S3). edit receives the time the mutation will have. The
-// JSON work runs outside the lock; if another writer got there first, modify
-// starts over on the new content.
+// nothing changes, S3). edit receives the time the mutation will have.
+// Decoding and encoding run outside the lock; if another writer got there
+// first, modify starts over on the new content.
 func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
 	for {
 		r, rec, body, err := s.read(id)

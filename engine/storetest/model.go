@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // model is the reference store: a slice kept in list order (S6), scanned
@@ -33,11 +34,11 @@ type modelEntry struct {
 	ctx   string // raw context ID (JSON would replace invalid UTF-8)
 	state a2a.TaskState
 	ts    *time.Time // status timestamp, for filters without decoding
-	data  []byte     // engine.EncodeTask
+	data  []byte     // taskcodec.EncodeTask
 }
 
 func newEntry(t *a2a.Task, at, rev int64) (*modelEntry, error) {
-	data, err := engine.EncodeTask(t)
+	data, err := taskcodec.EncodeTask(t)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (m *model) removeLocked(e *modelEntry) {
 }
 
 func (e *modelEntry) task() *a2a.Task {
-	t, err := engine.DecodeTask(e.data)
+	t, err := taskcodec.DecodeTask(e.data)
 	if err != nil {
 		panic(err)
 	}
@@ -247,11 +248,11 @@ func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListRe
 		}
 		t := e.task()
 		if q.Projection == engine.ProjectionLight {
-			md, err := engine.EncodeMetadata(t.Metadata)
+			md, err := taskcodec.EncodeMetadata(t.Metadata)
 			if err != nil {
 				return nil, err
 			}
-			if t, err = engine.LightTask(t.ID, t.ContextID, t.Status, md); err != nil {
+			if t, err = taskcodec.LightTask(t.ID, t.ContextID, t.Status, md); err != nil {
 				return nil, err
 			}
 		} else {

@@ -1,4 +1,4 @@
-package engine
+package taskcodec
 
 import (
 	"encoding/binary"
@@ -9,126 +9,139 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
-// The stored form of a task, shared by the backends: a compact binary
-// encoding of the a2a types, version-tagged. Free-form values (metadata maps,
-// data parts) are stored as JSON values in a binary form, so decoding parses
-// no JSON. Decoding yields an independent copy
-// (L9) whose A2A JSON equals that of the encoded task. A test walks the a2a
-// types by reflection so a new SDK field cannot be dropped silently.
-//
-// Measured against encoding/json on a generated 1 KB task (3 messages, one
-// artifact): see the commit that introduced it.
+// version is the first byte of every stored form.
+const version = 1
 
-const codecV1 = 1
-
-// EncodeTask returns the stored form of t.
+// EncodeTask returns the stored form of t. A value metadata or a data part
+// cannot hold (a non-finite number, a channel) is engine.ErrInvalidArgument.
 func EncodeTask(t *a2a.Task) ([]byte, error) {
-	w := writer{buf: make([]byte, 0, 512)}
-	w.buf = append(w.buf, codecV1)
-	w.str(string(t.ID))
-	w.str(t.ContextID)
-	w.str(string(t.Status.State))
-	w.time(t.Status.Timestamp)
-	w.message(t.Status.Message)
-	w.uvarint(uint64(len(t.History)))
-	for _, m := range t.History {
-		w.message(m)
-	}
-	w.uvarint(uint64(len(t.Artifacts)))
-	for _, a := range t.Artifacts {
-		w.artifact(a)
-	}
+	w := newWriter(512)
+	w.head(t.ID, t.ContextID, t.Status.State, t.Status.Timestamp, t.Status.Message)
+	w.history(t.History)
+	w.artifacts(t.Artifacts)
 	w.meta(t.Metadata)
-	if w.err != nil {
-		return nil, fmt.Errorf("engine: encode task: %v: %w", w.err, ErrInvalidArgument)
-	}
-	return w.buf, nil
+	return w.result("task")
 }
 
-// DecodeTask decodes a task stored by EncodeTask.
+// DecodeTask decodes the output of EncodeTask into a new task that shares
+// nothing with b. A malformed form is engine.ErrInternal: the stored data is
+// corrupt.
 func DecodeTask(b []byte) (*a2a.Task, error) {
-	if len(b) == 0 || b[0] != codecV1 {
-		return nil, fmt.Errorf("engine: decode task: unknown format: %w", ErrInternal)
-	}
-	// One string holds every string of the task: one allocation, not one
-	// per field.
-	r := reader{s: string(b[1:])}
-	t := &a2a.Task{ID: a2a.TaskID(r.str()), ContextID: r.str()}
-	t.Status.State = a2a.TaskState(r.str())
-	t.Status.Timestamp = r.time()
-	t.Status.Message = r.message()
-	if n := r.count(); n > 0 {
-		t.History = make([]*a2a.Message, n)
-		for i := range t.History {
-			t.History[i] = r.message()
-		}
-	}
-	if n := r.count(); n > 0 {
-		t.Artifacts = make([]*a2a.Artifact, n)
-		for i := range t.Artifacts {
-			t.Artifacts[i] = r.artifact()
-		}
-	}
-	t.Metadata = r.meta()
-	if r.err == nil && r.off != len(r.s) {
-		r.err = errors.New("trailing bytes")
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("engine: decode task: %v: %w", r.err, ErrInternal)
+	t := new(a2a.Task)
+	if err := decode(b, "task", t); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
 
-// EncodeMetadata is the stored form of task metadata for light projections
-// (nil for none): the same binary JSON-value form the task codec uses, so a
-// light page decodes metadata without parsing JSON.
-func EncodeMetadata(m map[string]any) ([]byte, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	w := writer{buf: make([]byte, 0, 64)}
-	w.buf = append(w.buf, codecV1)
-	w.value(m)
-	if w.err != nil {
-		return nil, fmt.Errorf("engine: encode metadata: %v: %w", w.err, ErrInvalidArgument)
-	}
-	return w.buf, nil
+// EncodeMessage returns the stored form of one history message kept on its
+// own: a stored task whose history holds m and nothing else. m may be nil.
+func EncodeMessage(m *a2a.Message) ([]byte, error) {
+	w := newWriter(128)
+	w.head("", "", "", nil, nil)
+	w.uvarint(1)
+	w.message(m)
+	w.artifacts(nil)
+	w.meta(nil)
+	return w.result("message")
 }
 
-// DecodeMetadata decodes the output of EncodeMetadata.
-func DecodeMetadata(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	if b[0] != codecV1 {
-		return nil, fmt.Errorf("engine: decode metadata: unknown format: %w", ErrInternal)
-	}
-	r := reader{s: string(b[1:])}
-	m, _ := r.value().(map[string]any)
-	if r.err == nil && (m == nil || r.off != len(r.s)) {
-		r.err = errors.New("not a map")
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("engine: decode metadata: %v: %w", r.err, ErrInternal)
-	}
-	return m, nil
-}
-
-// LightTask builds a light-projection task (ProjectionLight) from stored
-// fields. metadata is the output of EncodeMetadata.
-func LightTask(id a2a.TaskID, contextID string, status a2a.TaskStatus, metadata []byte) (*a2a.Task, error) {
-	t := &a2a.Task{ID: id, ContextID: contextID, Status: a2a.TaskStatus{State: status.State}}
-	if status.Timestamp != nil {
-		ts := *status.Timestamp
-		t.Status.Timestamp = &ts
-	}
-	m, err := DecodeMetadata(metadata)
+// DecodeMessage decodes the output of EncodeMessage.
+func DecodeMessage(b []byte) (*a2a.Message, error) {
+	t, err := decodePart(b, historyPart)
 	if err != nil {
 		return nil, err
 	}
-	t.Metadata = m
+	return t.History[0], nil
+}
+
+// EncodeStatusMessage returns the stored form of a status message kept on
+// its own: a stored task whose status holds m and nothing else.
+func EncodeStatusMessage(m *a2a.Message) ([]byte, error) {
+	w := newWriter(128)
+	w.head("", "", "", nil, m)
+	w.history(nil)
+	w.artifacts(nil)
+	w.meta(nil)
+	return w.result("status message")
+}
+
+// DecodeStatusMessage decodes the output of EncodeStatusMessage.
+func DecodeStatusMessage(b []byte) (*a2a.Message, error) {
+	t, err := decodePart(b, statusPart)
+	if err != nil {
+		return nil, err
+	}
+	return t.Status.Message, nil
+}
+
+// EncodeArtifacts returns the stored form of a task's artifacts kept on
+// their own: a stored task that holds as and nothing else.
+func EncodeArtifacts(as []*a2a.Artifact) ([]byte, error) {
+	w := newWriter(256)
+	w.head("", "", "", nil, nil)
+	w.history(nil)
+	w.artifacts(as)
+	w.meta(nil)
+	return w.result("artifacts")
+}
+
+// DecodeArtifacts decodes the output of EncodeArtifacts.
+func DecodeArtifacts(b []byte) ([]*a2a.Artifact, error) {
+	t, err := decodePart(b, artifactsPart)
+	if err != nil {
+		return nil, err
+	}
+	return t.Artifacts, nil
+}
+
+// decode decodes a stored task into t.
+func decode(b []byte, what string, t *a2a.Task) error {
+	if len(b) == 0 || b[0] != version {
+		return fmt.Errorf("taskcodec: decode %s: unknown format: %w", what, engine.ErrInternal)
+	}
+	// One string holds every string of the task: one allocation, not one
+	// per field.
+	r := reader{s: string(b[1:])}
+	r.task(t)
+	if r.err == nil && r.off != len(r.s) {
+		r.err = errors.New("trailing bytes")
+	}
+	if r.err != nil {
+		return fmt.Errorf("taskcodec: decode %s: %v: %w", what, r.err, engine.ErrInternal)
+	}
+	return nil
+}
+
+// part names a part of a task stored on its own.
+type part int
+
+const (
+	statusPart part = iota
+	historyPart
+	artifactsPart
+)
+
+var partNames = [...]string{statusPart: "status message", historyPart: "message", artifactsPart: "artifacts"}
+
+// decodePart decodes part p stored on its own and checks the stored task
+// holds that part and nothing else (a history part: exactly one message).
+func decodePart(b []byte, p part) (a2a.Task, error) {
+	var t a2a.Task
+	if err := decode(b, partNames[p], &t); err != nil {
+		return a2a.Task{}, err
+	}
+	only := t.ID == "" && t.ContextID == "" && t.Status.State == "" && t.Status.Timestamp == nil && t.Metadata == nil &&
+		(p == statusPart || t.Status.Message == nil) &&
+		(p == artifactsPart || t.Artifacts == nil) &&
+		(p == historyPart) == (len(t.History) == 1) && (p == historyPart || t.History == nil)
+	if !only {
+		return a2a.Task{}, fmt.Errorf("taskcodec: decode %s: not a stored %s alone: %w", partNames[p], partNames[p], engine.ErrInternal)
+	}
 	return t, nil
 }
 
@@ -141,9 +154,32 @@ const (
 	partURL
 )
 
+// nilPart marks a nil *a2a.Part in a part list.
+const nilPart = 0xff
+
 type writer struct {
 	buf []byte
 	err error
+}
+
+func newWriter(capacity int) writer {
+	w := writer{buf: make([]byte, 0, capacity)}
+	w.buf = append(w.buf, version)
+	return w
+}
+
+// result is the encoded form, or the first error as ErrInvalidArgument.
+func (w *writer) result(what string) ([]byte, error) {
+	if w.err != nil {
+		return nil, fmt.Errorf("taskcodec: encode %s: %v: %w", what, w.err, engine.ErrInvalidArgument)
+	}
+	return w.buf, nil
+}
+
+func (w *writer) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
 }
 
 func (w *writer) uvarint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
@@ -160,19 +196,49 @@ func (w *writer) strs(ss []string) {
 	}
 }
 
-func (w *writer) time(t *time.Time) {
-	if t == nil {
+// present writes whether an optional field is set, and reports it.
+func (w *writer) present(set bool) bool {
+	if set {
+		w.buf = append(w.buf, 1)
+	} else {
 		w.buf = append(w.buf, 0)
+	}
+	return set
+}
+
+// time writes an optional timestamp as a string of its stored form.
+func (w *writer) time(t *time.Time) {
+	if !w.present(t != nil) {
 		return
 	}
-	w.buf = append(w.buf, 1)
-	b, err := t.AppendBinary(nil)
-	if err != nil {
-		// A zone offset the binary form cannot hold (seconds): keep the
-		// instant, in UTC.
-		b, _ = t.UTC().AppendBinary(nil)
+	// The form is at most 16 bytes, so its uvarint length is one byte:
+	// write the bytes in place, then the length before them.
+	at := len(w.buf)
+	w.buf = AppendTimestamp(append(w.buf, 0), *t)
+	w.buf[at] = byte(len(w.buf) - at - 1)
+}
+
+// head writes the fields that precede the history.
+func (w *writer) head(id a2a.TaskID, contextID string, state a2a.TaskState, ts *time.Time, status *a2a.Message) {
+	w.str(string(id))
+	w.str(contextID)
+	w.str(string(state))
+	w.time(ts)
+	w.message(status)
+}
+
+func (w *writer) history(ms []*a2a.Message) {
+	w.uvarint(uint64(len(ms)))
+	for _, m := range ms {
+		w.message(m)
 	}
-	w.str(string(b))
+}
+
+func (w *writer) artifacts(as []*a2a.Artifact) {
+	w.uvarint(uint64(len(as)))
+	for _, a := range as {
+		w.artifact(a)
+	}
 }
 
 // JSON value kinds of the binary value form.
@@ -238,12 +304,6 @@ func (w *writer) value(v any) {
 	}
 }
 
-func (w *writer) fail(err error) {
-	if w.err == nil {
-		w.err = err
-	}
-}
-
 // meta stores a metadata map; nil is distinct from empty only in that both
 // are absent on the wire.
 func (w *writer) meta(m map[string]any) {
@@ -255,11 +315,9 @@ func (w *writer) meta(m map[string]any) {
 }
 
 func (w *writer) message(m *a2a.Message) {
-	if m == nil {
-		w.buf = append(w.buf, 0)
+	if !w.present(m != nil) {
 		return
 	}
-	w.buf = append(w.buf, 1)
 	w.str(m.ID)
 	w.str(m.ContextID)
 	w.strs(m.Extensions)
@@ -274,11 +332,9 @@ func (w *writer) message(m *a2a.Message) {
 }
 
 func (w *writer) artifact(a *a2a.Artifact) {
-	if a == nil {
-		w.buf = append(w.buf, 0)
+	if !w.present(a != nil) {
 		return
 	}
-	w.buf = append(w.buf, 1)
 	w.str(string(a.ID))
 	w.str(a.Description)
 	w.strs(a.Extensions)
@@ -291,7 +347,7 @@ func (w *writer) parts(ps a2a.ContentParts) {
 	w.uvarint(uint64(len(ps)))
 	for _, p := range ps {
 		if p == nil {
-			w.buf = append(w.buf, 0xff)
+			w.buf = append(w.buf, nilPart)
 			continue
 		}
 		switch c := p.Content.(type) {
@@ -310,9 +366,7 @@ func (w *writer) parts(ps a2a.ContentParts) {
 			w.buf = append(w.buf, partURL)
 			w.str(string(c))
 		default:
-			if w.err == nil {
-				w.err = fmt.Errorf("unknown part content %T", c)
-			}
+			w.fail(fmt.Errorf("unknown part content %T", c))
 		}
 		w.str(p.Filename)
 		w.str(p.MediaType)
@@ -394,6 +448,27 @@ func (r *reader) time() *time.Time {
 		r.fail("bad time")
 	}
 	return t
+}
+
+// task reads the fields of a stored task, after the version byte, into t.
+func (r *reader) task(t *a2a.Task) {
+	t.ID, t.ContextID = a2a.TaskID(r.str()), r.str()
+	t.Status.State = a2a.TaskState(r.str())
+	t.Status.Timestamp = r.time()
+	t.Status.Message = r.message()
+	if n := r.count(); n > 0 {
+		t.History = make([]*a2a.Message, n)
+		for i := range t.History {
+			t.History[i] = r.message()
+		}
+	}
+	if n := r.count(); n > 0 {
+		t.Artifacts = make([]*a2a.Artifact, n)
+		for i := range t.Artifacts {
+			t.Artifacts[i] = r.artifact()
+		}
+	}
+	t.Metadata = r.meta()
 }
 
 // value reads a JSON value stored by writer.value.
@@ -487,7 +562,7 @@ func (r *reader) parts() a2a.ContentParts {
 	backing := make([]a2a.Part, n)
 	for i := range ps {
 		kind := r.byte()
-		if kind == 0xff {
+		if kind == nilPart {
 			continue
 		}
 		p := &backing[i]

@@ -1,0 +1,328 @@
+package taskcodec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// golden is the stored form as Pebble databases and PostgreSQL rows hold
+// it: a task, each part stored on its own, and light metadata (hex).
+var golden = map[string]string{
+	"task":      "0104696400fe03637478125441534b5f53544154455f574f524b494e47010f010000000ee29f4e30075bcd15003c01026d3101630101650601016b03000000000000f83f050102686900000002020001000000030601016102000000040b68747470733a2f2f782f790009696d6167652f706e6700ff01017209524f4c455f5553455201740201026d3101630101650601016b03000000000000f83f050102686900000002020001000000030601016102000000040b68747470733a2f2f782f790009696d6167652f706e6700ff01017209524f4c455f555345520174000201016101640101780601017a040177016e010103617274000000000601056f776e65720405616c696365",
+	"message":   "0100000000000101026d3101630101650601016b03000000000000f83f050102686900000002020001000000030601016102000000040b68747470733a2f2f782f790009696d6167652f706e6700ff01017209524f4c455f5553455201740000",
+	"status":    "010000000001026d3101630101650601016b03000000000000f83f050102686900000002020001000000030601016102000000040b68747470733a2f2f782f790009696d6167652f706e6700ff01017209524f4c455f555345520174000000",
+	"artifacts": "010000000000000201016101640101780601017a040177016e0101036172740000000000",
+	"metadata":  "010601056f776e65720405616c696365",
+}
+
+// goldenParts is what the golden forms encode (one-key maps, so the bytes
+// do not depend on map order).
+func goldenParts() (*a2a.Task, *a2a.Message, []*a2a.Artifact, map[string]any) {
+	ts := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
+	m := &a2a.Message{ID: "m1", ContextID: "c", Role: a2a.MessageRoleUser, TaskID: "t", Extensions: []string{"e"},
+		Metadata: map[string]any{"k": 1.5}, ReferenceTasks: []a2a.TaskID{"r"},
+		Parts: a2a.ContentParts{a2a.NewTextPart("hi"), a2a.NewRawPart([]byte{0, 1}), a2a.NewDataPart(map[string]any{"a": true}), a2a.NewFileURLPart("https://x/y", "image/png"), nil}}
+	art := &a2a.Artifact{ID: "a", Description: "d", Name: "n", Extensions: []string{"x"}, Metadata: map[string]any{"z": "w"}, Parts: a2a.ContentParts{a2a.NewTextPart("art")}}
+	meta := map[string]any{"owner": "alice"}
+	task := &a2a.Task{ID: "id\x00\xfe", ContextID: "ctx", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &ts, Message: m},
+		History: []*a2a.Message{m, nil}, Artifacts: []*a2a.Artifact{art, nil}, Metadata: meta}
+	return task, m, []*a2a.Artifact{art, nil}, meta
+}
+
+// TestStoredFormIsStable: the stored form is on disk and in database rows;
+// these bytes were written by the codec before it moved out of engine and
+// must still be written and read the same way.
+func TestStoredFormIsStable(t *testing.T) {
+	task, m, arts, meta := goldenParts()
+	encode := map[string]func() ([]byte, error){
+		"task":      func() ([]byte, error) { return EncodeTask(task) },
+		"message":   func() ([]byte, error) { return EncodeMessage(m) },
+		"status":    func() ([]byte, error) { return EncodeStatusMessage(m) },
+		"artifacts": func() ([]byte, error) { return EncodeArtifacts(arts) },
+		"metadata":  func() ([]byte, error) { return EncodeMetadata(meta) },
+	}
+	for name, want := range golden {
+		got, err := encode[name]()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if hex.EncodeToString(got) != want {
+			t.Errorf("%s: stored form changed:\n got %x\nwant %s", name, got, want)
+		}
+	}
+	dec := func(name string) []byte { b, _ := hex.DecodeString(golden[name]); return b }
+	gotTask, err := DecodeTask(dec("task"))
+	if err != nil || jsonOf(gotTask) != jsonOf(task) {
+		t.Errorf("golden task decodes to %s, %v", jsonOf(gotTask), err)
+	}
+	for name, decode := range map[string]func([]byte) (any, error){
+		"message":   func(b []byte) (any, error) { return DecodeMessage(b) },
+		"status":    func(b []byte) (any, error) { return DecodeStatusMessage(b) },
+		"artifacts": func(b []byte) (any, error) { return DecodeArtifacts(b) },
+		"metadata":  func(b []byte) (any, error) { return DecodeMetadata(b) },
+	} {
+		want := map[string]any{"message": m, "status": m, "artifacts": arts, "metadata": meta}[name]
+		got, err := decode(dec(name))
+		if err != nil || jsonOf(got) != jsonOf(want) {
+			t.Errorf("golden %s decodes to %s, %v; want %s", name, jsonOf(got), err, jsonOf(want))
+		}
+	}
+}
+
+// TestPartsAreTasksHoldingOnlyThem: a part stored on its own is exactly the
+// stored task that holds only that part, and its decoder refuses anything
+// else.
+func TestPartsAreTasksHoldingOnlyThem(t *testing.T) {
+	task := richTask()
+	m, arts := task.History[0], task.Artifacts
+	for _, c := range []struct {
+		name    string
+		part    func() ([]byte, error)
+		asTask  *a2a.Task
+		decode  func([]byte) (any, error)
+		decoded any
+	}{
+		{"message", func() ([]byte, error) { return EncodeMessage(m) }, &a2a.Task{History: []*a2a.Message{m}},
+			func(b []byte) (any, error) { return DecodeMessage(b) }, m},
+		{"nil message", func() ([]byte, error) { return EncodeMessage(nil) }, &a2a.Task{History: []*a2a.Message{nil}},
+			func(b []byte) (any, error) { return DecodeMessage(b) }, (*a2a.Message)(nil)},
+		{"status message", func() ([]byte, error) { return EncodeStatusMessage(m) }, &a2a.Task{Status: a2a.TaskStatus{Message: m}},
+			func(b []byte) (any, error) { return DecodeStatusMessage(b) }, m},
+		{"artifacts", func() ([]byte, error) { return EncodeArtifacts(arts) }, &a2a.Task{Artifacts: arts},
+			func(b []byte) (any, error) { return DecodeArtifacts(b) }, arts},
+	} {
+		b, err := c.part()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		whole, err := EncodeTask(c.asTask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, whole) {
+			t.Errorf("%s: stored form %x differs from the task holding only it %x", c.name, b, whole)
+		}
+		got, err := c.decode(b)
+		if err != nil || jsonOf(got) != jsonOf(c.decoded) {
+			t.Errorf("%s: decodes to %s, %v", c.name, jsonOf(got), err)
+		}
+	}
+	// A whole task, or a part of another kind, is not a part.
+	wholeTask, _ := EncodeTask(task)
+	msg, _ := EncodeMessage(m)
+	two, _ := EncodeTask(&a2a.Task{History: []*a2a.Message{m, m}})
+	for name, err := range map[string]error{
+		"task as message":      second(DecodeMessage(wholeTask)),
+		"two messages":         second(DecodeMessage(two)),
+		"message as status":    second(DecodeStatusMessage(msg)),
+		"message as artifacts": second(DecodeArtifacts(msg)),
+		"task as artifacts":    second(DecodeArtifacts(wholeTask)),
+		"task as status":       second(DecodeStatusMessage(wholeTask)),
+	} {
+		if !errors.Is(err, engine.ErrInternal) {
+			t.Errorf("%s: %v, want ErrInternal", name, err)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+// TestTimestampForm: every offset the binary form holds is kept; one it
+// cannot hold becomes the same instant in UTC.
+func TestTimestampForm(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 678, time.UTC)
+	for _, loc := range []*time.Location{time.UTC, time.FixedZone("plus1", 3600), time.FixedZone("lmt", 3600+17), time.FixedZone("minus1min", -60), time.FixedZone("far", 40000*60)} {
+		in := base.In(loc)
+		got, err := DecodeTimestamp(AppendTimestamp(nil, in))
+		if err != nil || !got.Equal(in) {
+			t.Errorf("%s: %v, %v", loc, got, err)
+		}
+	}
+	if _, err := DecodeTimestamp([]byte{9}); !errors.Is(err, engine.ErrInternal) {
+		t.Errorf("bad timestamp: %v", err)
+	}
+}
+
+// codecFields lists, per a2a type, the fields EncodeTask stores. If a2a-go
+// adds a field, TestCodecCoversEveryField fails until the codec handles it.
+var codecFields = map[reflect.Type][]string{
+	reflect.TypeFor[a2a.Task]():       {"ID", "Artifacts", "ContextID", "History", "Metadata", "Status"},
+	reflect.TypeFor[a2a.TaskStatus](): {"Message", "State", "Timestamp"},
+	reflect.TypeFor[a2a.Message]():    {"ID", "ContextID", "Extensions", "Metadata", "Parts", "ReferenceTasks", "Role", "TaskID"},
+	reflect.TypeFor[a2a.Artifact]():   {"ID", "Description", "Extensions", "Metadata", "Name", "Parts"},
+	reflect.TypeFor[a2a.Part]():       {"Content", "Filename", "MediaType", "Metadata"},
+}
+
+func TestCodecCoversEveryField(t *testing.T) {
+	for typ, known := range codecFields {
+		for f := range typ.Fields() {
+			if !slices.Contains(known, f.Name) {
+				t.Errorf("a2a.%s has field %s that the task codec does not store", typ.Name(), f.Name)
+			}
+		}
+	}
+}
+
+func richTask() *a2a.Task {
+	ts := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.FixedZone("x", 3600))
+	msg := func(id string) *a2a.Message {
+		return &a2a.Message{
+			ID: id, ContextID: "c\x00tx", Extensions: []string{"ext:a", ""}, Role: a2a.MessageRoleUser, TaskID: "t",
+			Metadata:       map[string]any{"k": []any{1.5, "x", nil, map[string]any{"n": true}}},
+			ReferenceTasks: []a2a.TaskID{"r1", "\xff"},
+			Parts: a2a.ContentParts{
+				a2a.NewTextPart("héllo"), a2a.NewRawPart([]byte{0, 1, 2}),
+				a2a.NewDataPart(map[string]any{"a": 1.0}), a2a.NewFileURLPart("https://x/y", "image/png"),
+				{Content: a2a.Text(""), Filename: "f.txt", MediaType: "text/plain", Metadata: map[string]any{"m": "v"}},
+			},
+		}
+	}
+	return &a2a.Task{
+		ID: "id\x00\xfe", ContextID: "ctx",
+		Status:    a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &ts, Message: msg("s")},
+		History:   []*a2a.Message{msg("m1"), msg("m2")},
+		Artifacts: []*a2a.Artifact{{ID: "a", Description: "d", Name: "n", Extensions: []string{"e"}, Metadata: map[string]any{"z": 0.0}, Parts: a2a.ContentParts{a2a.NewTextPart("art")}}},
+		Metadata:  map[string]any{"owner": "alice", "n": 3.0},
+	}
+}
+
+// TestCodecRoundTrip: the decoded copy has the A2A JSON of the original.
+func TestCodecRoundTrip(t *testing.T) {
+	for _, task := range []*a2a.Task{
+		richTask(),
+		{ID: "x", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}},
+	} {
+		b, err := EncodeTask(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeTask(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(task)
+		have, _ := json.Marshal(got)
+		if !bytes.Equal(want, have) {
+			t.Fatalf("round trip changed the task:\nwant %s\nhave %s", want, have)
+		}
+		if task.Status.Timestamp != nil && !got.Status.Timestamp.Equal(*task.Status.Timestamp) {
+			t.Fatal("timestamp changed")
+		}
+	}
+}
+
+// TestCodecCopies: a decoded task shares nothing mutable with the input.
+func TestCodecCopies(t *testing.T) {
+	task := richTask()
+	b, _ := EncodeTask(task)
+	before := bytes.Clone(b)
+	got, _ := DecodeTask(b)
+	got.History[0].Parts[1].Content.(a2a.Raw)[0] = 9
+	got.Metadata["owner"] = "mallory"
+	if !bytes.Equal(b, before) {
+		t.Fatal("mutating a decoded task changed the stored form")
+	}
+}
+
+func FuzzDecodeTask(f *testing.F) {
+	b, _ := EncodeTask(richTask())
+	f.Add(b)
+	f.Add([]byte{version})
+	f.Add([]byte{version, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		task, err := DecodeTask(b)
+		if err != nil {
+			return
+		}
+		// Whatever decodes re-encodes and decodes to the same JSON.
+		b2, err := EncodeTask(task)
+		if err != nil {
+			return // e.g. an embedded JSON number JSON cannot re-encode
+		}
+		task2, err := DecodeTask(b2)
+		if err != nil {
+			t.Fatalf("re-encoded task does not decode: %v", err)
+		}
+		j1, _ := json.Marshal(task)
+		j2, _ := json.Marshal(task2)
+		if !bytes.Equal(j1, j2) {
+			t.Fatalf("unstable: %s vs %s", j1, j2)
+		}
+	})
+}
+
+// TestMetadataCodec: light-projection metadata round-trips as the wire
+// would carry it (Go ints become JSON numbers), and values JSON cannot carry
+// are refused.
+func TestMetadataCodec(t *testing.T) {
+	in := map[string]any{"owner": "alice", "n": 3, "f": 1.5, "ok": true, "none": nil,
+		"list": []any{"a", 2.0, map[string]any{"deep": []any{}}}, "typed": []string{"x", "y"}}
+	b, err := EncodeMetadata(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(in)
+	have, _ := json.Marshal(got)
+	if !bytes.Equal(want, have) {
+		t.Fatalf("metadata changed:\nwant %s\nhave %s", want, have)
+	}
+	if _, ok := got["n"].(float64); !ok {
+		t.Fatalf("int metadata decoded as %T, want float64 as from JSON", got["n"])
+	}
+	if m, err := DecodeMetadata(nil); m != nil || err != nil {
+		t.Fatalf("DecodeMetadata(nil) = %v, %v", m, err)
+	}
+	for _, bad := range []map[string]any{{"nan": math.NaN()}, {"inf": math.Inf(1)}, {"ch": make(chan int)}} {
+		if _, err := EncodeMetadata(bad); !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("EncodeMetadata(%v) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeMetadata(f *testing.F) {
+	b, _ := EncodeMetadata(map[string]any{"k": []any{1.0, "s", nil, true, map[string]any{}}})
+	f.Add(b)
+	f.Add([]byte{version, valObject, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeMetadata(b)
+		if err != nil || len(m) == 0 {
+			return // no metadata: stored as none, like an empty map on the wire
+		}
+		b2, err := EncodeMetadata(m)
+		if err != nil {
+			t.Fatalf("decoded metadata does not re-encode: %v", err)
+		}
+		m2, err := DecodeMetadata(b2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j1, _ := json.Marshal(m)
+		j2, _ := json.Marshal(m2)
+		if !bytes.Equal(j1, j2) {
+			t.Fatalf("unstable: %s vs %s", j1, j2)
+		}
+	})
+}
