@@ -1,10 +1,16 @@
-// Package engine is the a2astore contract: the types every backend shares,
-// the Store interface, its sentinel errors, the v1 page-token codec, the
-// clock rule and the request validation all backends apply the same way.
+// Package engine is the a2astore contract: the types every backend shares
+// (Cursor, Record, Projection, ListRequest, ListResponse), the Store
+// interface, its sentinel errors, the v1 page-token codec, the clock rules
+// (CreateTime, NextTime) and the request validation all backends apply the
+// same way (ParseListRequest, ValidateTask, ValidateID, ValidateMessage,
+// KnownState).
 //
 // It imports no backend. Backends (engine/memstore, pebblestore, pgstore)
 // import it and assert var _ engine.Store = (*Store)(nil); decorators such as
-// engine/authz wrap any Store.
+// engine/authz and engine/storemetrics wrap any Store. What backends share
+// beyond the contract lives beside it: engine/taskcodec (the stored binary
+// form of a task) and engine/listpage (filters, trimming and page assembly
+// for a validated Query).
 //
 // Clause ids (S1, T3, L7, …) refer to SPEC.md in the repository's shared
 // documentation; tests cite them by name.

@@ -67,7 +67,8 @@ func ValidateMessage(m *a2a.Message) error {
 	return nil
 }
 
-// Query is a validated ListRequest, ready for a backend to run.
+// Query is a validated ListRequest, ready for a backend to run (package
+// engine/listpage holds what backends do with it).
 type Query struct {
 	ContextID   string        // "" = any
 	Status      a2a.TaskState // unspecified = any
@@ -128,50 +129,4 @@ func ParseListRequest(req *ListRequest) (Query, error) {
 		q.After = &c
 	}
 	return q, nil
-}
-
-// Matches reports whether a task with these fields passes the query's
-// filters (L2). It does not look at the boundary.
-func (q *Query) Matches(contextID string, state a2a.TaskState, statusTime *time.Time) bool {
-	if q.ContextID != "" && contextID != q.ContextID {
-		return false
-	}
-	if q.Status != a2a.TaskStateUnspecified && state != q.Status {
-		return false
-	}
-	if q.StatusAfter != nil && (statusTime == nil || statusTime.Before(*q.StatusAfter)) {
-		return false
-	}
-	return true
-}
-
-// Shape trims a task the caller owns (a fresh copy) for a full-projection
-// page (L4): history to the query's HistoryLength, artifacts dropped unless
-// requested.
-func (q *Query) Shape(t *a2a.Task) {
-	if q.HistoryLength >= 0 && len(t.History) > q.HistoryLength {
-		t.History = t.History[len(t.History)-q.HistoryLength:]
-		if len(t.History) == 0 {
-			t.History = nil
-		}
-	}
-	if !q.IncludeArtifacts {
-		t.Artifacts = nil
-	}
-}
-
-// Page assembles a response from the page's tasks (at most PageSize, in
-// list order, with their cursors) and whether another matching task follows
-// them: then NextPageToken encodes the last returned task's cursor (T6).
-// Backends learn "more" by reading one entry past the page, without decoding
-// it. An empty page is an empty, non-nil slice with an empty token.
-func (q *Query) Page(tasks []*a2a.Task, cursors []Cursor, more bool) *ListResponse {
-	resp := &ListResponse{PageSize: q.PageSize, Tasks: tasks, TaskCursors: cursors}
-	if more && len(cursors) > 0 {
-		resp.NextPageToken = EncodeToken(cursors[len(cursors)-1])
-	}
-	if resp.Tasks == nil {
-		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []Cursor{}
-	}
-	return resp
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
@@ -160,7 +161,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 			t, err = readBody(bodies, cur, contextID, adjacent)
 			adjacent = q.ContextID == ""
 			if t != nil {
-				q.Shape(t)
+				listpage.Shape(&q, t)
 			}
 		}
 		if err != nil {
@@ -172,7 +173,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
-	resp = q.Page(tasks, cursors, more)
+	resp = listpage.Response(&q, tasks, cursors, more)
 	resp.Stats.Examined = examined
 
 	if q.IncludeTotalSize {
@@ -186,21 +187,22 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	return resp, nil
 }
 
+// matches applies q's filters (listpage.Matches) to an index entry. A
+// context-filtered list reads only that context's index (its key prefix is
+// the context filter), so the entry's context is q's. The status timestamp
+// is decoded only when a filter reads it.
 func matches(q *engine.Query, l *light) (bool, error) {
-	if q.Status != a2a.TaskStateUnspecified && l.state != q.Status {
-		return false, nil
+	var ts *time.Time
+	if q.StatusAfter != nil {
+		t, ok, err := l.statusTime()
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			ts = &t
+		}
 	}
-	if q.ContextID != "" && string(l.ctx) != q.ContextID {
-		return false, nil
-	}
-	if q.StatusAfter == nil {
-		return true, nil
-	}
-	ts, ok, err := l.statusTime()
-	if err != nil {
-		return false, err
-	}
-	return ok && !ts.Before(*q.StatusAfter), nil
+	return listpage.Matches(q, q.ContextID, l.state, ts), nil
 }
 
 // lightPage builds the tasks of a light page (ProjectionLight) in three

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 			return nil, &decodeError{err}
 		}
 		if q.Projection == engine.ProjectionFull {
-			q.Shape(t)
+			listpage.Shape(q, t)
 		}
 		tasks = append(tasks, t)
 		cursors = append(cursors, x.cursor())
@@ -209,7 +210,7 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	resp := q.Page(tasks, cursors, more)
+	resp := listpage.Response(q, tasks, cursors, more)
 	resp.Stats.Examined = read
 	return resp, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,7 +50,7 @@ func matches(t testing.TB, req engine.ListRequest, tk *a2a.Task) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q.Matches(tk.ContextID, tk.Status.State, tk.Status.Timestamp)
+	return listpage.Matches(&q, tk.ContextID, tk.Status.State, tk.Status.Timestamp)
 }
 
 // must(t)(store.Op(...)) returns the record or fails t.

@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 )
 
 // BatchSize is the most tasks one scan batch asks the store for (A3).
@@ -175,18 +176,12 @@ func (p *pager) add(t *a2a.Task, c engine.Cursor) {
 }
 
 func (p *pager) response() *engine.ListResponse {
-	resp := &engine.ListResponse{
-		Tasks:       p.tasks,
-		TaskCursors: p.cursors,
-		PageSize:    p.q.PageSize,
-		Stats:       p.stats,
-	}
+	tasks, cursors := p.tasks, p.cursors
 	if len(p.ids) == 0 {
-		resp.Tasks, resp.TaskCursors = []*a2a.Task{}, []engine.Cursor{}
+		tasks, cursors = nil, nil
 	}
-	if p.more {
-		resp.NextPageToken = engine.EncodeToken(p.cursors[len(p.cursors)-1])
-	}
+	resp := listpage.Response(&p.q, tasks, cursors, p.more)
+	resp.Stats = p.stats
 	if p.q.IncludeTotalSize {
 		resp.TotalSize = p.total
 	}
@@ -247,7 +242,7 @@ func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p 
 			if until != nil && c.Compare(*until) > 0 {
 				return nil
 			}
-			if !p.q.Matches(t.ContextID, t.Status.State, t.Status.Timestamp) {
+			if !listpage.Matches(&p.q, t.ContextID, t.Status.State, t.Status.Timestamp) {
 				continue // the scope was wider than the request
 			}
 			ok, err := d.policy.CanAccessTask(ctx, t)
@@ -316,7 +311,7 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
 		if err := d.check(ctx, id, rec); err != nil {
 			return err
 		}
-		p.q.Shape(rec.Task)
+		listpage.Shape(&p.q, rec.Task)
 		p.tasks = append(p.tasks, rec.Task)
 	}
 	return nil

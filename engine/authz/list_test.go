@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/engine/listpage"
 )
 
 var seedFlag = flag.Uint64("authz.seed", 0, "seed for randomized authz tests (0 = random)")
@@ -161,7 +162,7 @@ func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && q.Matches(task.ContextID, task.Status.State, task.Status.Timestamp) {
+		if ok && listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
 			vis, vc = append(vis, task), append(vc, cursors[i])
 		}
 	}
@@ -172,7 +173,7 @@ func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.T
 		for _, task := range vis[start:end] {
 			pt = append(pt, shaped(&q, task))
 		}
-		p := q.Page(pt, slices.Clone(vc[start:end]), end < len(vis))
+		p := listpage.Response(&q, pt, slices.Clone(vc[start:end]), end < len(vis))
 		if q.IncludeTotalSize {
 			p.TotalSize = len(vis)
 		}
@@ -193,7 +194,7 @@ func shaped(q *engine.Query, task *a2a.Task) *a2a.Task {
 		return &a2a.Task{ID: cp.ID, ContextID: cp.ContextID, Metadata: cp.Metadata,
 			Status: a2a.TaskStatus{State: cp.Status.State, Timestamp: cp.Status.Timestamp}}
 	}
-	q.Shape(&cp)
+	listpage.Shape(q, &cp)
 	return &cp
 }
 
@@ -480,7 +481,7 @@ func TestTokenAcrossCallers(t *testing.T) {
 			total := 0
 			for i, task := range all {
 				owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
-				if owner != "bob" || !q.Matches(task.ContextID, task.Status.State, task.Status.Timestamp) {
+				if owner != "bob" || !listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
 					continue
 				}
 				total++

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
@@ -68,7 +69,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	if err != nil {
 		return nil, err
 	}
-	resp := q.Page(tasks, pg.cursors, more)
+	resp := listpage.Response(&q, tasks, pg.cursors, more)
 	resp.TotalSize = total
 	resp.Stats = engine.ListStats{Examined: examined, Counted: counted, TotalComputed: q.IncludeTotalSize}
 	return resp, nil
@@ -131,7 +132,7 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.Shape(t)
+		listpage.Shape(q, t)
 		out[i] = t
 	}
 	return out, nil
@@ -142,7 +143,7 @@ func matches(q *engine.Query, r *lightFields) bool {
 	if r.hasStatus {
 		ts = &r.statusTime
 	}
-	return q.Matches(r.contextID, r.state, ts)
+	return listpage.Matches(q, r.contextID, r.state, ts)
 }
 
 // totalLocked counts the tasks matching q, ignoring the boundary (L5): from

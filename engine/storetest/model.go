@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
@@ -235,7 +236,7 @@ func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListRe
 	var cursors []engine.Cursor
 	more, total := false, 0
 	for _, e := range m.mu.list {
-		if !q.Matches(e.ctx, e.state, e.ts) {
+		if !listpage.Matches(&q, e.ctx, e.state, e.ts) {
 			continue
 		}
 		total++
@@ -256,11 +257,11 @@ func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListRe
 				return nil, err
 			}
 		} else {
-			q.Shape(t)
+			listpage.Shape(&q, t)
 		}
 		tasks, cursors = append(tasks, t), append(cursors, e.cur)
 	}
-	resp := q.Page(tasks, cursors, more)
+	resp := listpage.Response(&q, tasks, cursors, more)
 	if q.IncludeTotalSize {
 		resp.TotalSize = total
 	}
@@ -296,7 +297,7 @@ func (m *model) matching(req engine.ListRequest) map[a2a.TaskID]bool {
 	defer m.mu.Unlock()
 	out := make(map[a2a.TaskID]bool)
 	for _, e := range m.mu.list {
-		if q.Matches(e.ctx, e.state, e.ts) {
+		if listpage.Matches(&q, e.ctx, e.state, e.ts) {
 			out[e.cur.ID] = true
 		}
 	}
