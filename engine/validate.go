@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -13,17 +14,21 @@ const (
 	MaxPageSize     = 100
 )
 
-// KnownState reports whether s is one of the task states A2A defines
-// (TaskStateUnspecified is not one).
-func KnownState(s a2a.TaskState) bool {
-	switch s {
-	case a2a.TaskStateAuthRequired, a2a.TaskStateCanceled, a2a.TaskStateCompleted,
-		a2a.TaskStateFailed, a2a.TaskStateInputRequired, a2a.TaskStateRejected,
-		a2a.TaskStateSubmitted, a2a.TaskStateWorking:
-		return true
-	}
-	return false
+// knownStates is the one list of the task states A2A defines: active
+// states, then terminal ones (a2a.TaskState.Terminal). Backends and the
+// conformance suite derive their own lists and tables from it.
+var knownStates = [...]a2a.TaskState{
+	a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+	a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected,
 }
+
+// KnownStates returns the task states A2A defines (TaskStateUnspecified is
+// not one), active ones first, then terminal ones. The slice is the
+// caller's.
+func KnownStates() []a2a.TaskState { return slices.Clone(knownStates[:]) }
+
+// KnownState reports whether s is one of KnownStates.
+func KnownState(s a2a.TaskState) bool { return slices.Contains(knownStates[:], s) }
 
 // ValidateID checks a task ID against S8's length rule: 1..MaxIDBytes bytes.
 // Backends that cannot store some bytes add their own check.

@@ -114,27 +114,41 @@ func decodeIndexCursorBuf(buf *[]byte, key []byte, skip int) (engine.Cursor, err
 	return engine.Cursor{UpdatedAt: t, ID: a2a.TaskID(id)}, nil
 }
 
-var states = [...]a2a.TaskState{
-	a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired,
-	a2a.TaskStateAuthRequired, a2a.TaskStateCompleted, a2a.TaskStateCanceled,
-	a2a.TaskStateFailed, a2a.TaskStateRejected,
+// stateCodes are the one-byte stored forms of the task states (in index
+// values, records and counter keys). They are on disk: a code never
+// changes and is never reused; a new state gets the next one. A test
+// checks every engine.KnownStates has one.
+var stateCodes = map[a2a.TaskState]byte{
+	a2a.TaskStateSubmitted:     1,
+	a2a.TaskStateWorking:       2,
+	a2a.TaskStateInputRequired: 3,
+	a2a.TaskStateAuthRequired:  4,
+	a2a.TaskStateCompleted:     5,
+	a2a.TaskStateCanceled:      6,
+	a2a.TaskStateFailed:        7,
+	a2a.TaskStateRejected:      8,
 }
 
-// stateCode is the one-byte stored form of a known state (1..8).
-func stateCode(s a2a.TaskState) byte {
-	for i, k := range states {
-		if k == s {
-			return byte(i + 1)
-		}
+// codeStates inverts stateCodes ("" for no state).
+var codeStates = func() (m [256]a2a.TaskState) {
+	for s, c := range stateCodes {
+		m[c] = s
 	}
-	panic("pebblestore: unknown state " + string(s)) // states are validated first
+	return m
+}()
+
+// stateCode is the stored form of a known state.
+func stateCode(s a2a.TaskState) byte {
+	c, ok := stateCodes[s]
+	if !ok {
+		panic("pebblestore: unknown state " + string(s)) // states are validated first
+	}
+	return c
 }
 
 func stateFromCode(c byte) (a2a.TaskState, bool) {
-	if c == 0 || int(c) > len(states) {
-		return "", false
-	}
-	return states[c-1], true
+	s := codeStates[c]
+	return s, s != ""
 }
 
 // light is what a light page needs (ProjectionLight), stored in index

@@ -65,6 +65,35 @@ func mustCheck(t testing.TB, s *Store) {
 	}
 }
 
+// states are the task states tests draw from.
+var states = engine.KnownStates()
+
+// TestStateCodes: every known state has a stored code, codes are distinct
+// and nonzero, and codes decode back to their state.
+func TestStateCodes(t *testing.T) {
+	if len(stateCodes) != len(engine.KnownStates()) {
+		t.Errorf("%d state codes for %d known states", len(stateCodes), len(engine.KnownStates()))
+	}
+	seen := map[byte]a2a.TaskState{}
+	for _, st := range engine.KnownStates() {
+		c, ok := stateCodes[st]
+		if !ok {
+			t.Errorf("state %s has no stored code", st)
+			continue
+		}
+		if c == 0 || seen[c] != "" {
+			t.Errorf("state %s has code %d, also %q's", st, c, seen[c])
+		}
+		seen[c] = st
+		if back, ok := stateFromCode(c); !ok || back != st {
+			t.Errorf("code %d decodes to %q, %v; want %s", c, back, ok, st)
+		}
+	}
+	if _, ok := stateFromCode(0); ok {
+		t.Error("code 0 decodes to a state")
+	}
+}
+
 func task(id, ctx string, state a2a.TaskState) *a2a.Task {
 	return &a2a.Task{ID: a2a.TaskID(id), ContextID: ctx, Status: a2a.TaskStatus{State: state}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -50,8 +51,28 @@ type statements struct {
 	delete        string
 }
 
-// terminalStates lists the states Cancel refuses, as SQL.
-const terminalStates = `('TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED')`
+// Task states as SQL lists, derived from engine.KnownStates: every state
+// (checked by CheckInvariants) and the terminal ones, which Cancel refuses.
+var (
+	knownStatesSQL    = sqlStrings(engine.KnownStates(), func(a2a.TaskState) bool { return true })
+	terminalStatesSQL = sqlStrings(engine.KnownStates(), a2a.TaskState.Terminal)
+)
+
+// sqlStrings is the parenthesized SQL list of the states that pass keep.
+func sqlStrings(states []a2a.TaskState, keep func(a2a.TaskState) bool) string {
+	var lits []string
+	for _, st := range states {
+		if keep(st) {
+			lits = append(lits, sqlState(st))
+		}
+	}
+	return "(" + strings.Join(lits, ", ") + ")"
+}
+
+// sqlState is a state as an SQL string literal.
+func sqlState(st a2a.TaskState) string {
+	return "'" + strings.ReplaceAll(string(st), "'", "''") + "'"
+}
 
 // nextTime is P1's advance of updated_at, with clock_timestamp() read once
 // into now (it changes within a statement).
@@ -72,11 +93,11 @@ FROM (SELECT clock_timestamp() AS now) c
 WHERE t.id = $1 AND ($11::bigint = 0 OR t.revision = $11)
 RETURNING ` + returningColumns,
 		revisionOf: `SELECT revision FROM ` + tbl + ` WHERE id = $1`,
-		cancel: `UPDATE ` + tbl + ` t SET state = 'TASK_STATE_CANCELED', status_msg = NULL,
+		cancel: `UPDATE ` + tbl + ` t SET state = ` + sqlState(a2a.TaskStateCanceled) + `, status_msg = NULL,
   status_ts = ` + nextTime + `, status_ns = 0,
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND t.state NOT IN ` + terminalStates + `
+WHERE t.id = $1 AND t.state NOT IN ` + terminalStatesSQL + `
 RETURNING ` + returningColumns,
 		stateOf: `SELECT state FROM ` + tbl + ` WHERE id = $1`,
 		appendHistory: `UPDATE ` + tbl + ` t SET history = array_append(t.history, $2::bytea),
@@ -333,9 +354,7 @@ func (s *Store) CheckInvariants() error {
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.table+`
 WHERE revision < 1 OR status_ns NOT BETWEEN 0 AND 999
    OR cardinality(msg_ids) > cardinality(history)
-   OR state NOT IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED',
-                    'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED',
-                    'TASK_STATE_FAILED', 'TASK_STATE_REJECTED')`).Scan(&bad)
+   OR state NOT IN `+knownStatesSQL).Scan(&bad)
 	if err != nil {
 		return fmt.Errorf("pgstore: check invariants: %w", err)
 	}

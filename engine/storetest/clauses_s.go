@@ -203,10 +203,6 @@ func testRejectedWrites(t testing.TB, e *env) { // S3
 	e.expectUnchanged(t, "deduplicated AppendHistory", before)
 }
 
-var terminalStates = []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected}
-
-var activeStates = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired}
-
 func testRejectedCancel(t testing.TB, e *env) { // S3
 	for _, st := range terminalStates {
 		id := a2a.TaskID("term-" + string(st))

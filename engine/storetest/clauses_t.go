@@ -96,7 +96,7 @@ func (e *env) expectPage(t testing.TB, what string, s snapshot, req engine.ListR
 // status timestamps (every fifth has none), history and artifacts.
 func (e *env) populate(t testing.TB, n int) {
 	t.Helper()
-	states := append(slices.Clone(activeStates), terminalStates...)
+	states := allStates
 	for i := range n {
 		sp := spec{
 			id:        a2a.TaskID(fmt.Sprintf("task-%03d", i)),

@@ -4,12 +4,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+)
+
+// The task states tests draw from: engine's one list, and its active and
+// terminal parts (terminal: completed, failed, canceled, rejected, the
+// states S3 says Cancel rejects).
+var (
+	allStates      = engine.KnownStates()
+	activeStates   = slices.DeleteFunc(engine.KnownStates(), a2a.TaskState.Terminal)
+	terminalStates = slices.DeleteFunc(engine.KnownStates(), func(s a2a.TaskState) bool { return !s.Terminal() })
 )
 
 // statusBase is the first status timestamp test tasks carry (µs precision,

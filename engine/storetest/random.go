@@ -27,8 +27,6 @@ func testRandom(t testing.TB, e *env) {
 	}
 }
 
-var allStates = append(append([]a2a.TaskState(nil), activeStates...), terminalStates...)
-
 type randomRun struct {
 	e      *env
 	m      *model

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,18 @@ func TestModelTextIDs(t *testing.T) {
 
 func TestModelOwnClock(t *testing.T) {
 	Run(t, Harness{Open: openModel(true), BinaryIDs: true})
+}
+
+// TestStateLists: the suite's terminal states are S3's, and with the
+// active ones they are every state.
+func TestStateLists(t *testing.T) {
+	want := []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected}
+	if !slices.Equal(slices.Sorted(slices.Values(terminalStates)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("terminal states %v, want S3's %v", terminalStates, want)
+	}
+	if len(activeStates)+len(terminalStates) != len(allStates) || len(activeStates) == 0 {
+		t.Errorf("%d active + %d terminal states of %d", len(activeStates), len(terminalStates), len(allStates))
+	}
 }
 
 func TestInvalidTokensAreInvalid(t *testing.T) {
