@@ -111,7 +111,7 @@ func testValidation(t testing.TB, e *env) { // L3
 		{"lower-case status", engine.ListRequest{Status: "completed"}},
 		{"history length -1", engine.ListRequest{HistoryLength: intp(-1)}},
 		{"history length MinInt", engine.ListRequest{HistoryLength: intp(math.MinInt)}},
-		{"1025-byte context", engine.ListRequest{ContextID: string(make([]byte, engine.MaxIDBytes+1))}},
+		{"1025-byte context", engine.ListRequest{ContextID: string(make([]byte, specMaxIDBytes+1))}},
 	}
 	for _, b := range bad {
 		resp, err := e.s.List(e.ctx, &b.req)

@@ -149,7 +149,7 @@ func testRejectedWrites(t testing.TB, e *env) { // S3
 	_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Status.State = a2a.TaskStateUnspecified }), 0)
 	check("Replace with an unspecified state", err, engine.ErrInvalidArgument)
 	e.tick(10)
-	_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.ContextID = strings.Repeat("c", engine.MaxIDBytes+1) }), 0)
+	_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.ContextID = strings.Repeat("c", specMaxIDBytes+1) }), 0)
 	check("Replace with a 1025-byte context ID", err, engine.ErrInvalidArgument)
 	if !e.h.BinaryIDs {
 		e.tick(10)
@@ -511,8 +511,8 @@ func testReplaceTerminalContext(t testing.TB, e *env) { // S7
 func testIDLimits(t testing.TB, e *env) { // S8
 	_, err := e.s.Create(e.ctx, task("", "ctx"))
 	expectErr(t, "Create with an empty ID", err, engine.ErrInvalidArgument)
-	long := a2a.TaskID(strings.Repeat("i", engine.MaxIDBytes))
-	longCtx := strings.Repeat("c", engine.MaxIDBytes)
+	long := a2a.TaskID(strings.Repeat("i", specMaxIDBytes))
+	longCtx := strings.Repeat("c", specMaxIDBytes)
 	rec := e.mustCreate(t, task(long, longCtx))
 	if got := e.mustGet(t, long); diffRecord(got, rec) != "" {
 		t.Errorf("1024-byte IDs: %s", diffRecord(got, rec))
@@ -565,7 +565,7 @@ func testBinaryIDs(t testing.TB, e *env) { // S8, T3
 		// A well-formed token the backend cannot represent is the generic
 		// token error (T4).
 		for _, id := range binaryIDs {
-			_, err := e.s.List(e.ctx, &engine.ListRequest{PageToken: engine.EncodeToken(engine.Cursor{UpdatedAt: 5, ID: id})})
+			_, err := e.s.List(e.ctx, &engine.ListRequest{PageToken: specToken(engine.Cursor{UpdatedAt: 5, ID: id})})
 			if !errors.Is(err, engine.ErrInvalidPageToken) {
 				t.Errorf("token with boundary ID %s: %v, want ErrInvalidPageToken", quote(id), err)
 			}

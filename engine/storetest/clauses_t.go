@@ -35,7 +35,7 @@ type snapshot struct {
 
 func (e *env) snapshot(t testing.TB) snapshot {
 	t.Helper()
-	resp := e.mustList(t, engine.ListRequest{PageSize: engine.MaxPageSize, IncludeArtifacts: true})
+	resp := e.mustList(t, engine.ListRequest{PageSize: specMaxPageSize, IncludeArtifacts: true})
 	if resp.NextPageToken != "" {
 		t.Fatal("snapshot: more than one page of tasks")
 	}
@@ -71,15 +71,15 @@ func (e *env) expectPage(t testing.TB, what string, s snapshot, req engine.ListR
 	t.Helper()
 	var boundary *engine.Cursor
 	if req.PageToken != "" {
-		c, err := engine.DecodeToken(req.PageToken)
-		if err != nil {
-			t.Fatalf("%s: bad test token: %v", what, err)
+		c, ok := specBoundary(req.PageToken)
+		if !ok {
+			t.Fatalf("%s: bad test token %q", what, req.PageToken)
 		}
 		boundary = &c
 	}
 	size := req.PageSize
 	if size == 0 {
-		size = engine.DefaultPageSize
+		size = specDefaultPageSize
 	}
 	want, more := s.expect(boundary, keep, size)
 	resp := e.mustList(t, req)
@@ -169,7 +169,7 @@ func testURLSafe(t testing.TB, e *env) { // T2
 func rawToken(b []byte) string { return "v1." + base64.RawURLEncoding.EncodeToString(b) }
 
 func invalidTokens() []string {
-	valid := engine.EncodeToken(engine.Cursor{UpdatedAt: 5, ID: "task-001"})
+	valid := specToken(engine.Cursor{UpdatedAt: 5, ID: "task-001"})
 	neg := make([]byte, 9)
 	binary.BigEndian.PutUint64(neg, 1<<63)
 	neg[8] = 'a'
@@ -181,7 +181,7 @@ func invalidTokens() []string {
 		rawToken(make([]byte, 8)),                                     // empty ID
 		rawToken(make([]byte, 5)),                                     // short
 		rawToken(neg),                                                 // time out of range
-		rawToken(make([]byte, 8+engine.MaxIDBytes+1)),                 // ID over the limit
+		rawToken(make([]byte, 8+specMaxIDBytes+1)),                    // ID over the limit
 		strings.Repeat("A", 10000), "v1." + strings.Repeat("A", 5000), // over-long
 		"%76%31%2E" + valid[3:], url.QueryEscape(valid + "="),
 	}
@@ -225,7 +225,7 @@ func testMissingBoundary(t testing.TB, e *env) { // T5
 	const ps = 3
 	ks := []int{0, 3, 4, 7, 13, 14}
 	page := func(k int) engine.ListRequest {
-		return engine.ListRequest{PageSize: ps, PageToken: engine.EncodeToken(s.cursors[k]), IncludeTotalSize: true}
+		return engine.ListRequest{PageSize: ps, PageToken: specToken(s.cursors[k]), IncludeTotalSize: true}
 	}
 	for _, k := range ks {
 		e.expectPage(t, fmt.Sprintf("boundary at task %d", k), s, page(k), nil)
@@ -260,7 +260,7 @@ func testMissingBoundary(t testing.TB, e *env) { // T5
 		{UpdatedAt: s.cursors[9].UpdatedAt + 1, ID: "never"},
 		{UpdatedAt: 0, ID: "0"}, // after everything
 	} {
-		req := engine.ListRequest{PageSize: ps, PageToken: engine.EncodeToken(b)}
+		req := engine.ListRequest{PageSize: ps, PageToken: specToken(b)}
 		e.expectPage(t, "boundary "+fmtCursor(b)+" that never existed", s, req, keep)
 	}
 }
@@ -295,7 +295,7 @@ func testNextToken(t testing.TB, e *env) { // T6
 		t.Errorf("%d matches at page size %d: %d pages %v, want 1", ctx0, ctx0, n, sizes)
 	}
 	// An empty page after the last task has no token, whatever the total.
-	last := engine.EncodeToken(s.cursors[len(s.cursors)-1])
+	last := specToken(s.cursors[len(s.cursors)-1])
 	resp := e.mustList(t, engine.ListRequest{PageToken: last, IncludeTotalSize: true})
 	if len(resp.Tasks) != 0 || resp.NextPageToken != "" || resp.TotalSize != 12 {
 		t.Errorf("page after the last task: %s token %q total %d; want empty, no token, total 12", pageIDs(resp), resp.NextPageToken, resp.TotalSize)

@@ -189,7 +189,7 @@ func runConcurrent(e *env, seed uint64, c concurrency) []error {
 					req.PageSize = 1 + rng.IntN(10)
 					req.IncludeTotalSize = rng.IntN(2) == 0
 					if page == 0 && n%3 == 0 {
-						req.PageSize, req.IncludeTotalSize = engine.MaxPageSize, true
+						req.PageSize, req.IncludeTotalSize = specMaxPageSize, true
 					}
 					resp, err := e.s.List(e.ctx, &req)
 					if err != nil {

@@ -21,7 +21,9 @@
 // Besides the clause tests, Run includes:
 //
 //   - "model/random": a model-based randomized test. A deliberately simple
-//     reference store (a sorted slice) runs beside the backend; random
+//     reference store (a sorted slice whose validation, time, filter,
+//     trimming, paging and token rules are written from the SPEC, sharing
+//     no code with the backends) runs beside the backend; random
 //     creates, replaces, cancels, appends (new and duplicate message IDs)
 //     and deletes, with a clock that sometimes goes backward, interleave
 //     with the pages of several live traversals under random filters. Every

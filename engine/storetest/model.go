@@ -2,22 +2,29 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/engine/listpage"
-	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // model is the reference store: a slice kept in list order (S6), scanned
 // linearly by List, tasks kept as their JSON encoding. It is deliberately
-// simple so that it is obviously right; the suite runs it beside the real
-// store and proves itself against it in its own tests.
+// simple so that it is obviously right, and independent of the code it
+// checks: validation, the time rule, filters, trimming, paging and page
+// tokens are written out here from the SPEC, never taken from engine's
+// ParseListRequest, NextTime or the validators, engine/listpage,
+// engine/taskcodec or the engine's token codec — so a bug in any of them
+// cannot pass the model test on every backend. From engine it uses only the
+// types, the sentinel errors and the list of states. The suite runs it
+// beside the real store and proves itself against it in its own tests.
 type model struct {
 	clock  engine.Clock
 	binary bool // accept any ID bytes (else NUL and invalid UTF-8 are rejected)
@@ -35,13 +42,16 @@ type modelEntry struct {
 	ctx   string // raw context ID (JSON would replace invalid UTF-8)
 	state a2a.TaskState
 	ts    *time.Time // status timestamp, for filters without decoding
-	data  []byte     // taskcodec.EncodeTask
+	data  []byte     // the task's JSON; ID and context ID are cur.ID and ctx
 }
 
+var errModelInvalid = fmt.Errorf("model: %w", engine.ErrInvalidArgument)
+
 func newEntry(t *a2a.Task, at, rev int64) (*modelEntry, error) {
-	data, err := taskcodec.EncodeTask(t)
+	data, err := json.Marshal(t)
 	if err != nil {
-		return nil, err
+		// What the wire cannot carry (a NaN, a channel) no store can keep.
+		return nil, fmt.Errorf("model: task cannot be encoded: %v: %w", err, engine.ErrInvalidArgument)
 	}
 	e := &modelEntry{cur: engine.Cursor{UpdatedAt: at, ID: t.ID}, rev: rev, ctx: t.ContextID, state: t.Status.State, data: data}
 	if t.Status.Timestamp != nil {
@@ -55,53 +65,66 @@ var _ engine.Store = (*model)(nil)
 
 func newModel(clock engine.Clock, binary bool) *model {
 	if clock == nil {
-		clock = engine.WallClock
+		clock = func() int64 { return time.Now().UnixMicro() }
 	}
 	m := &model{clock: clock, binary: binary}
 	m.mu.byID = make(map[a2a.TaskID]*modelEntry)
 	return m
 }
 
+// validate checks a task to be stored (S8): non-nil, an ID of 1..1024
+// bytes, a context ID of at most 1024 bytes, a known state, and for a
+// text-only backend IDs without NUL or invalid UTF-8.
 func (m *model) validate(t *a2a.Task) error {
-	if err := engine.ValidateTask(t); err != nil {
-		return err
-	}
-	if !m.binary && (!textID(string(t.ID)) || !textID(t.ContextID)) {
-		return fmt.Errorf("model: ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	switch {
+	case t == nil,
+		len(t.ID) == 0 || len(t.ID) > specMaxIDBytes,
+		len(t.ContextID) > specMaxIDBytes,
+		!slices.Contains(allStates, t.Status.State),
+		!m.binary && (!textID(string(t.ID)) || !textID(t.ContextID)):
+		return errModelInvalid
 	}
 	return nil
 }
 
 // textID reports whether s can be stored by a text-only backend.
 func textID(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return false
-		}
+	return utf8.ValidString(s) && !strings.Contains(s, "\x00")
+}
+
+// listedBefore reports whether a comes before b in list order (S6): later
+// UpdatedAt first, then the greater ID in byte order.
+func listedBefore(a, b engine.Cursor) bool {
+	if a.UpdatedAt != b.UpdatedAt {
+		return a.UpdatedAt > b.UpdatedAt
 	}
-	return utf8.ValidString(s)
+	return string(a.ID) > string(b.ID)
 }
 
 // REQUIRES: m.mu held.
 func (m *model) insertLocked(e *modelEntry) {
-	i, _ := slices.BinarySearchFunc(m.mu.list, e.cur, func(x *modelEntry, c engine.Cursor) int { return x.cur.Compare(c) })
+	i := 0
+	for i < len(m.mu.list) && listedBefore(m.mu.list[i].cur, e.cur) {
+		i++
+	}
 	m.mu.list = slices.Insert(m.mu.list, i, e)
 	m.mu.byID[e.cur.ID] = e
 }
 
 // REQUIRES: m.mu held.
 func (m *model) removeLocked(e *modelEntry) {
-	i, ok := slices.BinarySearchFunc(m.mu.list, e.cur, func(x *modelEntry, c engine.Cursor) int { return x.cur.Compare(c) })
-	if !ok {
+	i := slices.Index(m.mu.list, e)
+	if i < 0 {
 		panic("model: entry not in list")
 	}
 	m.mu.list = slices.Delete(m.mu.list, i, i+1)
 	delete(m.mu.byID, e.cur.ID)
 }
 
+// task returns a fresh copy of the entry's task.
 func (e *modelEntry) task() *a2a.Task {
-	t, err := taskcodec.DecodeTask(e.data)
-	if err != nil {
+	t := new(a2a.Task)
+	if err := json.Unmarshal(e.data, t); err != nil {
 		panic(err)
 	}
 	t.ID, t.ContextID = e.cur.ID, e.ctx
@@ -112,6 +135,9 @@ func (e *modelEntry) record() engine.Record {
 	return engine.Record{Task: e.task(), Revision: e.rev, Cursor: e.cur}
 }
 
+// now is the clock reading; below 0 counts as 0 (S5).
+func (m *model) now() int64 { return max(m.clock(), 0) }
+
 func (m *model) Create(_ context.Context, t *a2a.Task) (engine.Record, error) {
 	if err := m.validate(t); err != nil {
 		return engine.Record{}, err
@@ -121,7 +147,7 @@ func (m *model) Create(_ context.Context, t *a2a.Task) (engine.Record, error) {
 	if _, ok := m.mu.byID[t.ID]; ok {
 		return engine.Record{}, fmt.Errorf("model: create: %w", engine.ErrAlreadyExists)
 	}
-	e, err := newEntry(t, engine.CreateTime(m.clock()), 1)
+	e, err := newEntry(t, m.now(), 1) // S4: Create uses clock()
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -139,13 +165,15 @@ func (m *model) Get(_ context.Context, id a2a.TaskID) (engine.Record, error) {
 	return e.record(), nil
 }
 
-// updateLocked stores t as the new content of e at the next time (S4).
+// updateLocked stores t as the new content of e at the next time (S4, S5):
+// max(clock(), old+1); a task at MaxInt64 cannot advance and nothing
+// changes. stamp, if set, sees the new time before t is stored.
 // REQUIRES: m.mu held.
 func (m *model) updateLocked(e *modelEntry, t *a2a.Task, stamp func(at int64)) (engine.Record, error) {
-	at, err := engine.NextTime(e.cur.UpdatedAt, m.clock())
-	if err != nil {
-		return engine.Record{}, err
+	if e.cur.UpdatedAt == math.MaxInt64 {
+		return engine.Record{}, fmt.Errorf("model: task time at its maximum: %w", engine.ErrInternal)
 	}
+	at := max(m.now(), e.cur.UpdatedAt+1)
 	if stamp != nil {
 		stamp(at)
 	}
@@ -181,19 +209,19 @@ func (m *model) Cancel(_ context.Context, id a2a.TaskID) (engine.Record, error) 
 	if !ok {
 		return engine.Record{}, fmt.Errorf("model: cancel: %w", engine.ErrNotFound)
 	}
-	t := e.task()
-	if t.Status.State.Terminal() {
+	if slices.Contains(terminalStates, e.state) {
 		return engine.Record{}, fmt.Errorf("model: cancel: %w", engine.ErrNotCancelable)
 	}
-	return m.updateLocked(e, t, func(at int64) {
+	t := e.task()
+	return m.updateLocked(e, t, func(at int64) { // S9
 		ts := time.UnixMicro(at).UTC()
 		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
 	})
 }
 
 func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if err := engine.ValidateMessage(msg); err != nil {
-		return engine.Record{}, err
+	if msg == nil || msg.ID == "" {
+		return engine.Record{}, errModelInvalid
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -203,8 +231,8 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 	}
 	t := e.task()
 	for _, h := range t.History {
-		if h.ID == msg.ID {
-			return e.record(), nil
+		if h != nil && h.ID == msg.ID {
+			return e.record(), nil // S3: deduplicated
 		}
 	}
 	t.History = append(t.History, msg) // encoded below: the store keeps no pointer
@@ -222,47 +250,103 @@ func (m *model) Delete(_ context.Context, id a2a.TaskID) error {
 	return nil
 }
 
+// modelRequest is a list request the model accepted.
+type modelRequest struct {
+	*engine.ListRequest
+	size     int            // the page size used
+	boundary *engine.Cursor // nil: from the start
+}
+
+// accept validates a list request (L3, T4): page size 0 (meaning 50) or
+// 1..100, a known status or none, a history length of at least 0, a context
+// ID of at most 1024 bytes, a known projection, and an empty or valid page
+// token (for a text-only backend, with a boundary ID it can store).
+func (m *model) accept(req *engine.ListRequest) (modelRequest, error) {
+	if req == nil {
+		return modelRequest{}, errModelInvalid
+	}
+	r := modelRequest{ListRequest: req, size: req.PageSize}
+	if r.size == 0 {
+		r.size = specDefaultPageSize
+	}
+	switch {
+	case r.size < 1 || r.size > specMaxPageSize,
+		req.Status != a2a.TaskStateUnspecified && !slices.Contains(allStates, req.Status),
+		req.HistoryLength != nil && *req.HistoryLength < 0,
+		len(req.ContextID) > specMaxIDBytes,
+		req.Projection != engine.ProjectionFull && req.Projection != engine.ProjectionLight:
+		return modelRequest{}, errModelInvalid
+	}
+	if req.PageToken != "" {
+		c, ok := specBoundary(req.PageToken)
+		if !ok || !m.binary && !textID(string(c.ID)) {
+			return modelRequest{}, engine.ErrInvalidPageToken
+		}
+		r.boundary = &c
+	}
+	return r, nil
+}
+
+// passes reports whether e passes req's filters (L2): exact context ID,
+// exact state, and a status timestamp at or after StatusTimestampAfter
+// (none never passes that filter).
+func passes(req *engine.ListRequest, e *modelEntry) bool {
+	return (req.ContextID == "" || e.ctx == req.ContextID) &&
+		(req.Status == a2a.TaskStateUnspecified || e.state == req.Status) &&
+		(req.StatusTimestampAfter == nil || e.ts != nil && !e.ts.Before(*req.StatusTimestampAfter))
+}
+
+// shape returns the task as a page returns it (L4): light, or trimmed to
+// the last HistoryLength messages and without artifacts unless asked for.
+func (r *modelRequest) shape(t *a2a.Task) *a2a.Task {
+	if r.Projection == engine.ProjectionLight {
+		return &a2a.Task{ID: t.ID, ContextID: t.ContextID, Metadata: t.Metadata,
+			Status: a2a.TaskStatus{State: t.Status.State, Timestamp: t.Status.Timestamp}}
+	}
+	if n := r.HistoryLength; n != nil && len(t.History) > *n {
+		t.History = t.History[len(t.History)-*n:]
+		if *n == 0 {
+			t.History = nil
+		}
+	}
+	if !r.IncludeArtifacts {
+		t.Artifacts = nil
+	}
+	return t
+}
+
+// List scans every task in list order (L1–L6): the filters first, then the
+// boundary; the page takes the first size tasks after it, and a next token
+// (the last returned cursor) only when another matching task follows (T6);
+// the total counts every match, ignoring the boundary (L5).
 func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
-	q, err := engine.ParseListRequest(req)
+	r, err := m.accept(req)
 	if err != nil {
 		return nil, err
 	}
-	if q.After != nil && !m.binary && !textID(string(q.After.ID)) {
-		return nil, engine.ErrInvalidPageToken
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var tasks []*a2a.Task
-	var cursors []engine.Cursor
+	resp := &engine.ListResponse{Tasks: []*a2a.Task{}, TaskCursors: []engine.Cursor{}, PageSize: r.size}
 	more, total := false, 0
 	for _, e := range m.mu.list {
-		if !listpage.Matches(&q, e.ctx, e.state, e.ts) {
+		if !passes(req, e) {
 			continue
 		}
 		total++
-		if q.After != nil && e.cur.Compare(*q.After) <= 0 {
+		if r.boundary != nil && !listedBefore(*r.boundary, e.cur) {
 			continue
 		}
-		if len(tasks) == q.PageSize {
+		if len(resp.Tasks) == r.size {
 			more = true
 			continue
 		}
-		t := e.task()
-		if q.Projection == engine.ProjectionLight {
-			md, err := taskcodec.EncodeMetadata(t.Metadata)
-			if err != nil {
-				return nil, err
-			}
-			if t, err = taskcodec.LightTask(t.ID, t.ContextID, t.Status, md); err != nil {
-				return nil, err
-			}
-		} else {
-			listpage.Shape(&q, t)
-		}
-		tasks, cursors = append(tasks, t), append(cursors, e.cur)
+		resp.Tasks = append(resp.Tasks, r.shape(e.task()))
+		resp.TaskCursors = append(resp.TaskCursors, e.cur)
 	}
-	resp := listpage.Response(&q, tasks, cursors, more)
-	if q.IncludeTotalSize {
+	if more {
+		resp.NextPageToken = specToken(resp.TaskCursors[len(resp.TaskCursors)-1])
+	}
+	if req.IncludeTotalSize {
 		resp.TotalSize = total
 	}
 	return resp, nil
@@ -279,7 +363,7 @@ func (m *model) CheckInvariants() error {
 		if m.mu.byID[e.cur.ID] != e {
 			return fmt.Errorf("model: entry %s not the map's", fmtCursor(e.cur))
 		}
-		if i > 0 && m.mu.list[i-1].cur.Compare(e.cur) >= 0 {
+		if i > 0 && !listedBefore(m.mu.list[i-1].cur, e.cur) {
 			return fmt.Errorf("model: entries %d and %d out of order", i-1, i)
 		}
 	}
@@ -288,16 +372,11 @@ func (m *model) CheckInvariants() error {
 
 // matching returns the IDs of the tasks that pass req's filters now.
 func (m *model) matching(req engine.ListRequest) map[a2a.TaskID]bool {
-	req.PageToken, req.PageSize = "", 0
-	q, err := engine.ParseListRequest(&req)
-	if err != nil {
-		panic(err)
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[a2a.TaskID]bool)
 	for _, e := range m.mu.list {
-		if listpage.Matches(&q, e.ctx, e.state, e.ts) {
+		if passes(&req, e) {
 			out[e.cur.ID] = true
 		}
 	}

@@ -326,7 +326,7 @@ func fmtReq(req engine.ListRequest) string {
 		fmt.Fprintf(&b, " after=%s", req.StatusTimestampAfter.Format(time.RFC3339Nano))
 	}
 	if req.PageToken != "" {
-		if c, err := engine.DecodeToken(req.PageToken); err == nil {
+		if c, ok := specBoundary(req.PageToken); ok {
 			fmt.Fprintf(&b, " boundary=%s", fmtCursor(c))
 		} else {
 			fmt.Fprintf(&b, " token=%.30q", req.PageToken)
@@ -387,7 +387,7 @@ func (r *randomRun) oneOffPage() error {
 		} else if cur, err := r.m.Get(r.e.ctx, r.pickID()); err == nil {
 			at = cur.Cursor.UpdatedAt + r.rng.Int64N(3) - 1
 		}
-		req.PageToken = engine.EncodeToken(engine.Cursor{UpdatedAt: max(at, 0), ID: r.pickID()})
+		req.PageToken = specToken(engine.Cursor{UpdatedAt: max(at, 0), ID: r.pickID()})
 	}
 	r.note("List(%s) one-off", fmtReq(req))
 	_, err := r.list(req)

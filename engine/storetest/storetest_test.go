@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,10 +46,34 @@ func TestStateLists(t *testing.T) {
 	}
 }
 
+// TestSpecTokensAgreeWithEngine: the suite's own reading of v1 tokens and
+// the engine's codec agree on valid cursors, NUL bytes, MaxInt64 and the
+// longest ID included.
+func TestSpecTokensAgreeWithEngine(t *testing.T) {
+	for _, c := range []engine.Cursor{
+		{UpdatedAt: 0, ID: "a"}, {UpdatedAt: 1, ID: "\x00"}, {UpdatedAt: math.MaxInt64, ID: "\xff\x00"},
+		{UpdatedAt: 1735689600_000000, ID: "task-001"}, {UpdatedAt: 7, ID: a2a.TaskID(strings.Repeat("x", specMaxIDBytes))},
+	} {
+		tok := specToken(c)
+		if want := engine.EncodeToken(c); tok != want {
+			t.Errorf("specToken(%s) = %q, engine says %q", fmtCursor(c), tok, want)
+		}
+		if got, ok := specBoundary(tok); !ok || got != c {
+			t.Errorf("specBoundary(%q) = %s, %v", tok, fmtCursor(got), ok)
+		}
+	}
+	if _, ok := specBoundary(specToken(engine.Cursor{UpdatedAt: 1, ID: a2a.TaskID(strings.Repeat("x", specMaxIDBytes+1))})); ok {
+		t.Error("a token with an ID over the limit reads as valid")
+	}
+}
+
 func TestInvalidTokensAreInvalid(t *testing.T) {
 	for _, tok := range invalidTokens() {
 		if _, err := engine.DecodeToken(tok); err == nil {
 			t.Errorf("test token %q decodes", tok)
+		}
+		if _, ok := specBoundary(tok); ok {
+			t.Errorf("test token %q decodes by the suite's reading", tok)
 		}
 	}
 }
