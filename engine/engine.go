@@ -139,3 +139,13 @@ type Store interface {
 	// one consistent view (L8).
 	List(ctx context.Context, req *ListRequest) (*ListResponse, error)
 }
+
+// Checker is a capability a Store may have beyond the contract: verifying
+// its own internal consistency (every task indexed once at its cursor,
+// counters equal to a recount, …). It reads the whole store and is meant
+// for tests: storetest.Run calls it when each subtest ends. Decorators
+// (engine/authz, engine/storemetrics) forward it to the store they wrap, as
+// they forward Close (io.Closer).
+type Checker interface {
+	CheckInvariants() error
+}

@@ -15,7 +15,7 @@ import (
 // body key at its cursor, with index values equal to the record's light
 // fields; no index or body key lacks its record; every counter equals a
 // recount. It reads the whole database and is meant for tests
-// (storetest.Checker).
+// (engine.Checker).
 func (s *Store) CheckInvariants() (err error) {
 	exit, err := s.enter("check")
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-var _ storetest.Checker = (*Store)(nil)
+var _ engine.Checker = (*Store)(nil)
 
 func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 	storetest.Run(t, storetest.Harness{

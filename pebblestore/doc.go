@@ -35,6 +35,6 @@
 //     StatusTimestampAfter, which scans the matching index. A status filter
 //     without a context skips non-matching entries of the global index.
 //
-// Store implements storetest.Checker: CheckInvariants verifies the keyspace
+// Store implements engine.Checker: CheckInvariants verifies the keyspace
 // against the records.
 package pebblestore

@@ -78,7 +78,10 @@ type Store struct {
 	locks [stripes]sync.Mutex // per-task read-modify-write locks
 }
 
-var _ engine.Store = (*Store)(nil)
+var (
+	_ engine.Store   = (*Store)(nil)
+	_ engine.Checker = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/a2astore/a2astore/pgstore"
 )
 
-var _ storetest.Checker = (*pgstore.Store)(nil)
+var _ engine.Checker = (*pgstore.Store)(nil)
 
 // The conformance suite on PostgreSQL. The store's clock is the database's
 // (P1), so the clauses that inject a clock are skipped; its IDs are text,

@@ -36,7 +36,10 @@ type Store struct {
 	sql      statements
 }
 
-var _ engine.Store = (*Store)(nil)
+var (
+	_ engine.Store   = (*Store)(nil)
+	_ engine.Checker = (*Store)(nil)
+)
 
 // statements are the store's SQL, with the table name filled in.
 type statements struct {
@@ -172,6 +175,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	return s, nil
 }
+
+// Pool returns the connection pool the store runs on, for its statistics
+// (pgxpool.Pool.Stat). When Open created it, it is the store's: Close
+// closes it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool if Open created it.
 func (s *Store) Close() error {
@@ -341,7 +349,7 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 	return nil
 }
 
-// CheckInvariants verifies what the schema cannot declare (storetest.Checker):
+// CheckInvariants verifies what the schema cannot declare (engine.Checker):
 // both ordering indexes still exist by definition, and every row is
 // well-formed — revision at least 1, status_ns within 0..999, a message ID
 // per non-null history element at most, and a known state.

@@ -21,7 +21,6 @@ import (
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storemetrics"
-	"github.com/a2astore/a2astore/internal/backends"
 )
 
 // Paths served on the HTTP listener.
@@ -61,8 +60,7 @@ type config struct {
 // HTTP+JSON, agent card, metrics) and one gRPC listener over one store.
 type server struct {
 	cfg      config
-	backend  *backends.Backend
-	store    engine.Store // what the handler uses: metrics(policy(backend))
+	store    *storemetrics.Store // what the handler uses: metrics(policy(backend)); closing it closes the backend
 	registry *prometheus.Registry
 	card     *a2a.AgentCard
 
@@ -86,7 +84,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	defer func() {
 		if err != nil {
-			_ = b.Close()
+			_ = b.Store.Close()
 		}
 	}()
 	scoped, err := applyPolicy(&cfg, b.Store)
@@ -105,7 +103,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		reg.MustRegister(c)
 	}
 
-	s := &server{cfg: cfg, backend: b, store: metered, registry: reg, serveErr: make(chan error, 2)}
+	s := &server{cfg: cfg, store: metered, registry: reg, serveErr: make(chan error, 2)}
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen http: %w", err)
 	}
@@ -202,7 +200,7 @@ func (s *server) shutdown(ctx context.Context) error {
 			s.grpcSrv.Stop()
 			<-grpcDone
 		}
-		s.stopErr = errors.Join(httpErr, s.backend.Close())
+		s.stopErr = errors.Join(httpErr, s.store.Close())
 	})
 	return s.stopErr
 }

@@ -505,7 +505,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if _, err := http.Get(ts.httpBase + metricsPath); err == nil {
 			t.Error("HTTP listener still accepts requests after shutdown")
 		}
-		if _, err := ts.backend.Store.Get(t.Context(), acked[0].ID); err == nil {
+		if _, err := ts.store.Get(t.Context(), acked[0].ID); err == nil {
 			t.Error("store still answers after shutdown; want it closed")
 		}
 		if cfg.Backend == "mem" {
@@ -515,7 +515,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
-		defer reopened.Close()
+		defer reopened.Store.Close()
 		for _, task := range acked {
 			rec, err := reopened.Store.Get(t.Context(), task.ID)
 			if err != nil {

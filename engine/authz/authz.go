@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -97,7 +98,11 @@ type Dispatcher struct {
 	open bool
 }
 
-var _ engine.Store = (*Dispatcher)(nil)
+var (
+	_ engine.Store   = (*Dispatcher)(nil)
+	_ engine.Checker = (*Dispatcher)(nil)
+	_ io.Closer      = (*Dispatcher)(nil)
+)
 
 // New returns a Dispatcher that applies policy to store.
 func New(store engine.Store, policy Policy) *Dispatcher {
@@ -255,6 +260,24 @@ func (d *Dispatcher) admit(ctx context.Context, task *a2a.Task) (*a2a.Task, erro
 		return nil, ErrDenied
 	}
 	return task, nil
+}
+
+// Close closes the wrapped store when it can be closed (io.Closer), so a
+// caller holding only the dispatcher releases the store through it.
+func (d *Dispatcher) Close() error {
+	if c, ok := d.store.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// CheckInvariants runs the wrapped store's invariant check when it has one
+// (engine.Checker), so conformance runs through the dispatcher keep it.
+func (d *Dispatcher) CheckInvariants() error {
+	if c, ok := d.store.(engine.Checker); ok {
+		return c.CheckInvariants()
+	}
+	return nil
 }
 
 // notFound replaces any not-found error with errNotFound, so a missing task

@@ -290,3 +290,29 @@ func TestContextAllowListScope(t *testing.T) {
 		}
 	}
 }
+
+// checkCounter is a store whose invariant check and Close are counted.
+type checkCounter struct {
+	engine.Store
+	checks, closes int
+}
+
+func (c *checkCounter) CheckInvariants() error { c.checks++; return errors.New("broken") }
+func (c *checkCounter) Close() error           { c.closes++; return nil }
+
+// TestForwardsCapabilities: the dispatcher forwards Close and the invariant
+// check to the store it wraps, and does nothing for a store without them.
+func TestForwardsCapabilities(t *testing.T) {
+	inner := &checkCounter{Store: newMem(t, newClock(1))}
+	d := authz.New(inner, authz.OwnerPolicy{})
+	if err := d.CheckInvariants(); err == nil || inner.checks != 1 {
+		t.Errorf("CheckInvariants = %v after %d checks, want the store's error", err, inner.checks)
+	}
+	if err := d.Close(); err != nil || inner.closes != 1 {
+		t.Errorf("Close = %v after %d closes, want the store closed", err, inner.closes)
+	}
+	bare := authz.New(struct{ engine.Store }{inner}, authz.AllowAll{})
+	if bare.CheckInvariants() != nil || bare.Close() != nil || inner.checks != 1 || inner.closes != 1 {
+		t.Error("a store without the capabilities was checked or closed")
+	}
+}

@@ -13,15 +13,6 @@ import (
 	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-// dispatched is a dispatcher over memstore that forwards the store's
-// invariant check to the suite.
-type dispatched struct {
-	*authz.Dispatcher
-	mem *memstore.Store
-}
-
-func (d dispatched) CheckInvariants() error { return d.mem.CheckInvariants() }
-
 // TestConformance runs the whole store contract over the dispatcher with an
 // allow-all policy: AllowAll's pass-through, and policies admitting
 // everything through the scan with light and full batches.
@@ -37,9 +28,9 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, storetest.Harness{
 				Open: func(t testing.TB, clock engine.Clock) engine.Store {
-					mem := memstore.New(memstore.Options{Clock: clock})
-					t.Cleanup(func() { mem.Close() })
-					return dispatched{authz.New(mem, tc.policy), mem}
+					d := authz.New(memstore.New(memstore.Options{Clock: clock}), tc.policy)
+					t.Cleanup(func() { d.Close() }) // closes the memstore
+					return d                        // its CheckInvariants is the memstore's
 				},
 				ClockInjection: true,
 				BinaryIDs:      true,

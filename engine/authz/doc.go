@@ -34,4 +34,9 @@
 // task owns it) and ContextAllowList (the caller sees a set of context IDs).
 // AllowAll admits everything (the dispatcher then passes calls straight to
 // the store); it exists for tests and single-tenant servers.
+//
+// The Dispatcher forwards Close (io.Closer) and CheckInvariants
+// (engine.Checker) to the store it wraps, so a caller holding only the
+// dispatcher can release the store, and the conformance suite checks the
+// store's invariants through it.
 package authz

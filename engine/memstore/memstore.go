@@ -35,7 +35,10 @@ type Store struct {
 	}
 }
 
-var _ engine.Store = (*Store)(nil)
+var (
+	_ engine.Store   = (*Store)(nil)
+	_ engine.Checker = (*Store)(nil)
+)
 
 // record is one stored task. Its fields change only under s.mu (write); a
 // body or meta slice is never modified once stored, so readers may keep a

@@ -25,12 +25,14 @@
 // dispatcher's batches skip it).
 //
 // Metrics are a decorator, not a backend feature (STYLE: cross-cutting
-// concerns wrap an engine.Store).
+// concerns wrap an engine.Store). The Store forwards Close (io.Closer) and
+// CheckInvariants (engine.Checker) to the store it wraps.
 package storemetrics
 
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -92,6 +94,8 @@ type Store struct {
 
 var (
 	_ engine.Store         = (*Store)(nil)
+	_ engine.Checker       = (*Store)(nil)
+	_ io.Closer            = (*Store)(nil)
 	_ prometheus.Collector = (*Store)(nil)
 )
 
@@ -258,18 +262,19 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-// Close closes the wrapped store when it has a Close method.
+// Close closes the wrapped store when it can be closed (io.Closer), so a
+// caller holding only the decorator releases the backend through it.
 func (s *Store) Close() error {
-	if c, ok := s.next.(interface{ Close() error }); ok {
+	if c, ok := s.next.(io.Closer); ok {
 		return c.Close()
 	}
 	return nil
 }
 
 // CheckInvariants runs the wrapped store's invariant check when it has one
-// (storetest.Checker), so conformance runs through the decorator keep it.
+// (engine.Checker), so conformance runs through the decorator keep it.
 func (s *Store) CheckInvariants() error {
-	if c, ok := s.next.(interface{ CheckInvariants() error }); ok {
+	if c, ok := s.next.(engine.Checker); ok {
 		return c.CheckInvariants()
 	}
 	return nil

@@ -25,11 +25,9 @@ type Harness struct {
 	BinaryIDs bool
 }
 
-// Checker is implemented by stores that can verify their own invariants
-// (index count == task count, …). Run calls it at cleanup of every test.
-type Checker interface {
-	CheckInvariants() error
-}
+// Checker is engine.Checker: a store that implements it has its invariants
+// checked at the cleanup of every test Run runs.
+type Checker = engine.Checker
 
 var (
 	flagSeed = flag.Uint64("storetest.seed", 0, "seed of the storetest randomized tests (0 = random)")

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,10 +32,17 @@ type Config struct {
 	PGDSN  string // pg: required; pool settings ride on the DSN
 }
 
-// Backend is an opened store, what closing it needs, and its collectors.
+// Store is an opened store. Closing it releases everything the backend
+// holds (database, connection pool).
+type Store interface {
+	engine.Store
+	io.Closer
+}
+
+// Backend is an opened store and the collectors of its health. Wrap the
+// store in decorators (storemetrics, authz) freely: they forward Close.
 type Backend struct {
-	Store      engine.Store
-	Close      func() error
+	Store      Store
 	Collectors []prometheus.Collector // backend health: a2astore_lsm_*, a2astore_pool_*
 }
 
@@ -42,8 +50,7 @@ type Backend struct {
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	switch cfg.Name {
 	case "", "mem":
-		s := memstore.New(memstore.Options{Clock: cfg.Clock})
-		return &Backend{Store: s, Close: s.Close}, nil
+		return &Backend{Store: memstore.New(memstore.Options{Clock: cfg.Clock})}, nil
 
 	case "pebble":
 		if cfg.PebbleDir == "" {
@@ -55,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Backend{Store: s, Close: s.Close, Collectors: []prometheus.Collector{
+		return &Backend{Store: s, Collectors: []prometheus.Collector{
 			storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return lsmStats(s.Metrics()) }),
 		}}, nil
 
@@ -63,26 +70,13 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.PGDSN == "" {
 			return nil, errors.New("backend pg needs a DSN")
 		}
-		pcfg, err := pgstore.PoolConfig(cfg.PGDSN)
+		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("pg: %w", err)
-		}
-		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-		if err != nil {
-			return nil, fmt.Errorf("pg: %w", err)
-		}
-		s, err := pgstore.New(ctx, pool, pgstore.Options{})
-		if err != nil {
-			pool.Close()
 			return nil, err
 		}
-		return &Backend{
-			Store: s,
-			Close: func() error { err := s.Close(); pool.Close(); return err },
-			Collectors: []prometheus.Collector{
-				storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return poolStats(pool.Stat()) }),
-			},
-		}, nil
+		return &Backend{Store: s, Collectors: []prometheus.Collector{
+			storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return poolStats(s.Pool().Stat()) }),
+		}}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q (want mem, pebble or pg)", cfg.Name)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/internal/backends"
 	"github.com/a2astore/a2astore/internal/taskgen"
@@ -180,17 +179,9 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 		r.tgt = rt
 		return func() { _ = rt.close() }, nil
 	}
-	var (
-		s       engine.Store
-		closeFn = func() {}
-		backend = cfg.Target
-	)
-	switch {
-	case cfg.Store != nil:
-		s = cfg.Store
-	default:
+	s, rm := cfg.Store, func() {}
+	if s == nil {
 		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN}
-		rm := func() {}
 		if cfg.Target == "pebble" {
 			bcfg.PebbleDir = cfg.Dir
 			if bcfg.PebbleDir == "" {
@@ -208,12 +199,15 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 			return nil, err
 		}
 		reg.MustRegister(b.Collectors...)
-		s, closeFn = b.Store, func() { _ = b.Close(); rm() }
+		s = b.Store
 	}
-	m := storemetrics.New(s, storemetrics.Options{Backend: backend})
+	m := storemetrics.New(s, storemetrics.Options{Backend: cfg.Target})
 	reg.MustRegister(m)
 	r.tgt = storeTarget{s: m}
-	return closeFn, nil
+	if cfg.Store != nil {
+		return func() {}, nil // the caller's store: the caller closes it
+	}
+	return func() { _ = m.Close(); rm() }, nil // closes the backend through the decorator
 }
 
 // quietLogger drops Pebble's informational messages (they would break the
@@ -370,7 +364,7 @@ func (r *runner) do(ctx context.Context, op Op, rng *rand.Rand, gen *taskgen.Gen
 	case OpCreate:
 		n := int(r.nextID.Add(1))
 		task := gen.Task(n)
-		if _, remote := r.tgt.(*remoteTarget); remote {
+		if r.tgt.assignsIDs() {
 			id, err := r.tgt.create(ctx, task)
 			if err == nil {
 				r.tracker.added(id, task.ContextID)

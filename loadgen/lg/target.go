@@ -37,6 +37,10 @@ type target interface {
 	delete(ctx context.Context, id a2a.TaskID) error
 	list(ctx context.Context, contextID, token string, pageSize int, totals bool) (page, error)
 	supports(op Op) bool
+	// assignsIDs reports whether the target picks a new task's ID (a
+	// remote server: SendMessage creates the task), so the ID is known
+	// only once create returns.
+	assignsIDs() bool
 }
 
 // storeTarget drives an engine.Store in process.
@@ -89,6 +93,8 @@ func (t storeTarget) list(ctx context.Context, contextID, token string, pageSize
 }
 
 func (storeTarget) supports(Op) bool { return true }
+
+func (storeTarget) assignsIDs() bool { return false }
 
 // remoteTarget drives an A2A server through the a2a-go client.
 type remoteTarget struct {
@@ -189,3 +195,5 @@ func (r *remoteTarget) list(ctx context.Context, contextID, token string, pageSi
 }
 
 func (r *remoteTarget) supports(op Op) bool { return remoteOps[op] }
+
+func (r *remoteTarget) assignsIDs() bool { return true }
