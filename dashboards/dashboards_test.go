@@ -19,7 +19,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storemetrics"
-	"github.com/a2astore/a2astore/loadgen/lg"
+	"github.com/a2astore/a2astore/loadgen/load"
 )
 
 // TestDashboardUpToDate: the committed JSON is what the table generates.
@@ -89,7 +89,7 @@ func registries(t *testing.T) map[string]map[string]bool {
 		// What cmd/a2astore-server adds for -backend pebble and -backend pg.
 		storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return storemetrics.LSMStats{} }),
 		storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }))
-	res, err := lg.Run(t.Context(), lg.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
+	res, err := load.Run(t.Context(), load.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func registries(t *testing.T) map[string]map[string]bool {
 	// loadgen over Pebble.
 	loadgen := prometheus.NewRegistry()
 	loadgen.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	res, err = lg.Run(t.Context(), lg.Config{Target: "pebble", Dir: t.TempDir(), PebbleNoSync: true, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: loadgen})
+	res, err = load.Run(t.Context(), load.Config{Target: "pebble", Dir: t.TempDir(), PebbleNoSync: true, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: loadgen})
 	if err != nil {
 		t.Fatal(err)
 	}

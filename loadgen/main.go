@@ -23,7 +23,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/a2astore/a2astore/loadgen/lg"
+	"github.com/a2astore/a2astore/loadgen/load"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var cfg lg.Config
+	var cfg load.Config
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Target, "target", "mem", "store to load: mem, pebble, pg, or an a2astore server's base URL (http://host:port)")
@@ -40,8 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.DSN, "dsn", "", "pg: PostgreSQL connection string")
 	fs.StringVar(&cfg.Transport, "transport", "jsonrpc", "remote target: jsonrpc, http (HTTP+JSON) or grpc")
 	var workloads []string
-	for _, n := range lg.WorkloadNames() {
-		workloads = append(workloads, fmt.Sprintf("%s (%s)", n, lg.Workloads[n].Doc))
+	for _, n := range load.WorkloadNames() {
+		workloads = append(workloads, fmt.Sprintf("%s (%s)", n, load.Workloads[n].Doc))
 	}
 	fs.StringVar(&cfg.Workload, "workload", "traversal-under-churn", "workload mix: "+strings.Join(workloads, "; "))
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "workers (closed loop unless -rate)")
@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := lg.Run(ctx, cfg)
+	res, err := load.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 2

@@ -1,4 +1,4 @@
-// Package lg is the load generator behind the loadgen command: it drives an
+// Package load is the load generator behind the loadgen command: it drives an
 // a2astore task store — embedded (mem, pebble, pg) or a remote A2A server over
 // JSON-RPC, HTTP+JSON or gRPC — with a named workload mix, records latencies
 // per operation in HDR histograms, and checks the live-traversal guarantees
@@ -7,7 +7,7 @@
 // Everything is in a Config passed to Run; there are no globals, so tests
 // run several loads in one process:
 //
-//	res, err := lg.Run(ctx, lg.Config{Workload: "traversal-under-churn", Ops: 20000})
+//	res, err := load.Run(ctx, load.Config{Workload: "traversal-under-churn", Ops: 20000})
 //	if err != nil { … }          // the run could not be done (bad config, store down)
 //	res.WriteTable(os.Stdout)
 //	if err := res.Err(); err != nil { … } // invariant violations or internal errors
@@ -27,4 +27,4 @@
 // reports it. Errors are classified (invalid_argument, not_found,
 // not_cancelable, conflict, already_exists, internal, transport); any
 // internal error fails the run as well.
-package lg
+package load

@@ -1,4 +1,4 @@
-package lg
+package load
 
 import (
 	"errors"
