@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/internal/taskgen"
 	"github.com/a2astore/a2astore/pebblestore"
@@ -106,7 +106,7 @@ func pebbleEnv(tb testing.TB) *env {
 		// disk's fsync latency (pebblestore's own benchmarks measure Sync
 		// from 1 and 8 writers).
 		return pebblestore.Open(fmt.Sprintf("%s/n%d", dir, n), pebblestore.Options{
-			Clock: clock, NoSync: true, Logger: quietLogger{},
+			Clock: clock, NoSync: true, Logger: pebblelog.Quiet{},
 		})
 	}
 	// Disk space (sstables, WAL, manifest) after the load.
@@ -162,14 +162,6 @@ func (e *env) init(tb testing.TB) *env {
 	})
 	return e
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)         {}
-func (quietLogger) Errorf(string, ...any)        {}
-func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-
-var _ pebble.Logger = quietLogger{}
 
 // fixture is a store holding n generated tasks (internal/taskgen, fixed
 // seeds) and what the benchmarks need to know about it.

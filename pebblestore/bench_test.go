@@ -18,6 +18,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/internal/taskgen"
 )
 
 var benchDir string
@@ -43,20 +45,18 @@ func benchTempDir(b *testing.B, name string) string {
 
 const benchContexts = 100
 
+// benchGen builds the benchmark tasks' content: a status message and two
+// history messages, no artifacts.
+var benchGen = taskgen.New(taskgen.Shape{History: 2, Artifacts: -1})
+
+// benchTask is task i of a fixture: a random ID (so IDs do not follow
+// time), one of benchContexts contexts, a random state, status timestamp
+// now, and an owner in its metadata.
 func benchTask(rng *rand.Rand, i int, now time.Time) *a2a.Task {
 	ts := now
-	t := &a2a.Task{
-		ID:        a2a.TaskID(fmt.Sprintf("%016x-%08d", rng.Uint64(), i)),
-		ContextID: fmt.Sprintf("ctx-%04d", rng.IntN(benchContexts)),
-		Status:    a2a.TaskStatus{State: states[rng.IntN(len(states))], Timestamp: &ts},
-		Metadata:  map[string]any{"owner": fmt.Sprintf("user-%d", rng.IntN(1000))},
-	}
-	for m := range 2 {
-		t.History = append(t.History, &a2a.Message{
-			ID: fmt.Sprintf("m%d", m), Role: a2a.MessageRoleUser,
-			Parts: a2a.ContentParts{a2a.NewTextPart("a message of about one hundred bytes, a message of about one hundred bytes, done.")},
-		})
-	}
+	t := benchGen.Build(a2a.TaskID(fmt.Sprintf("%016x-%08d", rng.Uint64(), i)),
+		fmt.Sprintf("ctx-%04d", rng.IntN(benchContexts)), states[rng.IntN(len(states))], &ts, i)
+	t.Metadata = map[string]any{"owner": fmt.Sprintf("user-%d", rng.IntN(1000))}
 	return t
 }
 
@@ -85,7 +85,7 @@ func getFixture(b *testing.B, n int, churn bool) *fixture {
 	var tick atomic.Int64
 	tick.Store(1_700_000_000_000_000)
 	s, err := Open(benchTempDir(b, fmt.Sprintf("n%d-churn%v", n, churn)), Options{
-		Clock: func() int64 { return tick.Add(1) }, NoSync: true, Logger: quietLogger{},
+		Clock: func() int64 { return tick.Add(1) }, NoSync: true, Logger: pebblelog.Quiet{},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -246,7 +246,7 @@ func BenchmarkMutation(b *testing.B) {
 				// group commit at work.
 				var syncs atomic.Int64
 				fs := walSyncCounter{FS: vfs.Default, n: &syncs}
-				s, err := Open(dir, Options{FS: fs, NoSync: !sync, Logger: quietLogger{}})
+				s, err := Open(dir, Options{FS: fs, NoSync: !sync, Logger: pebblelog.Quiet{}})
 				if err != nil {
 					b.Fatal(err)
 				}

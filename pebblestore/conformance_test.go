@@ -7,6 +7,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 )
 
 var _ engine.Checker = (*Store)(nil)
@@ -15,7 +16,7 @@ func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 	storetest.Run(t, storetest.Harness{
 		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
 			fs, dir := open(tb)
-			s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: quietLogger{}})
+			s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: pebblelog.Quiet{}})
 			if err != nil {
 				tb.Fatal(err)
 			}

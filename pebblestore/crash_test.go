@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 )
 
 // idLog is the history of one task ID in the crash test: ops[j-1] is the
@@ -40,7 +42,7 @@ func TestCrash(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	var tick atomic.Int64
 	clock := func() int64 { return tick.Add(1) }
-	s, err := Open("db", Options{Clock: clock, FS: fs, Logger: quietLogger{}})
+	s, err := Open("db", Options{Clock: clock, FS: fs, Logger: pebblelog.Quiet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestCrash(t *testing.T) {
 
 func checkCrashPoint(t *testing.T, p crashPoint, logs map[string]*idLog, clock engine.Clock) {
 	t.Helper()
-	s, err := Open("db", Options{Clock: clock, FS: p.fs, Logger: quietLogger{}})
+	s, err := Open("db", Options{Clock: clock, FS: p.fs, Logger: pebblelog.Quiet{}})
 	if err != nil {
 		t.Fatalf("clone %d: reopen: %v", p.cloneNo, err)
 	}
@@ -176,7 +178,7 @@ func TestFaultInjection(t *testing.T) {
 		inj := &errorfs.Counter{Injector: errorfs.OnIndex(int32(k))}
 		faultWorkload(t, errorfs.Wrap(mem, inj))
 		clean := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
-		s, err := Open("db", Options{FS: clean, Clock: newClock(1 << 40).read, Logger: quietLogger{}})
+		s, err := Open("db", Options{FS: clean, Clock: storetest.NewManualClock(1 << 40).Now, Logger: pebblelog.Quiet{}})
 		if err != nil {
 			// Open itself may have failed before creating a database.
 			if inj.Load() > 0 {
@@ -202,18 +204,18 @@ func TestFaultInjection(t *testing.T) {
 // faultWorkload runs a fixed sequence of calls; errors are expected once
 // the fault fires, panics and hangs are not.
 func faultWorkload(t *testing.T, fs vfs.FS) {
-	clock := newClock(1)
-	s, err := Open("db", Options{FS: fs, Clock: clock.read, Logger: quietLogger{}})
+	clock := storetest.NewManualClock(1)
+	s, err := Open("db", Options{FS: fs, Clock: clock.Now, Logger: pebblelog.Quiet{}})
 	if err != nil {
 		return
 	}
 	ctx := context.Background()
 	for i := range 8 {
-		clock.add(1)
+		clock.Advance(1)
 		_, _ = s.Create(ctx, task(fmt.Sprintf("t%d", i), fmt.Sprintf("c%d", i%2), a2a.TaskStateWorking))
 	}
 	for i := range 8 {
-		clock.add(1)
+		clock.Advance(1)
 		switch i % 4 {
 		case 0:
 			_, _ = s.Replace(ctx, task(fmt.Sprintf("t%d", i), "c9", a2a.TaskStateSubmitted), 0)
@@ -229,9 +231,3 @@ func faultWorkload(t *testing.T, fs vfs.FS) {
 	}
 	_ = s.Close()
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(string, ...any) {}

@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 )
 
 // TestFaultInjectionConcurrent is TestFaultInjection with four concurrent
@@ -24,7 +26,7 @@ func TestFaultInjectionConcurrent(t *testing.T) {
 		}
 		mem := vfs.NewCrashableMem()
 		inj := &errorfs.Counter{Injector: errorfs.OnIndex(int32(k))}
-		s, err := Open("db", Options{FS: errorfs.Wrap(mem, inj), Clock: newClock(1).read, Logger: quietLogger{}})
+		s, err := Open("db", Options{FS: errorfs.Wrap(mem, inj), Clock: storetest.NewManualClock(1).Now, Logger: pebblelog.Quiet{}})
 		if err == nil {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -60,7 +62,7 @@ func TestFaultInjectionConcurrent(t *testing.T) {
 		if _, statErr := clean.Stat("db/CURRENT"); statErr != nil && inj.Load() > 0 {
 			continue
 		}
-		r, err := Open("db", Options{FS: clean, Clock: newClock(1 << 40).read, Logger: quietLogger{}})
+		r, err := Open("db", Options{FS: clean, Clock: storetest.NewManualClock(1 << 40).Now, Logger: pebblelog.Quiet{}})
 		if err != nil {
 			t.Fatalf("k=%d: reopen on a clean FS: %v", k, err)
 		}

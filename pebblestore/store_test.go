@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0: random)")
@@ -28,14 +29,6 @@ func testSeed(t testing.TB) uint64 {
 	t.Logf("seed %d (rerun with -seed=%d)", s, s)
 	return s
 }
-
-// fakeClock is a settable clock.
-type fakeClock struct{ now atomic.Int64 }
-
-func (c *fakeClock) read() int64  { return c.now.Load() }
-func (c *fakeClock) set(t int64)  { c.now.Store(t) }
-func (c *fakeClock) add(d int64)  { c.now.Add(d) }
-func newClock(t int64) *fakeClock { c := &fakeClock{}; c.set(t); return c }
 
 // openStore opens a store in dir on fs and checks its invariants, then
 // closes it, at cleanup.
@@ -103,26 +96,22 @@ func traverse(t testing.TB, s engine.Store, req engine.ListRequest) ([]engine.Cu
 	t.Helper()
 	var curs []engine.Cursor
 	var toks []string
-	for i := 0; ; i++ {
-		resp, err := s.List(context.Background(), &req)
+	for resp, err := range taskiter.StorePages(context.Background(), s, req) {
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
 		curs = append(curs, resp.TaskCursors...)
 		toks = append(toks, resp.NextPageToken)
-		if resp.NextPageToken == "" {
-			return curs, toks
-		}
-		if i > 1e6 {
+		if len(toks) > 1e6 {
 			t.Fatal("traversal does not end")
 		}
-		req.PageToken = resp.NextPageToken
 	}
+	return curs, toks
 }
 
 func TestBinaryIDsAndOrder(t *testing.T) {
-	clock := newClock(100)
-	s := openMem(t, clock.read)
+	clock := storetest.NewManualClock(100)
+	s := openMem(t, clock.Now)
 	ctx := context.Background()
 	ids := []string{"a", "a\x00", "a\x00\x00", "a\xff", "\xff", "\x00", "ab", "\xc3\x28"}
 	for _, id := range ids {
@@ -152,9 +141,9 @@ func TestBinaryIDsAndOrder(t *testing.T) {
 }
 
 func TestClockRules(t *testing.T) {
-	clock := newClock(1000)
+	clock := storetest.NewManualClock(1000)
 	fs := vfs.NewMem()
-	s, err := Open("db", Options{Clock: clock.read, FS: fs})
+	s, err := Open("db", Options{Clock: clock.Now, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +151,7 @@ func TestClockRules(t *testing.T) {
 	if _, err := s.Create(ctx, task("t", "c", a2a.TaskStateWorking)); err != nil {
 		t.Fatal(err)
 	}
-	clock.set(10) // behind
+	clock.Set(10) // behind
 	r, err := s.Replace(ctx, task("t", "c", a2a.TaskStateWorking), 1)
 	if err != nil || r.Cursor.UpdatedAt != 1001 || r.Revision != 2 {
 		t.Fatalf("replace with the clock behind: %+v %v", r.Cursor, err)
@@ -171,7 +160,7 @@ func TestClockRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	// S4 across reopen: the stored time is the floor.
-	s = openStore(t, fs, "db", clock.read)
+	s = openStore(t, fs, "db", clock.Now)
 	r, err = s.Cancel(ctx, "t")
 	if err != nil || r.Cursor.UpdatedAt != 1002 || r.Revision != 3 {
 		t.Fatalf("cancel after reopen: %+v rev %d %v", r.Cursor, r.Revision, err)
@@ -180,7 +169,7 @@ func TestClockRules(t *testing.T) {
 		t.Errorf("cancel status timestamp %v, want 1002µs", r.Task.Status.Timestamp)
 	}
 	// S5: a mutation may land on MaxInt64; then nothing more mutates it.
-	clock.set(math.MaxInt64)
+	clock.Set(math.MaxInt64)
 	if _, err := s.Create(ctx, task("m", "c", a2a.TaskStateWorking)); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +181,7 @@ func TestClockRules(t *testing.T) {
 	if err != nil || g.Revision != 1 || len(g.Task.History) != 0 || g.Cursor.UpdatedAt != math.MaxInt64 {
 		t.Fatalf("task at MaxInt64 changed: %+v %v", g, err)
 	}
-	clock.set(-5)
+	clock.Set(-5)
 	r, err = s.Create(ctx, task("neg", "c", a2a.TaskStateWorking))
 	if err != nil || r.Cursor.UpdatedAt != 0 {
 		t.Fatalf("negative clock: %+v %v", r.Cursor, err)
@@ -200,7 +189,7 @@ func TestClockRules(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	s := openMem(t, newClock(5).read)
+	s := openMem(t, storetest.NewManualClock(5).Now)
 	ctx := context.Background()
 	if _, err := s.Create(ctx, task("x", "c", a2a.TaskStateCompleted)); err != nil {
 		t.Fatal(err)
@@ -258,15 +247,15 @@ func (m model) list(q engine.ListRequest) []engine.Cursor {
 func TestModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	clock := newClock(1)
-	s := openMem(t, clock.read)
+	clock := storetest.NewManualClock(1)
+	s := openMem(t, clock.Now)
 	ctx := context.Background()
 	m := model{}
 	ids := []string{"a", "b", "a\x00", "\x00", "\xff", "ab", "b\xff", "c", "d", "e", "f", "g"}
 	ctxs := []string{"", "c1", "c1\x00", "c2"}
 	for step := 0; step < 600; step++ {
 		// The clock sometimes stalls or goes back, so equal times happen.
-		clock.add(int64(rng.IntN(4)) - 1)
+		clock.Advance(int64(rng.IntN(4)) - 1)
 		id := a2a.TaskID(ids[rng.IntN(len(ids))])
 		state := states[rng.IntN(len(states))]
 		ts := time.UnixMicro(int64(rng.IntN(50))).UTC()
@@ -358,7 +347,7 @@ func TestModel(t *testing.T) {
 // TestExamined checks C2: an unfiltered or context-only page visits exactly
 // PageSize+1 index entries.
 func TestExamined(t *testing.T) {
-	s := openMem(t, newClock(1).read)
+	s := openMem(t, storetest.NewManualClock(1).Now)
 	ctx := context.Background()
 	for i := 0; i < 300; i++ {
 		if _, err := s.Create(ctx, task(fmt.Sprintf("t%03d", i), fmt.Sprintf("c%d", i%2), a2a.TaskStateWorking)); err != nil {
@@ -389,14 +378,14 @@ func TestExamined(t *testing.T) {
 // with the same tokens, on disk.
 func TestReopen(t *testing.T) {
 	dir := t.TempDir()
-	clock := newClock(1)
-	s, err := Open(dir, Options{Clock: clock.read})
+	clock := storetest.NewManualClock(1)
+	s, err := Open(dir, Options{Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	for i := 0; i < 120; i++ {
-		clock.add(int64(i % 3))
+		clock.Advance(int64(i % 3))
 		if _, err := s.Create(ctx, task(fmt.Sprintf("t%d", i), fmt.Sprintf("c%d", i%3), states[i%len(states)])); err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +409,7 @@ func TestReopen(t *testing.T) {
 	if _, err := s.Get(context.Background(), "t1"); !errors.Is(err, engine.ErrInternal) {
 		t.Errorf("get after close: %v, want ErrInternal", err)
 	}
-	s = openStore(t, nil, dir, clock.read)
+	s = openStore(t, nil, dir, clock.Now)
 	for i, r := range reqs {
 		c, tk := traverse(t, s, r)
 		if !slices.Equal(c, before[i]) || !slices.Equal(tk, beforeToks[i]) {

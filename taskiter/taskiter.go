@@ -56,41 +56,45 @@ var ErrStalledToken = errors.New("taskiter: server returned the same page token 
 // is where the walk starts. Iteration stops after the first error, which is
 // yielded with a nil page.
 func Pages(ctx context.Context, l Lister, req *a2a.ListTasksRequest) iter.Seq2[*a2a.ListTasksResponse, error] {
-	return func(yield func(*a2a.ListTasksResponse, error) bool) {
-		var r a2a.ListTasksRequest
-		if req != nil {
-			r = *req
-		}
-		walk(yield, r.PageToken, func(token string) (*a2a.ListTasksResponse, string, error) {
-			r.PageToken = token
-			resp, err := l.ListTasks(ctx, &r)
-			if err != nil {
-				return nil, "", err
-			}
-			return resp, resp.NextPageToken, nil
-		})
+	var r a2a.ListTasksRequest
+	if req != nil {
+		r = *req
 	}
+	return Walk(r.PageToken, func(token string) (*a2a.ListTasksResponse, string, error) {
+		r.PageToken = token
+		resp, err := l.ListTasks(ctx, &r)
+		if err != nil {
+			return nil, "", err
+		}
+		return resp, resp.NextPageToken, nil
+	})
 }
 
-// walk is the traversal loop: list the page after token, yield it, and
-// follow its next-page token until that is empty. An error, or a server that
-// hands back the token it was given, ends the walk with one error.
-func walk[P any](yield func(P, error) bool, token string, list func(token string) (P, string, error)) {
-	var zero P
-	for {
-		page, next, err := list(token)
-		if err != nil {
-			yield(zero, err)
-			return
+// Walk is the traversal loop itself, for any kind of page: it lists the
+// page after token (list returns the page and its next-page token; ""
+// starts the traversal), yields it, and follows the next token until it is
+// empty. An error, or a lister that hands back the token it was given
+// (ErrStalledToken), ends the walk: it is yielded with a zero page.
+// Pages and StorePages are Walk over a Lister and an engine.Store; use it
+// directly for other page types (a load generator's own targets).
+func Walk[P any](token string, list func(token string) (page P, next string, err error)) iter.Seq2[P, error] {
+	return func(yield func(P, error) bool) {
+		var zero P
+		for {
+			page, next, err := list(token)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if !yield(page, nil) || next == "" {
+				return
+			}
+			if next == token {
+				yield(zero, ErrStalledToken)
+				return
+			}
+			token = next
 		}
-		if !yield(page, nil) || next == "" {
-			return
-		}
-		if next == token {
-			yield(zero, ErrStalledToken)
-			return
-		}
-		token = next
 	}
 }
 
@@ -120,16 +124,14 @@ func flatten[P any](pages iter.Seq2[P, error], tasks func(P) []*a2a.Task) iter.S
 
 // StorePages is Pages over an engine.Store, in process. req is copied.
 func StorePages(ctx context.Context, s engine.Store, req engine.ListRequest) iter.Seq2[*engine.ListResponse, error] {
-	return func(yield func(*engine.ListResponse, error) bool) {
-		walk(yield, req.PageToken, func(token string) (*engine.ListResponse, string, error) {
-			req.PageToken = token
-			resp, err := s.List(ctx, &req)
-			if err != nil {
-				return nil, "", err
-			}
-			return resp, resp.NextPageToken, nil
-		})
-	}
+	return Walk(req.PageToken, func(token string) (*engine.ListResponse, string, error) {
+		req.PageToken = token
+		resp, err := s.List(ctx, &req)
+		if err != nil {
+			return nil, "", err
+		}
+		return resp, resp.NextPageToken, nil
+	})
 }
 
 // FromStore is All over an engine.Store, in process. req is copied.

@@ -148,3 +148,44 @@ func TestFromStoreMatchesWire(t *testing.T) {
 		}
 	}
 }
+
+// TestWalk: the loop over any page type copies each next token into the
+// next call, stops on the empty token, on an error and on a stalled token.
+func TestWalk(t *testing.T) {
+	type page struct{ n int }
+	next := map[string]string{"": "a", "a": "b", "b": ""}
+	var asked []string
+	var got []int
+	for p, err := range taskiter.Walk("", func(tok string) (page, string, error) {
+		asked = append(asked, tok)
+		return page{len(asked)}, next[tok], nil
+	}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.n)
+	}
+	if fmt.Sprint(asked) != "[ a b]" || fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("asked %q, got pages %v", asked, got)
+	}
+	boom := errors.New("boom")
+	for name, c := range map[string]struct {
+		list func(string) (page, string, error)
+		want error
+	}{
+		"error":   {func(string) (page, string, error) { return page{}, "", boom }, boom},
+		"stalled": {func(tok string) (page, string, error) { return page{}, "x", nil }, taskiter.ErrStalledToken},
+	} {
+		var last error
+		n := 0
+		for _, err := range taskiter.Walk("", c.list) {
+			last = err
+			if n++; n > 3 {
+				t.Fatalf("%s: the walk does not stop", name)
+			}
+		}
+		if !errors.Is(last, c.want) {
+			t.Errorf("%s: last error %v, want %v", name, last, c.want)
+		}
+	}
+}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/internal/taskgen"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
 // transports in the order a portable traversal rotates through them.
@@ -155,19 +157,15 @@ func seed(t testing.TB, ts *testServer, direct int) {
 }
 
 // seedDirect creates n tasks directly in the store: contexts ctx-a/b/c and
-// states working/completed/submitted in turn, status timestamps seedEpoch+i s.
+// states working/completed/submitted in turn, status timestamps seedEpoch+i
+// s, one history message and one artifact each (taskgen content).
 func seedDirect(t testing.TB, ts *testServer, n int) {
 	t.Helper()
 	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateSubmitted}
+	gen := taskgen.New(taskgen.Shape{History: 1, Artifacts: 1, ArtifactBytes: 7})
 	for i := range n {
 		now := seedEpoch.Add(time.Duration(i) * time.Second)
-		task := &a2a.Task{
-			ID:        a2a.TaskID(fmt.Sprintf("direct-%03d", i)),
-			ContextID: []string{"ctx-a", "ctx-b", "ctx-c"}[i%3],
-			Status:    a2a.TaskStatus{State: states[i%len(states)], Timestamp: &now},
-			History:   []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("direct"))},
-			Artifacts: []*a2a.Artifact{{ID: a2a.ArtifactID(fmt.Sprintf("art-%d", i)), Parts: a2a.ContentParts{a2a.NewTextPart("payload")}}},
-		}
+		task := gen.Build(a2a.TaskID(fmt.Sprintf("direct-%03d", i)), []string{"ctx-a", "ctx-b", "ctx-c"}[i%3], states[i%len(states)], &now, i)
 		if _, err := ts.store.Create(t.Context(), task); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
@@ -234,20 +232,19 @@ func observe(resp *a2a.ListTasksResponse) page {
 func traverse(t *testing.T, ts *testServer, req a2a.ListTasksRequest, pick func(i int) a2a.TransportProtocol) []page {
 	t.Helper()
 	var pages []page
-	for i := 0; ; i++ {
-		if i > 1000 {
-			t.Fatal("traversal does not end")
-		}
-		resp, err := ts.clients[pick(i)].ListTasks(t.Context(), &req)
+	byPage := taskiter.ListerFunc(func(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+		return ts.clients[pick(len(pages))].ListTasks(ctx, req)
+	})
+	for resp, err := range taskiter.Pages(t.Context(), byPage, &req) {
 		if err != nil {
-			t.Fatalf("page %d over %s: %v", i, pick(i), err)
+			t.Fatalf("page %d over %s: %v", len(pages), pick(len(pages)), err)
 		}
 		pages = append(pages, observe(resp))
-		if resp.NextPageToken == "" {
-			return pages
+		if len(pages) > 1000 {
+			t.Fatal("traversal does not end")
 		}
-		req.PageToken = resp.NextPageToken
 	}
+	return pages
 }
 
 // TestPortableTraversal (W2, T1, T2): a traversal that switches transport on

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/engine/storetest"
 )
 
 func working(id a2a.TaskID, contextID string) *a2a.Task {
@@ -31,7 +32,7 @@ func pointOps(ctx context.Context, d engine.Store, id a2a.TaskID, content *a2a.T
 // cannot access fails exactly like one on a missing task, and changes
 // nothing (A6).
 func TestInaccessibleIsMissing(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	alice := authz.WithCaller(bg, "alice")
@@ -49,7 +50,7 @@ func TestInaccessibleIsMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := authz.New(mem, tc.policy)
 			id := a2a.TaskID("secret-" + tc.name)
-			c.tick()
+			c.Advance(1)
 			created, err := d.Create(tc.owner, working(id, "a"))
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +90,7 @@ func TestInaccessibleIsMissing(t *testing.T) {
 // TestReplaceChecksStoredTask: Replace needs access to the stored task, not
 // only to the new content (A6), and the new content must stay accessible.
 func TestReplaceChecksStoredTask(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	d := authz.New(mem, authz.ContextAllowList{})
@@ -127,7 +128,7 @@ func TestReplaceChecksStoredTask(t *testing.T) {
 // applied only to the version whose access was checked; when the task
 // changes in between, the new version is checked again.
 func TestReplaceRechecksAfterConcurrentChange(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	inA := authz.WithAllowedContexts(bg, "a")
@@ -141,7 +142,7 @@ func TestReplaceRechecksAfterConcurrentChange(t *testing.T) {
 	rs := &replaceHook{probe: pr, before: func() {
 		if !moved {
 			moved = true
-			c.tick()
+			c.Advance(1)
 			if _, err := mem.Replace(bg, working("t", "z"), 0); err != nil {
 				t.Error(err)
 			}
@@ -174,7 +175,7 @@ func (r *replaceHook) Replace(ctx context.Context, t *a2a.Task, rev int64) (engi
 // TestCreateStampsOwner: OwnerPolicy records the caller on Create and
 // Replace, overwriting forged owners, without touching the caller's task.
 func TestCreateStampsOwner(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	d := authz.New(mem, authz.OwnerPolicy{})
@@ -235,7 +236,7 @@ func TestCallerFromServer(t *testing.T) {
 		t.Fatal("WithCaller(\"\") still has a caller")
 	}
 	// End to end through the dispatcher.
-	mem := newMem(t, newClock(1))
+	mem := newMem(t, storetest.NewManualClock(1))
 	d := authz.New(mem, authz.OwnerPolicy{})
 	if _, err := d.Create(ctx, working("mine", "a")); err != nil {
 		t.Fatal(err)
@@ -252,11 +253,11 @@ func TestCallerFromServer(t *testing.T) {
 // to one context whenever one can be named (A1), and an impossible request
 // reads nothing.
 func TestContextAllowListScope(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	for i, ctxID := range []string{"a", "b", "c", "a", "b", "c"} {
-		c.tick()
+		c.Advance(1)
 		if _, err := mem.Create(bg, working(a2a.TaskID(rune('0'+i)), ctxID)); err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +304,7 @@ func (c *checkCounter) Close() error           { c.closes++; return nil }
 // TestForwardsCapabilities: the dispatcher forwards Close and the invariant
 // check to the store it wraps, and does nothing for a store without them.
 func TestForwardsCapabilities(t *testing.T) {
-	inner := &checkCounter{Store: newMem(t, newClock(1))}
+	inner := &checkCounter{Store: newMem(t, storetest.NewManualClock(1))}
 	d := authz.New(inner, authz.OwnerPolicy{})
 	if err := d.CheckInvariants(); err == nil || inner.checks != 1 {
 		t.Errorf("CheckInvariants = %v after %d checks, want the store's error", err, inner.checks)

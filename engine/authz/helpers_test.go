@@ -3,29 +3,18 @@ package authz_test
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
-// manualClock is an engine.Clock the test sets.
-type manualClock struct{ now atomic.Int64 }
-
-func (c *manualClock) read() int64  { return c.now.Load() }
-func (c *manualClock) set(us int64) { c.now.Store(us) }
-func (c *manualClock) tick() int64  { return c.now.Add(1) }
-func newClock(start int64) *manualClock {
-	c := new(manualClock)
-	c.set(start)
-	return c
-}
-
-func newMem(t testing.TB, c *manualClock) *memstore.Store {
-	s := memstore.New(memstore.Options{Clock: c.read})
+func newMem(t testing.TB, c *storetest.ManualClock) *memstore.Store {
+	s := memstore.New(memstore.Options{Clock: c.Now})
 	t.Cleanup(func() {
 		if err := s.CheckInvariants(); err != nil {
 			t.Errorf("memstore invariants: %v", err)
@@ -139,20 +128,16 @@ func ptr[T any](v T) *T { return &v }
 func traverse(t testing.TB, ctx context.Context, s engine.Store, req engine.ListRequest) []*engine.ListResponse {
 	t.Helper()
 	var pages []*engine.ListResponse
-	for {
-		resp, err := s.List(ctx, &req)
+	for resp, err := range taskiter.StorePages(ctx, s, req) {
 		if err != nil {
-			t.Fatalf("List(%+v): %v", req, err)
+			t.Fatalf("List(%+v) page %d: %v", req, len(pages), err)
 		}
 		pages = append(pages, resp)
-		if resp.NextPageToken == "" {
-			return pages
-		}
 		if len(pages) > 100000 {
 			t.Fatal("traversal does not end")
 		}
-		req.PageToken = resp.NextPageToken
 	}
+	return pages
 }
 
 func ids(ts []*a2a.Task) []a2a.TaskID {

@@ -18,6 +18,8 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/listpage"
+	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/taskgen"
 )
 
 var seedFlag = flag.Uint64("authz.seed", 0, "seed for randomized authz tests (0 = random)")
@@ -37,27 +39,29 @@ var (
 	states   = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateCanceled}
 )
 
-// randomTask returns a task with random light and heavy fields.
+// randomContent builds the tasks' content: a status message, up to three
+// history messages and one small artifact, which randomTask trims.
+var randomContent = taskgen.New(taskgen.Shape{History: 3, Artifacts: 1, ArtifactBytes: 1})
+
+// randomTask returns a task with random light and heavy fields: a status
+// timestamp (or none) in a small range, with or without a status message,
+// 0 to 3 history messages, an artifact or none, metadata or none.
 func randomTask(r *rand.Rand, i int) *a2a.Task {
-	t := &a2a.Task{
-		ID:        a2a.TaskID(fmt.Sprintf("%c%d", 'a'+r.IntN(3), i)),
-		ContextID: contexts[r.IntN(len(contexts))],
-		Status:    a2a.TaskStatus{State: states[r.IntN(len(states))]},
-	}
+	id := a2a.TaskID(fmt.Sprintf("%c%d", 'a'+r.IntN(3), i))
+	contextID, state := contexts[r.IntN(len(contexts))], states[r.IntN(len(states))]
+	var ts *time.Time
 	if r.IntN(3) > 0 {
-		ts := time.UnixMicro(int64(r.IntN(10))).UTC()
-		t.Status.Timestamp = &ts
+		ts = ptr(time.UnixMicro(int64(r.IntN(10))).UTC())
+	}
+	t := randomContent.Build(id, contextID, state, ts, i)
+	if r.IntN(2) == 0 {
+		t.Status.Message = nil
+	}
+	if t.History = t.History[:r.IntN(4)]; len(t.History) == 0 {
+		t.History = nil
 	}
 	if r.IntN(2) == 0 {
-		t.Status.Message = a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("status"))
-	}
-	for j := range r.IntN(4) {
-		m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(fmt.Sprint("m", j)))
-		m.ID = fmt.Sprint("m", j)
-		t.History = append(t.History, m)
-	}
-	if r.IntN(2) == 0 {
-		t.Artifacts = []*a2a.Artifact{{ID: "art", Parts: a2a.ContentParts{a2a.NewTextPart("x")}}}
+		t.Artifacts = nil
 	}
 	if r.IntN(2) == 0 {
 		t.Metadata = map[string]any{"k": float64(r.IntN(5))}
@@ -67,11 +71,11 @@ func randomTask(r *rand.Rand, i int) *a2a.Task {
 
 // fill creates n random tasks through an owner dispatcher (so each gets an
 // owner), with a clock that often repeats a time (equal-time ties, S6).
-func fill(t testing.TB, r *rand.Rand, s engine.Store, c *manualClock, n int) {
+func fill(t testing.TB, r *rand.Rand, s engine.Store, c *storetest.ManualClock, n int) {
 	d := authz.New(s, authz.OwnerPolicy{})
 	for i := range n {
 		if r.IntN(3) > 0 {
-			c.tick()
+			c.Advance(1)
 		}
 		ctx := authz.WithCaller(context.Background(), owners[r.IntN(len(owners))])
 		if _, err := d.Create(ctx, randomTask(r, i)); err != nil {
@@ -211,7 +215,7 @@ func jsonOf(v any) string {
 func TestListModel(t *testing.T) {
 	r := seed(t)
 	for round := range 15 {
-		c := newClock(1000)
+		c := storetest.NewManualClock(1000)
 		s := newMem(t, c)
 		fill(t, r, s, c, r.IntN(250))
 		all, cursors := reference(t, s)
@@ -231,7 +235,7 @@ func TestListModel(t *testing.T) {
 func TestNoninterference(t *testing.T) {
 	r := seed(t)
 	for round := range 5 {
-		c1, c2 := newClock(1000), newClock(1000)
+		c1, c2 := storetest.NewManualClock(1000), storetest.NewManualClock(1000)
 		s1, s2 := newMem(t, c1), newMem(t, c2)
 		alice := authz.WithCaller(context.Background(), "alice")
 		bob := authz.WithCaller(context.Background(), "bob")
@@ -243,8 +247,8 @@ func TestNoninterference(t *testing.T) {
 		n := r.IntN(120)
 		for i := range n {
 			if r.IntN(2) == 0 {
-				c1.tick()
-				c2.tick()
+				c1.Advance(1)
+				c2.Advance(1)
 			}
 			task := randomTask(r, i)
 			if _, err := d1.Create(alice, task); err != nil {
@@ -255,7 +259,7 @@ func TestNoninterference(t *testing.T) {
 			}
 			for j := range r.IntN(3) {
 				if r.IntN(2) == 0 {
-					c2.tick()
+					c2.Advance(1)
 				}
 				hidden := randomTask(r, i)
 				hidden.ID = a2a.TaskID(fmt.Sprintf("%c%d.%d", 'a'+r.IntN(3), i, j))
@@ -263,7 +267,7 @@ func TestNoninterference(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c1.set(c2.read())
+			c1.Set(c2.Now())
 		}
 		for range 10 {
 			req := randomRequest(r)
@@ -322,10 +326,10 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, false, 11, "t9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClock(1000)
+			c := storetest.NewManualClock(1000)
 			mem := newMem(t, c)
 			for i := range 10 {
-				c.tick()
+				c.Advance(1)
 				if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
 					t.Fatal(err)
 				}
@@ -383,10 +387,10 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 
 // TestDeletedRescanStopsWithContext: rescans end when the context does.
 func TestDeletedRescanStopsWithContext(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	for i := range 3 {
-		c.tick()
+		c.Advance(1)
 		if _, err := mem.Create(context.Background(), working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
 			t.Fatal(err)
 		}
@@ -406,11 +410,11 @@ func TestDeletedRescanStopsWithContext(t *testing.T) {
 // TestLightRequest: a light request returns light tasks without re-reading
 // them in full, and still re-checks them before returning (A4, A5).
 func TestLightRequest(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	ctx := context.Background()
 	for i := range 5 {
-		c.tick()
+		c.Advance(1)
 		task := randomTask(rand.New(rand.NewPCG(uint64(i), 1)), i)
 		task.Status.Message = a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("busy"))
 		task.History = []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}
@@ -454,7 +458,7 @@ func TestLightRequest(t *testing.T) {
 // the boundary; an empty page has an empty token (T6, T7).
 func TestTokenAcrossCallers(t *testing.T) {
 	r := seed(t)
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	fill(t, r, mem, c, 300)
 	all, cursors := reference(t, mem)
@@ -518,7 +522,7 @@ func TestTokenAcrossCallers(t *testing.T) {
 // TestTokenErrorsIgnoreScope: bad tokens and bad requests fail with the same
 // error whatever the caller may see, before the policy runs (T4).
 func TestTokenErrorsIgnoreScope(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	fill(t, rand.New(rand.NewPCG(1, 2)), mem, c, 50)
 	bg := context.Background()
@@ -584,11 +588,11 @@ func (errPolicy) Projection() engine.Projection                          { retur
 // TestFailClosed: a store whose cursors are missing or misaligned makes List
 // fail with ErrInternal and no tasks (A7).
 func TestFailClosed(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	ctx := context.Background()
 	for i := range 20 {
-		c.tick()
+		c.Advance(1)
 		if _, err := mem.Create(ctx, &a2a.Task{ID: a2a.TaskID(fmt.Sprintf("t%02d", i)), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
 			t.Fatal(err)
 		}
@@ -655,7 +659,7 @@ func TestFailClosed(t *testing.T) {
 // (the store receives the request's token) and reads only what the page
 // needs; with a total it scans the whole narrowed result.
 func TestScanStartsAtBoundary(t *testing.T) {
-	c := newClock(1000)
+	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	fill(t, rand.New(rand.NewPCG(3, 4)), mem, c, 1000)
 	ctx := context.Background()
@@ -709,7 +713,7 @@ func TestScanStartsAtBoundary(t *testing.T) {
 func TestLiveTraversal(t *testing.T) {
 	r := seed(t)
 	for _, total := range []bool{false, true} {
-		c := newClock(1000)
+		c := storetest.NewManualClock(1000)
 		mem := newMem(t, c)
 		fill(t, r, mem, c, 400)
 		alice := authz.WithCaller(context.Background(), "alice")
@@ -733,7 +737,7 @@ func TestLiveTraversal(t *testing.T) {
 				mu.Lock()
 				touched[task.ID] = true
 				mu.Unlock()
-				c.tick()
+				c.Advance(1)
 				if wr.IntN(4) == 0 {
 					_ = mem.Delete(bg, task.ID)
 				} else {

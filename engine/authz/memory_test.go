@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/engine/storetest"
 )
 
 // liveCounter wraps a store and tracks, with weak pointers, how many of the
@@ -89,11 +90,11 @@ func TestBoundedMemory(t *testing.T) {
 		t.Skip("100k tasks")
 	}
 	const n, page = 100_000, 50
-	c := newClock(1_000_000)
+	c := storetest.NewManualClock(1_000_000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	for i := range n {
-		c.tick()
+		c.Advance(1)
 		owner := "other"
 		if i%100 == 7 {
 			owner = "alice"
@@ -155,17 +156,17 @@ func TestRowsIndependentOfOutOfScope(t *testing.T) {
 		t.Skip("100k tasks")
 	}
 	build := func(outside int) engine.Store {
-		c := newClock(1_000_000)
+		c := storetest.NewManualClock(1_000_000)
 		mem := newMem(t, c)
 		for i := range 1000 + outside {
-			c.tick()
+			c.Advance(1)
 			ctxID := "other"
 			id := fmt.Sprintf("o%06d", i)
 			// The in-scope tasks get identical IDs and times in both
 			// stores: one every (outside/1000+1) ticks.
 			if i%(outside/1000+1) == 0 {
 				ctxID, id = "mine", fmt.Sprintf("m%06d", i/(outside/1000+1))
-				c.set(int64(2_000_000 + i/(outside/1000+1)))
+				c.Set(int64(2_000_000 + i/(outside/1000+1)))
 			}
 			if _, err := mem.Create(context.Background(), working(a2a.TaskID(id), ctxID)); err != nil {
 				t.Fatal(err)

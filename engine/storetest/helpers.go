@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
 // SPEC's numbers, written here rather than taken from engine, so that the
@@ -377,11 +378,8 @@ func traverse(e *env, req engine.ListRequest, maxTasks int) ([]*a2a.Task, []engi
 	var cursors []engine.Cursor
 	seen := map[a2a.TaskID]bool{}
 	req.PageToken = ""
-	for page := 0; ; page++ {
-		if page > maxTasks+1 {
-			return nil, nil, fmt.Errorf("no end after %d pages (T1)", page)
-		}
-		resp, err := e.s.List(e.ctx, &req)
+	page := 0
+	for resp, err := range taskiter.StorePages(e.ctx, e.s, req) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("page %d: %w", page, err)
 		}
@@ -399,14 +397,16 @@ func traverse(e *env, req engine.ListRequest, maxTasks int) ([]*a2a.Task, []engi
 			seen[tk.ID] = true
 			tasks, cursors = append(tasks, tk), append(cursors, c)
 		}
-		if resp.NextPageToken == "" {
-			return tasks, cursors, nil
-		}
-		if len(resp.Tasks) == 0 {
+		if resp.NextPageToken != "" && len(resp.Tasks) == 0 {
 			return nil, nil, fmt.Errorf("page %d: empty page with a next token (T6)", page)
 		}
+		// The next page's request, for checkPage: the token copied (T1).
 		req.PageToken = resp.NextPageToken
+		if page++; page > maxTasks+1 && req.PageToken != "" {
+			return nil, nil, fmt.Errorf("no end after %d pages (T1)", page)
+		}
 	}
+	return tasks, cursors, nil
 }
 
 // ids returns the IDs of tasks.

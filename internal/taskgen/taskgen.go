@@ -87,14 +87,22 @@ func (g *Gen) Context() int { return int(g.zipf.Uint64()) }
 // skewed distribution and a status timestamp derived from i.
 func (g *Gen) Task(i int) *a2a.Task {
 	ctxID := ContextID(g.Context())
-	id := TaskID(i)
 	ts := time.Unix(1_700_000_000+int64(i/10), 0).UTC()
+	return g.Build(TaskID(i), ctxID, states[g.rng.IntN(len(states))], &ts, i)
+}
+
+// Build returns a task with the given ID, context, state and status
+// timestamp (nil: none) and the generator's content: a status message, the
+// Shape's history messages and artifacts; n numbers the messages' text.
+// Tests and benchmarks that fix those fields use it; it draws nothing from
+// the generator's random source.
+func (g *Gen) Build(id a2a.TaskID, contextID string, state a2a.TaskState, ts *time.Time, n int) *a2a.Task {
 	t := &a2a.Task{
 		ID:        id,
-		ContextID: ctxID,
+		ContextID: contextID,
 		Status: a2a.TaskStatus{
-			State:     states[g.rng.IntN(len(states))],
-			Timestamp: &ts,
+			State:     state,
+			Timestamp: ts,
 			Message:   &a2a.Message{ID: fmt.Sprintf("%s-status", id), Role: a2a.MessageRoleAgent, Parts: a2a.ContentParts{a2a.NewTextPart("working on it")}},
 		},
 	}
@@ -104,8 +112,8 @@ func (g *Gen) Task(i int) *a2a.Task {
 			role = a2a.MessageRoleAgent
 		}
 		t.History = append(t.History, &a2a.Message{
-			ID: fmt.Sprintf("%s-m%d", id, h), Role: role, ContextID: ctxID, TaskID: id,
-			Parts: a2a.ContentParts{a2a.NewTextPart(fmt.Sprintf("message %d of task %d", h, i))},
+			ID: fmt.Sprintf("%s-m%d", id, h), Role: role, ContextID: contextID, TaskID: id,
+			Parts: a2a.ContentParts{a2a.NewTextPart(fmt.Sprintf("message %d of task %d", h, n))},
 		})
 	}
 	for a := range g.shape.Artifacts {

@@ -20,8 +20,10 @@ import (
 
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/internal/backends"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/internal/taskgen"
 	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
 // maxViolations bounds the violations kept in a Result (all are counted).
@@ -191,7 +193,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 				}
 				bcfg.PebbleDir, rm = tmp, func() { _ = os.RemoveAll(tmp) }
 			}
-			bcfg.Pebble = pebblestore.Options{NoSync: cfg.PebbleNoSync, Logger: quietLogger{}}
+			bcfg.Pebble = pebblestore.Options{NoSync: cfg.PebbleNoSync, Logger: pebblelog.Quiet{Errors: os.Stderr}}
 		}
 		b, err := backends.Open(ctx, bcfg)
 		if err != nil {
@@ -208,19 +210,6 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 		return func() {}, nil // the caller's store: the caller closes it
 	}
 	return func() { _ = m.Close(); rm() }, nil // closes the backend through the decorator
-}
-
-// quietLogger drops Pebble's informational messages (they would break the
-// progress line) and keeps errors on stderr.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
-}
-func (quietLogger) Fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pebble: fatal: "+format+"\n", args...)
-	os.Exit(1)
 }
 
 // load creates the initial data set with Concurrency workers.
@@ -424,29 +413,23 @@ func (r *runner) do(ctx context.Context, op Op, rng *rand.Rand, gen *taskgen.Gen
 func (r *runner) traverse(ctx context.Context, contextID string) error {
 	n := r.traversals.Add(1)
 	tr := newTraversal(r.seed, n, contextID, r.tracker.now())
-	token := ""
-	for {
+	for p, err := range taskiter.Walk("", func(token string) (page, string, error) {
 		if r.stopping.Load() && r.cfg.Duration > 0 && time.Since(r.start) > r.cfg.Duration+5*time.Second {
 			r.metrics.traversals.WithLabelValues("abandoned").Inc()
-			r.traversals.Add(-1)
-			return errAbandoned
+			return page{}, "", errAbandoned
 		}
 		t0 := time.Now()
 		p, err := r.tgt.list(ctx, contextID, token, r.mix.PageSize, false)
-		if ctxDone(ctx, err) {
-			r.traversals.Add(-1)
-			return err
+		if !ctxDone(ctx, err) {
+			r.observe(OpPage, time.Since(t0), err)
 		}
-		r.observe(OpPage, time.Since(t0), err)
+		return p, p.next, err
+	}) {
 		if err != nil {
 			r.traversals.Add(-1)
 			return err
 		}
 		tr.page(p)
-		if p.next == "" {
-			break
-		}
-		token = p.next
 	}
 	tr.finish(r.tracker)
 	r.pagesRead.Add(int64(tr.pages))
