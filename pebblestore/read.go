@@ -82,47 +82,81 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	defer exit()
 	defer s.catch("list", &err)
 
-	var prefix []byte
-	if q.ContextID != "" {
-		prefix = contextPrefix(q.ContextID)
-	} else {
-		prefix = []byte{tagGlobal}
-	}
-	lower := prefix
-	if q.After != nil {
-		// Cursor keys are prefix-free, so key‖0x00 is the first key strictly
-		// after the boundary.
-		lower = append(desckey.AppendCursor(bytes.Clone(prefix), q.After.UpdatedAt, []byte(q.After.ID)), 0)
-	}
+	prefix, lower := listBounds(&q)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: desckey.PrefixEnd(prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
 	defer it.Close()
-
-	var bodies *pebble.Iterator // full pages: bodies, in the same order
+	p := newPageReader(q, len(prefix))
 	if q.Projection == engine.ProjectionFull {
-		bodies, err = it.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{
-			LowerBound: []byte{tagBody}, UpperBound: []byte{tagBody + 1},
-		}})
-		if err != nil {
-			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+		if p.bodies, err = newBodyReader(it, q.ContextID == ""); err != nil {
+			return nil, err
 		}
-		defer bodies.Close()
+		defer p.bodies.close()
 	}
+	if resp, err = p.read(it); err != nil {
+		return nil, err
+	}
+	if q.IncludeTotalSize {
+		total, counted, err := s.total(it, &q, prefix)
+		if err != nil {
+			return nil, err
+		}
+		resp.TotalSize = total
+		resp.Stats.Counted, resp.Stats.TotalComputed = counted, true
+	}
+	return resp, nil
+}
 
-	tasks := make([]*a2a.Task, 0, q.PageSize+1)
-	cursors := make([]engine.Cursor, 0, q.PageSize+1)
-	var lp lightPage
-	if bodies == nil {
-		lp = newLightPage(q.PageSize)
+// listBounds returns the index a query reads (its key prefix: the global
+// index, or the context's) and the first key of its page: the prefix, or
+// the key just after the boundary.
+func listBounds(q *engine.Query) (prefix, lower []byte) {
+	if q.ContextID != "" {
+		prefix = contextPrefix(q.ContextID)
+	} else {
+		prefix = []byte{tagGlobal}
 	}
-	examined := 0
-	more := false
-	// adjacent: the previous global index entry was returned, so its body
-	// is the bodies iterator's current key.
-	adjacent := false
-	scratch := make([]byte, 0, 64) // decoded IDs, before their string copy
+	if q.After == nil {
+		return prefix, prefix
+	}
+	// Cursor keys are prefix-free, so key‖0x00 is the first key strictly
+	// after the boundary.
+	return prefix, append(desckey.AppendCursor(bytes.Clone(prefix), q.After.UpdatedAt, []byte(q.After.ID)), 0)
+}
+
+// pageReader builds one page from index entries in list order. It holds
+// the query and the body reader by value, so that a List call keeps them on
+// its stack.
+type pageReader struct {
+	q       engine.Query
+	skip    int // index key prefix length
+	tasks   []*a2a.Task
+	cursors []engine.Cursor
+	light   lightPage  // light pages
+	bodies  bodyReader // full pages
+	scratch []byte     // decoded IDs, before their string copy
+}
+
+func newPageReader(q engine.Query, skip int) pageReader {
+	p := pageReader{
+		q: q, skip: skip,
+		tasks:   make([]*a2a.Task, 0, q.PageSize+1),
+		cursors: make([]engine.Cursor, 0, q.PageSize+1),
+		scratch: make([]byte, 0, 64),
+	}
+	if q.Projection == engine.ProjectionLight {
+		p.light = newLightPage(q.PageSize)
+	}
+	return p
+}
+
+// read steps it from its first entry until the page has PageSize tasks and
+// one more matching entry exists (the look-ahead: matched, not decoded), or
+// the index ends.
+func (p *pageReader) read(it *pebble.Iterator) (*engine.ListResponse, error) {
+	examined, more := 0, false
 	for ok := it.First(); ok; ok = it.Next() {
 		examined++
 		v, err := it.ValueAndErr()
@@ -133,58 +167,53 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 		if err != nil {
 			return nil, err
 		}
-		match, err := matches(&q, &l)
+		match, err := matches(&p.q, &l)
 		if err != nil {
 			return nil, err
 		}
 		if !match {
-			adjacent = false
+			p.bodies.skipped()
 			continue
 		}
-		if len(tasks) == q.PageSize {
-			more = true // the look-ahead entry: matched, not decoded
+		if len(p.tasks) == p.q.PageSize {
+			more = true
 			break
 		}
-		cur, err := decodeIndexCursorBuf(&scratch, it.Key(), len(prefix))
-		if err != nil {
+		if err := p.add(it.Key(), &l); err != nil {
 			return nil, err
 		}
-		// A context-filtered page shares the query's context ID string.
-		contextID := q.ContextID
-		if contextID == "" {
-			contextID = string(l.ctx)
-		}
-		var t *a2a.Task
-		if bodies == nil {
-			t, err = lp.add(cur.ID, contextID, &l)
-		} else {
-			t, err = readBody(bodies, cur, contextID, adjacent)
-			adjacent = q.ContextID == ""
-			if t != nil {
-				listpage.Shape(&q, t)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, t)
-		cursors = append(cursors, cur)
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
-	resp = listpage.Response(&q, tasks, cursors, more)
+	resp := listpage.Response(&p.q, p.tasks, p.cursors, more)
 	resp.Stats.Examined = examined
-
-	if q.IncludeTotalSize {
-		total, counted, err := s.total(it, &q, prefix)
-		if err != nil {
-			return nil, err
-		}
-		resp.TotalSize = total
-		resp.Stats.Counted, resp.Stats.TotalComputed = counted, true
-	}
 	return resp, nil
+}
+
+// add appends the task of the index entry key, whose value is l.
+func (p *pageReader) add(key []byte, l *light) error {
+	cur, err := decodeIndexCursorBuf(&p.scratch, key, p.skip)
+	if err != nil {
+		return err
+	}
+	// A context-filtered page shares the query's context ID string.
+	contextID := p.q.ContextID
+	if contextID == "" {
+		contextID = string(l.ctx)
+	}
+	var t *a2a.Task
+	if p.q.Projection == engine.ProjectionLight {
+		t, err = p.light.add(cur.ID, contextID, l)
+	} else if t, err = p.bodies.read(cur, contextID); err == nil {
+		listpage.Shape(&p.q, t)
+	}
+	if err != nil {
+		return err
+	}
+	p.tasks = append(p.tasks, t)
+	p.cursors = append(p.cursors, cur)
+	return nil
 }
 
 // matches applies q's filters (listpage.Matches) to an index entry. A
@@ -237,29 +266,59 @@ func (p *lightPage) add(id a2a.TaskID, contextID string, l *light) (*a2a.Task, e
 	return t, nil
 }
 
-// readBody positions bodies at cur's body and decodes it. Bodies are keyed
-// by cursor, like the global index, so when the previous entry of a global
-// page was also returned (adjacent) the body is the next key: one step.
-// Otherwise (context pages, skipped entries) it seeks with a limit just past
-// the key, which keeps Pebble from walking forward through every body in
-// between (its seek-using-next optimization applies only to unlimited
-// seeks).
-func readBody(bodies *pebble.Iterator, cur engine.Cursor, contextID string, adjacent bool) (*a2a.Task, error) {
+// bodyReader reads the bodies of a full page with a clone of the page's
+// index iterator, over the body keyspace. Bodies are keyed by cursor, like
+// the global index, so they sit in page order and the reader only moves
+// forward.
+type bodyReader struct {
+	it *pebble.Iterator
+	// global: the page reads the global index, whose entries are in body
+	// order one for one.
+	global bool
+	// adjacent: the previous index entry of a global page was returned, so
+	// its body is it's current key and the next body is one step away.
+	adjacent bool
+}
+
+func newBodyReader(index *pebble.Iterator, global bool) (bodyReader, error) {
+	it, err := index.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{
+		LowerBound: []byte{tagBody}, UpperBound: []byte{tagBody + 1},
+	}})
+	if err != nil {
+		return bodyReader{}, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
+	}
+	return bodyReader{it: it, global: global}, nil
+}
+
+func (b *bodyReader) close() { b.it.Close() }
+
+// skipped notes an index entry the page skipped: the next body is no
+// longer the next key.
+func (b *bodyReader) skipped() { b.adjacent = false }
+
+// read positions the reader at cur's body and decodes it. When the
+// previous entry of a global page was also returned, the body is the next
+// key: one step. Otherwise (context pages, skipped entries) it seeks with a
+// limit just past the key, which keeps Pebble from walking forward through
+// every body in between (its seek-using-next optimization applies only to
+// unlimited seeks).
+func (b *bodyReader) read(cur engine.Cursor, contextID string) (*a2a.Task, error) {
 	bk := bodyKey(cur)
 	found := false
-	if adjacent {
-		found = bodies.Next() && bytes.Equal(bodies.Key(), bk)
+	if b.adjacent {
+		found = b.it.Next() && bytes.Equal(b.it.Key(), bk)
 	}
 	if !found {
-		found = bodies.SeekGEWithLimit(bk, append(bytes.Clone(bk), 0)) == pebble.IterValid && bytes.Equal(bodies.Key(), bk)
+		found = b.it.SeekGEWithLimit(bk, append(bytes.Clone(bk), 0)) == pebble.IterValid && bytes.Equal(b.it.Key(), bk)
 	}
+	b.adjacent = b.global
 	if !found {
-		if err := bodies.Error(); err != nil {
+		if err := b.it.Error(); err != nil {
 			return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 		}
 		return nil, fmt.Errorf("pebblestore: task %q has no body: %w", cur.ID, engine.ErrInternal)
 	}
-	v, err := bodies.ValueAndErr()
+	v, err := b.it.ValueAndErr()
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}

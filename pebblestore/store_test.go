@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storetest"
+	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/taskiter"
 )
 
@@ -415,5 +417,47 @@ func TestReopen(t *testing.T) {
 		if !slices.Equal(c, before[i]) || !slices.Equal(tk, beforeToks[i]) {
 			t.Errorf("%+v: pages differ after reopen", r)
 		}
+	}
+}
+
+// TestCheckInvariantsFindsDamage: each kind of damage to the keyspace is
+// reported (and an intact store passes).
+func TestCheckInvariantsFindsDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		damage func(s *Store, cur engine.Cursor) error
+		want   string
+	}{
+		{"body deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(bodyKey(cur), nil) }, "0 body keys"},
+		{"global index deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(globalKey(cur), nil) }, "0 global"},
+		{"context index deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(contextKey("c", cur), nil) }, "0 context"},
+		{"stray body", func(s *Store, cur engine.Cursor) error {
+			return s.db.Set(bodyKey(engine.Cursor{UpdatedAt: cur.UpdatedAt + 1, ID: cur.ID}), []byte{1}, nil)
+		}, "does not match a record"},
+		{"global value changed", func(s *Store, cur engine.Cursor) error { return s.db.Set(globalKey(cur), []byte{1, 0, 0}, nil) }, "global value"},
+		{"counter off", func(s *Store, cur engine.Cursor) error {
+			return s.db.Merge([]byte{tagCounter, counterTotal}, counterDelta(1), nil)
+		}, "recount"},
+		{"unknown key", func(s *Store, cur engine.Cursor) error { return s.db.Set([]byte("zz"), nil, nil) }, "unknown key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Open("db", Options{FS: vfs.NewMem(), Clock: storetest.NewManualClock(1).Now, Logger: pebblelog.Quiet{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			rec, err := s.Create(ctx, task("t1", "c", a2a.TaskStateWorking))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCheck(t, s)
+			if err := c.damage(s, rec.Cursor); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("CheckInvariants = %v, want a report containing %q", err, c.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,13 +31,45 @@ type listQuery struct {
 // one row comparison in the ordering indexes' collation, so the planner
 // seeks the index to the boundary (C3).
 func (s *Store) buildList(q *engine.Query) listQuery {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+	var args sqlArgs
+	where, order := listFilters(q, &args)
+	var lq listQuery
+	if q.IncludeTotalSize {
+		lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(where)
+		lq.countArgs = slices.Clone(args)
 	}
-	order := `updated_at DESC, id COLLATE "C" DESC`
+	if q.After != nil {
+		where = append(where, `(updated_at, id COLLATE "C") < (`+
+			args.add(time.UnixMicro(q.After.UpdatedAt))+`::timestamptz, `+args.add(string(q.After.ID))+`::text)`)
+	}
+	cols := pageColumns(q, &args)
+	lq.page = "SELECT " + cols + " FROM " + s.sql.table + whereClause(where) +
+		" ORDER BY " + order + " LIMIT " + args.add(int64(q.PageSize+1))
+	lq.pageArgs = args
+	return lq
+}
+
+// sqlArgs collects a query's arguments.
+type sqlArgs []any
+
+// add appends v and returns its placeholder ($n).
+func (a *sqlArgs) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// whereClause is " WHERE c1 AND c2 …", or "" without conditions.
+func whereClause(conds []string) string {
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
+}
+
+// listFilters returns q's filter conditions (L2) and the ORDER BY that
+// serves them from an ordering index.
+func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) {
+	order = `updated_at DESC, id COLLATE "C" DESC`
 	if q.ContextID != "" {
 		// The context filter is written as a closed range, not "=", and the
 		// order leads with context_id: with "=" the planner treats
@@ -47,12 +80,12 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 		// gives this order without a sort (C3). For a deterministic
 		// collation (every collation but explicitly nondeterministic ICU
 		// ones) x >= c AND x <= c holds exactly when x = c.
-		p := arg(q.ContextID)
+		p := args.add(q.ContextID)
 		where = append(where, "context_id >= "+p+" AND context_id <= "+p)
 		order = "context_id, " + order
 	}
 	if q.Status != a2a.TaskStateUnspecified {
-		where = append(where, "state = "+arg(string(q.Status)))
+		where = append(where, "state = "+args.add(string(q.Status)))
 	}
 	if q.StatusAfter != nil {
 		after := *q.StatusAfter
@@ -63,49 +96,30 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 			after = maxStatusTime
 		}
 		us, ns := splitTime(after)
-		where = append(where, "(status_ts, status_ns) >= ("+arg(us)+", "+arg(ns)+")")
+		where = append(where, "(status_ts, status_ns) >= ("+args.add(us)+", "+args.add(ns)+")")
 	}
+	return where, order
+}
 
-	var lq listQuery
-	if q.IncludeTotalSize {
-		lq.count = "SELECT count(*) FROM " + s.sql.table
-		if len(where) > 0 {
-			lq.count += " WHERE " + strings.Join(where, " AND ")
-		}
-		lq.countArgs = append([]any(nil), args...)
+// pageColumns is what a page selects: the light columns, or the full ones
+// with history trimmed in SQL (L4) and artifacts only when asked for.
+func pageColumns(q *engine.Query, args *sqlArgs) string {
+	if q.Projection == engine.ProjectionLight {
+		return lightColumns
 	}
-
-	if q.After != nil {
-		where = append(where, `(updated_at, id COLLATE "C") < (`+
-			arg(time.UnixMicro(q.After.UpdatedAt))+`::timestamptz, `+arg(string(q.After.ID))+`::text)`)
-	}
-	var cols string
+	history := "history"
 	switch {
-	case q.Projection == engine.ProjectionLight:
-		cols = lightColumns
-	default:
-		history := "history"
-		switch {
-		case q.HistoryLength == 0:
-			history = "NULL::bytea[]"
-		case q.HistoryLength > 0:
-			// The last n elements; a lower bound below 1 slices from the start.
-			history = "history[cardinality(history) - " + arg(int64(q.HistoryLength)) + "::bigint + 1:]"
-		}
-		artifacts := "NULL::bytea"
-		if q.IncludeArtifacts {
-			artifacts = "artifacts"
-		}
-		cols = "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history
+	case q.HistoryLength == 0:
+		history = "NULL::bytea[]"
+	case q.HistoryLength > 0:
+		// The last n elements; a lower bound below 1 slices from the start.
+		history = "history[cardinality(history) - " + args.add(int64(q.HistoryLength)) + "::bigint + 1:]"
 	}
-	var b strings.Builder
-	b.WriteString("SELECT " + cols + " FROM " + s.sql.table)
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	artifacts := "NULL::bytea"
+	if q.IncludeArtifacts {
+		artifacts = "artifacts"
 	}
-	b.WriteString(" ORDER BY " + order + " LIMIT " + arg(int64(q.PageSize+1)))
-	lq.page, lq.pageArgs = b.String(), args
-	return lq
+	return "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history
 }
 
 // queryer is what a List runs on: the pool or a transaction.

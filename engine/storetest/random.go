@@ -118,102 +118,140 @@ func (r *randomRun) randTask(id a2a.TaskID) *a2a.Task {
 	return t
 }
 
+// step runs one random operation: a write, a Get, a one-off page or a
+// page of a live traversal.
 func (r *randomRun) step() error {
 	r.n++
-	if c := r.e.clock; c != nil {
-		switch x := r.rng.IntN(100); {
-		case x < 60:
-			c.Advance(1 + r.rng.Int64N(3))
-		case x < 88: // equal times across tasks
-		default: // backward, now and then below 0
-			c.Advance(-1 - r.rng.Int64N(15))
-		}
-	}
+	r.moveClock()
 	switch x := r.rng.IntN(100); {
 	case x < 18:
-		id := r.pickID()
-		tk := r.randTask(id)
-		r.note("Create(%q) state %s ctx %q", string(id), tk.Status.State, tk.ContextID)
-		return r.mutation("Create", id, true,
-			func() (engine.Record, error) { return r.e.s.Create(r.e.ctx, tk) },
-			func() (engine.Record, error) { return r.m.Create(r.e.ctx, tk) })
+		return r.create()
 	case x < 32:
-		id := r.pickID()
-		var tk *a2a.Task
-		if cur := r.m.get(id); cur != nil && r.rng.IntN(2) == 0 {
-			tk = clone(cur) // an edit of the current task
-			tk.Metadata = map[string]any{"edit": float64(r.n)}
-			if r.rng.IntN(2) == 0 {
-				tk.Status.State = allStates[r.rng.IntN(len(allStates))]
-			}
-		} else {
-			tk = r.randTask(id)
-		}
-		exp := int64(0)
-		if rev := r.m.revision(id); rev > 0 {
-			switch r.rng.IntN(5) {
-			case 0, 1:
-				exp = rev
-			case 2:
-				exp = rev + 1 + r.rng.Int64N(2)
-			}
-		} else if r.rng.IntN(2) == 0 {
-			exp = 1
-		}
-		r.note("Replace(%q, rev %d) state %s ctx %q", string(id), exp, tk.Status.State, tk.ContextID)
-		return r.mutation("Replace", id, false,
-			func() (engine.Record, error) { return r.e.s.Replace(r.e.ctx, tk, exp) },
-			func() (engine.Record, error) { return r.m.Replace(r.e.ctx, tk, exp) })
+		return r.replace()
 	case x < 40:
-		id := r.pickID()
-		r.note("Cancel(%q)", string(id))
-		return r.mutation("Cancel", id, false,
-			func() (engine.Record, error) { return r.e.s.Cancel(r.e.ctx, id) },
-			func() (engine.Record, error) { return r.m.Cancel(r.e.ctx, id) })
+		return r.cancel()
 	case x < 55:
-		id := r.pickID()
-		msg := newMessage(fmt.Sprintf("rm-%d", r.n))
-		if cur := r.m.get(id); cur != nil && len(cur.History) > 0 && r.rng.IntN(3) == 0 {
-			msg.ID = cur.History[r.rng.IntN(len(cur.History))].ID // duplicate, other content
-		}
-		r.note("AppendHistory(%q, %q)", string(id), msg.ID)
-		return r.mutation("AppendHistory", id, false,
-			func() (engine.Record, error) { return r.e.s.AppendHistory(r.e.ctx, id, msg) },
-			func() (engine.Record, error) { return r.m.AppendHistory(r.e.ctx, id, msg) })
+		return r.appendHistory()
 	case x < 62:
-		id := r.pickID()
-		r.note("Delete(%q)", string(id))
-		gerr := r.e.s.Delete(r.e.ctx, id)
-		werr := r.m.Delete(r.e.ctx, id)
-		if !sameClass(gerr, werr) {
-			return fmt.Errorf("Delete(%q): error %v, model says %v", string(id), gerr, werr)
-		}
-		if gerr == nil {
-			r.done["delete"]++
-			for _, tv := range r.travs {
-				tv.check.touched[id] = true
-			}
-		}
-		return nil
+		return r.delete()
 	case x < 66:
-		id := r.pickID()
-		r.note("Get(%q)", string(id))
-		got, gerr := r.e.s.Get(r.e.ctx, id)
-		want, werr := r.m.Get(r.e.ctx, id)
-		if !sameClass(gerr, werr) && !(werr != nil && errors.Is(gerr, engine.ErrInvalidArgument) && !r.e.h.BinaryIDs) {
-			return fmt.Errorf("Get(%q): error %v, model says %v", string(id), gerr, werr)
-		}
-		if gerr == nil {
-			if d := diffRecord(got, want); d != "" {
-				return fmt.Errorf("Get(%q): %s", string(id), d)
-			}
-		}
-		return nil
+		return r.get()
 	case x < 70:
 		return r.oneOffPage()
 	default:
 		return r.page()
 	}
+}
+
+// moveClock moves an injected clock: mostly forward, often not at all
+// (equal times across tasks), now and then backward, sometimes below 0.
+func (r *randomRun) moveClock() {
+	c := r.e.clock
+	if c == nil {
+		return
+	}
+	switch x := r.rng.IntN(100); {
+	case x < 60:
+		c.Advance(1 + r.rng.Int64N(3))
+	case x < 88: // equal times across tasks
+	default: // backward, now and then below 0
+		c.Advance(-1 - r.rng.Int64N(15))
+	}
+}
+
+func (r *randomRun) create() error {
+	id := r.pickID()
+	tk := r.randTask(id)
+	r.note("Create(%q) state %s ctx %q", string(id), tk.Status.State, tk.ContextID)
+	return r.mutation("Create", id, true,
+		func() (engine.Record, error) { return r.e.s.Create(r.e.ctx, tk) },
+		func() (engine.Record, error) { return r.m.Create(r.e.ctx, tk) })
+}
+
+// replace replaces a task with an edit of its current content or new
+// content, unconditionally or on a right or wrong revision.
+func (r *randomRun) replace() error {
+	id := r.pickID()
+	var tk *a2a.Task
+	if cur := r.m.get(id); cur != nil && r.rng.IntN(2) == 0 {
+		tk = clone(cur) // an edit of the current task
+		tk.Metadata = map[string]any{"edit": float64(r.n)}
+		if r.rng.IntN(2) == 0 {
+			tk.Status.State = allStates[r.rng.IntN(len(allStates))]
+		}
+	} else {
+		tk = r.randTask(id)
+	}
+	exp := int64(0)
+	if rev := r.m.revision(id); rev > 0 {
+		switch r.rng.IntN(5) {
+		case 0, 1:
+			exp = rev
+		case 2:
+			exp = rev + 1 + r.rng.Int64N(2)
+		}
+	} else if r.rng.IntN(2) == 0 {
+		exp = 1
+	}
+	r.note("Replace(%q, rev %d) state %s ctx %q", string(id), exp, tk.Status.State, tk.ContextID)
+	return r.mutation("Replace", id, false,
+		func() (engine.Record, error) { return r.e.s.Replace(r.e.ctx, tk, exp) },
+		func() (engine.Record, error) { return r.m.Replace(r.e.ctx, tk, exp) })
+}
+
+func (r *randomRun) cancel() error {
+	id := r.pickID()
+	r.note("Cancel(%q)", string(id))
+	return r.mutation("Cancel", id, false,
+		func() (engine.Record, error) { return r.e.s.Cancel(r.e.ctx, id) },
+		func() (engine.Record, error) { return r.m.Cancel(r.e.ctx, id) })
+}
+
+// appendHistory appends a new message, or one whose ID is already in the
+// history with other content (deduplicated, S3).
+func (r *randomRun) appendHistory() error {
+	id := r.pickID()
+	msg := newMessage(fmt.Sprintf("rm-%d", r.n))
+	if cur := r.m.get(id); cur != nil && len(cur.History) > 0 && r.rng.IntN(3) == 0 {
+		msg.ID = cur.History[r.rng.IntN(len(cur.History))].ID // duplicate, other content
+	}
+	r.note("AppendHistory(%q, %q)", string(id), msg.ID)
+	return r.mutation("AppendHistory", id, false,
+		func() (engine.Record, error) { return r.e.s.AppendHistory(r.e.ctx, id, msg) },
+		func() (engine.Record, error) { return r.m.AppendHistory(r.e.ctx, id, msg) })
+}
+
+func (r *randomRun) delete() error {
+	id := r.pickID()
+	r.note("Delete(%q)", string(id))
+	gerr := r.e.s.Delete(r.e.ctx, id)
+	werr := r.m.Delete(r.e.ctx, id)
+	if !sameClass(gerr, werr) {
+		return fmt.Errorf("Delete(%q): error %v, model says %v", string(id), gerr, werr)
+	}
+	if gerr == nil {
+		r.done["delete"]++
+		for _, tv := range r.travs {
+			tv.check.touched[id] = true
+		}
+	}
+	return nil
+}
+
+func (r *randomRun) get() error {
+	id := r.pickID()
+	r.note("Get(%q)", string(id))
+	got, gerr := r.e.s.Get(r.e.ctx, id)
+	want, werr := r.m.Get(r.e.ctx, id)
+	if !sameClass(gerr, werr) && !(werr != nil && errors.Is(gerr, engine.ErrInvalidArgument) && !r.e.h.BinaryIDs) {
+		return fmt.Errorf("Get(%q): error %v, model says %v", string(id), gerr, werr)
+	}
+	if gerr == nil {
+		if d := diffRecord(got, want); d != "" {
+			return fmt.Errorf("Get(%q): %s", string(id), d)
+		}
+	}
+	return nil
 }
 
 // mutation runs one write on the store and the model and compares them.
