@@ -3,11 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"time"
-	"unicode/utf8"
-
-	"strings"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,7 +18,8 @@ type opError struct {
 	cause error
 }
 
-func (e *opError) Error() string   { return "pgstore: " + e.op + ": " + e.kind.Error() }
+func (e *opError) Error() string { return "pgstore: " + e.op + ": " + e.kind.Error() }
+
 func (e *opError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // SQLSTATEs the store reacts to.
@@ -66,43 +62,6 @@ type ctxError struct {
 	cause error
 }
 
-func (e *ctxError) Error() string   { return "pgstore: " + e.op + ": " + e.err.Error() }
+func (e *ctxError) Error() string { return "pgstore: " + e.op + ": " + e.err.Error() }
+
 func (e *ctxError) Unwrap() []error { return []error{e.err, e.cause} }
-
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected)
-}
-
-// Write retries: at most maxAttempts tries, waiting a random time up to
-// retryBase·2^attempt between them.
-const (
-	maxAttempts = 5
-	retryBase   = 2 * time.Millisecond
-)
-
-// retry runs a write until it succeeds, fails with anything but a
-// serialization failure or deadlock, runs out of attempts, or ctx ends.
-// f must be a whole transaction or single statement: a retried attempt
-// starts from scratch.
-func retry(ctx context.Context, f func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := f()
-		if err == nil || !retryable(err) || attempt+1 == maxAttempts {
-			return err
-		}
-		t := time.NewTimer(rand.N(retryBase << attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-}
-
-// storable reports whether PostgreSQL text can hold s: valid UTF-8 without
-// NUL (S8).
-func storable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-}

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
@@ -21,6 +23,12 @@ type fields struct {
 	artifacts []byte     // taskcodec.EncodeArtifacts; nil = none
 	history   [][]byte   // taskcodec.EncodeMessage per message
 	msgIDs    [][]byte   // IDs of the history's messages
+}
+
+// storable reports whether PostgreSQL text can hold s: valid UTF-8 without
+// NUL (S8).
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // validateID checks a task ID (S8): the engine's length rule and what

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"flag"
-	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -87,11 +86,48 @@ type clause struct {
 	fn    func(t testing.TB, e *env)
 }
 
-// clauses lists Run's subtests in order.
-var clauses = slices.Concat(sClauses, tClauses, lClauses, []clause{
+// clauses lists Run's subtests in SPEC order. The tests live in files by
+// topic: clauses_time.go (S1, S2, S4–S6), clauses_writes.go (S3, S7–S9),
+// clauses_tokens.go (T), clauses_listing.go (L), random.go and
+// concurrent.go.
+var clauses = []clause{
+	{name: "S1-S2/time-advances", fn: testTimeAdvances},
+	{name: "S3/rejected-writes", fn: testRejectedWrites},
+	{name: "S3/rejected-cancel", fn: testRejectedCancel},
+	{name: "S4/clock-backward", clock: true, fn: testClockBackward},
+	{name: "S5/negative-clock", clock: true, fn: testNegativeClock},
+	{name: "S5/max-time", clock: true, fn: testMaxTime},
+	{name: "S6/equal-times", clock: true, fn: testEqualTimes},
+	{name: "S6/order", fn: testOrder},
+	{name: "S7/revisions", fn: testRevisions},
+	{name: "S7/not-found-exists", fn: testNotFoundExists},
+	{name: "S7/replace-terminal-and-context", fn: testReplaceTerminalContext},
+	{name: "S8/id-limits", fn: testIDLimits},
+	{name: "S8-T3/binary-ids", fn: testBinaryIDs},
+	{name: "S8/invalid-input", fn: testInvalidInput},
+	{name: "S9/cancel", fn: testCancel},
+	{name: "S9/delete", fn: testDelete},
+
+	{name: "T1/traversal", fn: testTraversal},
+	{name: "T2/url-safe", fn: testURLSafe},
+	{name: "T4/invalid-tokens", fn: testInvalidTokens},
+	{name: "T5/missing-boundary", fn: testMissingBoundary},
+	{name: "T6/next-token", fn: testNextToken},
+	{name: "T7/changed-filter", fn: testChangedFilter},
+
+	{name: "L1-L2/filters", fn: testFilters},
+	{name: "L3/validation", fn: testValidation},
+	{name: "L4/history-artifacts", fn: testShape},
+	{name: "L4/projection-light", fn: testLight},
+	{name: "L5/total-size", fn: testTotalSize},
+	{name: "L6/cursors", fn: testCursors},
+	{name: "L7/live-traversal", fn: testLiveTraversal},
+	{name: "L7/equal-time-insert", clock: true, fn: testEqualTimeInsert},
+	{name: "L9/copies", fn: testCopies},
+
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
-})
+}
 
 // env is one clause's fresh store and, with ClockInjection, its clock.
 type env struct {

@@ -12,19 +12,8 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// ListTasks semantics (L1–L9).
-
-var lClauses = []clause{
-	{name: "L1-L2/filters", fn: testFilters},
-	{name: "L3/validation", fn: testValidation},
-	{name: "L4/history-artifacts", fn: testShape},
-	{name: "L4/projection-light", fn: testLight},
-	{name: "L5/total-size", fn: testTotalSize},
-	{name: "L6/cursors", fn: testCursors},
-	{name: "L7/live-traversal", fn: testLiveTraversal},
-	{name: "L7/equal-time-insert", clock: true, fn: testEqualTimeInsert},
-	{name: "L9/copies", fn: testCopies},
-}
+// ListTasks semantics: filters, validation, trimming, totals, cursors,
+// live traversal and copies (L1–L9).
 
 func testFilters(t testing.TB, e *env) { // L1, L2
 	e.populate(t, 40)
@@ -278,54 +267,6 @@ func testCursors(t testing.TB, e *env) { // L6
 			req.PageToken = resp.NextPageToken
 		}
 	}
-}
-
-// travCheck checks the L7 guarantees over one traversal fed page by page.
-type travCheck struct {
-	last      *engine.Cursor
-	seen      map[a2a.TaskID]int
-	start     map[a2a.TaskID]bool // matching when the traversal started
-	touched   map[a2a.TaskID]bool // mutated or deleted since
-	recreated map[a2a.TaskID]bool // deleted and created again since
-}
-
-func newTravCheck(start map[a2a.TaskID]bool) *travCheck {
-	return &travCheck{seen: map[a2a.TaskID]int{}, start: start, touched: map[a2a.TaskID]bool{}, recreated: map[a2a.TaskID]bool{}}
-}
-
-// page checks one page of the traversal.
-func (c *travCheck) page(resp *engine.ListResponse) error {
-	if msg := checkResponse(resp); msg != "" {
-		return errors.New(msg)
-	}
-	for i, tk := range resp.Tasks {
-		cur := resp.TaskCursors[i]
-		if c.last != nil && c.last.Compare(cur) >= 0 {
-			return fmt.Errorf("cursor %s after %s: not strictly descending (L7)", fmtCursor(cur), fmtCursor(*c.last))
-		}
-		c.last = &cur
-		c.seen[tk.ID]++
-		if c.seen[tk.ID] > 1 && !c.recreated[tk.ID] {
-			return fmt.Errorf("task %q seen twice in one traversal (L7)", string(tk.ID))
-		}
-	}
-	return nil
-}
-
-// finish checks that every task present at the start and untouched since
-// was seen exactly once.
-func (c *travCheck) finish() error {
-	var missing []string
-	for id := range c.start {
-		if !c.touched[id] && c.seen[id] != 1 {
-			missing = append(missing, fmt.Sprintf("%q (seen %d times)", string(id), c.seen[id]))
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return fmt.Errorf("untouched tasks not seen exactly once (L7): %v", missing)
-	}
-	return nil
 }
 
 func testLiveTraversal(t testing.TB, e *env) { // L7
