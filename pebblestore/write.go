@@ -124,25 +124,18 @@ func mergeCounters(b *pebble.Batch, contextID string, state a2a.TaskState, d int
 }
 
 // Create implements engine.Store.
-func (s *Store) Create(ctx context.Context, task *a2a.Task) (rec engine.Record, err error) {
+func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
 	if err := engine.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
-	exit, err := s.enter("create")
-	if err != nil {
-		return engine.Record{}, err
-	}
-	defer exit()
-	defer s.catch("create", &err)
-	mu := s.lockFor([]byte(task.ID))
-	mu.Lock()
-	defer mu.Unlock()
-	if _, err := s.load(task.ID, false); err == nil {
-		return engine.Record{}, fmt.Errorf("pebblestore: create %q: %w", task.ID, engine.ErrAlreadyExists)
-	} else if !errors.Is(err, engine.ErrNotFound) {
-		return engine.Record{}, err
-	}
-	return s.put(nil, task, engine.CreateTime(s.clock()))
+	return s.locked("create", task.ID, func() (engine.Record, error) {
+		if _, err := s.load(task.ID, false); err == nil {
+			return engine.Record{}, fmt.Errorf("pebblestore: create %q: %w", task.ID, engine.ErrAlreadyExists)
+		} else if !errors.Is(err, engine.ErrNotFound) {
+			return engine.Record{}, err
+		}
+		return s.put(nil, task, engine.CreateTime(s.clock()))
+	})
 }
 
 // Replace implements engine.Store.
@@ -163,10 +156,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	})
 }
 
-// mutate runs f on the current state of task id under the task's write
-// lock, inside the store's lifecycle and failure containment: the common
-// frame of every read-modify-write.
-func (s *Store) mutate(op string, id a2a.TaskID, withBody bool, f func(old *current) (engine.Record, error)) (rec engine.Record, err error) {
+// locked runs f under task id's write lock, inside the store's lifecycle
+// and failure containment: the common frame of every write.
+func (s *Store) locked(op string, id a2a.TaskID, f func() (engine.Record, error)) (rec engine.Record, err error) {
 	exit, err := s.enter(op)
 	if err != nil {
 		return engine.Record{}, err
@@ -176,11 +168,19 @@ func (s *Store) mutate(op string, id a2a.TaskID, withBody bool, f func(old *curr
 	mu := s.lockFor([]byte(id))
 	mu.Lock()
 	defer mu.Unlock()
-	old, err := s.load(id, withBody)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	return f(old)
+	return f()
+}
+
+// mutate runs f on the current state of existing task id (ErrNotFound
+// otherwise) in the write frame: every read-modify-write.
+func (s *Store) mutate(op string, id a2a.TaskID, withBody bool, f func(old *current) (engine.Record, error)) (engine.Record, error) {
+	return s.locked(op, id, func() (engine.Record, error) {
+		old, err := s.load(id, withBody)
+		if err != nil {
+			return engine.Record{}, err
+		}
+		return f(old)
+	})
 }
 
 // Cancel implements engine.Store.

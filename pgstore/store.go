@@ -264,7 +264,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 // translates a database error.
 func (s *Store) writeError(ctx context.Context, op string, err error) error {
 	for _, sentinel := range []error{engine.ErrNotFound, engine.ErrRevisionConflict, engine.ErrNotCancelable} {
-		if err == sentinel {
+		if errors.Is(err, sentinel) {
 			return fmt.Errorf("pgstore: %s: %w", op, err)
 		}
 	}

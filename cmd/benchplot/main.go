@@ -17,6 +17,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
@@ -170,11 +171,6 @@ func pageName(backend, impl string) func(n int) string {
 }
 
 func pageVsN(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
-	p := plot.New()
-	p.Title.Text = "Light page of 50 from a random cursor"
-	p.X.Label.Text = "tasks in the store (n)"
-	p.Y.Label.Text = "µs per page (median)"
-	logAxes(p, true, true)
 	var lines []any
 	for _, s := range []struct{ label, backend, impl string }{
 		{"mem (memstore)", "mem", ""},
@@ -192,16 +188,33 @@ func pageVsN(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 			lines = append(lines, s.label, xys)
 		}
 	}
-	if len(lines) == 0 {
-		return nil, 0, 0, fmt.Errorf("no op=page results")
-	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+	p, err := linePlot("Light page of 50 from a random cursor", "tasks in the store (n)", "µs per page (median)", true, lines, "no op=page results")
+	if err != nil {
 		return nil, 0, 0, err
+	}
+	p.Y.Max *= 4 // room for the legend above the lines
+	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+}
+
+// linePlot is a line chart with points of lines (label, plotter.XYs
+// pairs, as plotutil.AddLinePoints takes them), a logarithmic y axis (and
+// x axis when logX) and the legend at the top left. Without lines it
+// fails with the message none.
+func linePlot(title, xLabel, yLabel string, logX bool, lines []any, none string) (*plot.Plot, error) {
+	if len(lines) == 0 {
+		return nil, errors.New(none)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	logAxes(p, logX, true)
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return nil, err
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
-	p.Y.Max *= 4 // room for the legend above the lines
-	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+	return p, nil
 }
 
 func depthName(n, depth int, scheme string) string {
@@ -209,11 +222,6 @@ func depthName(n, depth int, scheme string) string {
 }
 
 func depthVsLatency(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
-	p := plot.New()
-	p.Title.Text = "PostgreSQL page of 50 by depth: keyset token vs OFFSET"
-	p.X.Label.Text = "depth (% of the list)"
-	p.Y.Label.Text = "µs per page (median)"
-	logAxes(p, false, true)
 	var lines []any
 	for _, scheme := range []string{"keyset", "offset"} {
 		for _, n := range d.sizes(func(n int) string { return depthName(n, 0, scheme) }) {
@@ -226,14 +234,10 @@ func depthVsLatency(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 			lines = append(lines, fmt.Sprintf("%s n=%s", scheme, short(n)), xys)
 		}
 	}
-	if len(lines) == 0 {
-		return nil, 0, 0, fmt.Errorf("no pg op=page-depth results")
-	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+	p, err := linePlot("PostgreSQL page of 50 by depth: keyset token vs OFFSET", "depth (% of the list)", "µs per page (median)", false, lines, "no pg op=page-depth results")
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
 	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
 }
 

@@ -96,7 +96,7 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		if err == nil {
 			return p.response(), nil
 		}
-		if err != errDeleted {
+		if !errors.Is(err, errDeleted) {
 			return nil, err
 		}
 		// A selected task was deleted by a concurrent writer: scan

@@ -283,32 +283,29 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err == nil && expectedRevision != 0 && expectedRevision != r.revision {
 		err = fmt.Errorf("memstore: replace: %w", engine.ErrRevisionConflict)
 	}
+	var at int64
 	if err == nil {
-		err = s.advanceLocked(r, enc)
+		at, err = engine.NextTime(r.updatedAt, s.clock()) // S4, S5
 	}
 	if err != nil {
 		s.mu.Unlock()
 		return engine.Record{}, err
 	}
+	s.advanceLocked(r, enc, at)
 	rec, body := r.snapshot()
 	s.mu.Unlock()
 	return decoded(rec, body)
 }
 
-// advanceLocked moves r to new content and a new time (S4, S5): all or
-// nothing.
+// advanceLocked moves r to new content at time at, one revision on, in
+// the record and the indexes.
 // REQUIRES: s.mu held for writing.
-func (s *Store) advanceLocked(r *record, enc encoded) error {
-	at, err := engine.NextTime(r.updatedAt, s.clock())
-	if err != nil {
-		return err
-	}
+func (s *Store) advanceLocked(r *record, enc encoded, at int64) {
 	s.unindexLocked(r)
 	r.setLocked(enc)
 	r.updatedAt = at
 	r.revision++
 	s.indexLocked(r)
-	return nil
 }
 
 // modify applies edit to a decoded copy of the task and stores the result,
@@ -348,11 +345,7 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 			s.mu.Unlock()
 			continue
 		}
-		s.unindexLocked(r)
-		r.setLocked(enc)
-		r.updatedAt = at
-		r.revision++
-		s.indexLocked(r)
+		s.advanceLocked(r, enc, at)
 		rec, body = r.snapshot()
 		s.mu.Unlock()
 		return decoded(rec, body)

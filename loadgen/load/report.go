@@ -26,7 +26,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "op\tcount\tops/s\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\t")
 	row := func(name string, s OpStats) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Count, s.OpsPerSec,
-			fmtF(s.P50Ms), fmtF(s.P95Ms), fmtF(s.P99Ms), fmtF(s.P999Ms), fmtF(s.MaxMs), fmtErrors(s.Errors))
+			fmtMillis(s.P50Ms, 2), fmtMillis(s.P95Ms, 2), fmtMillis(s.P99Ms, 2), fmtMillis(s.P999Ms, 2), fmtMillis(s.MaxMs, 2), fmtErrors(s.Errors))
 	}
 	for _, op := range AllOps {
 		if s, ok := r.Ops[op]; ok {
@@ -49,14 +49,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return err
 }
 
-func fmtF(ms float64) string {
+// fmtMillis formats a latency in milliseconds: three decimals below 1 ms,
+// mid decimals below 100 ms, none from there on.
+func fmtMillis(ms float64, mid int) string {
+	prec := 0
 	switch {
 	case ms < 1:
-		return fmt.Sprintf("%.3f", ms)
+		prec = 3
 	case ms < 100:
-		return fmt.Sprintf("%.2f", ms)
+		prec = mid
 	}
-	return fmt.Sprintf("%.0f", ms)
+	return fmt.Sprintf("%.*f", prec, ms)
 }
 
 // fmtErrors is "-" or "not_found=3 internal=1" in class order.

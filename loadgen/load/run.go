@@ -549,7 +549,8 @@ func (r *runner) progressLine(interval time.Duration) string {
 			ops += h.TotalCount()
 		}
 		errs += e
-		parts = append(parts, fmt.Sprintf("%s %s/%s", op, fmtMs(h.ValueAtQuantile(50)), fmtMs(h.ValueAtQuantile(99))))
+		p50, p99 := float64(h.ValueAtQuantile(50))/1e6, float64(h.ValueAtQuantile(99))/1e6
+		parts = append(parts, fmt.Sprintf("%s %s/%s", op, fmtMillis(p50, 1), fmtMillis(p99, 1)))
 	}
 	r.vmu.Lock()
 	viol := r.vmu.count
@@ -557,15 +558,4 @@ func (r *runner) progressLine(interval time.Duration) string {
 	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d  p50/p99 ms: %s",
 		time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol, strings.Join(parts, "  "))
 	return b.String()
-}
-
-func fmtMs(ns int64) string {
-	ms := float64(ns) / 1e6
-	switch {
-	case ms < 1:
-		return fmt.Sprintf("%.3f", ms)
-	case ms < 100:
-		return fmt.Sprintf("%.1f", ms)
-	}
-	return fmt.Sprintf("%.0f", ms)
 }
