@@ -29,5 +29,6 @@
 //
 // a2a-go's transports do not carry every ListTasks parameter equally; see
 // GRPCListTasksValidator and RESTQueryCompat for the two gaps this package
-// closes on the server side, and README-snippet.md for the ones it cannot.
+// closes on the server side, and the repository README ("Transport
+// limitations found in a2a-go v2.3.1") for the ones it cannot.
 package a2aserver

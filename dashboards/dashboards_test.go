@@ -167,7 +167,7 @@ func TestQueriesParseAndNameRealMetrics(t *testing.T) {
 }
 
 // TestPanelsReturnData runs every panel query against a live Prometheus
-// (A2ASTORE_PROMETHEUS_URL, set by scripts/dashboards-check.sh, which runs a
+// (A2ASTORE_PROMETHEUS_URL, set by dashboards/check.sh, which runs a
 // server, loadgen and Prometheus) and requires a non-empty result.
 func TestPanelsReturnData(t *testing.T) {
 	base := os.Getenv("A2ASTORE_PROMETHEUS_URL")

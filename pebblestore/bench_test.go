@@ -317,7 +317,7 @@ func writeAmp(s *Store) float64 {
 	return t.WriteAmp()
 }
 
-// BenchmarkRawPage isolates storage costs from JSON decoding on the
+// BenchmarkRawPage isolates storage costs from decoding the bodies on the
 // compacted fixture: op=scan reads PageSize+1 global index entries after a
 // random boundary without decoding values (the keys-only anchor); op=bodies
 // then fetches the 50 bodies of that page, either with a clone of the index

@@ -154,8 +154,8 @@ func stateFromCode(c byte) (a2a.TaskState, bool) {
 // light is what a light page needs (ProjectionLight), stored in index
 // values:
 //
-//	state code (1 byte) ‖ uvarint len ‖ contextID ‖ uvarint len ‖ status
-//	timestamp (time.Time binary form, empty when nil) ‖ metadata
+//	state code (1 byte, stateCodes) ‖ uvarint len ‖ contextID ‖ uvarint len ‖
+//	status timestamp (taskcodec.AppendTimestamp, empty when nil) ‖ metadata
 //	(taskcodec.EncodeMetadata; rest, empty when none)
 //
 // decodeLight aliases the value: ctx, statusTS and metadata point into it,
@@ -164,7 +164,7 @@ type light struct {
 	contextID string // set by lightOf and decodeRecord; decodeLight leaves it empty
 	ctx       []byte // the context ID as stored (decodeLight)
 	state     a2a.TaskState
-	statusTS  []byte // binary form of Status.Timestamp; nil when unset
+	statusTS  []byte // taskcodec.AppendTimestamp of Status.Timestamp; nil when unset
 	metadata  []byte // taskcodec.EncodeMetadata output
 }
 

@@ -46,8 +46,9 @@
 // <= $c with context_id leading the ORDER BY, so that only the context index
 // yields the order without a sort (with "=", the planner may prefer the
 // global index plus a filter on tables whose rows were inserted in time
-// order); see buildList. When IncludeTotalSize is set, count and page run in one
-// REPEATABLE READ, READ ONLY transaction; otherwise no count runs at all.
+// order); see listFilters. When IncludeTotalSize is set, count and page run
+// in one REPEATABLE READ, READ ONLY transaction; otherwise no count runs at
+// all.
 //
 // # Writes (S2–S9)
 //

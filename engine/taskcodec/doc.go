@@ -32,7 +32,8 @@
 // # Speed
 //
 // BenchmarkTaskDecode and BenchmarkTaskEncode compare the codec with
-// encoding/json on a generated 1 KB task (internal/taskgen: 3 history
-// messages, one 256-byte artifact); BenchmarkMetadataDecode does the same
-// for the metadata of a light page.
+// encoding/json on a generated task of about 1 KB of JSON (internal/taskgen:
+// a status message, 3 history messages, one 256-byte artifact; it reports
+// the bytes of each form); BenchmarkMetadataDecode does the same for the
+// metadata of a light page.
 package taskcodec
