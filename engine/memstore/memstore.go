@@ -172,10 +172,8 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 	if err != nil {
 		return engine.Record{}, err
 	}
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return engine.Record{}, errClosed
+	if err := s.lockOpen(); err != nil {
+		return engine.Record{}, err
 	}
 	if _, ok := s.mu.byID[task.ID]; ok {
 		s.mu.Unlock()
@@ -188,6 +186,17 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 	rec, body := r.snapshot()
 	s.mu.Unlock()
 	return decoded(rec, body)
+}
+
+// lockOpen takes s.mu for writing, or fails (not holding it) when the
+// store is closed.
+func (s *Store) lockOpen() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	return nil
 }
 
 // setLocked stores enc's content in r.
@@ -336,10 +345,8 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 			return engine.Record{}, err
 		}
 
-		s.mu.Lock()
-		if s.mu.closed {
-			s.mu.Unlock()
-			return engine.Record{}, errClosed
+		if err := s.lockOpen(); err != nil {
+			return engine.Record{}, err
 		}
 		if s.mu.byID[id] != r || r.revision != rec.Revision {
 			s.mu.Unlock()

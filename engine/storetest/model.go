@@ -135,6 +135,16 @@ func (e *modelEntry) record() engine.Record {
 	return engine.Record{Task: e.task(), Revision: e.rev, Cursor: e.cur}
 }
 
+// findLocked returns id's entry, or ErrNotFound.
+// REQUIRES: m.mu held.
+func (m *model) findLocked(op string, id a2a.TaskID) (*modelEntry, error) {
+	e, ok := m.mu.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("model: %s: %w", op, engine.ErrNotFound)
+	}
+	return e, nil
+}
+
 // now is the clock reading; below 0 counts as 0 (S5).
 func (m *model) now() int64 { return max(m.clock(), 0) }
 
@@ -158,9 +168,9 @@ func (m *model) Create(_ context.Context, t *a2a.Task) (engine.Record, error) {
 func (m *model) Get(_ context.Context, id a2a.TaskID) (engine.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.mu.byID[id]
-	if !ok {
-		return engine.Record{}, fmt.Errorf("model: get: %w", engine.ErrNotFound)
+	e, err := m.findLocked("get", id)
+	if err != nil {
+		return engine.Record{}, err
 	}
 	return e.record(), nil
 }
@@ -192,9 +202,9 @@ func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.mu.byID[t.ID]
-	if !ok {
-		return engine.Record{}, fmt.Errorf("model: replace: %w", engine.ErrNotFound)
+	e, err := m.findLocked("replace", t.ID)
+	if err != nil {
+		return engine.Record{}, err
 	}
 	if expectedRevision != 0 && expectedRevision != e.rev {
 		return engine.Record{}, fmt.Errorf("model: replace: %w", engine.ErrRevisionConflict)
@@ -205,9 +215,9 @@ func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) 
 func (m *model) Cancel(_ context.Context, id a2a.TaskID) (engine.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.mu.byID[id]
-	if !ok {
-		return engine.Record{}, fmt.Errorf("model: cancel: %w", engine.ErrNotFound)
+	e, err := m.findLocked("cancel", id)
+	if err != nil {
+		return engine.Record{}, err
 	}
 	if slices.Contains(terminalStates, e.state) {
 		return engine.Record{}, fmt.Errorf("model: cancel: %w", engine.ErrNotCancelable)
@@ -225,9 +235,9 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.mu.byID[id]
-	if !ok {
-		return engine.Record{}, fmt.Errorf("model: append: %w", engine.ErrNotFound)
+	e, err := m.findLocked("append", id)
+	if err != nil {
+		return engine.Record{}, err
 	}
 	t := e.task()
 	for _, h := range t.History {
@@ -242,9 +252,9 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 func (m *model) Delete(_ context.Context, id a2a.TaskID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.mu.byID[id]
-	if !ok {
-		return fmt.Errorf("model: delete: %w", engine.ErrNotFound)
+	e, err := m.findLocked("delete", id)
+	if err != nil {
+		return err
 	}
 	m.removeLocked(e)
 	return nil
