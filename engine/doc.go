@@ -12,6 +12,10 @@
 // form of a task) and engine/listpage (filters, trimming and page assembly
 // for a validated Query).
 //
+// Tenancy is an optional part of the contract: an OwnerStore records an
+// owner per task and filters and counts lists by it (clauses O1–O6, written
+// out on OwnerStore, beside SPEC.md's).
+//
 // Clause ids (S1, T3, L7, …) refer to SPEC.md in the repository's shared
 // documentation; tests cite them by name.
 package engine

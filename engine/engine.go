@@ -40,6 +40,9 @@ type Record struct {
 	Task     *a2a.Task
 	Revision int64  // 1 after Create, +1 per successful mutation (S7)
 	Cursor   Cursor // where the task sits in list order now
+	// Owner is the task's owner, fixed at Create (O1, O2); "" = none.
+	// Stores that do not record owners (see OwnerStore) leave it "".
+	Owner string
 }
 
 // Projection selects how much of each task List returns.
@@ -79,6 +82,10 @@ type ListRequest struct {
 	IncludeArtifacts     bool          // false: returned tasks carry no artifacts (L4)
 	IncludeTotalSize     bool          // internal: fill TotalSize (L5); false skips the count entirely
 	Projection           Projection    // internal: ProjectionLight for cheap scans (A4)
+	// Owner keeps only the tasks of this owner (O3); "" = any owner. Only
+	// an OwnerStore honours it: set it on no other store (the dispatcher
+	// and the wire adapter refuse to).
+	Owner string
 }
 
 // ListResponse is one page.
@@ -88,6 +95,10 @@ type ListResponse struct {
 	NextPageToken string   // non-empty only when another matching task follows the last returned one (T6)
 	PageSize      int      // the page size used
 	TotalSize     int      // only when IncludeTotalSize: every matching task, ignoring the boundary (L5)
+	// TaskOwners is internal: aligned with Tasks, the owner of each task as
+	// read (O5). An OwnerStore fills it on every page; other stores leave
+	// it nil.
+	TaskOwners []string
 	// Stats is internal: what the call cost, for benchmarks and metrics.
 	// It never reaches the wire (nor a JSON encoding of the response).
 	Stats ListStats `json:"-"`
@@ -138,6 +149,35 @@ type Store interface {
 	// List returns one page; see ListRequest. Count and page are read from
 	// one consistent view (L8).
 	List(ctx context.Context, req *ListRequest) (*ListResponse, error)
+}
+
+// OwnerStore is a Store that records task owners: the tenancy part of the
+// contract, an optional interface so that stores written against Store
+// keep compiling. A custom store takes part by implementing CreateOwned,
+// filling Record.Owner and ListResponse.TaskOwners and honouring
+// ListRequest.Owner; storetest.Run then runs the owner clauses against it.
+//
+//   - O1 An owner is fixed at Create: CreateOwned records owner (at most
+//     MaxOwnerBytes bytes; a backend accepts the same bytes in owners as in
+//     IDs, S8); Create records "" (no owner). The owner lives beside the
+//     task: it is never read from or written into the task's metadata.
+//   - O2 Every Record returned carries the stored owner, and no mutation
+//     changes it: Replace keeps the owner whatever the new content says.
+//   - O3 ListRequest.Owner keeps only that owner's tasks, combined (and)
+//     with ContextID, Status and StatusTimestampAfter; "" means any owner
+//     (there is no filter for tasks without an owner). Filters apply before
+//     the boundary, and tokens are not bound to the owner (T7).
+//   - O4 TotalSize counts the matching tasks of the owner only (L5).
+//   - O5 ListResponse.TaskOwners[i] is the owner of Tasks[i] as read (L6).
+//   - O6 Isolation of cost: an owner-filtered page and its total read only
+//     entries of that owner, however many tasks other owners have. Pages
+//     filtered by owner, or by owner and context, seek once and visit
+//     PageSize+1 entries (C2); totals by owner, and by owner and state, come
+//     from maintained counters.
+type OwnerStore interface {
+	Store
+	// CreateOwned is Create recording owner as the task's owner (O1).
+	CreateOwned(ctx context.Context, task *a2a.Task, owner string) (Record, error)
 }
 
 // Checker is a capability a Store may have beyond the contract: verifying

@@ -17,6 +17,13 @@ var (
 	// errors.Is(ErrInvalidPageToken, ErrInvalidArgument) holds, and its
 	// message never contains the token.
 	ErrInvalidPageToken error = &childError{msg: "engine: invalid page token", parent: ErrInvalidArgument}
+
+	// ErrOwnersUnsupported is the error of an owner-filtered List or a
+	// CreateOwned sent to a store that does not record owners (it is not
+	// an OwnerStore, or a decorator wraps one that is not): a deployment
+	// fault, not bad input, so errors.Is(ErrOwnersUnsupported, ErrInternal)
+	// holds.
+	ErrOwnersUnsupported error = &childError{msg: "engine: store does not record task owners", parent: ErrInternal}
 )
 
 // childError is a sentinel that is also its parent sentinel under errors.Is.

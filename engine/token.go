@@ -25,6 +25,8 @@ const (
 	tokenPrefix = "v1."
 	// MaxIDBytes is the largest task or context ID, in bytes (S8).
 	MaxIDBytes = 1024
+	// MaxOwnerBytes is the longest task owner, in bytes (O1).
+	MaxOwnerBytes = 1024
 	// maxTokenLen bounds the input DecodeToken looks at.
 	maxTokenLen = len(tokenPrefix) + (8+MaxIDBytes)*4/3 + 4
 )

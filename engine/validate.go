@@ -61,6 +61,16 @@ func ValidateTask(t *a2a.Task) error {
 	return nil
 }
 
+// ValidateOwner checks an owner against O1's length rule: at most
+// MaxOwnerBytes bytes ("" = no owner). Backends that cannot store some bytes
+// add their own check.
+func ValidateOwner(owner string) error {
+	if len(owner) > MaxOwnerBytes {
+		return fmt.Errorf("engine: owner longer than %d bytes: %w", MaxOwnerBytes, ErrInvalidArgument)
+	}
+	return nil
+}
+
 // ValidateMessage checks a message for AppendHistory: non-nil, with an ID.
 func ValidateMessage(m *a2a.Message) error {
 	if m == nil {
@@ -76,6 +86,7 @@ func ValidateMessage(m *a2a.Message) error {
 // engine/listpage holds what backends do with it).
 type Query struct {
 	ContextID   string        // "" = any
+	Owner       string        // "" = any (O3)
 	Status      a2a.TaskState // unspecified = any
 	StatusAfter *time.Time    // nil = no status-timestamp filter
 	PageSize    int           // 1..MaxPageSize
@@ -97,6 +108,7 @@ func ParseListRequest(req *ListRequest) (Query, error) {
 	}
 	q := Query{
 		ContextID:        req.ContextID,
+		Owner:            req.Owner,
 		Status:           req.Status,
 		StatusAfter:      req.StatusTimestampAfter,
 		PageSize:         req.PageSize,
@@ -122,6 +134,9 @@ func ParseListRequest(req *ListRequest) (Query, error) {
 	}
 	if len(q.ContextID) > MaxIDBytes {
 		return Query{}, fmt.Errorf("engine: context ID longer than %d bytes: %w", MaxIDBytes, ErrInvalidArgument)
+	}
+	if err := ValidateOwner(q.Owner); err != nil {
+		return Query{}, err
 	}
 	if q.Projection != ProjectionFull && q.Projection != ProjectionLight {
 		return Query{}, fmt.Errorf("engine: unknown projection: %w", ErrInvalidArgument)
