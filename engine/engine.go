@@ -131,9 +131,12 @@ type Store interface {
 	Get(ctx context.Context, id a2a.TaskID) (Record, error)
 	// Replace stores task as the new content of task.ID. expectedRevision 0
 	// replaces unconditionally; otherwise it must equal the stored revision
-	// (else ErrRevisionConflict). It advances time and revision even when the
-	// content is identical, may change the context ID and is allowed on
-	// terminal tasks (S7).
+	// (else ErrRevisionConflict). A negative expectedRevision is bad input:
+	// ErrInvalidArgument, decided before the store is read, so a missing
+	// task gets it too and it is never a conflict (ValidateExpectedRevision).
+	// Replace advances time and revision even when the content is
+	// identical, may change the context ID and is allowed on terminal tasks
+	// (S7).
 	Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (Record, error)
 	// Cancel moves a non-terminal task to TaskStateCanceled with
 	// Status.Timestamp set to the new UpdatedAt and the status message

@@ -71,6 +71,17 @@ func ValidateOwner(owner string) error {
 	return nil
 }
 
+// ValidateExpectedRevision checks Replace's expectedRevision (S7): 0
+// (unconditional) or a revision, which is at least 1. A negative value is
+// ErrInvalidArgument, decided before the store is read, so it fails the
+// same way whether or not the task exists.
+func ValidateExpectedRevision(rev int64) error {
+	if rev < 0 {
+		return fmt.Errorf("engine: negative expected revision: %w", ErrInvalidArgument)
+	}
+	return nil
+}
+
 // ValidateMessage checks a message for AppendHistory: non-nil, with an ID.
 func ValidateMessage(m *a2a.Message) error {
 	if m == nil {

@@ -143,6 +143,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
 	return s.mutate("replace", task.ID, false, func(old *current) (engine.Record, error) {
 		if expectedRevision != 0 && expectedRevision != old.rec.revision {
 			return engine.Record{}, fmt.Errorf("pebblestore: replace %q: revision %d, expected %d: %w",

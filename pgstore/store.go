@@ -232,6 +232,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err != nil {
 		return engine.Record{}, err
 	}
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
 	var x row
 	err = retry(ctx, func() (err error) {
 		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.replace, string(task.ID), f.contextID, f.state,

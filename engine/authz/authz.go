@@ -134,6 +134,9 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 	if err := engine.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
 	// The new content is judged before the store is read, so ErrDenied
 	// says nothing about the stored task.
 	task, err := d.admit(ctx, task)

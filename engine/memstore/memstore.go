@@ -284,8 +284,8 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err != nil {
 		return engine.Record{}, err
 	}
-	if expectedRevision < 0 {
-		return engine.Record{}, fmt.Errorf("memstore: negative expected revision: %w", engine.ErrInvalidArgument)
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
 	}
 	s.mu.Lock()
 	r, err := s.findLocked(task.ID)

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,14 +64,19 @@ func testRejectedWrites(t testing.TB, e *env) { // S3
 		_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }), rev)
 		check("Replace with a stale expected revision", err, engine.ErrRevisionConflict)
 	}
-	// A negative expected revision never matches: SPEC S7 makes it a
-	// conflict; rejecting it as invalid input is accepted too.
-	e.tick(10)
-	_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }), -1)
-	if !errors.Is(err, engine.ErrRevisionConflict) && !errors.Is(err, engine.ErrInvalidArgument) {
-		t.Errorf("Replace with expected revision -1: %v, want ErrRevisionConflict or ErrInvalidArgument", err)
+	// A negative expected revision is bad input, decided before the store
+	// is read: ErrInvalidArgument, never a conflict, also for a missing
+	// task (S7, engine.Store.Replace).
+	for _, rev := range []int64{-1, math.MinInt64} {
+		e.tick(10)
+		_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }), rev)
+		check(fmt.Sprintf("Replace with expected revision %d", rev), err, engine.ErrInvalidArgument)
+		if errors.Is(err, engine.ErrRevisionConflict) {
+			t.Errorf("Replace with expected revision %d: %v is also a conflict", rev, err)
+		}
+		_, err = e.s.Replace(e.ctx, bad(func(c *a2a.Task) { c.ID = "missing" }), rev)
+		expectErr(t, fmt.Sprintf("Replace of a missing task with expected revision %d", rev), err, engine.ErrInvalidArgument)
 	}
-	e.expectUnchanged(t, "Replace with expected revision -1", before)
 	e.tick(10)
 	_, err = e.s.Create(e.ctx, bad(func(c *a2a.Task) { c.Metadata["owner"] = "mallory" }))
 	check("Create of an existing ID", err, engine.ErrAlreadyExists)

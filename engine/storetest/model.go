@@ -200,6 +200,9 @@ func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) 
 	if err := m.validate(t); err != nil {
 		return engine.Record{}, err
 	}
+	if expectedRevision < 0 { // S7: bad input, before the task is looked up
+		return engine.Record{}, fmt.Errorf("model: negative expected revision: %w", engine.ErrInvalidArgument)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.findLocked("replace", t.ID)

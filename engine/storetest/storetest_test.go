@@ -310,6 +310,20 @@ func (s tokenOnLastPage) List(ctx context.Context, req *engine.ListRequest) (*en
 	return resp, err
 }
 
+// negativeIsConflict reads a negative expected revision as one that does
+// not match: a conflict for a stored task, not found for a missing one.
+type negativeIsConflict struct{ *model }
+
+func (s negativeIsConflict) Replace(ctx context.Context, t *a2a.Task, rev int64) (engine.Record, error) {
+	if rev >= 0 || t == nil {
+		return s.model.Replace(ctx, t, rev)
+	}
+	if _, err := s.model.Get(ctx, t.ID); err != nil {
+		return engine.Record{}, err
+	}
+	return engine.Record{}, engine.ErrRevisionConflict
+}
+
 // textOnly is a text-ID backend that forgot to reject binary IDs.
 type textOnly struct{ *model }
 
@@ -341,6 +355,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		}, []string{"S8-T3/binary-ids"}},
 		{"total-after-boundary", wrap(true, func(m *model) engine.Store { return totalAfterBoundary{m} }),
 			[]string{"L5/total-size", "T6/next-token", "model/random"}},
+		{"negative-revision-conflict", wrap(true, func(m *model) engine.Store { return negativeIsConflict{m} }),
+			[]string{"S3/rejected-writes"}},
 		{"token-on-last-page", wrap(true, func(m *model) engine.Store { return tokenOnLastPage{m} }),
 			[]string{"T6/next-token", "T1/traversal", "model/random"}},
 	}
