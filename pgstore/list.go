@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,7 +114,12 @@ func pageColumns(q *engine.Query, args *sqlArgs) string {
 		history = "NULL::bytea[]"
 	case q.HistoryLength > 0:
 		// The last n elements; a lower bound below 1 slices from the start.
-		history = "history[cardinality(history) - " + args.add(int64(q.HistoryLength)) + "::bigint + 1:]"
+		// Array subscripts are int4, so n is clamped to MaxInt32: no array
+		// holds that many elements, so the clamp changes no result, and the
+		// bound (at least 1-MaxInt32) stays within int4 for every n up to
+		// math.MaxInt.
+		n := min(q.HistoryLength, math.MaxInt32)
+		history = "history[cardinality(history) - " + args.add(int64(n)) + "::bigint + 1:]"
 	}
 	artifacts := "NULL::bytea"
 	if q.IncludeArtifacts {

@@ -152,6 +152,26 @@ func testShape(t testing.TB, e *env) { // L4
 	}
 }
 
+func testHugeHistoryLength(t testing.TB, e *env) { // L4
+	full := spec{id: "h3", ctx: "c", ts: statusAt(0), history: 3, artifacts: 1, tag: "v1"}.build()
+	e.mustCreate(t, full)
+	// Every n from 0 to MaxInt is valid; n at or above the history's
+	// length returns all of it, also beyond 32-bit range.
+	for _, n := range []int{3, 4, math.MaxInt32, math.MaxInt32 + 1, 1 << 32, 3_000_000_000, math.MaxInt - 1, math.MaxInt} {
+		for _, total := range []bool{false, true} {
+			req := engine.ListRequest{HistoryLength: intp(n), IncludeArtifacts: true, IncludeTotalSize: total}
+			resp, err := e.s.List(e.ctx, &req)
+			if err != nil {
+				t.Errorf("%s: %v", fmtReq(req), err)
+				continue
+			}
+			if len(resp.Tasks) != 1 || canon(resp.Tasks[0]) != canon(full) {
+				t.Errorf("%s: got %d tasks, want the task with its whole history", fmtReq(req), len(resp.Tasks))
+			}
+		}
+	}
+}
+
 func fmtIntp(p *int) string {
 	if p == nil {
 		return "nil"

@@ -118,6 +118,7 @@ var clauses = []clause{
 	{name: "L1-L2/filters", fn: testFilters},
 	{name: "L3/validation", fn: testValidation},
 	{name: "L4/history-artifacts", fn: testShape},
+	{name: "L4/history-length-huge", fn: testHugeHistoryLength},
 	{name: "L4/projection-light", fn: testLight},
 	{name: "L5/total-size", fn: testTotalSize},
 	{name: "L6/cursors", fn: testCursors},

@@ -324,6 +324,17 @@ func (s negativeIsConflict) Replace(ctx context.Context, t *a2a.Task, rev int64)
 	return engine.Record{}, engine.ErrRevisionConflict
 }
 
+// int32History fails a HistoryLength beyond 32 bits, as an int4 array
+// subscript would.
+type int32History struct{ *model }
+
+func (s int32History) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	if req.HistoryLength != nil && *req.HistoryLength > math.MaxInt32+1 {
+		return nil, engine.ErrInternal
+	}
+	return s.model.List(ctx, req)
+}
+
 // textOnly is a text-ID backend that forgot to reject binary IDs.
 type textOnly struct{ *model }
 
@@ -357,6 +368,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 			[]string{"L5/total-size", "T6/next-token", "model/random"}},
 		{"negative-revision-conflict", wrap(true, func(m *model) engine.Store { return negativeIsConflict{m} }),
 			[]string{"S3/rejected-writes"}},
+		{"int32-history-length", wrap(true, func(m *model) engine.Store { return int32History{m} }),
+			[]string{"L4/history-length-huge"}},
 		{"token-on-last-page", wrap(true, func(m *model) engine.Store { return tokenOnLastPage{m} }),
 			[]string{"T6/next-token", "T1/traversal", "model/random"}},
 	}
