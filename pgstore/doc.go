@@ -17,8 +17,11 @@
 //	idx_a2a_tasks_context_updated (context_id, updated_at DESC, id COLLATE "C" DESC)
 //
 // By default the store manages its schema: Open and New create the schema,
-// table and both indexes if missing, idempotently and under a transaction-
-// scoped advisory lock, so several processes may start at once. With
+// table and both indexes if missing, and install updated_at's DEFAULT
+// clock_timestamp() on a table created with another default (older releases
+// used now()), idempotently and under a transaction-scoped advisory lock, so
+// several processes may start at once. Existing rows keep their updated_at.
+// With
 // Options.ExternalSchema the store creates nothing; it checks that the table
 // exists and that both indexes exist by definition (columns, DESC order,
 // "C" collation on id, btree, valid, not partial) whatever their names, and

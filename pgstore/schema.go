@@ -78,8 +78,35 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.ensureUpdatedAtDefault(ctx, tx); err != nil {
+		return err
+	}
 	return tx.Commit(ctx)
 }
+
+// ensureUpdatedAtDefault installs P1's DEFAULT clock_timestamp() on
+// updated_at when the table has another default (an older release created
+// it with DEFAULT now()), as the migration does for external schemas (P2).
+// Existing rows keep their times. It runs only when needed, so a start on a
+// ready table takes no ACCESS EXCLUSIVE lock.
+// REQUIRES: tx holds the schema's advisory lock.
+func (s *Store) ensureUpdatedAtDefault(ctx context.Context, tx pgx.Tx) error {
+	var def *string
+	err := tx.QueryRow(ctx, `SELECT pg_get_expr(d.adbin, d.adrelid)
+FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = $1::regclass AND a.attname = 'updated_at'`, s.sql.table).Scan(&def)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil // no such column: checkSchema reports it
+	case err != nil || (def != nil && *def == updatedAtDefault):
+		return err
+	}
+	_, err = tx.Exec(ctx, `ALTER TABLE `+s.sql.table+` ALTER COLUMN updated_at SET DEFAULT `+updatedAtDefault)
+	return err
+}
+
+// updatedAtDefault is updated_at's default (P1), as pg_get_expr spells it.
+const updatedAtDefault = "clock_timestamp()"
 
 // indexDef is one index of the table as the catalog describes it.
 type indexDef struct {

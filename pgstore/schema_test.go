@@ -161,12 +161,53 @@ CREATE INDEX idx_a2a_tasks_context_updated ON public.a2a_tasks (context_id, upda
 	if r.Cursor.UpdatedAt != 981173106789012 {
 		t.Fatalf("migrated row's time = %d, want 981173106789012", r.Cursor.UpdatedAt)
 	}
+	if def := updatedAtDefault(t, conn, "public.a2a_tasks"); def != "clock_timestamp()" {
+		t.Fatalf("updated_at default after migration = %q", def)
+	}
+}
+
+// updatedAtDefault returns the default expression of table's updated_at.
+func updatedAtDefault(t testing.TB, conn *pgx.Conn, table string) string {
+	t.Helper()
 	var def string
-	if err := conn.QueryRow(ctx, `SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = 'public.a2a_tasks'::regclass AND a.attname = 'updated_at'`).Scan(&def); err != nil {
+	if err := conn.QueryRow(context.Background(), `SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef d
+JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+WHERE d.adrelid = $1::regclass AND a.attname = 'updated_at'`, table).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
-	if def != "clock_timestamp()" {
-		t.Fatalf("updated_at default after migration = %q", def)
+	return def
+}
+
+// P2: a managed schema installs the clock_timestamp() default also on a
+// table an older release created with DEFAULT now(), and keeps its rows'
+// times; starting again changes nothing.
+func TestManagedSchemaInstallsDefault(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	conn := connect(t, dsn)
+	for _, stmt := range []string{
+		`CREATE SCHEMA "old schema"`,
+		pgstore.TableDDL("old schema"),
+		`ALTER TABLE "old schema".a2a_tasks ALTER COLUMN updated_at SET DEFAULT now()`,
+		`INSERT INTO "old schema".a2a_tasks (id, revision, state, updated_at) VALUES ('old', 1, 'TASK_STATE_WORKING', '2001-02-03 04:05:06.789012+00')`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: "old schema"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Get(ctx, "old")
+		s.Close()
+		if err != nil || r.Cursor.UpdatedAt != 981173106789012 {
+			t.Fatalf("existing row after a managed start: %+v, %v; want its time 981173106789012 kept", r.Cursor, err)
+		}
+		if def := updatedAtDefault(t, conn, `"old schema".a2a_tasks`); def != "clock_timestamp()" {
+			t.Fatalf("updated_at default after a managed start = %q, want clock_timestamp()", def)
+		}
 	}
 }
 
