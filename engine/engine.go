@@ -115,6 +115,12 @@ type ListResponse struct {
 // nothing. Rejected writes, revision conflicts, rejected cancellations and
 // deduplicated appends change nothing at all (S3).
 //
+// Times are 0..math.MaxInt64 (S5), and so is every cursor a store returns.
+// A backend whose storage can hold other times (rows another program wrote
+// into a shared database) says what it does with them, within two rules: a
+// List never fails because of a stored time, and never hands out a token
+// it would reject (pgstore leaves such rows out of lists).
+//
 // Revisions (S7): 1 after Create, +1 on every successful mutation.
 //
 // IDs (S8): task IDs are non-empty and at most 1024 bytes; context IDs at

@@ -40,6 +40,27 @@
 // timestamps are stored exactly (µs in a timestamptz plus the remaining
 // nanoseconds), so StatusTimestampAfter compares at full precision.
 //
+// A cursor's time is 0..math.MaxInt64 µs (1970-01-01 to
+// 294247-01-10T04:00:54.775807Z); timestamptz holds more, and ±infinity.
+// Rows outside that range (other programs' writes; existing rows keep their
+// updated_at, P2) are handled so that a List never fails because of them
+// and never hands out a token it would reject:
+//
+//   - lists and totals leave them out;
+//   - Get returns them with the cursor clamped into range (0 below,
+//     math.MaxInt64 above);
+//   - a mutation moves a row from before 1970 into range; a row at or
+//     beyond the maximum is at its maximum time, so mutations fail with
+//     engine.ErrInternal and change nothing (S5);
+//   - a managed schema refuses them from any writer with the CHECK
+//     constraint a2a_tasks_updated_at_range, added NOT VALID so that
+//     existing rows keep their times (TimeRangeDDL; for external schemas
+//     the optional migration pgstore/migrations/002_updated_at_range.sql);
+//   - Open and New, on managed and external schemas alike, fail with
+//     ErrSchema while such rows exist, naming some of them and the UPDATE
+//     that moves them into range (or delete them); CheckInvariants reports
+//     them too.
+//
 // # Reads (L1–L8, C3)
 //
 // A page is one query: the filters, then the boundary as one row comparison

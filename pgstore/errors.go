@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,6 +22,10 @@ type opError struct {
 func (e *opError) Error() string { return "pgstore: " + e.op + ": " + e.kind.Error() }
 
 func (e *opError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// errTimeAtMax is the error of a mutation of a task at its maximum time
+// (S5): an engine.ErrInternal.
+var errTimeAtMax = fmt.Errorf("task time is at its maximum: %w", engine.ErrInternal)
 
 // SQLSTATEs the store reacts to.
 const (

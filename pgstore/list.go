@@ -36,11 +36,17 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 	where, order := listFilters(q, &args)
 	var lq listQuery
 	if q.IncludeTotalSize {
-		lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(where)
+		// Rows whose time no cursor can represent are never listed, nor
+		// counted (timerange.go).
+		lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(append(slices.Clip(where), inTimeRangeSQL))
 		lq.countArgs = slices.Clone(args)
 	}
-	if q.After != nil {
-		where = append(where, `(updated_at, id COLLATE "C") < (`+
+	if q.After == nil {
+		where = append(where, inTimeRangeSQL)
+	} else {
+		// The boundary's time is at most the maximum, so only the lower
+		// bound of the range is left to state.
+		where = append(where, "updated_at >= "+minUpdatedAtSQL, `(updated_at, id COLLATE "C") < (`+
 			args.add(time.UnixMicro(q.After.UpdatedAt))+`::timestamptz, `+args.add(string(q.After.ID))+`::text)`)
 	}
 	cols := pageColumns(q, &args)

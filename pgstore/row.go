@@ -10,6 +10,7 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // fields is a task in column form, ready to be written.
@@ -125,7 +126,7 @@ const (
 type row struct {
 	id        string
 	contextID string
-	updatedAt time.Time
+	updatedAt pgtype.Timestamptz // ±infinity too: see cursorTime
 	revision  int64
 	state     string
 	statusTS  *time.Time
@@ -144,7 +145,7 @@ func scanRow(r pgx.Row) (row, error) {
 }
 
 func (x *row) cursor() engine.Cursor {
-	return engine.Cursor{UpdatedAt: x.updatedAt.UnixMicro(), ID: a2a.TaskID(x.id)}
+	return engine.Cursor{UpdatedAt: cursorTime(x.updatedAt), ID: a2a.TaskID(x.id)}
 }
 
 // task decodes the row into a new task. Columns the query did not select

@@ -14,7 +14,8 @@ import (
 const MigrationFile = "pgstore/migrations/001_ordering_indexes.sql"
 
 // ErrSchema is returned by Open and New when an externally managed schema
-// lacks the table or the ordering indexes.
+// lacks the table or the ordering indexes, or when rows of any schema have
+// an updated_at no cursor can represent (see the package doc).
 var ErrSchema = errors.New("pgstore: schema not ready")
 
 // createTableSQL defines the table. %[1]s is the quoted schema.
@@ -81,6 +82,9 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 	if err := s.ensureUpdatedAtDefault(ctx, tx); err != nil {
 		return err
 	}
+	if err := s.ensureTimeRange(ctx, tx); err != nil {
+		return err
+	}
 	return tx.Commit(ctx)
 }
 
@@ -107,6 +111,22 @@ WHERE a.attrelid = $1::regclass AND a.attname = 'updated_at'`, s.sql.table).Scan
 
 // updatedAtDefault is updated_at's default (P1), as pg_get_expr spells it.
 const updatedAtDefault = "clock_timestamp()"
+
+// ensureTimeRange adds the CHECK constraint that keeps updated_at within
+// what a cursor can represent (timerange.go) when the table has no
+// constraint of that name. It is added NOT VALID: rows already outside
+// keep their times (P2) until fixed, and checkTimeRange names them.
+// REQUIRES: tx holds the schema's advisory lock.
+func (s *Store) ensureTimeRange(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = $1::regclass AND conname = $2)`,
+		s.sql.table, timeRangeConstraint).Scan(&exists)
+	if err != nil || exists {
+		return err
+	}
+	_, err = tx.Exec(ctx, TimeRangeDDL(s.schema))
+	return err
+}
 
 // indexDef is one index of the table as the catalog describes it.
 type indexDef struct {
@@ -180,7 +200,28 @@ WHERE n.nspname = $1 AND tc.relname = 'a2a_tasks'`, s.schema)
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s.a2a_tasks lacks the ordering index %v; run %s", ErrSchema, s.schema, missing, MigrationFile)
 	}
-	return nil
+	return s.checkTimeRange(ctx)
+}
+
+// checkTimeRange fails with ErrSchema while rows have an updated_at that no
+// cursor can represent (timerange.go), naming some of them and the fix.
+// Both ordering indexes exist by now, so the search is two index ranges.
+func (s *Store) checkTimeRange(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, `SELECT count(*) OVER (), id FROM `+s.sql.table+`
+WHERE `+outOfRangeSQL+` ORDER BY id LIMIT 5`)
+	if err != nil {
+		return err
+	}
+	var n int64
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (id string, err error) {
+		return id, r.Scan(&n, &id)
+	})
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %d rows of %s have an updated_at no cursor can represent (before %s or after %s), for example %q; "+
+		"lists leave them out. Move them into range, for example with UPDATE %s SET updated_at = clock_timestamp() WHERE %s, or delete them",
+		ErrSchema, n, s.sql.table, minUpdatedAtSQL, maxUpdatedAtSQL, ids, s.sql.table, outOfRangeSQL)
 }
 
 // isUpdatedIndex matches (updated_at DESC, id COLLATE "C" DESC).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +83,15 @@ func sqlState(st a2a.TaskState) string {
 // into now (it changes within a statement).
 const nextTime = `GREATEST(c.now, t.updated_at + interval '1 microsecond')`
 
+// advanceable is the condition every advancing mutation puts on the row: a
+// task at (or, written by others, beyond) the maximum time cannot advance
+// (S5, timerange.go). atMax is its negation, for the follow-up reads that
+// tell why nothing was updated.
+var (
+	advanceable = "t.updated_at < " + maxUpdatedAtSQL
+	atMax       = "updated_at >= " + maxUpdatedAtSQL
+)
+
 func newStatements(schema string) statements {
 	tbl := pgx.Identifier{schema, "a2a_tasks"}.Sanitize()
 	return statements{
@@ -93,21 +104,21 @@ RETURNING ` + fullColumns,
   metadata = $7, artifacts = $8, history = $9, msg_ids = $10,
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND ($11::bigint = 0 OR t.revision = $11)
+WHERE t.id = $1 AND ($11::bigint = 0 OR t.revision = $11) AND ` + advanceable + `
 RETURNING ` + returningColumns,
-		revisionOf: `SELECT revision FROM ` + tbl + ` WHERE id = $1`,
+		revisionOf: `SELECT revision, ` + atMax + ` FROM ` + tbl + ` WHERE id = $1`,
 		cancel: `UPDATE ` + tbl + ` t SET state = ` + sqlState(a2a.TaskStateCanceled) + `, status_msg = NULL,
   status_ts = ` + nextTime + `, status_ns = 0,
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND t.state NOT IN ` + terminalStatesSQL + `
+WHERE t.id = $1 AND t.state NOT IN ` + terminalStatesSQL + ` AND ` + advanceable + `
 RETURNING ` + returningColumns,
-		stateOf: `SELECT state FROM ` + tbl + ` WHERE id = $1`,
+		stateOf: `SELECT state, ` + atMax + ` FROM ` + tbl + ` WHERE id = $1`,
 		appendHistory: `UPDATE ` + tbl + ` t SET history = array_append(t.history, $2::bytea),
   msg_ids = array_append(t.msg_ids, $3::bytea),
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND NOT ($3::bytea = ANY (t.msg_ids))
+WHERE t.id = $1 AND NOT ($3::bytea = ANY (t.msg_ids)) AND ` + advanceable + `
 RETURNING ` + returningColumns,
 		delete: `DELETE FROM ` + tbl + ` WHERE id = $1`,
 	}
@@ -242,14 +253,18 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		// Nothing updated: missing task or revision mismatch.
+		// Nothing updated: missing task, revision mismatch, or a task at
+		// its maximum time.
 		var rev int64
-		err = s.pool.QueryRow(ctx, s.sql.revisionOf, string(task.ID)).Scan(&rev)
+		var full bool
+		err = s.pool.QueryRow(ctx, s.sql.revisionOf, string(task.ID)).Scan(&rev, &full)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return engine.ErrNotFound
 		case err != nil:
 			return err
+		case full && (expectedRevision == 0 || rev == expectedRevision):
+			return errTimeAtMax
 		case expectedRevision != 0:
 			return engine.ErrRevisionConflict
 		}
@@ -266,7 +281,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 // writeError wraps an engine sentinel returned by a write closure, or
 // translates a database error.
 func (s *Store) writeError(ctx context.Context, op string, err error) error {
-	for _, sentinel := range []error{engine.ErrNotFound, engine.ErrRevisionConflict, engine.ErrNotCancelable} {
+	for _, sentinel := range []error{engine.ErrNotFound, engine.ErrRevisionConflict, engine.ErrNotCancelable, errTimeAtMax} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("pgstore: %s: %w", op, err)
 		}
@@ -286,12 +301,15 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 			return err
 		}
 		var state string
-		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state)
+		var full bool
+		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state, &full)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return engine.ErrNotFound
 		case err != nil:
 			return err
+		case full && !a2a.TaskState(state).Terminal():
+			return errTimeAtMax
 		}
 		// Terminal when the UPDATE looked, or made terminal since: either
 		// way this cancellation is rejected and changed nothing.
@@ -321,10 +339,16 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing task, or the message is already in the history
-		// (deduplicated, S3): return the current record. This is a new
-		// statement, so it sees the append that won a concurrent race.
-		return s.get(ctx, "append history", id)
+		// Missing task, the message already in the history (deduplicated,
+		// S3: return the current record), or a task at its maximum time.
+		// This is a new statement, so it sees the append that won a
+		// concurrent race.
+		rec, err := s.get(ctx, "append history", id)
+		if err == nil && rec.Cursor.UpdatedAt == math.MaxInt64 &&
+			!slices.ContainsFunc(rec.Task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msg.ID }) {
+			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", errTimeAtMax)
+		}
+		return rec, err
 	}
 	if err != nil {
 		return engine.Record{}, translate(ctx, "append history", err)
@@ -354,8 +378,9 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 
 // CheckInvariants verifies what the schema cannot declare (engine.Checker):
 // both ordering indexes still exist by definition, and every row is
-// well-formed — revision at least 1, status_ns within 0..999, a message ID
-// per non-null history element at most, and a known state.
+// well-formed — updated_at within the cursor range, revision at least 1,
+// status_ns within 0..999, a message ID per non-null history element at
+// most, and a known state.
 func (s *Store) CheckInvariants() error {
 	ctx := context.Background()
 	if err := s.checkSchema(ctx); err != nil {
