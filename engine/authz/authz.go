@@ -232,10 +232,24 @@ func (d *Dispatcher) get(ctx context.Context, id a2a.TaskID) (engine.Record, err
 
 // check checks that rec, read for id, is accessible.
 func (d *Dispatcher) check(ctx context.Context, id a2a.TaskID, rec engine.Record) error {
+	if err := readAs(id, rec); err != nil {
+		return err
+	}
+	return d.allow(ctx, rec.Task)
+}
+
+// readAs fails closed unless rec, read for id, holds that task.
+func readAs(id a2a.TaskID, rec engine.Record) error {
 	if rec.Task == nil || rec.Task.ID != id {
 		return fmt.Errorf("authz: store returned another task: %w", engine.ErrInternal)
 	}
-	ok, err := d.policy.CanAccessTask(ctx, rec.Task)
+	return nil
+}
+
+// allow asks the policy whether the caller may access task: nil, the
+// not-found error of an inaccessible task, or the policy's error.
+func (d *Dispatcher) allow(ctx context.Context, task *a2a.Task) error {
+	ok, err := d.policy.CanAccessTask(ctx, task)
 	if err != nil {
 		return policyError(err)
 	}

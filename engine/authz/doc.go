@@ -10,12 +10,14 @@
 //     Policy.CanAccessTask on every task before it is counted or selected
 //     (A2). It holds at most one batch and one page at a time, whatever the
 //     number of tasks.
-//   - The selected tasks are re-read in full and re-checked before they are
-//     returned; a task revoked in between fails the call with the error Get
-//     gives for an inaccessible task (A5). A task deleted in between makes
-//     the call scan again, so page, token and total come from one scan.
-//     Light requests are not re-read: the light tasks the scan authorized
-//     are re-checked and returned.
+//   - The selected tasks are re-read in full and re-checked, against the
+//     request's filters and the policy, before they are returned, each with
+//     the content and cursor of that read (A5). A task deleted or changed in
+//     between makes the call scan again, so page, token and total come from
+//     one scan; a task unchanged but revoked in between fails the call with
+//     the error Get gives for an inaccessible task. Light requests are not
+//     re-read: the light tasks the scan authorized are re-checked and
+//     returned.
 //   - Get, Cancel, Replace, AppendHistory and Delete of a task the caller
 //     cannot access fail with the very error a missing task gets (A6).
 //   - A store that returns TaskCursors missing or misaligned with Tasks makes

@@ -35,20 +35,22 @@ const BatchSize = 100
 // request's page token, so it rejects a boundary it cannot represent
 // exactly as it would without the dispatcher (T4).
 //
-// The selected tasks are then re-read whole with Get and re-checked (A5). A
-// task revoked in between (the policy now denies it) fails the call with the
-// error Get gives for an inaccessible task. A task deleted in between is a
-// concurrent write like any other: List scans again (the new scan no longer
-// sees it), until a scan's selection survives its final read or ctx ends, so
-// page, token and total always come from one scan. Deletions of tasks the
-// caller cannot see never reach the final read, so rescans depend on
-// visible tasks only. A light request (engine.ProjectionLight) is not
-// re-read: it returns the light tasks the scan read, re-checked with the
-// policy just before returning, so what it returns is exactly what was
-// authorized. TaskCursors and NextPageToken carry the cursors at which the
-// tasks were selected, so a task updated after selection never makes the
-// traversal repeat. Stats is the sum of what the store calls of this List
-// cost (every batch of every scan).
+// The selected tasks are then re-read whole with Get and re-checked against
+// the request's filters and the policy (A5); each is returned with the
+// content and cursor of that read. A task deleted or changed in between (no
+// longer at the cursor it was selected at, or no longer matching the
+// filters) is a concurrent write like any other: List scans again (the new
+// scan no longer selects it where it was), until a scan's selection
+// survives its final read or ctx ends, so page, token and total always come
+// from one scan. A task unchanged since its selection that the policy now
+// denies was revoked: it fails the call with the error Get gives for an
+// inaccessible task. Changes to tasks the caller cannot see never reach the
+// final read, so rescans depend on visible tasks only. A light request
+// (engine.ProjectionLight) is not re-read: it returns the light tasks the
+// scan read, with the cursors of that read, re-checked with the policy just
+// before returning, so what it returns is exactly what was authorized.
+// Stats is the sum of what the store calls of this List cost (every batch
+// of every scan).
 func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -96,13 +98,13 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		if err == nil {
 			return p.response(), nil
 		}
-		if !errors.Is(err, errDeleted) {
+		if !errors.Is(err, errMoved) {
 			return nil, err
 		}
-		// A selected task was deleted by a concurrent writer: scan
-		// again. Each rescan follows another caller's successful
-		// Delete, so the system as a whole always progresses. The
-		// response reports the cost of every scan.
+		// A selected task was deleted or changed by a concurrent
+		// writer: scan again. Each rescan follows another caller's
+		// successful write, so the system as a whole always
+		// progresses. The response reports the cost of every scan.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -131,8 +133,9 @@ func (d *Dispatcher) passThrough(ctx context.Context, q *engine.Query, req *engi
 	return resp, nil
 }
 
-// errDeleted is finish's report that a selected task no longer exists.
-var errDeleted = errors.New("authz: selected task deleted")
+// errMoved is finish's report that a selected task was deleted or changed
+// after the scan selected it.
+var errMoved = errors.New("authz: selected task deleted or changed")
 
 // pager is the state of one List call: the page selected so far and the
 // total. It holds at most PageSize selected entries (the look-ahead is only
@@ -300,21 +303,40 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
 		return nil
 	}
 	p.tasks = make([]*a2a.Task, 0, len(p.ids))
-	for _, id := range p.ids {
-		rec, err := d.store.Get(ctx, id)
-		if errors.Is(err, engine.ErrNotFound) {
-			return errDeleted
-		}
+	for i := range p.ids {
+		rec, err := d.reread(ctx, p, i)
 		if err != nil {
-			return err
-		}
-		if err := d.check(ctx, id, rec); err != nil {
 			return err
 		}
 		listpage.Shape(&p.q, rec.Task)
 		p.tasks = append(p.tasks, rec.Task)
 	}
 	return nil
+}
+
+// reread reads the i-th selected task whole for the final read (A5). It
+// returns errMoved when the task is no longer what the scan selected:
+// deleted, at another cursor (changed since), or no longer matching the
+// request's filters. Otherwise the policy decides on the content read: a
+// task unchanged since selection that the policy now denies was revoked,
+// and fails the call with the not-found error of an inaccessible task.
+func (d *Dispatcher) reread(ctx context.Context, p *pager, i int) (engine.Record, error) {
+	id := p.ids[i]
+	rec, err := d.store.Get(ctx, id)
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		return engine.Record{}, errMoved
+	case err != nil:
+		return engine.Record{}, err
+	}
+	if err := readAs(id, rec); err != nil {
+		return engine.Record{}, err
+	}
+	t := rec.Task
+	if rec.Cursor != p.cursors[i] || !listpage.Matches(&p.q, t.ContextID, t.Status.State, t.Status.Timestamp) {
+		return engine.Record{}, errMoved
+	}
+	return rec, d.allow(ctx, t)
 }
 
 // lightTask returns the light projection of a scanned task, always in an

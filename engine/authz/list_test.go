@@ -385,6 +385,126 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 	}
 }
 
+// TestChangedDuringFinalRead: a task replaced between selection and the
+// final read (out of the request's filters, or still matching but moved to
+// the head) is never returned with content that no longer matches nor with
+// a cursor from another read: every returned task matches every filter and
+// carries the content and cursor the store holds, and the page stays a
+// valid page (L1, L2, L6, L7, A5).
+func TestChangedDuringFinalRead(t *testing.T) {
+	ctx := context.Background()
+	policies := []caseSpec{
+		{"admitall", admitAll, ctx},
+		{"fullscan", funcPolicy{proj: engine.ProjectionFull, allow: func(context.Context, *a2a.Task) bool { return true }}, ctx},
+		{"contexts", authz.ContextAllowList{}, authz.WithAllowedContexts(ctx, "c1", "other")},
+	}
+	for _, tc := range []struct {
+		name   string
+		page   int                         // 0: the first page; 1: the second
+		change func(t *a2a.Task) *a2a.Task // the replacement of the victim
+	}{
+		{"leaves-filters", 0, func(t *a2a.Task) *a2a.Task { return working(t.ID, "other") }},
+		{"leaves-state", 1, func(t *a2a.Task) *a2a.Task {
+			c := working(t.ID, "c1")
+			c.Status.State = a2a.TaskStateCompleted
+			return c
+		}},
+		{"moves-ahead-first-page", 0, func(t *a2a.Task) *a2a.Task { return working(t.ID, "c1") }},
+		{"moves-ahead-later-page", 1, func(t *a2a.Task) *a2a.Task { return working(t.ID, "c1") }},
+	} {
+		for _, cs := range policies {
+			for _, total := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/total=%v", tc.name, cs.name, total), func(t *testing.T) {
+					c := storetest.NewManualClock(1000)
+					mem := newMem(t, c)
+					for i := range 12 {
+						c.Advance(1)
+						ctxID := []string{"c1", "c2"}[i%3/2] // two in three in c1
+						if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), ctxID)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					req := engine.ListRequest{ContextID: "c1", Status: a2a.TaskStateWorking, PageSize: 3, IncludeTotalSize: total}
+					if tc.page == 1 {
+						first, err := authz.New(mem, cs.policy).List(cs.ctx, &req)
+						if err != nil {
+							t.Fatal(err)
+						}
+						req.PageToken = first.NextPageToken
+					}
+					pr := &probe{Store: mem}
+					var victim a2a.TaskID
+					pr.beforeGet = func(id a2a.TaskID) {
+						if victim != "" {
+							return
+						}
+						if n := pr.gets; n == 2 { // the second selected task
+							victim = id
+							cur, err := mem.Get(ctx, id)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							c.Advance(1)
+							if _, err := mem.Replace(ctx, tc.change(cur.Task), 0); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+					resp, err := authz.New(pr, cs.policy).List(cs.ctx, &req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if victim == "" {
+						t.Fatal("no task was changed during the final read")
+					}
+					checkCurrent(t, mem, &req, resp)
+				})
+			}
+		}
+	}
+}
+
+// checkCurrent fails unless every task of resp matches req's filters, is
+// strictly after its boundary, and carries exactly the content and cursor
+// the store holds now (the store has not changed since resp was made), and
+// the next token encodes the last task's cursor.
+func checkCurrent(t *testing.T, s engine.Store, req *engine.ListRequest, resp *engine.ListResponse) {
+	t.Helper()
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tasks) != len(resp.TaskCursors) {
+		t.Fatalf("%d tasks, %d cursors", len(resp.Tasks), len(resp.TaskCursors))
+	}
+	prev := q.After
+	for i, task := range resp.Tasks {
+		c := resp.TaskCursors[i]
+		if !listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+			t.Errorf("task %s does not match the request: %s", task.ID, jsonOf(task))
+		}
+		if prev != nil && prev.Compare(c) >= 0 {
+			t.Errorf("cursor %+v does not follow %+v", c, *prev)
+		}
+		prev = &resp.TaskCursors[i]
+		rec, err := s.Get(context.Background(), task.ID)
+		if err != nil {
+			t.Errorf("returned task %s: %v", task.ID, err)
+			continue
+		}
+		if rec.Cursor != c {
+			t.Errorf("task %s returned at %+v, stored at %+v", task.ID, c, rec.Cursor)
+		}
+		if g, w := jsonOf(task), jsonOf(shaped(&q, rec.Task)); g != w {
+			t.Errorf("task %s returned as %s, stored as %s", task.ID, g, w)
+		}
+	}
+	if resp.NextPageToken != "" && (len(resp.Tasks) == 0 || resp.NextPageToken != engine.EncodeToken(resp.TaskCursors[len(resp.TaskCursors)-1])) {
+		t.Errorf("next token %q does not encode the last task's cursor", resp.NextPageToken)
+	}
+}
+
 // TestDeletedRescanStopsWithContext: rescans end when the context does.
 func TestDeletedRescanStopsWithContext(t *testing.T) {
 	c := storetest.NewManualClock(1000)
