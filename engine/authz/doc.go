@@ -14,10 +14,12 @@
 //     request's filters and the policy, before they are returned, each with
 //     the content and cursor of that read (A5). A task deleted or changed in
 //     between makes the call scan again, so page, token and total come from
-//     one scan; a task unchanged but revoked in between fails the call with
-//     the error Get gives for an inaccessible task. Light requests are not
-//     re-read: the light tasks the scan authorized are re-checked and
-//     returned.
+//     one scan, at most MaxScans times: then the call returns the tasks that
+//     survived the last final read (a short page), or ErrListContention if
+//     none did while more follow. A task unchanged but revoked in between
+//     fails the call with the error Get gives for an inaccessible task.
+//     Light requests are not re-read: the light tasks the scan authorized
+//     are re-checked and returned.
 //   - Get, Cancel, Replace, AppendHistory and Delete of a task the caller
 //     cannot access fail with the very error a missing task gets (A6).
 //   - A store that returns TaskCursors missing or misaligned with Tasks makes

@@ -40,12 +40,21 @@ const BatchSize = 100
 // content and cursor of that read. A task deleted or changed in between (no
 // longer at the cursor it was selected at, or no longer matching the
 // filters) is a concurrent write like any other: List scans again (the new
-// scan no longer selects it where it was), until a scan's selection
-// survives its final read or ctx ends, so page, token and total always come
-// from one scan. A task unchanged since its selection that the policy now
-// denies was revoked: it fails the call with the error Get gives for an
-// inaccessible task. Changes to tasks the caller cannot see never reach the
-// final read, so rescans depend on visible tasks only. A light request
+// scan no longer selects it where it was), so page, token and total come
+// from one scan. Rescans are bounded: List scans at most MaxScans times
+// and stops with ctx's error when ctx ends between scans. If the final read
+// of the last scan allowed still finds selected tasks deleted or changed,
+// List returns the others, as read, with that scan's total less the tasks
+// left out and, when more tasks follow, a token at the last one returned:
+// a short page, but a valid step of a live traversal (L7), since what it
+// leaves out was deleted or moved ahead. If it left out every selected
+// task while more follow, no such page exists, and List fails with
+// ErrListContention (an engine.ErrInternal; retry).
+//
+// A task unchanged since its selection that the policy now denies was
+// revoked: it fails the call with the error Get gives for an inaccessible
+// task. Changes to tasks the caller cannot see never reach the final read,
+// so rescans depend on visible tasks only. A light request
 // (engine.ProjectionLight) is not re-read: it returns the light tasks the
 // scan read, with the cursors of that read, re-checked with the policy just
 // before returning, so what it returns is exactly what was authorized.
@@ -90,11 +99,11 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	if _, err := engine.ParseListRequest(&scan); err != nil {
 		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
 	}
-	for {
+	for scans := 1; ; scans++ {
 		if err := d.scan(ctx, &scan, &p); err != nil {
 			return nil, err
 		}
-		err := d.finish(ctx, &p)
+		err := d.finish(ctx, &p, scans == MaxScans)
 		if err == nil {
 			return p.response(), nil
 		}
@@ -102,9 +111,8 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 			return nil, err
 		}
 		// A selected task was deleted or changed by a concurrent
-		// writer: scan again. Each rescan follows another caller's
-		// successful write, so the system as a whole always
-		// progresses. The response reports the cost of every scan.
+		// writer: scan again, at most MaxScans times in all. The
+		// response reports the cost of every scan.
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -136,6 +144,17 @@ func (d *Dispatcher) passThrough(ctx context.Context, q *engine.Query, req *engi
 // errMoved is finish's report that a selected task was deleted or changed
 // after the scan selected it.
 var errMoved = errors.New("authz: selected task deleted or changed")
+
+// MaxScans bounds the scans of one List: the first, and the rescans after a
+// final read found a selected task deleted or changed (A5).
+const MaxScans = 4
+
+// ErrListContention is the error of a List whose last allowed scan (the
+// MaxScans-th) selected tasks that were all deleted or changed before its
+// final read, while more tasks followed them: no page can then be built
+// that keeps the traversal guarantees (an empty page ends a traversal, T6).
+// It is an engine.ErrInternal under errors.Is, and the List may be retried.
+var ErrListContention = fmt.Errorf("authz: list: every selected task changed while being read: %w", engine.ErrInternal)
 
 // pager is the state of one List call: the page selected so far and the
 // total. It holds at most PageSize selected entries (the look-ahead is only
@@ -288,8 +307,14 @@ func checkBatch(b *engine.ListResponse, limit int, from *engine.Cursor) (*engine
 	return prev, nil
 }
 
-// finish re-reads and re-checks the selected tasks (A5).
-func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
+// finish re-reads and re-checks the selected tasks (A5). At the first
+// task that moved it returns errMoved, unless this is the last scan
+// allowed: then it leaves moved tasks out and keeps the page of the others
+// (each still matching, as read), whose token, when more tasks follow, is
+// the last kept task's cursor; the tasks left out were deleted, or changed
+// and so moved ahead of it (L7), and the total no longer counts them. If
+// none is left while more follow, it fails with ErrListContention.
+func (d *Dispatcher) finish(ctx context.Context, p *pager, last bool) error {
 	if p.q.Projection == engine.ProjectionLight {
 		for _, t := range p.tasks {
 			ok, err := d.policy.CanAccessTask(ctx, t)
@@ -303,14 +328,27 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager) error {
 		return nil
 	}
 	p.tasks = make([]*a2a.Task, 0, len(p.ids))
+	kept := 0
 	for i := range p.ids {
 		rec, err := d.reread(ctx, p, i)
+		if errors.Is(err, errMoved) && last {
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		listpage.Shape(&p.q, rec.Task)
+		p.ids[kept], p.cursors[kept] = p.ids[i], p.cursors[i]
 		p.tasks = append(p.tasks, rec.Task)
+		kept++
 	}
+	if kept == 0 && len(p.ids) > 0 && p.more {
+		return ErrListContention
+	}
+	// The total leaves out what the page leaves out, so page and total
+	// still agree (L8): a first page without a token holds every match.
+	p.total -= len(p.ids) - kept
+	p.ids, p.cursors = p.ids[:kept], p.cursors[:kept]
 	return nil
 }
 

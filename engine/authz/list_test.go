@@ -308,22 +308,18 @@ func randomTokens(r *rand.Rand, s engine.Store) []string {
 // TestRevokedDuringFinalRead: a task revoked between selection and the final
 // read fails the call with the error Get gives for an inaccessible task, and
 // the total excludes it afterwards (A5). A task deleted in between makes
-// List scan again, as often as it takes, or until the context ends.
+// List scan again (TestRescansBounded: at most MaxScans times).
 func TestRevokedDuringFinalRead(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
 		act       func(mem engine.Store, p *revocable, id a2a.TaskID) // run before the final Get of id
-		always    bool                                                // act on every Get, not once
 		wantErr   bool
 		wantScans int
 		gone      a2a.TaskID // a task the call made inaccessible
 	}{
-		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, false, true, 1, "t5"},
-		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, false, 2, "t5"},
-		// Every final read finds its first task deleted: one scan per
-		// task, then one that finds nothing.
-		{"deletealways", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, true, false, 11, "t9"},
+		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, true, 1, "t5"},
+		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, 2, "t5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := storetest.NewManualClock(1000)
@@ -342,10 +338,8 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 			inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
 			_, wantErr := inaccessible.Get(ctx, victim)
 			pr.beforeGet = func(id a2a.TaskID) {
-				if tc.always || id == victim {
-					if !tc.always {
-						pr.beforeGet = nil // once
-					}
+				if id == victim {
+					pr.beforeGet = nil // once
 					tc.act(mem, pol, id)
 				}
 			}
@@ -366,10 +360,6 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 				}
 				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
 					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
-				}
-			} else if tc.always {
-				if err != nil || len(resp.Tasks) != 0 || resp.TotalSize != 0 || resp.NextPageToken != "" {
-					t.Fatalf("List while every read task is deleted = %v, %v; want an empty page", resp, err)
 				}
 			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
 				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
@@ -502,6 +492,85 @@ func checkCurrent(t *testing.T, s engine.Store, req *engine.ListRequest, resp *e
 	}
 	if resp.NextPageToken != "" && (len(resp.Tasks) == 0 || resp.NextPageToken != engine.EncodeToken(resp.TaskCursors[len(resp.TaskCursors)-1])) {
 		t.Errorf("next token %q does not encode the last task's cursor", resp.NextPageToken)
+	}
+}
+
+// TestRescansBounded: a List whose final reads keep finding selected
+// tasks deleted scans at most MaxScans times (A5). Then it returns the
+// selected tasks that survived the last final read, each as read, with a
+// token when more follow; when none survived it answers an empty page if
+// nothing follows, and ErrListContention if more does.
+func TestRescansBounded(t *testing.T) {
+	const maxScans = authz.MaxScans
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		tasks   int
+		size    int
+		all     bool // delete every task read, not only the top one
+		wantLen int  // tasks on the page
+		// The total: the last scan's count less the tasks its final
+		// read found deleted (one per earlier scan, then the page's).
+		wantTotal int
+		wantErr   error
+	}{
+		{"top", 200, 10, false, 9, 200 - maxScans, nil},
+		{"all-more-follow", 10, 6, true, 0, 0, authz.ErrListContention},
+		{"all-nothing-follows", 10, 100, true, 0, 0, nil},
+	} {
+		for _, total := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/total=%v", tc.name, total), func(t *testing.T) {
+				c := storetest.NewManualClock(1000)
+				mem := newMem(t, c)
+				for i := range tc.tasks {
+					c.Advance(1)
+					if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprintf("t%03d", i)), "a")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Every final read finds the top of its page deleted (or
+				// every task it reads).
+				pr := &probe{Store: mem}
+				fresh := false
+				pr.afterList = func(*engine.ListResponse) { fresh = true }
+				pr.beforeGet = func(id a2a.TaskID) {
+					if fresh || tc.all {
+						fresh = false
+						if err := mem.Delete(ctx, id); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				req := engine.ListRequest{PageSize: tc.size, IncludeTotalSize: total}
+				resp, err := authz.New(pr, admitAll).List(ctx, &req)
+				pr.beforeGet = nil
+				scans := 0
+				for _, l := range pr.lists {
+					if l.PageToken == "" {
+						scans++
+					}
+				}
+				if scans != maxScans {
+					t.Errorf("%d scans, want %d", scans, maxScans)
+				}
+				if tc.wantErr != nil {
+					if resp != nil || !errors.Is(err, tc.wantErr) || !errors.Is(err, engine.ErrInternal) {
+						t.Fatalf("List = %v, %v; want %v", resp, err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.Tasks) != tc.wantLen || (resp.NextPageToken != "") != (tc.wantLen > 0) {
+					t.Fatalf("page of %d tasks, token %q; want %d tasks and a token iff any", len(resp.Tasks), resp.NextPageToken, tc.wantLen)
+				}
+				if total && resp.TotalSize != tc.wantTotal {
+					t.Errorf("total %d, want %d", resp.TotalSize, tc.wantTotal)
+				}
+				checkCurrent(t, mem, &req, resp)
+			})
+		}
 	}
 }
 
