@@ -79,9 +79,11 @@ var errMisaligned = fmt.Errorf("authz: store returned tasks without aligned curs
 // is safe for concurrent use when the store and the policy are.
 //
 // Point operations look the task up and check access before mutating it.
-// Replace is made conditional on the revision that was checked (retrying an
-// unconditional Replace when the task changed in between), so it never
-// overwrites content the caller was not allowed to see. Cancel,
+// Replace is made conditional on the revision that was checked, so it never
+// overwrites content the caller was not allowed to see. An unconditional
+// Replace (expectedRevision 0) whose task changed in between checks the new
+// version and tries again, for as long as other writers keep changing the
+// task or until ctx ends: it never fails with ErrRevisionConflict. Cancel,
 // AppendHistory and Delete have no revision condition in the Store
 // interface: a change of access between their check and their write (for
 // example a concurrent Replace that moves the task out of the caller's
@@ -147,7 +149,7 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 		rec, err := d.store.Replace(ctx, task, expectedRevision)
 		return rec, notFound(err)
 	}
-	for attempt := 1; ; attempt++ {
+	for {
 		cur, err := d.get(ctx, task.ID)
 		if err != nil {
 			return engine.Record{}, err
@@ -161,8 +163,12 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 			return rec, nil
 		case errors.Is(err, engine.ErrNotFound):
 			return engine.Record{}, errNotFound
-		case errors.Is(err, engine.ErrRevisionConflict) && expectedRevision == 0 && attempt < replaceAttempts:
+		case errors.Is(err, engine.ErrRevisionConflict) && expectedRevision == 0:
 			// Changed since the check: check the new version again.
+			// Each retry follows another writer's successful mutation
+			// of this task, so writers as a whole progress; ctx bounds
+			// how long this one waits. No attempt limit: a conflict is
+			// not an answer an unconditional Replace may give (S7).
 			if err := ctx.Err(); err != nil {
 				return engine.Record{}, err
 			}
@@ -171,10 +177,6 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 		return engine.Record{}, err
 	}
 }
-
-// replaceAttempts bounds how often an unconditional Replace re-checks a task
-// that keeps changing under it before giving up with the conflict.
-const replaceAttempts = 64
 
 // Cancel cancels an accessible task.
 func (d *Dispatcher) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {

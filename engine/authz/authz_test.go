@@ -3,6 +3,8 @@ package authz_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -159,6 +161,81 @@ func TestReplaceRechecksAfterConcurrentChange(t *testing.T) {
 	}
 	if pr.gets != 2 {
 		t.Fatalf("%d Gets, want 2 (check, re-check after the conflict)", pr.gets)
+	}
+}
+
+// slowOwner is OwnerPolicy with a slow access check: it yields the
+// processor before deciding, widening the window between a check and the
+// write that follows it.
+type slowOwner struct{ authz.OwnerPolicy }
+
+func (p slowOwner) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error) {
+	for range 50 {
+		runtime.Gosched()
+	}
+	return p.OwnerPolicy.CanAccessTask(ctx, t)
+}
+
+// TestUnconditionalReplaceNeverConflicts: many callers replacing one task
+// unconditionally (expectedRevision 0) through a dispatcher whose check is
+// slow never get ErrRevisionConflict: every call succeeds (S7, W1).
+func TestUnconditionalReplaceNeverConflicts(t *testing.T) {
+	mem := newMem(t, storetest.NewManualClock(1000))
+	alice := authz.WithCaller(context.Background(), "alice")
+	d := authz.New(mem, slowOwner{})
+	if _, err := d.Create(alice, working("t", "a")); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 32, 30
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failures := map[string]int{}
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				task := working("t", "a")
+				task.Metadata = map[string]any{"writer": float64(w), "i": float64(i)}
+				if _, err := d.Replace(alice, task, 0); err != nil {
+					mu.Lock()
+					failures[err.Error()]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("unconditional replaces failed: %v", failures)
+	}
+	rec, err := mem.Get(context.Background(), "t")
+	if err != nil || rec.Revision != 1+writers*each {
+		t.Fatalf("after %d replaces: %+v, %v", writers*each, rec, err)
+	}
+}
+
+// TestUnconditionalReplaceHonoursContext: an unconditional Replace that
+// keeps losing to other writers ends with its context, not a conflict.
+func TestUnconditionalReplaceHonoursContext(t *testing.T) {
+	mem := newMem(t, storetest.NewManualClock(1000))
+	bg := context.Background()
+	if _, err := mem.Create(bg, working("t", "a")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	writes := 0
+	// Another writer changes the task between every check and write;
+	// after 100 such losses the caller gives up.
+	rs := &replaceHook{probe: &probe{Store: mem}, before: func() {
+		if writes++; writes == 100 {
+			cancel()
+		}
+		if _, err := mem.Replace(bg, working("t", "a"), 0); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err := authz.New(rs, admitAll).Replace(ctx, working("t", "a"), 0)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, engine.ErrRevisionConflict) || writes != 100 {
+		t.Fatalf("Replace = %v after %d lost races; want context.Canceled after 100", err, writes)
 	}
 }
 
