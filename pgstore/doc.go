@@ -92,5 +92,7 @@
 // error's message never contains driver text, while the driver error stays
 // reachable through errors.As for logging. Context cancellation and
 // deadlines are returned as the context's error (errors.Is(err,
-// context.DeadlineExceeded)); the running query is cancelled on the server.
+// context.DeadlineExceeded)); the running query is cancelled on the server
+// and its connection is then closed, not reused, so that a cancel request
+// acted on late cannot cancel another caller's query (PoolConfig).
 package pgstore

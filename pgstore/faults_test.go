@@ -200,11 +200,12 @@ func TestDeadlineDuringList(t *testing.T) {
 	}
 }
 
-// Pool exhaustion: with every connection taken, calls wait for one only
-// until their context's deadline.
-func TestPoolExhaustion(t *testing.T) {
+// onePool returns a pool of one connection configured by PoolConfig, and a
+// store on it holding two tasks.
+func onePool(t *testing.T, dsn string) (*pgxpool.Pool, *pgstore.Store) {
+	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgstore.PoolConfig(pgtest.DSN(t) + " pool_max_conns=1")
+	cfg, err := pgstore.PoolConfig(dsn + " pool_max_conns=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +213,64 @@ func TestPoolExhaustion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close)
 	s, err := pgstore.New(ctx, pool, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seed(t, s, 2)
+	return pool, s
+}
+
+// A call whose context ended while its statement ran leaves no connection
+// behind for others: pgx's cancel request for it may reach the server late,
+// and on a reused connection it would cancel another caller's statement.
+// The statement is still cancelled on the server (TestDeadlineDuringList);
+// the next call gets a new connection.
+func TestCancelledConnectionIsDropped(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	pool, s := onePool(t, dsn)
+	backend := func() int32 {
+		t.Helper()
+		var pid int32
+		if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	before := backend()
+	// A call that completes keeps its connection.
+	if _, err := s.Get(ctx, "t0"); err != nil {
+		t.Fatal(err)
+	}
+	if pid := backend(); pid != before {
+		t.Fatalf("a completed call replaced the connection (backend %d, then %d)", before, pid)
+	}
+	admin := connect(t, dsn)
+	release := lockTable(t, dsn)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.List(lctx, &engine.ListRequest{})
+		done <- err
+	}()
+	waitFor(t, "the List to wait for the lock", func() bool { return len(blocked(t, admin)) == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled List: %v", err)
+	}
+	release()
+	if pid := backend(); pid == before {
+		t.Fatalf("the connection of a cancelled call (backend %d) was reused", pid)
+	}
+}
+
+// Pool exhaustion: with every connection taken, calls wait for one only
+// until their context's deadline.
+func TestPoolExhaustion(t *testing.T) {
+	ctx := context.Background()
+	pool, s := onePool(t, pgtest.DSN(t))
 	held, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

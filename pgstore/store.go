@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -126,18 +127,28 @@ RETURNING ` + returningColumns,
 
 // PoolConfig parses dsn (a pgx connection string; pool settings such as
 // pool_max_conns go in it) into the pool configuration Open uses. It differs
-// from pgxpool.ParseConfig in one respect: when a call's context ends, the
-// server gets a cancel request at once and the connection is kept for reuse
-// once the server has acknowledged it (pgx's default drops the connection,
-// cancelling on the way out); the connection is dropped only if the server
-// does not answer within cancelDeadline. Callers of New can start from it.
+// from pgxpool.ParseConfig in how a call whose context ends is cancelled:
+// the server gets a cancel request at once and the call returns once the
+// statement has ended (or after cancelDeadline), leaving the connection in
+// a clean state (pgx's default closes the socket at once and cancels on the
+// way out). The connection is then dropped rather than reused: a cancel
+// request is a separate message that the server may act on late, and on a
+// reused connection it would cancel another caller's statement. Callers of
+// New can start from it; one who sets its AfterRelease must call the one
+// PoolConfig set.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
+		h := &cancelHandler{CancelRequestContextWatcherHandler: pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}}
+		c.CustomData()[cancelledKey] = &h.cancelled
+		return h
+	}
+	cfg.AfterRelease = func(c *pgx.Conn) bool {
+		cancelled, _ := c.PgConn().CustomData()[cancelledKey].(*atomic.Bool)
+		return cancelled == nil || !cancelled.Load() // false: the pool closes it
 	}
 	return cfg, nil
 }
@@ -145,6 +156,21 @@ func PoolConfig(dsn string) (*pgxpool.Config, error) {
 // cancelDeadline bounds how long a cancelled call waits for the server to
 // acknowledge the cancel request before the connection is dropped.
 const cancelDeadline = 2 * time.Second
+
+// cancelHandler is pgx's cancel-request handling that also records, in the
+// connection's CustomData under cancelledKey, that a call on the
+// connection was cancelled, so that the pool drops it when it is released.
+type cancelHandler struct {
+	pgconn.CancelRequestContextWatcherHandler
+	cancelled atomic.Bool
+}
+
+const cancelledKey = "a2astore.pgstore.cancelled"
+
+func (h *cancelHandler) HandleCancel(ctx context.Context) {
+	h.cancelled.Store(true)
+	h.CancelRequestContextWatcherHandler.HandleCancel(ctx)
+}
 
 // Open connects to dsn (see PoolConfig) and returns a store that owns the
 // pool: Close closes it.
