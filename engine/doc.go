@@ -3,7 +3,7 @@
 // interface, its sentinel errors, the v1 page-token codec, the clock rules
 // (CreateTime, NextTime) and the request validation all backends apply the
 // same way (ParseListRequest, ValidateTask, ValidateID, ValidateMessage,
-// KnownState).
+// ValidateExpectedRevision, KnownState).
 //
 // It imports no backend. Backends (engine/memstore, pebblestore, pgstore)
 // import it and assert var _ engine.Store = (*Store)(nil); decorators such as
