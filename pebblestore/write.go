@@ -124,7 +124,7 @@ func mergeCounters(b *pebble.Batch, contextID string, state a2a.TaskState, d int
 
 // Create implements engine.Store.
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (rec engine.Record, err error) {
-	if err := engine.ValidateTask(task); err != nil {
+	if err := s.limits.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
 	exit, err := s.enter("create")
@@ -146,7 +146,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (rec engine.Record, 
 
 // Replace implements engine.Store.
 func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
-	if err := engine.ValidateTask(task); err != nil {
+	if err := s.limits.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
 	return s.mutate("replace", task.ID, false, func(old *current) (engine.Record, error) {
@@ -210,7 +210,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	if err := engine.ValidateMessage(msg); err != nil {
+	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
 	return s.mutate("append history", id, true, func(old *current) (engine.Record, error) {
@@ -228,6 +228,9 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 			return engine.Record{}, err
 		}
 		t.History = append(t.History, msg) // encoded, never retained
+		if err := s.limits.CheckTask(t); err != nil {
+			return engine.Record{}, err
+		}
 		return s.put(old, t, now)
 	})
 }

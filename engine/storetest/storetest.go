@@ -90,7 +90,7 @@ type clause struct {
 }
 
 // clauses lists Run's subtests in order.
-var clauses = slices.Concat(sClauses, tClauses, lClauses, []clause{
+var clauses = slices.Concat(sClauses, tClauses, lClauses, limitClauses, []clause{
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
 })

@@ -26,9 +26,12 @@ type Config struct {
 	Clock     engine.Clock // mem and pebble; nil = wall clock
 	PebbleDir string       // pebble: required
 	// Pebble holds further pebblestore options (NoSync, Logger); its Clock
-	// is replaced by Clock.
+	// and Limits are replaced by Clock and Limits.
 	Pebble pebblestore.Options
 	PGDSN  string // pg: required; pool settings ride on the DSN
+	// Limits bound the tasks every backend accepts (zero: the engine's
+	// defaults).
+	Limits engine.Limits
 }
 
 // Backend is an opened store, what closing it needs, and its collectors.
@@ -42,7 +45,7 @@ type Backend struct {
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	switch cfg.Name {
 	case "", "mem":
-		s := memstore.New(memstore.Options{Clock: cfg.Clock})
+		s := memstore.New(memstore.Options{Clock: cfg.Clock, Limits: cfg.Limits})
 		return &Backend{Store: s, Close: s.Close}, nil
 
 	case "pebble":
@@ -50,7 +53,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, errors.New("backend pebble needs a directory")
 		}
 		opts := cfg.Pebble
-		opts.Clock = cfg.Clock
+		opts.Clock, opts.Limits = cfg.Clock, cfg.Limits
 		s, err := pebblestore.Open(cfg.PebbleDir, opts)
 		if err != nil {
 			return nil, err
@@ -71,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pg: %w", err)
 		}
-		s, err := pgstore.New(ctx, pool, pgstore.Options{})
+		s, err := pgstore.New(ctx, pool, pgstore.Options{Limits: cfg.Limits})
 		if err != nil {
 			pool.Close()
 			return nil, err
