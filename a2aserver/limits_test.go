@@ -1,7 +1,6 @@
 package a2aserver
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2astore/a2astore/internal/rawhttp"
 )
 
 // testLimits are short enough for tests to run into, long enough for a
@@ -42,44 +43,6 @@ func serveWith(t *testing.T, l ServeLimits, h http.Handler) string {
 	return ln.Addr().String()
 }
 
-// dial opens a raw connection; every read fails after a generous bound so
-// a broken server fails the test instead of hanging it.
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	return c
-}
-
-// readStatus reads one response's status code from c.
-func readStatus(t *testing.T, br *bufio.Reader) int {
-	t.Helper()
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("reading the response: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// expectClosed waits for the server to close c (not for the test's bound).
-func expectClosed(t *testing.T, br *bufio.Reader) {
-	t.Helper()
-	_, err := br.ReadByte()
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatal("the server did not close the connection")
-	}
-	if err == nil {
-		t.Fatal("the server sent more data; want the connection closed")
-	}
-}
-
 func echoBodyLen(w http.ResponseWriter, r *http.Request) {
 	n, err := io.Copy(io.Discard, r.Body)
 	if err != nil {
@@ -106,40 +69,28 @@ func TestServeLimitsBody(t *testing.T) {
 		t.Fatalf("body within the limit: %s %s", resp.Status, b)
 	}
 
-	c := dial(t, addr)
-	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{\"jsonrpc\"", 50<<20)
-	br := bufio.NewReader(c)
-	if code := readStatus(t, br); code != http.StatusRequestEntityTooLarge {
+	c := rawhttp.Dial(t, addr)
+	c.Send(t, []string{"POST / HTTP/1.1", "Host: x", fmt.Sprint("Content-Length: ", 50<<20)}, `{"jsonrpc"`)
+	if code := c.Status(t); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("declared 50 MB body: %d, want 413", code)
 	}
-	expectClosed(t, br)
+	if !c.Closed() {
+		t.Fatal("the connection of a refused body stays open")
+	}
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c = dial(t, addr)
-	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-	wrote := make(chan int64, 1)
-	go func() {
-		chunk := fmt.Appendf(nil, "%x\r\n%s\r\n", 64<<10, strings.Repeat("y", 64<<10))
-		var n int64
-		for n < 50<<20 {
-			if _, err := c.Write(chunk); err != nil {
-				break
-			}
-			n += 64 << 10
-		}
-		wrote <- n
-	}()
-	br = bufio.NewReader(c)
-	if code := readStatus(t, br); code != http.StatusRequestEntityTooLarge {
+	c = rawhttp.Dial(t, addr)
+	c.Send(t, []string{"POST / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked"}, "")
+	c.Flood(50 << 20)
+	if code := c.Status(t); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("chunked 50 MB body: %d, want 413", code)
 	}
 	_ = c.Close()
-	n := <-wrote
 	runtime.ReadMemStats(&after)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 6<<20 {
-		t.Errorf("serving a %d-byte chunked body allocated %d bytes; want it cut at the 1 MiB limit", n, grew)
+		t.Errorf("serving a chunked 50 MB body allocated %d bytes; want it cut at the 1 MiB limit", grew)
 	}
 }
 
@@ -148,32 +99,11 @@ func TestServeLimitsBody(t *testing.T) {
 // test waits for the server's cut, not for a duration.
 func TestServeLimitsSlowBody(t *testing.T) {
 	addr := serveWith(t, quickLimits, http.HandlerFunc(echoBodyLen))
-	c := dial(t, addr)
-	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
-	status := make(chan int, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			status <- 0
-			return
-		}
-		status <- resp.StatusCode
-	}()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for sent := 0; ; sent++ {
-		select {
-		case code := <-status:
-			if code != http.StatusRequestTimeout {
-				t.Fatalf("slow body answered %d, want 408", code)
-			}
-			if sent >= 1000 {
-				t.Fatal("the whole body was sent before the server cut it")
-			}
-			return
-		case <-tick.C:
-			_, _ = c.Write([]byte("x")) // a write error means the server cut us: the status says how
-		}
+	c := rawhttp.Dial(t, addr)
+	c.Send(t, []string{"POST / HTTP/1.1", "Host: x", "Content-Length: 1000"}, "")
+	code, sent := c.Dribble(t, 20*time.Millisecond)
+	if code != http.StatusRequestTimeout || sent >= 1000 {
+		t.Fatalf("slow body answered %d after %d of 1000 bytes, want 408 before the end", code, sent)
 	}
 }
 
@@ -181,16 +111,17 @@ func TestServeLimitsSlowBody(t *testing.T) {
 // connection that never sends a request within ReadTimeout, are closed.
 func TestServeLimitsIdle(t *testing.T) {
 	addr := serveWith(t, quickLimits, http.HandlerFunc(echoBodyLen))
-	c := dial(t, addr)
-	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	br := bufio.NewReader(c)
-	if code := readStatus(t, br); code != 200 {
+	c := rawhttp.Dial(t, addr)
+	c.Send(t, []string{"GET / HTTP/1.1", "Host: x"}, "")
+	if code := c.Status(t); code != 200 {
 		t.Fatalf("GET: %d", code)
 	}
-	expectClosed(t, br)
-
-	silent := dial(t, addr)
-	expectClosed(t, bufio.NewReader(silent))
+	if !c.Closed() {
+		t.Error("idle keep-alive connection not closed")
+	}
+	if !rawhttp.Dial(t, addr).Closed() {
+		t.Error("a connection that never sends a request is not closed")
+	}
 }
 
 // TestServeLimitsStreams: a response that streams for several times
@@ -228,8 +159,7 @@ func TestServeLimitsStreams(t *testing.T) {
 		t.Fatalf("stream: %q, %v; want three events", b, err)
 	}
 
-	c := dial(t, addr)
-	fmt.Fprintf(c, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+	rawhttp.Dial(t, addr).Send(t, []string{"GET /flood HTTP/1.1", "Host: x"}, "")
 	// Never read: the server's write must fail once WriteTimeout passes.
 	if err := <-writeErr; errDeadline(err) == nil {
 		t.Fatalf("write to a client that does not read: %v", err)
