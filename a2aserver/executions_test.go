@@ -71,4 +71,3 @@ func TestExecutionsWaitAndAbort(t *testing.T) {
 		t.Errorf("execution started after Abort ended %s, want failed", task.Status.State)
 	}
 }
-

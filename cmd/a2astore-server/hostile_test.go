@@ -304,7 +304,6 @@ var taskMethods = []string{"GetTask", "CancelTask", "SubscribeToTask", "SendMess
 var (
 	notFound        = map[a2a.TransportProtocol]string{a2a.TransportProtocolJSONRPC: "-32001", a2a.TransportProtocolHTTPJSON: "404", a2a.TransportProtocolGRPC: "NotFound"}
 	unauthenticated = map[a2a.TransportProtocol]string{a2a.TransportProtocolJSONRPC: "-31401", a2a.TransportProtocolHTTPJSON: "401", a2a.TransportProtocolGRPC: "Unauthenticated"}
-	invalidParams   = map[a2a.TransportProtocol]string{a2a.TransportProtocolJSONRPC: "-32602", a2a.TransportProtocolHTTPJSON: "400", a2a.TransportProtocolGRPC: "InvalidArgument"}
 )
 
 // TestHostileBypass (findings 1, 2): while alice's task is running, every
@@ -399,12 +398,6 @@ func TestHostileIdentity(t *testing.T) {
 	if !strings.Contains(h.log.String(), "trusted as sent") {
 		t.Errorf("no startup warning that the identity header is trusted as sent:\n%s", h.log.String())
 	}
-}
-
-// jsonrpcSendBody is a JSON-RPC SendMessage with a text part of n bytes.
-func jsonrpcSendBody(n int) string {
-	return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"big","role":"ROLE_USER","parts":[{"text":"` +
-		strings.Repeat("a", n) + `"}]}}}`
 }
 
 // TestHostileBodies (finding 3): a 50 MB request is answered 413 without
