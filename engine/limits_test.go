@@ -88,8 +88,8 @@ func TestLimitsDepth(t *testing.T) {
 	if err := lim.CheckTask(deep); !errors.Is(err, engine.ErrLimitExceeded) {
 		t.Fatalf("depth 100000: %v", err)
 	}
-	if n := testing.AllocsPerRun(10, func() { _ = lim.CheckTask(deep) }); n > 4 {
-		t.Errorf("CheckTask allocates %.0f times on a deep task, want ≤ 4 (the error)", n)
+	if n := testing.AllocsPerRun(10, func() { _ = lim.CheckTask(deep) }); n > 8 {
+		t.Errorf("CheckTask allocates %.0f times on a deep task, want a few (the error), not one per level", n)
 	}
 }
 

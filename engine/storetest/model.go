@@ -61,7 +61,7 @@ func newModel(clock engine.Clock, binary bool) *model {
 }
 
 func (m *model) validate(t *a2a.Task) error {
-	if err := engine.ValidateTask(t); err != nil {
+	if err := (engine.Limits{}).ValidateTask(t); err != nil {
 		return err
 	}
 	if !m.binary && (!textID(string(t.ID)) || !textID(t.ContextID)) {
@@ -190,7 +190,7 @@ func (m *model) Cancel(_ context.Context, id a2a.TaskID) (engine.Record, error) 
 }
 
 func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if err := engine.ValidateMessage(msg); err != nil {
+	if err := (engine.Limits{}).ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
 	m.mu.Lock()
@@ -206,6 +206,9 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 		}
 	}
 	t.History = append(t.History, msg) // encoded below: the store keeps no pointer
+	if err := (engine.Limits{}).CheckTask(t); err != nil {
+		return engine.Record{}, err
+	}
 	return m.updateLocked(e, t, nil)
 }
 
