@@ -99,7 +99,7 @@ dashboards:
 	$(GO) run ./dashboards/gen
 
 # Server + loadgen + a real Prometheus on loopback; every panel query must
-# return data. About a minute and needs root (apt-get, PostgreSQL):
-# not part of .ci/run.
+# return data. About a minute and a half; needs root (apt-get, PostgreSQL).
+# Part of .ci/run.
 dashboards-check:
 	bash dashboards/check.sh

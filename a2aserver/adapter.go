@@ -11,20 +11,31 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// TaskStore adapts s to a2a-go's taskstore.Store (SPEC W1). See the package
-// documentation for the guarantees.
+// TaskStore adapts s to a2a-go's taskstore.Store (SPEC W1) with the
+// default TaskStoreOptions. See the package documentation for the
+// guarantees.
 func TaskStore(s engine.Store) taskstore.Store {
-	return &adapter{store: s}
+	return NewTaskStore(s, TaskStoreOptions{})
+}
+
+// NewTaskStore is TaskStore with options.
+func NewTaskStore(s engine.Store, opts TaskStoreOptions) taskstore.Store {
+	opts.EnsureDefaults()
+	return &adapter{store: s, opts: opts}
 }
 
 type adapter struct {
 	store engine.Store
+	opts  TaskStoreOptions
 }
 
 var _ taskstore.Store = (*adapter)(nil)
 
 // Create stores a new task; its version is the engine revision (1).
 func (a *adapter) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
+	if err := checkServable(task); err != nil {
+		return taskstore.TaskVersionMissing, wireError(ctx, "create", err)
+	}
 	rec, err := a.store.Create(ctx, task)
 	if err != nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "create", err)
@@ -38,6 +49,9 @@ func (a *adapter) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVer
 func (a *adapter) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
 	if req == nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "update", engine.ErrInvalidArgument)
+	}
+	if err := checkServable(req.Task); err != nil {
+		return taskstore.TaskVersionMissing, wireError(ctx, "update", err)
 	}
 	rec, err := a.store.Replace(ctx, req.Task, int64(req.PrevVersion))
 	if err != nil {
@@ -72,6 +86,7 @@ func (a *adapter) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.Lis
 	if err != nil {
 		return nil, wireError(ctx, "list", err)
 	}
+	fitPage(resp, a.opts.MaxPageBytes)
 	tasks := resp.Tasks
 	if tasks == nil {
 		tasks = []*a2a.Task{}
@@ -105,6 +120,7 @@ func ListRequest(req *a2a.ListTasksRequest) *engine.ListRequest {
 const (
 	msgInvalidPageToken = "invalid page token"
 	msgInvalidParams    = "invalid params"
+	msgLimitExceeded    = "task exceeds the store's size or nesting limit"
 	msgTaskNotFound     = "task not found"
 	msgNotCancelable    = "task cannot be canceled"
 	msgInternal         = "internal error"
@@ -119,6 +135,8 @@ func wireError(ctx context.Context, op string, err error) error {
 	case errors.Is(err, engine.ErrInvalidPageToken):
 		// T4: one message for every bad token, whatever it was.
 		return a2a.NewError(a2a.ErrInvalidParams, msgInvalidPageToken)
+	case errors.Is(err, engine.ErrLimitExceeded):
+		return a2a.NewError(a2a.ErrInvalidParams, msgLimitExceeded)
 	case errors.Is(err, engine.ErrInvalidArgument):
 		return a2a.NewError(a2a.ErrInvalidParams, msgInvalidParams)
 	case errors.Is(err, engine.ErrNotFound):

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
@@ -223,9 +224,10 @@ func TestRESTQueryCompat(t *testing.T) {
 	}
 }
 
-// TestGRPCListTasksValidator: the arguments a2a-go's protobuf conversion
-// would silently drop are INVALID_ARGUMENT; everything else passes.
-func TestGRPCListTasksValidator(t *testing.T) {
+// TestGRPCRequestValidator: the arguments a2a-go's protobuf conversion
+// would silently drop or reinterpret are INVALID_ARGUMENT, without the
+// value in the message; everything else passes.
+func TestGRPCRequestValidator(t *testing.T) {
 	called := false
 	next := func(ctx context.Context, req any) (any, error) { called = true; return nil, nil }
 	info := &grpc.UnaryServerInfo{FullMethod: "/lf.a2a.v1.A2AService/ListTasks"}
@@ -237,17 +239,24 @@ func TestGRPCListTasksValidator(t *testing.T) {
 		{&a2apb.ListTasksRequest{HistoryLength: &neg}, false},
 		{&a2apb.ListTasksRequest{Status: a2apb.TaskState(99)}, false},
 		{&a2apb.ListTasksRequest{Status: a2apb.TaskState(-3)}, false},
+		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Seconds: 1, Nanos: 2_000_000_000}}, false},
+		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Nanos: -1}}, false},
+		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Seconds: -1e12}}, false},
+		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Seconds: 1e12}}, false},
+		{&a2apb.GetTaskRequest{Id: "x", HistoryLength: &neg}, false},
 		{&a2apb.ListTasksRequest{HistoryLength: &pos, Status: a2apb.TaskState_TASK_STATE_WORKING}, true},
+		{&a2apb.ListTasksRequest{StatusTimestampAfter: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 999_999_999, time.UTC))}, true},
 		{&a2apb.ListTasksRequest{}, true},
 		{&a2apb.GetTaskRequest{Id: "x"}, true},
+		{&a2apb.GetTaskRequest{Id: "x", HistoryLength: &pos}, true},
 	} {
 		called = false
-		_, err := GRPCListTasksValidator(t.Context(), c.req, info, next)
+		_, err := GRPCRequestValidator(t.Context(), c.req, info, next)
 		if c.pass != (err == nil && called) {
 			t.Errorf("%v: err %v, called %v; want pass=%v", c.req, err, called, c.pass)
 		}
-		if !c.pass && status.Code(err) != codes.InvalidArgument {
-			t.Errorf("%v: %v, want INVALID_ARGUMENT", c.req, err)
+		if !c.pass && (status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != msgInvalidParams) {
+			t.Errorf("%v: %v, want INVALID_ARGUMENT %q", c.req, err, msgInvalidParams)
 		}
 	}
 }

@@ -15,27 +15,44 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// GRPCListTasksValidator is a gRPC unary server interceptor that rejects the
-// ListTasks arguments a2a-go's protobuf conversion (v2.3.1) would otherwise
-// drop silently, so gRPC answers INVALID_ARGUMENT like JSON-RPC and
+// GRPCRequestValidator is a gRPC unary server interceptor that rejects the
+// arguments a2a-go's protobuf conversion (v2.3.1) would otherwise drop or
+// reinterpret silently, so gRPC answers INVALID_ARGUMENT like JSON-RPC and
 // HTTP+JSON do (W3, L3):
 //
-//   - a negative history_length (pbconv turns it into "no limit"), and
-//   - a status enum value A2A does not define (pbconv turns it into
-//     "any state").
+//   - a negative history_length in ListTasks or GetTask (pbconv turns it
+//     into "no limit"),
+//   - a status enum value A2A does not define in ListTasks (pbconv turns
+//     it into "any state"), and
+//   - a status_timestamp_after in ListTasks whose seconds or nanos are out
+//     of the range a google.protobuf.Timestamp allows (pbconv normalizes
+//     them into some other instant).
 //
-// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCListTasksValidator)).
-func GRPCListTasksValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-	if r, ok := req.(*a2apb.ListTasksRequest); ok {
+// The message is the fixed "invalid params": the value is never echoed.
+// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)).
+func GRPCRequestValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	switch r := req.(type) {
+	case *a2apb.ListTasksRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
 			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
 		}
 		if _, known := a2apb.TaskState_name[int32(r.GetStatus())]; !known {
 			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
 		}
+		if ts := r.GetStatusTimestampAfter(); ts != nil && ts.CheckValid() != nil {
+			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+		}
+	case *a2apb.GetTaskRequest:
+		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
+			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+		}
 	}
 	return next(ctx, req)
 }
+
+// GRPCListTasksValidator is GRPCRequestValidator under its former name,
+// kept for existing callers.
+var GRPCListTasksValidator = GRPCRequestValidator
 
 // RESTQueryCompat wraps a2a-go's HTTP+JSON handler (a2asrv.NewRESTHandler)
 // so that GET /tasks honours every ListTasks query parameter. In a2a-go

@@ -23,12 +23,27 @@
 //     a2a.ErrInternalError. Remote callers see fixed messages only; a bad
 //     page token always reads "invalid page token", whatever the token.
 //
-// HeaderIdentity is a call interceptor that takes the caller identity from a
-// trusted request header, for authorization policies (engine/authz) in
-// staging setups.
+// Serving clients that are not trusted takes more than the store; the
+// package provides each piece, and cmd/a2astore-server installs them all:
 //
-// a2a-go's transports do not carry every ListTasks parameter equally; see
-// GRPCListTasksValidator and RESTQueryCompat for the two gaps this package
-// closes on the server side, and the repository README ("Transport
-// limitations found in a2a-go v2.3.1") for the ones it cannot.
+//   - TaskGuard, a call interceptor that makes every method naming a task
+//     answer exactly as for a missing task when the store's policy denies
+//     it (a2a-go reaches running tasks without asking the store);
+//   - HeaderIdentity, the caller identity from a request header trusted as
+//     sent (staging, or behind a proxy that authenticates and overwrites
+//     it), refusing repeated headers and, with Required, anonymous calls;
+//   - ServeLimits, request size and timeouts for HTTP (without cutting
+//     Server-Sent Event streams) and the gRPC server options;
+//   - LogHandler, which cuts client-chosen strings in log lines and keeps
+//     client-caused outcomes out of the error log;
+//   - Executions, which lets shutdown wait for the agent executions a2a-go
+//     runs detached from requests and fail those it cannot wait for.
+//
+// The adapter itself keeps ListTasks pages within TaskStoreOptions'
+// MaxPageBytes and refuses content a2a-go's gRPC binding cannot send.
+//
+// a2a-go's transports do not carry every request parameter equally; see
+// GRPCRequestValidator, RESTQueryCompat and JSONRPCParamsCompat for the
+// gaps this package closes on the server side, and the README for the ones
+// it cannot.
 package a2aserver

@@ -3,28 +3,53 @@ package a2aserver
 import (
 	"context"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
 // HeaderIdentity is an a2asrv.CallInterceptor that takes the caller's
 // identity from one request header (HTTP header or gRPC metadata key, case
 // insensitive) and records it as the call's authenticated user, where
-// authorization policies (engine/authz CallerFrom) find it. A request
-// without the header keeps whatever user earlier middleware set.
+// authorization policies (engine/authz CallerFrom) find it.
 //
-// It trusts the header as sent: use it for staging and load tests, or
-// behind a proxy that authenticates callers and sets the header itself.
+// Trust model: the header is trusted as sent. Anyone who can reach the
+// listener can claim any identity, so use it for staging and load tests, or
+// behind a proxy that authenticates callers and sets the header itself,
+// overwriting any the client sent. A request carrying the header more than
+// once (as a proxy that appends instead of overwriting would forward it) is
+// rejected with a2a.ErrUnauthenticated rather than trusting either value.
+//
+// A request without the header (or with an empty one) keeps whatever user
+// earlier middleware set. With Required, when that leaves no authenticated,
+// named user, it is rejected with a2a.ErrUnauthenticated (HTTP 401,
+// JSON-RPC -31401, gRPC UNAUTHENTICATED).
+// Set Required whenever the store applies a policy that needs an identity,
+// so an anonymous caller learns that it must authenticate instead of
+// getting an empty list or an invalid-params error.
 type HeaderIdentity struct {
 	a2asrv.PassthroughCallInterceptor
-	Header string // e.g. "X-A2astore-Caller"
+	Header   string // e.g. "X-A2astore-Caller"
+	Required bool   // reject calls without the header
 }
 
 var _ a2asrv.CallInterceptor = HeaderIdentity{}
 
+// Errors of HeaderIdentity. They never quote the header's values.
+var (
+	errRepeatedIdentity = a2a.NewError(a2a.ErrUnauthenticated, "caller identity header repeated")
+	errNoIdentity       = a2a.NewError(a2a.ErrUnauthenticated, "caller identity required")
+)
+
 // Before implements a2asrv.CallInterceptor.
 func (h HeaderIdentity) Before(ctx context.Context, callCtx *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
-	if vals, ok := callCtx.ServiceParams().Get(h.Header); ok && len(vals) > 0 && vals[0] != "" {
+	vals, _ := callCtx.ServiceParams().Get(h.Header)
+	switch {
+	case len(vals) > 1:
+		return ctx, nil, errRepeatedIdentity
+	case len(vals) == 1 && vals[0] != "":
 		callCtx.User = a2asrv.NewAuthenticatedUser(vals[0], nil)
+	case h.Required && (callCtx.User == nil || !callCtx.User.Authenticated || callCtx.User.Name == ""):
+		return ctx, nil, errNoIdentity
 	}
 	return ctx, nil, nil
 }

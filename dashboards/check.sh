@@ -6,7 +6,12 @@
 #
 # Installs Debian's prometheus (and postgresql-15, for the pool panels) when
 # missing; needs root for that and to run the throwaway PostgreSQL cluster as
-# the postgres user. Takes about two minutes, so it is not part of .ci/run.
+# the postgres user. Takes about a minute and a half; .ci/run runs it, so a
+# change to a metric or to where it is served cannot break the dashboards
+# silently.
+#
+# The server runs with -policy owner and the remote loadgen with -callers 4,
+# as a deployment that authorizes callers would.
 #
 # Ports (loopback): override with the variables below.
 set -euo pipefail
@@ -14,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 SERVER_HTTP=${SERVER_HTTP:-127.0.0.1:18080}
 SERVER_GRPC=${SERVER_GRPC:-127.0.0.1:19090}
+SERVER_METRICS=${SERVER_METRICS:-127.0.0.1:19464}
 LG_REMOTE=${LG_REMOTE:-127.0.0.1:19101}
 LG_PEBBLE=${LG_PEBBLE:-127.0.0.1:19102}
 LG_PG=${LG_PG:-127.0.0.1:19103}
@@ -68,7 +74,7 @@ global:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: a2astore-server
-    static_configs: [{targets: ["$SERVER_HTTP"]}]
+    static_configs: [{targets: ["$SERVER_METRICS"]}]
   - job_name: loadgen
     static_configs: [{targets: ["$LG_REMOTE", "$LG_PEBBLE", "$LG_PG"]}]
 YML
@@ -78,18 +84,20 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom"
 pids+=($!)
 
 log "starting a2astore-server (pebble) at $SERVER_HTTP"
-"$work/a2astore-server" -backend pebble -pebble-dir "$work/server-pebble" -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" >"$work/server.log" 2>&1 &
+"$work/a2astore-server" -backend pebble -pebble-dir "$work/server-pebble" -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" \
+  -metrics "$SERVER_METRICS" -policy owner >"$work/server.log" 2>&1 &
 pids+=($!)
 
 for i in $(seq 1 100); do
   curl -sf "http://$SERVER_HTTP/.well-known/agent-card.json" >/dev/null && \
+    curl -sf "http://$SERVER_METRICS/metrics" >/dev/null && \
     curl -sf "http://$PROM/-/ready" >/dev/null && break
   [ "$i" = 100 ] && { log "server or Prometheus did not start"; cat "$work/server.log" "$work/prometheus.log" >&2; exit 1; }
   sleep 0.2
 done
 
 log "running loadgen for $RUN_FOR: remote (grpc), embedded pebble, embedded pg"
-"$work/loadgen" -quiet -target "http://$SERVER_HTTP" -transport grpc -duration "$RUN_FOR" -concurrency 4 \
+"$work/loadgen" -quiet -target "http://$SERVER_HTTP" -transport grpc -callers 4 -duration "$RUN_FOR" -concurrency 4 \
   -metrics-addr "$LG_REMOTE" >"$work/lg-remote.txt" 2>&1 &
 lg_remote=$!
 "$work/loadgen" -quiet -target pebble -dir "$work/pebble" -workload write-heavy -duration "$RUN_FOR" -concurrency 4 \

@@ -5,6 +5,10 @@
 // same way (ParseListRequest, ValidateTask, ValidateID, ValidateMessage,
 // ValidateExpectedRevision, KnownState).
 //
+// Limits bound the size and nesting of the tasks a store accepts, so that
+// every stored task can be served to any A2A client; every backend applies
+// them, identically, before writing.
+//
 // It imports no backend. Backends (engine/memstore, pebblestore, pgstore)
 // import it and assert var _ engine.Store = (*Store)(nil); decorators such as
 // engine/authz and engine/storemetrics wrap any Store. What backends share

@@ -41,6 +41,9 @@ type Options struct {
 	// Tune, if set, is called with the Pebble options just before the
 	// database is opened (benchmarks use it to tune compactions). Default: nil.
 	Tune func(*pebble.Options)
+	// Limits bound the tasks the store accepts. Default: engine.Limits{}
+	// (the engine's defaults).
+	Limits engine.Limits
 }
 
 // stripes is the number of per-task write locks.
@@ -64,6 +67,7 @@ const stripes = 256
 type Store struct {
 	db     *pebble.DB
 	clock  engine.Clock
+	limits engine.Limits
 	wo     *pebble.WriteOptions
 	seed   maphash.Seed
 	logger pebble.Logger
@@ -85,7 +89,7 @@ var (
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
-	s := &Store{clock: opts.Clock, seed: maphash.MakeSeed(), wo: pebble.Sync}
+	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync}
 	if s.clock == nil {
 		s.clock = engine.WallClock
 	}

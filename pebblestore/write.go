@@ -125,7 +125,7 @@ func mergeCounters(b *pebble.Batch, contextID string, state a2a.TaskState, d int
 
 // Create implements engine.Store.
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
-	if err := engine.ValidateTask(task); err != nil {
+	if err := s.limits.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
 	return s.locked("create", task.ID, func() (engine.Record, error) {
@@ -140,7 +140,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 
 // Replace implements engine.Store.
 func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
-	if err := engine.ValidateTask(task); err != nil {
+	if err := s.limits.ValidateTask(task); err != nil {
 		return engine.Record{}, err
 	}
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
@@ -214,7 +214,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	if err := engine.ValidateMessage(msg); err != nil {
+	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
 	return s.mutate("append history", id, true, func(old *current) (engine.Record, error) {
@@ -232,6 +232,9 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 			return engine.Record{}, err
 		}
 		t.History = append(t.History, msg) // encoded, never retained
+		if err := s.limits.CheckTask(t); err != nil {
+			return engine.Record{}, err
+		}
 		return s.put(old, t, now)
 	})
 }

@@ -44,9 +44,10 @@ func validateID(id a2a.TaskID) error {
 	return nil
 }
 
-// encode validates t and splits it into columns. It changes nothing in t.
-func encode(t *a2a.Task) (fields, error) {
-	if err := engine.ValidateTask(t); err != nil {
+// encode validates t against S8 and lim and splits it into columns. It
+// changes nothing in t.
+func encode(t *a2a.Task, lim engine.Limits) (fields, error) {
+	if err := lim.ValidateTask(t); err != nil {
 		return fields{}, err
 	}
 	if !storable(string(t.ID)) {

@@ -29,6 +29,9 @@ type Options struct {
 	// MigrationFile, unless the table and both ordering indexes exist.
 	// Default false: the store creates what is missing (P2, P3).
 	ExternalSchema bool
+	// Limits bound the tasks the store accepts. Default: engine.Limits{}
+	// (the engine's defaults).
+	Limits engine.Limits
 }
 
 // Store is an engine.Store on PostgreSQL. It is safe for concurrent use.
@@ -37,6 +40,7 @@ type Store struct {
 	ownsPool bool
 	schema   string
 	sql      statements
+	limits   engine.Limits
 }
 
 var (
@@ -198,7 +202,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if opts.Schema == "" {
 		opts.Schema = "public"
 	}
-	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema)}
+	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema), limits: opts.Limits}
 	if !opts.ExternalSchema {
 		if err := s.ensureSchema(ctx); err != nil {
 			return nil, fmt.Errorf("pgstore: create schema: %w", err)
@@ -228,7 +232,7 @@ func (s *Store) Close() error {
 
 // Create implements engine.Store.
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
-	f, err := encode(task)
+	f, err := encode(task, s.limits)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -265,7 +269,7 @@ func (s *Store) get(ctx context.Context, op string, id a2a.TaskID) (engine.Recor
 
 // Replace implements engine.Store.
 func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
-	f, err := encode(task)
+	f, err := encode(task, s.limits)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -352,17 +356,28 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	if err := validateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	if err := engine.ValidateMessage(msg); err != nil {
+	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
 	b, err := taskcodec.EncodeMessage(msg)
 	if err != nil {
 		return engine.Record{}, err
 	}
-	var x row
-	err = retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID)))
-		return err
+	// The appended task must stay within the limits, and only the updated
+	// row says how large it became: the check runs in the UPDATE's
+	// transaction, which a violation rolls back (S3).
+	var rec engine.Record
+	err = retry(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID)))
+			if err != nil {
+				return err
+			}
+			if rec, err = x.record(); err != nil {
+				return err
+			}
+			return s.limits.CheckTask(rec.Task)
+		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing task, the message already in the history (deduplicated,
@@ -376,10 +391,13 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 		}
 		return rec, err
 	}
+	if errors.Is(err, engine.ErrLimitExceeded) {
+		return engine.Record{}, fmt.Errorf("pgstore: append history: %w", err)
+	}
 	if err != nil {
 		return engine.Record{}, translate(ctx, "append history", err)
 	}
-	return x.record()
+	return rec, nil
 }
 
 // Delete implements engine.Store.

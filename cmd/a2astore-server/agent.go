@@ -30,7 +30,7 @@ type agentConfig struct {
 
 	// beforeComplete, when set, runs before the final status update
 	// (tests use it to hold a task in flight).
-	beforeComplete func(ctx context.Context)
+	beforeComplete func(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 }
 
 // syntheticAgent is an a2asrv.AgentExecutor that creates and updates tasks
@@ -78,7 +78,10 @@ func (a *syntheticAgent) Execute(ctx context.Context, execCtx *a2asrv.ExecutorCo
 			}
 		}
 		if a.cfg.beforeComplete != nil {
-			a.cfg.beforeComplete(ctx)
+			a.cfg.beforeComplete(ctx, execCtx)
+		}
+		if ctx.Err() != nil {
+			return // stopped: the task is not complete
 		}
 		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCompleted, nil), nil)
 	}

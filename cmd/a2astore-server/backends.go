@@ -13,7 +13,7 @@ import (
 // openBackend opens the configured store and its health collectors.
 func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 	return backends.Open(ctx, backends.Config{
-		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN,
+		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits,
 	})
 }
 

@@ -2,17 +2,28 @@
 // suitable for staging and load tests.
 //
 // One HTTP listener serves the JSON-RPC binding at /jsonrpc, the HTTP+JSON
-// binding at / (GET /tasks, POST /message:send, …), the agent card at
-// /.well-known/agent-card.json (listing all three interfaces) and Prometheus
-// metrics at /metrics; a second listener serves gRPC
-// (lf.a2a.v1.A2AService). The agent is synthetic: every message becomes a
-// task that goes through a configurable number of status updates, history
-// messages and an artifact, so SendMessage writes to the store the way real
-// agents do.
+// binding at / (GET /tasks, POST /message:send, …) and the agent card at
+// /.well-known/agent-card.json (listing all three interfaces); a second
+// listener serves gRPC (lf.a2a.v1.A2AService); Prometheus metrics have a
+// listener of their own (-metrics, loopback by default), since they
+// describe every caller's traffic. The agent is synthetic: every message
+// becomes a task that goes through a configurable number of status
+// updates, history messages and an artifact, so SendMessage writes to the
+// store the way real agents do.
 //
 //	a2astore-server -http 127.0.0.1:8080 -grpc 127.0.0.1:9090 -backend mem
 //
-// SIGINT or SIGTERM drains in-flight requests, then closes the store.
+// The listeners apply a2aserver.ServeLimits (request size, timeouts, gRPC
+// streams and keepalive) and the store engine.Limits (task size and
+// nesting), each settable by flag. With -policy owner, callers are
+// identified by a request header trusted as sent (-caller-header): staging
+// only, or behind a proxy that authenticates and overwrites it.
+//
+// SIGINT or SIGTERM stops accepting, waits up to -shutdown-timeout for
+// in-flight requests and running agent executions, fails the tasks of the
+// executions it cannot wait for (with a status message saying why), then
+// closes the store. On start, tasks a previous run left submitted or
+// working (it was killed) are failed the same way (-finish-abandoned).
 package main
 
 import (
@@ -20,10 +31,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/a2astore/a2astore/a2aserver"
+	"github.com/a2astore/a2astore/engine"
 )
 
 func main() {
@@ -41,17 +56,33 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.PGDSN, "pg-dsn", "", "PostgreSQL connection string")
 	fs.StringVar(&cfg.Policy, "policy", "none", "authorization policy: none or owner")
 	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "request header (gRPC metadata key) trusted as the caller identity for -policy owner; staging only")
-	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/), the agent card and /metrics")
+	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/) and the agent card")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "listen address for gRPC")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address for Prometheus /metrics, apart from the A2A listeners (operators only); empty = none")
+	fs.Int64Var(&cfg.Serve.MaxBodyBytes, "max-body-bytes", a2aserver.DefaultMaxBodyBytes, "largest HTTP request body and gRPC request message")
+	fs.IntVar(&cfg.Serve.MaxHeaderBytes, "max-header-bytes", a2aserver.DefaultMaxHeaderBytes, "largest HTTP header block and gRPC metadata")
+	fs.DurationVar(&cfg.Serve.ReadTimeout, "read-timeout", a2aserver.DefaultReadTimeout, "time a client has to send a request's headers, then its body; gRPC handshake timeout")
+	fs.DurationVar(&cfg.Serve.WriteTimeout, "write-timeout", a2aserver.DefaultWriteTimeout, "time one response write may wait for a client that does not read (streams are not cut)")
+	fs.DurationVar(&cfg.Serve.IdleTimeout, "idle-timeout", a2aserver.DefaultIdleTimeout, "close HTTP keep-alive and gRPC connections idle this long")
+	var streams uint
+	fs.UintVar(&streams, "grpc-max-streams", a2aserver.DefaultMaxConcurrentStreams, "concurrent calls per gRPC connection")
+	fs.DurationVar(&cfg.Serve.KeepaliveMinTime, "grpc-keepalive-min", a2aserver.DefaultKeepaliveMinTime, "shortest gRPC client keepalive ping interval allowed")
+	fs.IntVar(&cfg.Limits.MaxTaskBytes, "max-task-bytes", engine.DefaultMaxTaskBytes, "largest task the store accepts (bytes, as engine.TaskShape measures); -1 = no limit")
+	fs.IntVar(&cfg.Limits.MaxDepth, "max-depth", engine.DefaultMaxDepth, "deepest nesting of task metadata and data parts the store accepts; -1 = no limit")
+	fs.BoolVar(&cfg.FinishAbandoned, "finish-abandoned", true, "on start, fail the tasks a previous run left submitted or working (assumes no other server runs agents on this store)")
 	fs.StringVar(&cfg.PublicHost, "public-host", "", "host name written in the agent card (default: the listen host)")
 	fs.IntVar(&cfg.Agent.StatusUpdates, "status-updates", 2, "synthetic agent: working status updates per task")
 	fs.IntVar(&cfg.Agent.HistoryMessages, "history-messages", 1, "synthetic agent: status updates that carry an agent message (kept in history)")
 	fs.IntVar(&cfg.Agent.ArtifactBytes, "artifact-bytes", 256, "synthetic agent: size of the artifact per task (0 = none)")
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
-	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")
 	if err := fs.Parse(args); err != nil {
 		return config{}, 0, err
 	}
+	if streams > math.MaxUint32 {
+		return config{}, 0, fmt.Errorf("-grpc-max-streams %d is too large", streams)
+	}
+	cfg.Serve.MaxConcurrentStreams = uint32(streams)
 	if fs.NArg() > 0 {
 		return config{}, 0, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -73,17 +104,21 @@ func run(args []string) error {
 		return err
 	}
 	s.serve()
-	cfg.Logger.Info("serving",
+	metrics := "off"
+	if s.metricsLn != nil {
+		metrics = "http://" + s.metricsLn.Addr().String() + metricsPath
+	}
+	s.cfg.Logger.Info("serving",
 		"backend", cfg.Backend, "policy", cfg.Policy,
-		"http", s.httpLn.Addr().String(), "grpc", s.grpcLn.Addr().String(),
+		"http", s.httpLn.Addr().String(), "grpc", s.grpcLn.Addr().String(), "metrics", metrics,
 		"card", "http://"+s.publicAddr(s.httpLn.Addr())+"/.well-known/agent-card.json")
 
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		cfg.Logger.Info("shutting down")
+		s.cfg.Logger.Info("shutting down", "timeout", grace)
 	case serveErr = <-s.serveErr:
-		cfg.Logger.Error("listener stopped", "err", serveErr)
+		s.cfg.Logger.Error("listener stopped", "err", serveErr)
 	}
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)

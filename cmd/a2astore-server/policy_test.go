@@ -72,10 +72,12 @@ func TestOwnerPolicy(t *testing.T) {
 			}
 		}
 
-		// No identity: nothing to see.
-		resp, err := ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
-		if err != nil || len(resp.Tasks) != 0 || resp.TotalSize != 0 {
-			t.Errorf("anonymous list: %+v, %v; want an empty page", resp, err)
+		// No identity: the caller must authenticate, on every transport.
+		for _, tr := range transports {
+			resp, err := ts.clients[tr].ListTasks(t.Context(), &a2a.ListTasksRequest{})
+			if !errors.Is(err, a2a.ErrUnauthenticated) {
+				t.Errorf("anonymous list over %s: %+v, %v; want unauthenticated", tr, resp, err)
+			}
 		}
 	})
 }

@@ -26,10 +26,12 @@ import (
 // Paths served on the HTTP listener.
 const (
 	jsonrpcPath = "/jsonrpc" // JSON-RPC binding (POST)
-	metricsPath = "/metrics" // Prometheus exposition
 	// Everything else under "/" is the HTTP+JSON binding (GET /tasks, …);
 	// the agent card is at a2asrv.WellKnownAgentCardPath.
 )
+
+// metricsPath is where the metrics listener serves Prometheus exposition.
+const metricsPath = "/metrics"
 
 // config is everything the server needs; main fills it from flags.
 type config struct {
@@ -42,8 +44,12 @@ type config struct {
 	// sent: staging only, or behind an authenticating proxy. "" = none.
 	CallerHeader string
 
-	HTTPAddr string // JSON-RPC, HTTP+JSON, agent card, /metrics
+	HTTPAddr string // JSON-RPC, HTTP+JSON, agent card
 	GRPCAddr string // gRPC
+	// MetricsAddr is the listener of /metrics, apart from the A2A
+	// listeners: metrics describe every caller's traffic, so they are for
+	// operators only. "" = no metrics listener.
+	MetricsAddr string
 	// PublicHost replaces the listeners' host in the agent card's URLs.
 	// Default: the listener's host, or "localhost" when it listens on all
 	// interfaces.
@@ -51,33 +57,52 @@ type config struct {
 
 	Agent agentConfig
 
+	// Serve limits the listeners (body size, timeouts, gRPC streams);
+	// zero fields take a2aserver's defaults.
+	Serve a2aserver.ServeLimits
+	// Limits bound the tasks the store accepts; zero fields take the
+	// engine's defaults.
+	Limits engine.Limits
+	// FinishAbandoned, when set, finishes on start every task the store
+	// holds as submitted or working: tasks a previous run of this server
+	// was executing when it died. It assumes no other server runs agents
+	// on the same store.
+	FinishAbandoned bool
+
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
 	Logger *slog.Logger
 }
 
 // server is a running a2astore server: one HTTP listener (JSON-RPC,
-// HTTP+JSON, agent card, metrics) and one gRPC listener over one store.
+// HTTP+JSON, agent card) and one gRPC listener over one store, and a
+// metrics listener apart.
 type server struct {
 	cfg      config
 	store    *storemetrics.Store // what the handler uses: metrics(policy(backend)); closing it closes the backend
+	backend  engine.Store        // the backend under the decorators, for tests that read every task
 	registry *prometheus.Registry
 	card     *a2a.AgentCard
+	execs    *a2aserver.Executions // the agent's running executions
 
-	httpLn, grpcLn net.Listener
-	httpSrv        *http.Server
-	grpcSrv        *grpc.Server
+	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
+	httpSrv, metricsSrv       *http.Server
+	grpcSrv                   *grpc.Server
 
 	serveErr chan error // one value per listener when it stops
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// newServer opens the store and binds both listeners; call serve to start.
+// newServer opens the store, finishes the tasks a previous run abandoned
+// (FinishAbandoned) and binds the listeners; call serve to start.
 func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// Log lines carry client-chosen IDs and error texts: keep them short,
+	// and client mistakes out of the error log.
+	cfg.Logger = slog.New(a2aserver.LogHandler(cfg.Logger.Handler(), 0))
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -87,6 +112,15 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 			_ = b.Store.Close()
 		}
 	}()
+	if cfg.FinishAbandoned {
+		n, err := finishAbandoned(ctx, b.Store, abandonedReason)
+		if err != nil {
+			return nil, fmt.Errorf("finish abandoned tasks: %w", err)
+		}
+		if n > 0 {
+			cfg.Logger.Warn("finished tasks a previous run left unfinished", "tasks", n, "state", a2a.TaskStateFailed)
+		}
+	}
 	scoped, err := applyPolicy(&cfg, b.Store)
 	if err != nil {
 		return nil, err
@@ -103,35 +137,69 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		reg.MustRegister(c)
 	}
 
-	s := &server{cfg: cfg, store: metered, registry: reg, serveErr: make(chan error, 2)}
-	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("listen http: %w", err)
-	}
-	if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
-		_ = s.httpLn.Close()
-		return nil, fmt.Errorf("listen grpc: %w", err)
+	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3)}
+	if err := s.listen(); err != nil {
+		return nil, err
 	}
 	s.card = s.agentCard()
 
-	opts := []a2asrv.RequestHandlerOption{
-		a2asrv.WithTaskStore(a2aserver.TaskStore(metered)),
-		a2asrv.WithLogger(cfg.Logger),
-	}
+	ts := a2aserver.TaskStore(metered)
+	var interceptors []a2asrv.CallInterceptor
 	if cfg.CallerHeader != "" {
-		opts = append(opts, a2asrv.WithCallInterceptors(a2aserver.HeaderIdentity{Header: cfg.CallerHeader}))
+		restrictive := cfg.Policy != "" && cfg.Policy != "none"
+		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: cfg.CallerHeader, Required: restrictive})
+		if restrictive {
+			cfg.Logger.Warn("caller identity is taken from a request header and trusted as sent: any client that reaches the listeners can claim any identity; serve behind a proxy that authenticates callers and overwrites the header",
+				"header", cfg.CallerHeader, "policy", cfg.Policy)
+		}
 	}
-	handler := a2asrv.NewHandler(newSyntheticAgent(cfg.Agent), opts...)
+	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
+	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)),
+		a2asrv.WithTaskStore(ts),
+		a2asrv.WithLogger(cfg.Logger),
+		a2asrv.WithCallInterceptors(interceptors...))
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
-	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle(jsonrpcPath, a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle(jsonrpcPath, a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler)))
 	mux.Handle("/", a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))
-	s.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = grpc.NewServer(grpc.UnaryInterceptor(a2aserver.GRPCListTasksValidator))
+	s.grpcSrv = grpc.NewServer(append(cfg.Serve.GRPCServerOptions(),
+		grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv)
+
+	if s.metricsLn != nil {
+		mm := http.NewServeMux()
+		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		s.metricsSrv = cfg.Serve.Server(mm)
+	}
 	return s, nil
+}
+
+// listen binds the configured listeners.
+func (s *server) listen() (err error) {
+	defer func() {
+		if err != nil {
+			for _, ln := range []net.Listener{s.httpLn, s.grpcLn, s.metricsLn} {
+				if ln != nil {
+					_ = ln.Close()
+				}
+			}
+		}
+	}()
+	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("listen http: %w", err)
+	}
+	if s.grpcLn, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
+		return fmt.Errorf("listen grpc: %w", err)
+	}
+	if s.cfg.MetricsAddr != "" {
+		if s.metricsLn, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("listen metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // agentCard lists the three interfaces at the listeners' addresses.
@@ -172,10 +240,13 @@ func (s *server) publicAddr(a net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-// serve starts both listeners in the background.
+// serve starts the listeners in the background.
 func (s *server) serve() {
 	go func() { s.serveErr <- ignoreClosed(s.httpSrv.Serve(s.httpLn)) }()
 	go func() { s.serveErr <- ignoreClosed(s.grpcSrv.Serve(s.grpcLn)) }()
+	if s.metricsSrv != nil {
+		go func() { s.serveErr <- ignoreClosed(s.metricsSrv.Serve(s.metricsLn)) }()
+	}
 }
 
 func ignoreClosed(err error) error {
@@ -185,22 +256,69 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// shutdown drains both listeners (in-flight requests finish; a blocking
-// SendMessage returns only after its task's writes are stored), then closes
-// the store. When ctx ends first, remaining connections are cut. Safe to
-// call more than once.
+// Shutdown messages.
+const (
+	// shutdownReason is the status message of a task whose agent was
+	// stopped because shutdown could not wait for it any longer.
+	shutdownReason = "a2astore-server shut down before the agent finished; send the message again to retry"
+	// abandonedReason is the status message of a task found unfinished on
+	// start: the previous run died while its agent was working.
+	abandonedReason = "a2astore-server restarted after the agent was interrupted; send the message again to retry"
+)
+
+// finishTimeout bounds how long shutdown waits, after ctx ended, for
+// stopped agents to write their final status and for the last responses.
+const finishTimeout = 5 * time.Second
+
+// shutdown stops accepting (the listeners close at once), waits until ctx
+// ends for in-flight requests and for the agent executions a2a-go runs
+// detached from them (a SendMessage with returnImmediately answers long
+// before its agent is done), then closes the store. When ctx ends first,
+// the executions still running are stopped and their tasks finished as
+// failed with shutdownReason; connections still open are then cut. Safe to
+// call more than once. It fails only when the store does not close
+// cleanly.
 func (s *server) shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
-		grpcDone := make(chan struct{})
-		go func() { s.grpcSrv.GracefulStop(); close(grpcDone) }()
-		httpErr := s.httpSrv.Shutdown(ctx)
+		log := s.cfg.Logger
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			var wg sync.WaitGroup
+			wg.Go(s.grpcSrv.GracefulStop)
+			wg.Go(func() { _ = s.httpSrv.Shutdown(context.Background()) })
+			if s.metricsSrv != nil {
+				wg.Go(func() { _ = s.metricsSrv.Close() })
+			}
+			wg.Wait()
+		}()
+		// Requests first: an execution starts inside a request, so once
+		// no request is in flight every execution is counted.
+		var timedOut bool
 		select {
-		case <-grpcDone:
+		case <-drained:
+			timedOut = s.execs.Wait(ctx) != nil
 		case <-ctx.Done():
-			s.grpcSrv.Stop()
-			<-grpcDone
+			timedOut = true
 		}
-		s.stopErr = errors.Join(httpErr, s.store.Close())
+		if timedOut {
+			log.Warn("shutdown timeout: stopping the agent executions still running", "running", s.execs.Running())
+			s.execs.Abort(shutdownReason)
+			fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+			defer cancel()
+			if err := s.execs.Wait(fctx); err != nil {
+				log.Error("agent executions did not stop; their tasks are finished on the next start", "running", s.execs.Running())
+			}
+			select {
+			case <-drained:
+			case <-fctx.Done():
+				log.Warn("cutting connections still open")
+				_ = s.httpSrv.Close()
+				s.grpcSrv.Stop()
+				<-drained
+			}
+		}
+		s.stopErr = s.store.Close()
 	})
 	return s.stopErr
 }

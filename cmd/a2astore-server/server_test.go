@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,12 @@ type testServer struct {
 	pb       a2apb.A2AServiceClient
 }
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childEnv); ok {
+		os.Exit(childMain(args))
+	}
+	pgtest.Main(m)
+}
 
 // testBackends are the stores the end-to-end tests run on. Each returns the
 // server config for a fresh, empty store; pg uses a throwaway database
@@ -66,8 +72,10 @@ func forEachBackend(t *testing.T, f func(t *testing.T, cfg config)) {
 func startServer(t testing.TB, cfg config) *testServer {
 	t.Helper()
 	ctx := t.Context()
-	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.HTTPAddr, cfg.GRPCAddr, cfg.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	s, err := newServer(ctx, cfg)
 	if err != nil {
 		t.Fatalf("newServer: %v", err)

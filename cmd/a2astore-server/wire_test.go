@@ -15,6 +15,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"google.golang.org/grpc/codes"
@@ -368,7 +369,7 @@ func TestMetrics(t *testing.T) {
 		_, _ = ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{PageToken: "0"})
 		_, _ = ts.clients[a2a.TransportProtocolJSONRPC].GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"})
 
-		resp, err := http.Get(ts.httpBase + metricsPath)
+		resp, err := http.Get("http://" + ts.metricsLn.Addr().String() + metricsPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +454,7 @@ func TestGracefulShutdown(t *testing.T) {
 	const inFlight = 6
 	forEachBackend(t, func(t *testing.T, cfg config) {
 		started, release := make(chan struct{}, inFlight), make(chan struct{})
-		cfg.Agent = agentConfig{StatusUpdates: 2, HistoryMessages: 1, beforeComplete: func(context.Context) {
+		cfg.Agent = agentConfig{StatusUpdates: 2, HistoryMessages: 1, beforeComplete: func(context.Context, *a2asrv.ExecutorContext) {
 			started <- struct{}{}
 			<-release
 		}}
@@ -502,7 +503,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("shutdown: %v", err)
 		}
-		if _, err := http.Get(ts.httpBase + metricsPath); err == nil {
+		if _, err := http.Get(ts.httpBase + a2asrv.WellKnownAgentCardPath); err == nil {
 			t.Error("HTTP listener still accepts requests after shutdown")
 		}
 		if _, err := ts.store.Get(t.Context(), acked[0].ID); err == nil {

@@ -18,11 +18,15 @@ import (
 type Options struct {
 	// Clock supplies storage update times. Default: engine.WallClock.
 	Clock engine.Clock
+	// Limits bound the tasks the store accepts. Default: engine.Limits{}
+	// (the engine's defaults).
+	Limits engine.Limits
 }
 
 // Store is the in-memory backend. Create it with New.
 type Store struct {
-	clock engine.Clock
+	clock  engine.Clock
+	limits engine.Limits
 
 	mu struct {
 		sync.RWMutex
@@ -96,7 +100,7 @@ func newIndex() *btree.BTreeG[entry] {
 
 // New returns an empty store.
 func New(opts Options) *Store {
-	s := &Store{clock: opts.Clock}
+	s := &Store{clock: opts.Clock, limits: opts.Limits}
 	if s.clock == nil {
 		s.clock = engine.WallClock
 	}
@@ -132,8 +136,8 @@ type encoded struct {
 	body []byte
 }
 
-func encode(t *a2a.Task) (encoded, error) {
-	if err := engine.ValidateTask(t); err != nil {
+func (s *Store) encode(t *a2a.Task) (encoded, error) {
+	if err := s.limits.ValidateTask(t); err != nil {
 		return encoded{}, err
 	}
 	body, err := taskcodec.EncodeTask(t)
@@ -168,7 +172,7 @@ func decoded(rec engine.Record, body []byte) (engine.Record, error) {
 
 // Create stores a new task (S2, S4, S7).
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
-	enc, err := encode(task)
+	enc, err := s.encode(task)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -280,7 +284,7 @@ func (s *Store) findLocked(id a2a.TaskID) (*record, error) {
 
 // Replace stores task as the new content of task.ID (S2, S7).
 func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
-	enc, err := encode(task)
+	enc, err := s.encode(task)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -340,7 +344,7 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 		if atErr != nil {
 			return engine.Record{}, atErr
 		}
-		enc, err := encode(cur.Task)
+		enc, err := s.encode(cur.Task)
 		if err != nil {
 			return engine.Record{}, err
 		}
@@ -373,7 +377,7 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 
 // AppendHistory appends msg unless its ID is already in the history (S3).
 func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if err := engine.ValidateMessage(msg); err != nil {
+	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
 	return s.modify(id, func(t *a2a.Task, _ int64) (bool, error) {

@@ -84,6 +84,11 @@ func (m *model) validate(t *a2a.Task) error {
 		!m.binary && (!textID(string(t.ID)) || !textID(t.ContextID)):
 		return errModelInvalid
 	}
+	// The size and depth limits are engine.Limits' own rules, checked
+	// here with its defaults (the clauses test them separately).
+	if err := (engine.Limits{}).ValidateTask(t); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -236,6 +241,9 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 	if msg == nil || msg.ID == "" {
 		return engine.Record{}, errModelInvalid
 	}
+	if err := (engine.Limits{}).ValidateMessage(msg); err != nil {
+		return engine.Record{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, err := m.findLocked("append", id)
@@ -249,6 +257,9 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 		}
 	}
 	t.History = append(t.History, msg) // encoded below: the store keeps no pointer
+	if err := (engine.Limits{}).CheckTask(t); err != nil {
+		return engine.Record{}, err
+	}
 	return m.updateLocked(e, t, nil)
 }
 

@@ -88,7 +88,7 @@ type clause struct {
 
 // clauses lists Run's subtests in SPEC order. The tests live in files by
 // topic: clauses_time.go (S1, S2, S4–S6), clauses_writes.go (S3, S7–S9),
-// clauses_tokens.go (T), clauses_listing.go (L), random.go and
+// clauses_tokens.go (T), clauses_listing.go (L), clauses_limits.go (engine.Limits), random.go and
 // concurrent.go.
 var clauses = []clause{
 	{name: "S1-S2/time-advances", fn: testTimeAdvances},
@@ -125,6 +125,9 @@ var clauses = []clause{
 	{name: "L7/live-traversal", fn: testLiveTraversal},
 	{name: "L7/equal-time-insert", clock: true, fn: testEqualTimeInsert},
 	{name: "L9/copies", fn: testCopies},
+
+	{name: "limits/depth", fn: testDepthLimit},
+	{name: "limits/size", fn: testSizeLimit},
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},

@@ -27,9 +27,12 @@ type Config struct {
 	Clock     engine.Clock // mem and pebble; nil = wall clock
 	PebbleDir string       // pebble: required
 	// Pebble holds further pebblestore options (NoSync, Logger); its Clock
-	// is replaced by Clock.
+	// and Limits are replaced by Clock and Limits.
 	Pebble pebblestore.Options
 	PGDSN  string // pg: required; pool settings ride on the DSN
+	// Limits bound the tasks every backend accepts (zero: the engine's
+	// defaults).
+	Limits engine.Limits
 }
 
 // Store is an opened store. Closing it releases everything the backend
@@ -50,14 +53,14 @@ type Backend struct {
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	switch cfg.Name {
 	case "", "mem":
-		return &Backend{Store: memstore.New(memstore.Options{Clock: cfg.Clock})}, nil
+		return &Backend{Store: memstore.New(memstore.Options{Clock: cfg.Clock, Limits: cfg.Limits})}, nil
 
 	case "pebble":
 		if cfg.PebbleDir == "" {
 			return nil, errors.New("backend pebble needs a directory")
 		}
 		opts := cfg.Pebble
-		opts.Clock = cfg.Clock
+		opts.Clock, opts.Limits = cfg.Clock, cfg.Limits
 		s, err := pebblestore.Open(cfg.PebbleDir, opts)
 		if err != nil {
 			return nil, err
@@ -70,9 +73,9 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.PGDSN == "" {
 			return nil, errors.New("backend pg needs a DSN")
 		}
-		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{})
+		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("pg: %w", err)
 		}
 		return &Backend{Store: s, Collectors: []prometheus.Collector{
 			storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return poolStats(s.Pool().Stat()) }),

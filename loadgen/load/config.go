@@ -115,6 +115,19 @@ type Config struct {
 	DSN string
 	// Transport for a remote Target: jsonrpc (default), http or grpc.
 	Transport string
+	// Caller is the identity a remote target's calls carry in
+	// CallerHeader, for a server that authorizes by caller (a2astore-server
+	// -policy owner). "" = none.
+	Caller string
+	// Callers, when above 1, spreads a remote run over that many
+	// identities, Caller-1 … Caller-N (Caller default "loadgen"): each
+	// context belongs to one of them, so a task is created, read, canceled
+	// and listed by the same caller, and traversals of all tasks run as
+	// the first.
+	Callers int
+	// CallerHeader is the header carrying the identity. Default
+	// "X-A2astore-Caller".
+	CallerHeader string
 	// Store, if set, is the embedded store to drive (Target is then only a
 	// label, default "custom"). The caller closes it.
 	Store engine.Store
@@ -169,6 +182,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.Transport == "" {
 		c.Transport = "jsonrpc"
+	}
+	if c.CallerHeader == "" {
+		c.CallerHeader = "X-A2astore-Caller"
 	}
 	if c.Workload == "" {
 		c.Workload = "traversal-under-churn"
@@ -226,6 +242,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 {
 		errs = append(errs, errors.New("negative rate"))
+	}
+	if c.Callers < 0 {
+		errs = append(errs, errors.New("negative number of callers"))
+	}
+	if (c.Caller != "" || c.Callers > 1) && !c.Remote() {
+		errs = append(errs, errors.New("caller identities apply to a remote target only"))
 	}
 	return errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/internal/pgtest"
 )
@@ -141,7 +142,8 @@ func startServer(t *testing.T, store engine.Store) string {
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
 	}
 	handler := a2asrv.NewHandler(echoAgent{}, a2asrv.WithTaskStore(a2aserver.TaskStore(store)),
-		a2asrv.WithLogger(slog.New(slog.DiscardHandler)))
+		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
+		a2asrv.WithCallInterceptors(a2aserver.HeaderIdentity{Header: "X-A2astore-Caller"}))
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))
@@ -174,6 +176,51 @@ func TestRunRemote(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunRemoteCallers: a server that authorizes by caller (owner policy)
+// is loaded without errors with one identity (Caller) and with several
+// (Callers): each task is read and canceled by the caller that created it,
+// and each context's lists run as its owner.
+func TestRunRemoteCallers(t *testing.T) {
+	for _, c := range []struct {
+		cfg    Config
+		owners []string
+	}{
+		{Config{Caller: "alice"}, []string{"alice"}},
+		{Config{Callers: 3}, []string{"loadgen-1", "loadgen-2", "loadgen-3"}},
+	} {
+		mem := memstore.New(memstore.Options{})
+		t.Cleanup(func() { _ = mem.Close() })
+		base := startServer(t, authz.New(mem, authz.OwnerPolicy{}))
+		cfg := c.cfg
+		cfg.Target, cfg.Workload, cfg.Ops, cfg.Initial, cfg.PageSize = base, "traversal-under-churn", 400, 60, 3
+		res := smallRun(t, cfg)
+		assertClean(t, res)
+		if n := res.Ops[OpGet].Errors[ClassNotFound] + res.Ops[OpCancel].Errors[ClassNotFound]; n > 0 || res.Ops[OpCancel].Count == 0 {
+			t.Errorf("callers %v: %d of %d cancels and gets not found: a task used by another caller than its creator", c.owners, n, res.Ops[OpCancel].Count)
+		}
+		owners := map[string]int{}
+		resp, err := mem.List(t.Context(), &engine.ListRequest{PageSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range resp.Tasks {
+			owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
+			owners[owner]++
+		}
+		for _, o := range c.owners {
+			if owners[o] == 0 {
+				t.Errorf("callers %v: no task owned by %s; owners %v", c.owners, o, owners)
+			}
+		}
+		if len(owners) != len(c.owners) {
+			t.Errorf("callers %v: owners %v, want %v", c.owners, owners, c.owners)
+		}
+	}
+	if _, err := Run(t.Context(), Config{Target: "mem", Caller: "alice"}); err == nil {
+		t.Error("a caller identity for an embedded target is accepted")
 	}
 }
 

@@ -127,6 +127,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.mix.PageSize == 0 {
 		r.mix.PageSize = cfg.PageSize
 	}
+	if cfg.Callers > 1 {
+		// No one caller sees every task: traversals are of one context,
+		// whose tasks all belong to the caller that walks it (Callers).
+		r.mix.TraverseByContext = 1
+	}
 	for _, op := range AllOps {
 		r.rec[op] = newOpRecorder()
 	}
@@ -174,7 +179,7 @@ func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
 func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), error) {
 	cfg := &r.cfg
 	if cfg.Remote() {
-		rt, err := dialRemote(ctx, cfg.Target, cfg.Transport)
+		rt, err := dialRemote(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,14 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -99,10 +102,17 @@ func (storeTarget) assignsIDs() bool { return false }
 // remoteTarget drives an A2A server through the a2a-go client.
 type remoteTarget struct {
 	c *a2aclient.Client
+	// Caller identities (Config.Caller, Config.Callers): none, one, or one
+	// per context, sent in header.
+	header  string
+	callers []string
+	owner   sync.Map // a2a.TaskID → its creator, when there are several
 }
 
-// dialRemote reads the agent card at base and builds a client for transport.
-func dialRemote(ctx context.Context, base, transport string) (*remoteTarget, error) {
+// dialRemote reads the agent card at cfg.Target and builds a client for
+// cfg.Transport.
+func dialRemote(ctx context.Context, cfg *Config) (*remoteTarget, error) {
+	base, transport := cfg.Target, cfg.Transport
 	proto := map[string]a2a.TransportProtocol{
 		"jsonrpc": a2a.TransportProtocolJSONRPC,
 		"http":    a2a.TransportProtocolHTTPJSON,
@@ -118,7 +128,51 @@ func dialRemote(ctx context.Context, base, transport string) (*remoteTarget, err
 	if err != nil {
 		return nil, fmt.Errorf("client for %s over %s: %w", base, transport, err)
 	}
-	return &remoteTarget{c: c}, nil
+	rt := &remoteTarget{c: c, header: cfg.CallerHeader}
+	switch {
+	case cfg.Callers > 1:
+		name := cmp.Or(cfg.Caller, "loadgen")
+		for i := range cfg.Callers {
+			rt.callers = append(rt.callers, fmt.Sprintf("%s-%d", name, i+1))
+		}
+	case cfg.Caller != "":
+		rt.callers = []string{cfg.Caller}
+	}
+	return rt, nil
+}
+
+// callerFor returns the identity that owns contextID (its tasks and
+// lists), "" for none; "" (every context) is the first caller's.
+func (r *remoteTarget) callerFor(contextID string) string {
+	switch {
+	case len(r.callers) == 0:
+		return ""
+	case len(r.callers) == 1 || contextID == "":
+		return r.callers[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(contextID))
+	return r.callers[h.Sum32()%uint32(len(r.callers))]
+}
+
+// as returns ctx carrying the identity that owns contextID.
+func (r *remoteTarget) as(ctx context.Context, contextID string) context.Context {
+	return r.with(ctx, r.callerFor(contextID))
+}
+
+// asOwner returns ctx carrying the identity that created task id.
+func (r *remoteTarget) asOwner(ctx context.Context, id a2a.TaskID) context.Context {
+	if c, ok := r.owner.Load(id); ok {
+		return r.with(ctx, c.(string))
+	}
+	return r.as(ctx, "")
+}
+
+func (r *remoteTarget) with(ctx context.Context, caller string) context.Context {
+	if caller == "" {
+		return ctx
+	}
+	return a2aclient.AttachServiceParams(ctx, a2aclient.ServiceParams{r.header: {caller}})
 }
 
 func fetchCard(ctx context.Context, base string) (*a2a.AgentCard, error) {
@@ -149,7 +203,8 @@ func (r *remoteTarget) close() error { return r.c.Destroy() }
 func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error) {
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("loadgen"))
 	msg.ContextID = task.ContextID
-	res, err := r.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+	caller := r.callerFor(task.ContextID)
+	res, err := r.c.SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg})
 	if err != nil {
 		return "", err
 	}
@@ -157,17 +212,20 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 	if !ok {
 		return "", fmt.Errorf("SendMessage returned %T, want a task: %w", res, errTransport)
 	}
+	if len(r.callers) > 1 {
+		r.owner.Store(t.ID, caller)
+	}
 	return t.ID, nil
 }
 
 func (r *remoteTarget) get(ctx context.Context, id a2a.TaskID) error {
 	zero := 0
-	_, err := r.c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	_, err := r.c.GetTask(r.asOwner(ctx, id), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
 	return err
 }
 
 func (r *remoteTarget) cancel(ctx context.Context, id a2a.TaskID) error {
-	_, err := r.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+	_, err := r.c.CancelTask(r.asOwner(ctx, id), &a2a.CancelTaskRequest{ID: id})
 	return err
 }
 
@@ -181,7 +239,7 @@ func (r *remoteTarget) delete(context.Context, a2a.TaskID) error { return errUns
 
 func (r *remoteTarget) list(ctx context.Context, contextID, token string, pageSize int, _ bool) (page, error) {
 	zero := 0
-	resp, err := r.c.ListTasks(ctx, &a2a.ListTasksRequest{
+	resp, err := r.c.ListTasks(r.as(ctx, contextID), &a2a.ListTasksRequest{
 		ContextID: contextID, PageSize: pageSize, PageToken: token, HistoryLength: &zero,
 	})
 	if err != nil {

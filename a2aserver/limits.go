@@ -1,0 +1,241 @@
+package a2aserver
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// ServeLimits are the connection and request limits of the listeners of an
+// A2A server, for hostile or broken clients: bodies too large to buffer,
+// clients that send slowly, read slowly or hold connections open. The zero
+// value is valid: every field left 0 takes its default.
+//
+// HTTP (JSON-RPC and HTTP+JSON) gets them from Handler and Server:
+//
+//	srv := a2aserver.ServeLimits{}.Server(mux)
+//
+// gRPC from GRPCServerOptions:
+//
+//	grpcSrv := grpc.NewServer(a2aserver.ServeLimits{}.GRPCServerOptions()...)
+//
+// Server-Sent Event streams (SendStreamingMessage, SubscribeToTask) and
+// long blocking calls are not cut by the timeouts: the read timeout ends
+// when the request body has arrived, and the write timeout bounds each
+// write, not the response.
+type ServeLimits struct {
+	// MaxBodyBytes bounds an HTTP request body and a gRPC request message.
+	// An HTTP body declared larger is answered 413 before any of it is
+	// read; a chunked body is read up to the limit, then answered 413. gRPC
+	// answers RESOURCE_EXHAUSTED. Default DefaultMaxBodyBytes (4 MiB,
+	// gRPC's own default).
+	MaxBodyBytes int64
+	// MaxHeaderBytes bounds an HTTP request's header block and a gRPC
+	// request's metadata. Default DefaultMaxHeaderBytes (64 KiB).
+	MaxHeaderBytes int
+	// ReadTimeout is how long a client may take to send an HTTP request's
+	// headers, and then again its body (a slower client gets 408 and its
+	// connection closed), and to complete a gRPC connection's handshake.
+	// Default DefaultReadTimeout (10 s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of an HTTP response: a client that
+	// stops reading is cut once a write has waited this long. Default
+	// DefaultWriteTimeout (10 s).
+	WriteTimeout time.Duration
+	// IdleTimeout closes an HTTP keep-alive connection or a gRPC connection
+	// after this long without a request. Default DefaultIdleTimeout (60 s).
+	IdleTimeout time.Duration
+	// MaxConcurrentStreams bounds the concurrent calls on one gRPC
+	// connection. Default DefaultMaxConcurrentStreams (100).
+	MaxConcurrentStreams uint32
+	// KeepaliveMinTime is the shortest interval between a gRPC client's
+	// keepalive pings; a client pinging more often is disconnected
+	// (GOAWAY "too_many_pings"). Default DefaultKeepaliveMinTime (30 s).
+	KeepaliveMinTime time.Duration
+}
+
+// Defaults of ServeLimits.
+const (
+	DefaultMaxBodyBytes         = 4 << 20
+	DefaultMaxHeaderBytes       = 64 << 10
+	DefaultReadTimeout          = 10 * time.Second
+	DefaultWriteTimeout         = 10 * time.Second
+	DefaultIdleTimeout          = 60 * time.Second
+	DefaultMaxConcurrentStreams = 100
+	DefaultKeepaliveMinTime     = 30 * time.Second
+)
+
+// EnsureDefaults fills unset fields with their defaults.
+func (l *ServeLimits) EnsureDefaults() {
+	orDefault(&l.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&l.ReadTimeout, DefaultReadTimeout)
+	orDefault(&l.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&l.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&l.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
+	orDefault(&l.KeepaliveMinTime, DefaultKeepaliveMinTime)
+}
+
+func orDefault[T int | int64 | uint32 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// Server returns an http.Server serving h through Handler, with the header
+// and idle timeouts and the header limit set. Set its Addr, or call Serve.
+func (l ServeLimits) Server(h http.Handler) *http.Server {
+	l.EnsureDefaults()
+	return &http.Server{
+		Handler:           l.Handler(h),
+		ReadHeaderTimeout: l.ReadTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+	}
+}
+
+// Handler wraps h so that each request's body is bounded and must arrive
+// within ReadTimeout, and each response write within WriteTimeout. The body
+// is read whole before h runs (h sees it in memory, as a2a-go's bindings
+// read it whole anyway); a body over MaxBodyBytes is never read past the
+// limit. Use it with an http.Server whose ReadHeaderTimeout and
+// IdleTimeout are set, as Server does.
+func (l ServeLimits) Handler(h http.Handler) http.Handler {
+	l.EnsureDefaults()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		// A deadline left from the previous request on this connection
+		// must not cut this one.
+		_ = rc.SetWriteDeadline(time.Time{})
+		if r.ContentLength > l.MaxBodyBytes {
+			reject(w, http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			body, status := l.readBody(w, r, rc)
+			if status != 0 {
+				reject(w, status)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: l.WriteTimeout}
+		h.ServeHTTP(dw, r)
+		dw.arm() // for what net/http writes after h: the buffered rest, the last chunk
+	})
+}
+
+// readBody reads r's body within the limits, or returns the status to
+// answer instead. It allocates at most the body's declared length, or, for
+// a body of unknown length, twice MaxBodyBytes.
+func (l ServeLimits) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, int) {
+	_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body := http.MaxBytesReader(w, r.Body, l.MaxBodyBytes)
+	var buf []byte
+	var err error
+	if r.ContentLength >= 0 {
+		buf = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, buf)
+	} else {
+		buf, err = readAll(body, l.MaxBodyBytes+1)
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return buf, 0
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, http.StatusRequestTimeout
+	}
+	return nil, http.StatusBadRequest // the client went away or sent a broken body
+}
+
+// readAll is io.ReadAll with the buffer's growth capped at max bytes, so a
+// body cut at the limit costs no buffer larger than the limit.
+func readAll(r io.Reader, max int64) ([]byte, error) {
+	buf := make([]byte, 0, min(512, max))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= max {
+				return nil, &http.MaxBytesError{Limit: max - 1}
+			}
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), max-int64(len(buf)))))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// reject answers a request whose body was not (wholly) read and closes the
+// connection, so the rest of the body is never read either.
+func reject(w http.ResponseWriter, status int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, http.StatusText(status), status)
+}
+
+// deadlineWriter sets a write deadline before each write of the response,
+// so a write that a client does not read is cut after the timeout while
+// long streams that keep being read go on.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.arm()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.arm()
+	return d.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher (a2a-go's SSE writer requires it).
+func (d *deadlineWriter) Flush() {
+	d.arm()
+	_ = d.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// GRPCServerOptions returns the gRPC server options that apply the limits:
+// request message size, metadata size, concurrent streams per connection,
+// connection handshake timeout, idle connections closed after IdleTimeout,
+// keepalive pings enforced (no more often than KeepaliveMinTime), and the
+// server pinging a connection silent for IdleTimeout, closing it when the
+// ping is not answered within ReadTimeout (a dead client holding a stream).
+func (l ServeLimits) GRPCServerOptions() []grpc.ServerOption {
+	l.EnsureDefaults()
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(int(l.MaxBodyBytes)),
+		grpc.MaxHeaderListSize(uint32(l.MaxHeaderBytes)),
+		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
+		grpc.ConnectionTimeout(l.ReadTimeout),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: l.IdleTimeout,
+			Time:              l.IdleTimeout,
+			Timeout:           l.ReadTimeout,
+		}),
+	}
+}

@@ -1,0 +1,678 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/a2astore/a2astore/a2aserver"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/rawhttp"
+)
+
+// The hostile-client suite: each finding of issue 14, tried as an attacker
+// would against a server with -policy owner on all three transports. Each
+// test checks the answer, that nothing was stored, and that the server
+// still serves afterwards.
+
+const callerHeader = "X-A2astore-Caller"
+
+// syncBuffer is a log sink the server writes while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// hostile is a server under attack: owner policy, short limits, and an
+// agent that holds every task whose message says "hold" until released.
+type hostile struct {
+	*testServer
+	log     *syncBuffer
+	held    chan a2a.TaskID // a held task reached its hold
+	release chan struct{}
+}
+
+func startHostile(t *testing.T) *hostile {
+	t.Helper()
+	h := &hostile{log: &syncBuffer{}, held: make(chan a2a.TaskID, 16), release: make(chan struct{})}
+	cfg := config{
+		Backend: "mem", Policy: "owner", CallerHeader: callerHeader,
+		Serve: a2aserver.ServeLimits{
+			ReadTimeout:  2 * time.Second,
+			WriteTimeout: 2 * time.Second,
+			IdleTimeout:  time.Second,
+		},
+		Agent: agentConfig{StatusUpdates: 1, HistoryMessages: 1, beforeComplete: func(ctx context.Context, execCtx *a2asrv.ExecutorContext) {
+			if execCtx.Message == nil || len(execCtx.Message.Parts) == 0 || execCtx.Message.Parts[0].Text() != "hold" {
+				return
+			}
+			h.held <- execCtx.TaskID
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+			}
+		}},
+		Logger: slog.New(slog.NewTextHandler(h.log, nil)),
+	}
+	h.testServer = startServer(t, cfg)
+	t.Cleanup(h.releaseHeld) // before the server's shutdown
+	return h
+}
+
+// releaseHeld lets held tasks complete (once).
+func (h *hostile) releaseHeld() {
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
+	}
+}
+
+// asCallers returns a context whose calls carry the given identity header values
+// (none: anonymous; two: a repeated header).
+func asCallers(ctx context.Context, callers ...string) context.Context {
+	if len(callers) == 0 {
+		return ctx
+	}
+	return a2aclient.AttachServiceParams(ctx, a2aclient.ServiceParams{callerHeader: callers})
+}
+
+// taskCount is how many tasks the store holds, whoever owns them.
+func (h *hostile) taskCount(t *testing.T) int {
+	t.Helper()
+	resp, err := h.backend.List(t.Context(), &engine.ListRequest{IncludeTotalSize: true, PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.TotalSize
+}
+
+// stillServing checks every transport still answers alice, and returns the
+// number of tasks it created.
+func (h *hostile) stillServing(t *testing.T) int {
+	t.Helper()
+	for _, tr := range transports {
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("still there?"))
+		res, err := h.clients[tr].SendMessage(asCallers(t.Context(), "alice"), &a2a.SendMessageRequest{Message: msg})
+		if err != nil {
+			t.Fatalf("after the attack, SendMessage over %s: %v", tr, err)
+		}
+		if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+			t.Fatalf("after the attack, SendMessage over %s: %+v", tr, res)
+		}
+	}
+	return len(transports)
+}
+
+// holdTask starts a task of alice's that stays working until h.release.
+func (h *hostile) holdTask(t *testing.T) a2a.TaskID {
+	t.Helper()
+	res, err := h.clients[a2a.TransportProtocolJSONRPC].SendMessage(asCallers(t.Context(), "alice"), &a2a.SendMessageRequest{
+		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hold")),
+		Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	if got := <-h.held; got != id {
+		t.Fatalf("held %s, want %s", got, id)
+	}
+	return id
+}
+
+// answer is what a caller observes of a call on the wire: the code (the
+// JSON-RPC error code, HTTP status or gRPC code; "ok" when the call got
+// through) and the message, without per-response details (timestamps).
+type answer struct {
+	Code, Message string
+}
+
+// callBound bounds one call: a stream that stays open without answering
+// (what an unguarded SubscribeToTask of a held task does) is reported as
+// such instead of hanging the test.
+const callBound = 5 * time.Second
+
+// call runs one task-naming method over one transport as the given
+// callers (header values) and returns what came back first: an error or
+// "ok" for the first result or event. Streams are not read further.
+func (h *hostile) call(t *testing.T, tr a2a.TransportProtocol, method string, id a2a.TaskID, callers ...string) answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callBound)
+	defer cancel()
+	msg := map[string]any{"messageId": a2a.NewMessageID(), "role": "ROLE_USER", "taskId": string(id), "parts": []any{map[string]any{"text": "let me in"}}}
+	switch tr {
+	case a2a.TransportProtocolJSONRPC:
+		params := map[string]any{"id": string(id)}
+		if strings.HasPrefix(method, "Send") {
+			params = map[string]any{"message": msg}
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+		return h.httpAnswer(t, ctx, http.MethodPost, h.httpBase+jsonrpcPath, body, callers)
+	case a2a.TransportProtocolHTTPJSON:
+		path, verb, body := "/tasks/"+url.PathEscape(string(id)), http.MethodPost, []byte(nil)
+		switch method {
+		case "GetTask":
+			verb = http.MethodGet
+		case "CancelTask":
+			path += ":cancel"
+		case "SubscribeToTask":
+			path += ":subscribe"
+		case "SendMessage", "SendStreamingMessage":
+			path = map[string]string{"SendMessage": "/message:send", "SendStreamingMessage": "/message:stream"}[method]
+			body, _ = json.Marshal(map[string]any{"message": msg})
+		}
+		return h.httpAnswer(t, ctx, verb, h.httpBase+path, body, callers)
+	}
+	if len(callers) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, callerPairs(callers)...)
+	}
+	pbMsg := &a2apb.Message{MessageId: a2a.NewMessageID(), Role: a2apb.Role_ROLE_USER, TaskId: string(id),
+		Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "let me in"}}}}
+	var err error
+	switch method {
+	case "GetTask":
+		_, err = h.pb.GetTask(ctx, &a2apb.GetTaskRequest{Id: string(id)})
+	case "CancelTask":
+		_, err = h.pb.CancelTask(ctx, &a2apb.CancelTaskRequest{Id: string(id)})
+	case "SendMessage":
+		_, err = h.pb.SendMessage(ctx, &a2apb.SendMessageRequest{Message: pbMsg})
+	case "SubscribeToTask", "SendStreamingMessage":
+		var stream grpc.ServerStreamingClient[a2apb.StreamResponse]
+		if method == "SubscribeToTask" {
+			stream, err = h.pb.SubscribeToTask(ctx, &a2apb.SubscribeToTaskRequest{Id: string(id)})
+		} else {
+			stream, err = h.pb.SendStreamingMessage(ctx, &a2apb.SendMessageRequest{Message: pbMsg})
+		}
+		if err == nil {
+			_, err = stream.Recv()
+		}
+	}
+	if err == nil {
+		return answer{Code: "ok"}
+	}
+	if ctx.Err() != nil {
+		return answer{Code: "open", Message: "no answer within the bound"}
+	}
+	st := status.Convert(err)
+	return answer{Code: st.Code().String(), Message: st.Message()}
+}
+
+func callerPairs(callers []string) []string {
+	var kv []string
+	for _, c := range callers {
+		kv = append(kv, strings.ToLower(callerHeader), c)
+	}
+	return kv
+}
+
+// httpAnswer sends one HTTP request and reads the first answer: a JSON
+// body (JSON-RPC result or error, HTTP+JSON resource or error) or the first
+// Server-Sent Event.
+func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, body []byte, callers []string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, verb, u, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, c := range callers {
+		req.Header.Add(callerHeader, c)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil && ctx.Err() != nil {
+		return answer{Code: "open", Message: "no answer within the bound"}
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", verb, u, err)
+	}
+	defer resp.Body.Close()
+	var payload []byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 8<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				payload = []byte(strings.TrimSpace(d))
+				break
+			}
+		}
+	} else {
+		payload, _ = io.ReadAll(resp.Body)
+	}
+	if len(payload) == 0 && ctx.Err() != nil {
+		return answer{Code: "open", Message: "no answer within the bound"}
+	}
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    json.Number `json:"code"`
+			Message string      `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(payload, &out)
+	switch {
+	case out.Error != nil:
+		// JSON-RPC: the error code; HTTP+JSON: the HTTP status in the
+		// error body (an error in an SSE stream comes with status 200).
+		return answer{Code: out.Error.Code.String(), Message: out.Error.Message}
+	case resp.StatusCode >= 300:
+		return answer{Code: strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(payload))}
+	}
+	return answer{Code: "ok"}
+}
+
+var taskMethods = []string{"GetTask", "CancelTask", "SubscribeToTask", "SendMessage", "SendStreamingMessage"}
+
+// notFound and unauthenticated are the codes per transport.
+var (
+	notFound        = map[a2a.TransportProtocol]string{a2a.TransportProtocolJSONRPC: "-32001", a2a.TransportProtocolHTTPJSON: "404", a2a.TransportProtocolGRPC: "NotFound"}
+	unauthenticated = map[a2a.TransportProtocol]string{a2a.TransportProtocolJSONRPC: "-31401", a2a.TransportProtocolHTTPJSON: "401", a2a.TransportProtocolGRPC: "Unauthenticated"}
+)
+
+// TestHostileBypass (findings 1, 2): while alice's task is running, every
+// task-naming method answers bob and mallory exactly as for a task that
+// does not exist, on every transport — same code, same message — and an
+// anonymous caller is told to authenticate; nothing they send reaches the
+// task. Checked by removing TaskGuard from newServer: SubscribeToTask
+// streams alice's task to bob, SendMessage and CancelTask answer
+// differently for it (500 "task execution is already in progress",
+// "setup failed").
+func TestHostileBypass(t *testing.T) {
+	h := startHostile(t)
+	id := h.holdTask(t)
+	missing := a2a.NewTaskID()
+	for _, tr := range transports {
+		for _, m := range taskMethods {
+			ref := h.call(t, tr, m, missing, "bob")
+			if ref.Code != notFound[tr] {
+				t.Errorf("%s %s of a missing task: %+v, want %s", tr, m, ref, notFound[tr])
+			}
+			for _, who := range []string{"bob", "mallory"} {
+				if got := h.call(t, tr, m, id, who); got != ref {
+					t.Errorf("%s %s of alice's running task as %s: %+v; a missing task: %+v", tr, m, who, got, ref)
+				}
+			}
+			anonMissing, anon := h.call(t, tr, m, missing), h.call(t, tr, m, id)
+			if anon.Code != unauthenticated[tr] || anon != anonMissing {
+				t.Errorf("%s %s of alice's running task with no identity: %+v (missing task: %+v), want %s", tr, m, anon, anonMissing, unauthenticated[tr])
+			}
+		}
+	}
+	// Alice herself gets through: her subscription sees the task, then,
+	// once the agent is released, its completion.
+	events := h.clients[a2a.TransportProtocolGRPC].SubscribeToTask(asCallers(t.Context(), "alice"), &a2a.SubscribeToTaskRequest{ID: id})
+	first := true
+	for ev, err := range events {
+		if err != nil {
+			t.Fatalf("alice SubscribeToTask: %v", err)
+		}
+		if first {
+			first = false
+			h.releaseHeld()
+		}
+		if ev.TaskInfo().TaskID != id {
+			t.Errorf("alice's subscription: event of %s", ev.TaskInfo().TaskID)
+		}
+	}
+	// Nothing the others sent reached the task: created, working,
+	// completed; no message of theirs in its history.
+	after, err := h.backend.Get(t.Context(), id)
+	if err != nil || after.Revision != 3 || after.Task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("alice's task afterwards: %+v, %v; want completed at revision 3", after, err)
+	}
+	for _, m := range after.Task.History {
+		if len(m.Parts) > 0 && m.Parts[0].Text() == "let me in" {
+			t.Errorf("another caller's message reached alice's task")
+		}
+	}
+	h.stillServing(t)
+}
+
+// TestHostileIdentity (finding 9): a repeated identity header is refused
+// on every transport, whichever order its values come in; SendMessage with
+// no identity is "unauthenticated", not "invalid params"; nothing is stored.
+func TestHostileIdentity(t *testing.T) {
+	h := startHostile(t)
+	n := h.taskCount(t)
+	for _, tr := range transports {
+		// The same value twice, as two header lines (a2a-go's client
+		// merges equal values, so this goes on the wire directly).
+		for _, m := range taskMethods {
+			if a := h.call(t, tr, m, "any", "alice", "alice"); a.Code != unauthenticated[tr] {
+				t.Errorf("%s %s with the identity header twice: %+v, want %s", tr, m, a, unauthenticated[tr])
+			}
+		}
+		for _, callers := range [][]string{{"alice", "bob"}, {"bob", "alice"}, {}} {
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("who am I"))
+			_, err := h.clients[tr].SendMessage(asCallers(t.Context(), callers...), &a2a.SendMessageRequest{Message: msg})
+			if !errors.Is(err, a2a.ErrUnauthenticated) {
+				t.Errorf("%s SendMessage as %q: %v, want unauthenticated", tr, callers, err)
+			}
+			_, err = h.clients[tr].ListTasks(asCallers(t.Context(), callers...), &a2a.ListTasksRequest{})
+			if !errors.Is(err, a2a.ErrUnauthenticated) {
+				t.Errorf("%s ListTasks as %q: %v, want unauthenticated", tr, callers, err)
+			}
+		}
+	}
+	if got := h.taskCount(t); got != n {
+		t.Errorf("%d tasks stored by refused callers", got-n)
+	}
+	h.stillServing(t)
+	if !strings.Contains(h.log.String(), "trusted as sent") {
+		t.Errorf("no startup warning that the identity header is trusted as sent:\n%s", h.log.String())
+	}
+}
+
+// TestHostileBodies (finding 3): a 50 MB request is answered 413 without
+// being read (declared length) or after the limit (chunked), and the heap
+// does not grow by its size; gRPC refuses a message over the limit; a body
+// within the limit whose task would exceed the store's size limit is
+// invalid params. Nothing is stored. Checked by removing the Content-Length
+// check (the declared body is read until the read timeout: 408) and the
+// body limit (the chunked body is buffered whole: the heap check fails).
+func TestHostileBodies(t *testing.T) {
+	h := startHostile(t)
+	n := h.taskCount(t)
+	addr := h.httpLn.Addr().String()
+
+	for _, path := range []string{jsonrpcPath, "/message:send"} {
+		c := rawhttp.Dial(t, addr)
+		c.Send(t, []string{"POST " + path + " HTTP/1.1", "Host: x", "Content-Type: application/json", callerHeader + ": alice",
+			fmt.Sprint("Content-Length: ", 50<<20)}, "{")
+		if code := c.Status(t); code != http.StatusRequestEntityTooLarge {
+			t.Errorf("POST %s with a declared 50 MB body: %d, want 413", path, code)
+		}
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := rawhttp.Dial(t, addr)
+	c.Send(t, []string{"POST " + jsonrpcPath + " HTTP/1.1", "Host: x", "Content-Type: application/json", callerHeader + ": alice",
+		"Transfer-Encoding: chunked"}, "")
+	c.Flood(50 << 20)
+	if code := c.Status(t); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked 50 MB JSON-RPC body: %d, want 413", code)
+	}
+	_ = c.Close()
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("a chunked 50 MB body allocated %d MB; want it cut at the 4 MiB limit", grew>>20)
+	}
+
+	// gRPC: over the message limit.
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	big := &a2apb.Message{MessageId: "big", Role: a2apb.Role_ROLE_USER, Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: strings.Repeat("a", 5<<20)}}}}
+	if _, err := h.pb.SendMessage(ctx, &a2apb.SendMessageRequest{Message: big}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("gRPC SendMessage of 5 MiB: %v, want RESOURCE_EXHAUSTED", err)
+	}
+
+	// Within the body limit, over the task limit (2 MiB): invalid params
+	// naming the limit, on every transport.
+	text := strings.Repeat("a", 3<<20)
+	for _, tr := range transports {
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+		_, err := h.clients[tr].SendMessage(asCallers(t.Context(), "alice"), &a2a.SendMessageRequest{Message: msg})
+		if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "size or nesting limit") {
+			t.Errorf("%s SendMessage of a 3 MiB task: %v, want invalid params naming the limit", tr, err)
+		}
+	}
+	if got := h.taskCount(t); got != n {
+		t.Errorf("%d tasks stored by oversize requests", got-n)
+	}
+	h.stillServing(t)
+}
+
+// nestedStruct is a protobuf Struct nested depth levels deep.
+func nestedStruct(depth int) *structpb.Struct {
+	s := &structpb.Struct{Fields: map[string]*structpb.Value{"leaf": structpb.NewBoolValue(true)}}
+	for range depth - 1 {
+		s = &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStructValue(s)}}
+	}
+	return s
+}
+
+// nestedJSON is a JSON object nested depth levels deep.
+func nestedJSON(depth int) string {
+	return strings.Repeat(`{"k":`, depth-1) + `{"leaf":true}` + strings.Repeat("}", depth-1)
+}
+
+// TestHostileShapes (finding 5): metadata nested past the depth limit and
+// a data part gRPC cannot carry are refused with invalid params on every
+// transport; nothing is stored; a gRPC traversal of everything stored
+// still completes. Checked by disabling engine.Limits (MaxDepth -1) and the
+// adapter's servable check: the tasks are stored and the gRPC traversal
+// fails on them.
+func TestHostileShapes(t *testing.T) {
+	h := startHostile(t)
+	n := h.taskCount(t)
+	for _, depth := range []int{engine.DefaultMaxDepth + 1, 6000} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"text":"x"}],"metadata":` + nestedJSON(depth) + `}}}`
+		if a := h.postJSON(t, jsonrpcPath, body, "alice"); a.Code != "-32602" {
+			t.Errorf("JSON-RPC metadata %d deep: %+v, want -32602", depth, a)
+		}
+		rest := `{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"data":` + nestedJSON(depth) + `}]}}`
+		if a := h.postJSON(t, "/message:send", rest, "alice"); a.Code != "400" {
+			t.Errorf("HTTP+JSON data part %d deep: %+v, want 400", depth, a)
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	deep := &a2apb.Message{MessageId: "deep", Role: a2apb.Role_ROLE_USER, Metadata: nestedStruct(engine.DefaultMaxDepth + 1),
+		Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "x"}}}}
+	if _, err := h.pb.SendMessage(ctx, &a2apb.SendMessageRequest{Message: deep}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC metadata %d deep: %v, want INVALID_ARGUMENT", engine.DefaultMaxDepth+1, err)
+	}
+	for name, part := range map[string]string{"list data": `{"data":[1,2]}`, "number data": `{"data":5}`, "no content": `{"mediaType":"text/plain"}`} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"p","role":"ROLE_USER","parts":[` + part + `]}}}`
+		if a := h.postJSON(t, jsonrpcPath, body, "alice"); a.Code != "-32602" {
+			t.Errorf("JSON-RPC part with %s: %+v, want -32602", name, a)
+		}
+	}
+	if got := h.taskCount(t); got != n {
+		t.Errorf("%d tasks stored with shapes past the limits", got-n)
+	}
+	made := h.stillServing(t)
+	// A gRPC client reads every task alice can see, page by page.
+	tasks := 0
+	req := &a2a.ListTasksRequest{PageSize: 2}
+	for {
+		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), "alice"), req)
+		if err != nil {
+			t.Fatalf("gRPC traversal: %v", err)
+		}
+		tasks += len(resp.Tasks)
+		if resp.NextPageToken == "" {
+			break
+		}
+		req.PageToken = resp.NextPageToken
+	}
+	if tasks != made {
+		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, made)
+	}
+}
+
+// postJSON posts body to path as caller and returns the answer.
+func (h *hostile) postJSON(t *testing.T, path, body, caller string) answer {
+	t.Helper()
+	return h.httpAnswer(t, t.Context(), http.MethodPost, h.httpBase+path, []byte(body), []string{caller})
+}
+
+// TestHostileConnections (finding 4): a client dribbling its body is cut
+// with 408 once the read timeout passes (the test waits for the cut, not
+// for the time); an idle keep-alive connection and a connection that never
+// sends a request are closed; the server serves on. Checked by setting
+// ServeLimits' timeouts to zero in newServer: the slow client is held and
+// the idle connections stay open until the test's bound.
+func TestHostileConnections(t *testing.T) {
+	h := startHostile(t)
+	addr := h.httpLn.Addr().String()
+
+	slow := rawhttp.Dial(t, addr)
+	slow.Send(t, []string{"POST " + jsonrpcPath + " HTTP/1.1", "Host: x", "Content-Type: application/json", "Content-Length: 100000"}, "{")
+	if code, sent := slow.Dribble(t, 50*time.Millisecond); code != http.StatusRequestTimeout || sent >= 100000 {
+		t.Errorf("slow body: %d after %d bytes, want 408", code, sent)
+	}
+
+	idle := rawhttp.Dial(t, addr)
+	idle.Send(t, []string{"GET " + a2asrv.WellKnownAgentCardPath + " HTTP/1.1", "Host: x"}, "")
+	if code := idle.Status(t); code != 200 {
+		t.Fatalf("agent card: %d", code)
+	}
+	if !idle.Closed() {
+		t.Error("idle keep-alive connection not closed")
+	}
+	if !rawhttp.Dial(t, addr).Closed() {
+		t.Error("a connection that never sends a request is not closed")
+	}
+	h.stillServing(t)
+}
+
+// TestHostileArguments (finding 10, W3): out-of-range gRPC timestamps, a
+// negative GetTask historyLength on every transport and a JSON-RPC
+// statusTimestampAfter of "yesterday" are invalid params, never echoing
+// the value. Checked by removing GRPCRequestValidator's timestamp and
+// GetTask cases, TaskGuard's historyLength check and JSONRPCParamsCompat.
+func TestHostileArguments(t *testing.T) {
+	h := startHostile(t)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	for _, ts := range []*timestamppb.Timestamp{{Seconds: 1, Nanos: 2_000_000_000}, {Nanos: -5}, {Seconds: -1e13}, {Seconds: 1e13}} {
+		_, err := h.pb.ListTasks(ctx, &a2apb.ListTasksRequest{StatusTimestampAfter: ts})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("gRPC statusTimestampAfter %v: %v, want INVALID_ARGUMENT", ts, err)
+		}
+	}
+	id := h.taskOf(t, "alice")
+	neg := -1
+	for _, tr := range transports {
+		_, err := h.clients[tr].GetTask(asCallers(t.Context(), "alice"), &a2a.GetTaskRequest{ID: id, HistoryLength: &neg})
+		if !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("%s GetTask historyLength -1: %v, want invalid params", tr, err)
+		}
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"statusTimestampAfter":"yesterday"}}`
+	if a := h.postJSON(t, jsonrpcPath, body, "alice"); a.Code != "-32602" || strings.Contains(a.Message, "yesterday") {
+		t.Errorf("JSON-RPC statusTimestampAfter \"yesterday\": %+v, want -32602 without the value", a)
+	}
+	if code, b := restGetAs(t, h, "/tasks", url.Values{"statusTimestampAfter": {"yesterday"}}, "alice"); code != 400 || strings.Contains(string(b), "yesterday") {
+		t.Errorf("HTTP+JSON statusTimestampAfter=yesterday: %d %s, want 400 without the value", code, b)
+	}
+	h.stillServing(t)
+}
+
+// taskOf creates one task as caller and returns its ID.
+func (h *hostile) taskOf(t *testing.T, caller string) a2a.TaskID {
+	t.Helper()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("mine"))
+	res, err := h.clients[a2a.TransportProtocolJSONRPC].SendMessage(asCallers(t.Context(), caller), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*a2a.Task).ID
+}
+
+func restGetAs(t *testing.T, h *hostile, path string, q url.Values, caller string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, h.httpBase+path+"?"+q.Encode(), nil)
+	req.Header.Set(callerHeader, caller)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestHostileLogs (finding 6): a multi-megabyte context ID or cancel ID
+// costs a short log line, and canceling a completed task (an expected
+// answer) is not logged at ERROR. Checked by removing a2aserver.LogHandler
+// from newServer: the log grows by megabytes and shows level=ERROR.
+func TestHostileLogs(t *testing.T) {
+	h := startHostile(t)
+	huge := strings.Repeat("c", 3<<20)
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","contextId":"` + huge + `","parts":[{"text":"x"}]}}}`
+	if a := h.postJSON(t, jsonrpcPath, body, "alice"); a.Code != "-32602" {
+		t.Errorf("3 MB context ID: %+v, want -32602", a)
+	}
+	body = `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"` + huge + `"}}`
+	if a := h.postJSON(t, jsonrpcPath, body, "alice"); a.Code != "-32602" {
+		t.Errorf("3 MB cancel ID: %+v, want -32602", a)
+	}
+	id := h.taskOf(t, "alice")
+	for _, tr := range transports {
+		if _, err := h.clients[tr].CancelTask(asCallers(t.Context(), "alice"), &a2a.CancelTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
+			t.Errorf("%s cancel of a completed task: %v, want not cancelable", tr, err)
+		}
+	}
+	h.stillServing(t)
+	logs := h.log.String()
+	if len(logs) > 64<<10 {
+		t.Errorf("%d bytes of log for a few requests; want client values cut", len(logs))
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if len(line) > 4<<10 {
+			t.Errorf("log line of %d bytes: %.300s…", len(line), line)
+		}
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("expected outcome logged at ERROR: %.500s", line)
+		}
+	}
+}
+
+// TestHostileMetrics (finding 7): /metrics is not served on the A2A
+// listener (a caller cannot read what other callers' traffic cost there)
+// but on the metrics listener.
+func TestHostileMetrics(t *testing.T) {
+	h := startHostile(t)
+	h.taskOf(t, "alice")
+	code, body := restGet(t, h.testServer, metricsPath, nil)
+	if code == 200 || strings.Contains(string(body), "a2astore_store_list_examined_entries") {
+		t.Errorf("GET /metrics on the A2A listener: %d %.200s; want no metrics", code, body)
+	}
+	resp, err := http.Get("http://" + h.metricsLn.Addr().String() + metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "a2astore_store_operation_duration_seconds") {
+		t.Errorf("metrics listener: %s %.200s", resp.Status, b)
+	}
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pebblestore"
+)
+
+// childEnv, when set, makes the test binary run the server (its value is
+// the JSON array of arguments) instead of the tests: the shutdown tests
+// signal a real process.
+const childEnv = "A2ASTORE_SERVER_CHILD_ARGS"
+
+// childMain runs the server as main does.
+func childMain(argsJSON string) int {
+	var args []string
+	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
+		fmt.Fprintln(os.Stderr, "child args:", err)
+		return 2
+	}
+	if err := run(args); err != nil {
+		fmt.Fprintln(os.Stderr, "a2astore-server:", err)
+		return 1
+	}
+	return 0
+}
+
+// child is a server process started from the test binary.
+type child struct {
+	cmd  *exec.Cmd
+	base string // http://host:port of the A2A HTTP listener
+	mu   sync.Mutex
+	log  strings.Builder
+	done chan error // the process's exit
+}
+
+var servingHTTP = regexp.MustCompile(`msg=serving .*\bhttp=(\S+)`)
+
+// startChild starts the server with args and waits until it serves.
+func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	argsJSON, _ := json.Marshal(args)
+	c := &child{cmd: exec.Command(os.Args[0]), done: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), childEnv+"="+string(argsJSON))
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.log.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			if m := servingHTTP.FindStringSubmatch(sc.Text()); m != nil {
+				serving <- m[1]
+			}
+		}
+		c.done <- c.cmd.Wait()
+		close(serving)
+	}()
+	addr, ok := <-serving
+	if !ok {
+		t.Fatalf("server did not start:\n%s", c.logs())
+	}
+	c.base = "http://" + addr
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
+func (c *child) logs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
+}
+
+// stop sends sig and returns the exit error (nil: exit code 0).
+func (c *child) stop(t *testing.T, sig os.Signal) error {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	return <-c.done
+}
+
+// load sends non-blocking (returnImmediately) messages over JSON-RPC from
+// workers until stop is closed and then until the server stops answering.
+// It returns the IDs of the acknowledged tasks once every worker is done.
+func load(t *testing.T, base string, acked chan<- a2a.TaskID, stop <-chan struct{}) func() []a2a.TaskID {
+	t.Helper()
+	card := fetchAgentCard(t, base)
+	c, err := a2aclient.NewFromCard(t.Context(), card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ids []a2a.TaskID
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				res, err := c.SendMessage(context.Background(), &a2a.SendMessageRequest{
+					Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("work")),
+					Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
+				})
+				if err != nil {
+					select {
+					case <-stop:
+						return // the server is going away
+					default:
+						t.Errorf("SendMessage under load: %v", err)
+						return
+					}
+				}
+				id := res.(*a2a.Task).ID
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+				select {
+				case acked <- id:
+				default:
+				}
+			}
+		})
+	}
+	return func() []a2a.TaskID {
+		wg.Wait()
+		_ = c.Destroy()
+		return ids
+	}
+}
+
+func fetchAgentCard(t *testing.T, base string) *a2a.AgentCard {
+	t.Helper()
+	var card a2a.AgentCard
+	getJSON(t, base+a2asrv.WellKnownAgentCardPath, &card)
+	return &card
+}
+
+// storedTasks opens the Pebble directory directly (no server, so nothing
+// is finished on open) and returns every task by ID.
+func storedTasks(t *testing.T, dir string) map[a2a.TaskID]*a2a.Task {
+	t.Helper()
+	s, err := pebblestore.Open(dir, pebblestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tasks := map[a2a.TaskID]*a2a.Task{}
+	req := &engine.ListRequest{PageSize: engine.MaxPageSize}
+	for {
+		resp, err := s.List(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range resp.Tasks {
+			tasks[task.ID] = task
+		}
+		if resp.NextPageToken == "" {
+			return tasks
+		}
+		req.PageToken = resp.NextPageToken
+	}
+}
+
+// checkFinished fails unless every stored task is terminal and every
+// acknowledged task is stored; it returns the stored tasks by final state
+// and status message.
+func checkFinished(t *testing.T, dir string, acked []a2a.TaskID) map[string]int {
+	t.Helper()
+	tasks := storedTasks(t, dir)
+	for _, id := range acked {
+		if tasks[id] == nil {
+			t.Errorf("acknowledged task %s lost", id)
+		}
+	}
+	outcomes := map[string]int{}
+	for id, task := range tasks {
+		st := task.Status
+		if !st.State.Terminal() {
+			t.Errorf("task %s left %s", id, st.State)
+		}
+		key := string(st.State)
+		if st.Message != nil && len(st.Message.Parts) > 0 {
+			key += ": " + st.Message.Parts[0].Text()
+		}
+		outcomes[key]++
+	}
+	return outcomes
+}
+
+// TestShutdownUnderLoad (finding 8): SIGTERM while clients keep sending
+// non-blocking messages. The server stops accepting, waits for the running
+// agents, exits 0, and on the same Pebble directory no task is left
+// submitted or working: with a short agent every task completes; with
+// agents that outlast the shutdown timeout every task they held is failed
+// with a status message saying why. Checked by making shutdown skip the
+// executions (Wait and Abort): tasks are left working.
+func TestShutdownUnderLoad(t *testing.T) {
+	for _, c := range []struct {
+		name, think, timeout string
+		want                 string // the only outcome allowed
+	}{
+		{"agents finish", "5ms", "1m", string(a2a.TaskStateCompleted)},
+		{"agents outlast the timeout", "1h", "200ms", string(a2a.TaskStateFailed) + ": " + shutdownReason},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			srv := startChild(t, "-backend", "pebble", "-pebble-dir", dir, "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0",
+				"-metrics", "", "-status-updates", "2", "-think-time", c.think, "-shutdown-timeout", c.timeout)
+			acks, stop := make(chan a2a.TaskID, 1), make(chan struct{})
+			wait := load(t, srv.base, acks, stop)
+			for range 40 {
+				<-acks
+			}
+			close(stop)
+			if err := srv.stop(t, syscall.SIGTERM); err != nil {
+				t.Fatalf("exit after SIGTERM: %v\n%s", err, srv.logs())
+			}
+			acked := wait()
+			outcomes := checkFinished(t, dir, acked)
+			if len(outcomes) != 1 || outcomes[c.want] < len(acked) {
+				t.Errorf("outcomes %v of %d acknowledged tasks; want all %q", outcomes, len(acked), c.want)
+			}
+		})
+	}
+}
+
+// TestRestartAfterKill (finding 8): the server is killed (SIGKILL) while
+// its agents work; started again on the same directory, it finishes every
+// task the dead run left working, with a status message saying why,
+// before it serves. Checked by starting with -finish-abandoned=false: the
+// tasks stay working.
+func TestRestartAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-backend", "pebble", "-pebble-dir", dir, "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0",
+		"-metrics", "", "-status-updates", "2", "-think-time", "1h", "-shutdown-timeout", "200ms"}
+	srv := startChild(t, args...)
+	acks, stop := make(chan a2a.TaskID, 1), make(chan struct{})
+	wait := load(t, srv.base, acks, stop)
+	for range 20 {
+		<-acks
+	}
+	close(stop)
+	var exit *exec.ExitError
+	if err := srv.stop(t, syscall.SIGKILL); !errors.As(err, &exit) {
+		t.Fatalf("kill: %v", err)
+	}
+	acked := wait()
+
+	again := startChild(t, args...)
+	if !strings.Contains(again.logs(), "finished tasks a previous run left unfinished") {
+		t.Errorf("restart does not say it finished abandoned tasks:\n%s", again.logs())
+	}
+	if err := again.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, again.logs())
+	}
+	outcomes := checkFinished(t, dir, acked)
+	want := string(a2a.TaskStateFailed) + ": " + abandonedReason
+	if len(outcomes) != 1 || outcomes[want] < len(acked) {
+		t.Errorf("outcomes %v of %d acknowledged tasks; want all %q", outcomes, len(acked), want)
+	}
+}
