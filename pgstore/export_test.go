@@ -14,3 +14,13 @@ func (s *Store) ListSQL(req *engine.ListRequest) (page string, args []any, count
 	lq := s.buildList(&q)
 	return lq.page, lq.pageArgs, lq.count, lq.countArgs, nil
 }
+
+// MigrationStatements returns, for schema public, the statements the
+// managed schema runs to install the owner column, the owner indexes and
+// the counters: OwnerCountsMigrationFile must hold each of them verbatim.
+func MigrationStatements() (owner, indexes, counts []string) {
+	for _, stmt := range ownerIndexesSQL {
+		indexes = append(indexes, render(stmt, "public"))
+	}
+	return ownerColumnInstallSQL("public"), indexes, countsInstallSQL("public")
+}

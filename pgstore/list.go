@@ -23,6 +23,7 @@ import (
 type listQuery struct {
 	count     string // "" when the total is not asked for
 	countArgs []any
+	counter   bool // count reads the counter table (else it counts rows)
 	page      string
 	pageArgs  []any
 }
@@ -35,8 +36,11 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 	where, order := listFilters(q, &args)
 	var lq listQuery
 	if q.IncludeTotalSize {
-		lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(where)
-		lq.countArgs = slices.Clone(args)
+		lq.count, lq.countArgs, lq.counter = s.countQuery(q)
+		if !lq.counter {
+			lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(where)
+			lq.countArgs = slices.Clone(args)
+		}
 	}
 	if q.After != nil {
 		where = append(where, `(updated_at, id COLLATE "C") < (`+
@@ -66,10 +70,18 @@ func whereClause(conds []string) string {
 	return " WHERE " + strings.Join(conds, " AND ")
 }
 
-// listFilters returns q's filter conditions (L2) and the ORDER BY that
-// serves them from an ordering index.
+// listFilters returns q's filter conditions (L2, O3) and the ORDER BY that
+// serves them from an ordering index: the owner index for an owner, the
+// owner+context index for both, the context index for a context.
 func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) {
 	order = `updated_at DESC, id COLLATE "C" DESC`
+	var lead []string // equality columns leading the order, in index order
+	if q.Owner != "" {
+		// A closed range, for the reason given for the context below.
+		p := args.add(q.Owner)
+		where = append(where, "owner >= "+p+" AND owner <= "+p)
+		lead = append(lead, "owner")
+	}
 	if q.ContextID != "" {
 		// The context filter is written as a closed range, not "=", and the
 		// order leads with context_id: with "=" the planner treats
@@ -82,7 +94,10 @@ func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) 
 		// ones) x >= c AND x <= c holds exactly when x = c.
 		p := args.add(q.ContextID)
 		where = append(where, "context_id >= "+p+" AND context_id <= "+p)
-		order = "context_id, " + order
+		lead = append(lead, "context_id")
+	}
+	if len(lead) > 0 {
+		order = strings.Join(lead, ", ") + ", " + order
 	}
 	if q.Status != a2a.TaskStateUnspecified {
 		where = append(where, "state = "+args.add(string(q.Status)))
@@ -119,7 +134,7 @@ func pageColumns(q *engine.Query, args *sqlArgs) string {
 	if q.IncludeArtifacts {
 		artifacts = "artifacts"
 	}
-	return "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history
+	return "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history + ", owner"
 }
 
 // queryer is what a List runs on: the pool or a transaction.
@@ -137,6 +152,9 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	}
 	if !storable(q.ContextID) {
 		return nil, fmt.Errorf("pgstore: list: context ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	if !storable(q.Owner) {
+		return nil, fmt.Errorf("pgstore: list: owner with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
 	}
 	// Every int64 µs time (0..MaxInt64, about year 294247) fits timestamptz
 	// (up to year 294276), so only the boundary ID can be unrepresentable.
@@ -181,7 +199,10 @@ func (s *Store) countAndPage(ctx context.Context, tx pgx.Tx, q *engine.Query, lq
 		return nil, err
 	}
 	resp.TotalSize = int(total)
-	resp.Stats.Counted, resp.Stats.TotalComputed = int(total), true
+	resp.Stats.TotalComputed = true
+	if !lq.counter {
+		resp.Stats.Counted = int(total)
+	}
 	return resp, nil
 }
 
@@ -198,6 +219,7 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 	defer rows.Close()
 	tasks := make([]*a2a.Task, 0, q.PageSize)
 	cursors := make([]engine.Cursor, 0, q.PageSize)
+	owners := make([]string, 0, q.PageSize)
 	more, read := false, 0
 	for rows.Next() {
 		read++
@@ -219,12 +241,14 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 		}
 		tasks = append(tasks, t)
 		cursors = append(cursors, x.cursor())
+		owners = append(owners, x.owner)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	resp := listpage.Response(q, tasks, cursors, more)
+	resp.TaskOwners = owners
 	resp.Stats.Examined = read
 	return resp, nil
 }

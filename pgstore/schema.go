@@ -88,6 +88,7 @@ type indexDef struct {
 	desc       []bool
 	collations []string // "" for none
 	usable     bool     // btree, valid, ready, not partial, no expressions
+	unique     bool
 }
 
 // checkSchema verifies that the table has the store's columns and that
@@ -112,34 +113,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attnum > 0 AND NOT a.atti
 		}
 	}
 
-	rows, err := s.pool.Query(ctx, `
-SELECT ic.relname::text,
-       ARRAY(SELECT a.attname::text
-             FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
-             LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
-       ARRAY(SELECT (o.opt & 1) = 1
-             FROM unnest(i.indoption::int2[]) WITH ORDINALITY o(opt, ord)
-             WHERE o.ord <= i.indnkeyatts ORDER BY o.ord),
-       ARRAY(SELECT coalesce(co.collname::text, '')
-             FROM unnest(i.indcollation::oid[]) WITH ORDINALITY k(coll, ord)
-             LEFT JOIN pg_collation co ON co.oid = k.coll
-             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
-       am.amname = 'btree' AND i.indisvalid AND i.indisready AND i.indpred IS NULL AND i.indexprs IS NULL
-FROM pg_index i
-JOIN pg_class tc ON tc.oid = i.indrelid
-JOIN pg_namespace n ON n.oid = tc.relnamespace
-JOIN pg_class ic ON ic.oid = i.indexrelid
-JOIN pg_am am ON am.oid = ic.relam
-WHERE n.nspname = $1 AND tc.relname = 'a2a_tasks'`, s.schema)
-	if err != nil {
-		return err
-	}
-	defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (indexDef, error) {
-		var d indexDef
-		err := r.Scan(&d.name, &d.columns, &d.desc, &d.collations, &d.usable)
-		return d, err
-	})
+	defs, err := s.indexDefs(ctx, s.pool, "a2a_tasks")
 	if err != nil {
 		return err
 	}
