@@ -206,9 +206,9 @@ func TestCountGuards(t *testing.T) {
 	ctx := context.Background()
 	ins := `INSERT INTO a2a_tasks (id, context_id, revision, state, owner) VALUES ('g', 'c1', 1, 'TASK_STATE_WORKING', 'o1')`
 	for _, c := range []struct {
-		name  string
-		break_ string // breaks a guard
-		write  string // then writes
+		name     string
+		breakSQL string // breaks a guard
+		write    string // then writes
 	}{
 		{"insert trigger", `DROP TRIGGER a2a_task_counts_insert ON a2a_tasks`, ins},
 		{"delete trigger", `DROP TRIGGER a2a_task_counts_delete ON a2a_tasks`, `DELETE FROM a2a_tasks WHERE id = 'seed'`},
@@ -228,8 +228,8 @@ FOR EACH ROW EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SE
 			conn := connect(t, dsn)
 			must(t)(s.CreateOwned(ctx, task("seed", "c1", a2a.TaskStateWorking), "o1"))
 			checkInvariants(t, s)
-			if c.break_ != "" {
-				execSQL(t, conn, c.break_)
+			if c.breakSQL != "" {
+				execSQL(t, conn, c.breakSQL)
 				// Startup sees the broken install and names the migration.
 				_, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
 				if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.OwnerCountsMigrationFile) {
@@ -238,7 +238,7 @@ FOR EACH ROW EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SE
 			}
 			execSQL(t, conn, c.write)
 			err := s.CheckInvariants()
-			if c.break_ == "" && !errors.Is(err, pgstore.ErrCountDrift) {
+			if c.breakSQL == "" && !errors.Is(err, pgstore.ErrCountDrift) {
 				t.Fatalf("drift not found: %v", err)
 			}
 			if err == nil {
