@@ -42,7 +42,10 @@ type testServer struct {
 	pb       a2apb.A2AServiceClient
 }
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	runChildServer() // TestTwoServers's server processes
+	pgtest.Main(m)
+}
 
 // testBackends are the stores the end-to-end tests run on. Each returns the
 // server config for a fresh, empty store; pg uses a throwaway database
