@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -344,4 +345,30 @@ func TestCountsNoDeadlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkInvariants(t, s)
+}
+
+// L8 in one round trip: count and page go as one pipelined batch in a
+// REPEATABLE READ transaction. When a statement of it fails, the aborted
+// transaction is rolled back and the connection stays in the pool: the
+// next List succeeds on the same connection (no new one is opened).
+func TestListBatchFailureKeepsConnection(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(ctx, dsn+" pool_max_conns=1", pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	must(t)(s.Create(ctx, task("t", "c", a2a.TaskStateWorking)))
+	checkTotal(t, s, engine.ListRequest{}, 1)
+	conns := s.Pool().Stat().NewConnsCount()
+	conn := connect(t, dsn)
+	execSQL(t, conn, `ALTER TABLE a2a_task_counts RENAME TO moved`)
+	_, err = s.List(ctx, &engine.ListRequest{IncludeTotalSize: true})
+	wantErr(t, err, engine.ErrInternal)
+	execSQL(t, conn, `ALTER TABLE moved RENAME TO a2a_task_counts`)
+	checkTotal(t, s, engine.ListRequest{}, 1)
+	if n := s.Pool().Stat().NewConnsCount(); n != conns {
+		t.Fatalf("the pool opened %d new connections after the failed List", n-conns)
+	}
 }

@@ -165,19 +165,12 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 
 	var resp *engine.ListResponse
 	if lq.count == "" {
-		resp, err = s.page(ctx, s.pool, &q, &lq)
-	} else {
-		// L8: count and page from one snapshot.
-		var tx pgx.Tx
-		tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err == nil {
-			resp, err = s.countAndPage(ctx, tx, &q, &lq)
-			if err == nil {
-				err = tx.Commit(ctx)
-			} else {
-				_ = tx.Rollback(context.WithoutCancel(ctx))
-			}
+		var rows pgx.Rows
+		if rows, err = s.pool.Query(ctx, lq.page, lq.pageArgs...); err == nil {
+			resp, err = readPage(rows, &q)
 		}
+	} else {
+		resp, err = s.countAndPage(ctx, &q, &lq)
 	}
 	if err != nil {
 		var de *decodeError
@@ -189,13 +182,51 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-func (s *Store) countAndPage(ctx context.Context, tx pgx.Tx, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	var total int64
-	if err := tx.QueryRow(ctx, lq.count, lq.countArgs...).Scan(&total); err != nil {
+// countAndPage reads the total and the page in one REPEATABLE READ, READ
+// ONLY transaction (L8), sent as one pipelined batch — BEGIN, count, page,
+// COMMIT — so it costs one round trip, like a page without a total.
+func (s *Store) countAndPage(ctx context.Context, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
-	resp, err := s.page(ctx, tx, q, lq)
+	defer conn.Release()
+	var b pgx.Batch
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(lq.count, lq.countArgs...)
+	b.Queue(lq.page, lq.pageArgs...)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	resp, err := readCountAndPage(br, q, lq)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// A failed statement leaves the transaction open, aborted: end it
+		// so the connection goes back to the pool clean (if this fails
+		// too, the pool drops the connection).
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return resp, err
+}
+
+func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
 	if err != nil {
+		return nil, err
+	}
+	resp, err := readPage(rows, q)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
 	resp.TotalSize = int(total)
@@ -211,11 +242,8 @@ type decodeError struct{ err error }
 
 func (e *decodeError) Error() string { return e.err.Error() }
 
-func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	rows, err := db.Query(ctx, lq.page, lq.pageArgs...)
-	if err != nil {
-		return nil, err
-	}
+// readPage reads the rows of a page query into a response.
+func readPage(rows pgx.Rows, q *engine.Query) (*engine.ListResponse, error) {
 	defer rows.Close()
 	tasks := make([]*a2a.Task, 0, q.PageSize)
 	cursors := make([]engine.Cursor, 0, q.PageSize)
