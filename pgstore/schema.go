@@ -14,7 +14,8 @@ import (
 const MigrationFile = "pgstore/migrations/001_ordering_indexes.sql"
 
 // ErrSchema is returned by Open and New when an externally managed schema
-// lacks the table or the ordering indexes.
+// lacks the table, the ordering indexes, or what OwnerCountsMigrationFile
+// installs.
 var ErrSchema = errors.New("pgstore: schema not ready")
 
 // createTableSQL defines the table. %[1]s is the quoted schema.
@@ -149,7 +150,8 @@ func isContextIndex(d indexDef) bool {
 
 // TableDDL returns the CREATE TABLE IF NOT EXISTS statement of the store's
 // table in schema, for externally managed schemas: create the table with
-// it, then run MigrationFile for the ordering indexes.
+// it, then run MigrationFile for the ordering indexes and
+// OwnerCountsMigrationFile for the owner column and the task counters.
 func TableDDL(schema string) string {
 	return fmt.Sprintf(createTableSQL, pgx.Identifier{schema}.Sanitize())
 }
