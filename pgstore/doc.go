@@ -44,7 +44,7 @@
 // and enabled triggers are in place, and otherwise fails naming the
 // migration file to run: pgstore/migrations/001_ordering_indexes.sql,
 // which holds exactly the statements of P2, then
-// pgstore/migrations/002_owner_and_counts.sql, which holds the statements
+// pgstore/migrations/003_owner_and_counts.sql, which holds the statements
 // of the three steps above for schema public, its locking written at its
 // top.
 //

@@ -14,7 +14,7 @@ import (
 // runs, after MigrationFile, to get the owner column with its indexes
 // (issue 15) and the task counters with their triggers (issue 11);
 // startup errors about them name it (P3).
-const OwnerCountsMigrationFile = "pgstore/migrations/002_owner_and_counts.sql"
+const OwnerCountsMigrationFile = "pgstore/migrations/003_owner_and_counts.sql"
 
 // The owner column and the counters are installed in three steps, each
 // its own transaction under the schema's advisory lock (the one

@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const migration002 = "migrations/002_owner_and_counts.sql"
+const migration003 = "migrations/003_owner_and_counts.sql"
 
 var testSeed = flag.Uint64("pgstore.seed", 0, "seed of the randomized pgstore tests (0: random)")
 
@@ -38,24 +38,24 @@ func testRand(t testing.TB) (uint64, *rand.Rand) {
 	return seed, rand.New(rand.NewPCG(seed, 0xc0de))
 }
 
-// runMigration002 runs the shipped migration file on conn, the way psql -f
+// runMigration003 runs the shipped migration file on conn, the way psql -f
 // would run it (its statements in order, its own BEGIN/COMMIT).
-func runMigration002(t testing.TB, conn *pgx.Conn) {
+func runMigration003(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
-	b, err := os.ReadFile(migration002)
+	b, err := os.ReadFile(migration003)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(context.Background(), string(b)); err != nil {
-		t.Fatalf("%s: %v", migration002, err)
+		t.Fatalf("%s: %v", migration003, err)
 	}
 }
 
 // The migration file holds, verbatim and in order, the statements the
 // managed schema runs (for schema public), so the two cannot drift apart;
 // and the startup check names it.
-func TestMigration002HoldsTheManagedStatements(t *testing.T) {
-	b, err := os.ReadFile(migration002)
+func TestMigration003HoldsTheManagedStatements(t *testing.T) {
+	b, err := os.ReadFile(migration003)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func TestMigration002HoldsTheManagedStatements(t *testing.T) {
 	for _, stmt := range append(append(owner, indexes...), counts...) {
 		i := strings.Index(file[at:], stmt+";\n")
 		if i < 0 {
-			t.Fatalf("%s lacks, or has out of order, the statement:\n%s", migration002, stmt)
+			t.Fatalf("%s lacks, or has out of order, the statement:\n%s", migration003, stmt)
 		}
 		at += i + len(stmt)
 	}
-	if filepath.Base(pgstore.OwnerCountsMigrationFile) != filepath.Base(migration002) {
+	if filepath.Base(pgstore.OwnerCountsMigrationFile) != filepath.Base(migration003) {
 		t.Fatalf("OwnerCountsMigrationFile = %q", pgstore.OwnerCountsMigrationFile)
 	}
 }
@@ -175,10 +175,10 @@ func checkInvariants(t testing.TB, s *pgstore.Store) {
 }
 
 // Issue 15: an externally managed schema of the previous release gets the
-// owner column, its indexes and the counters from migration 002; owners
+// owner column, its indexes and the counters from migration 003; owners
 // OwnerPolicy kept in metadata are copied once — a later run of the file
 // adopts no owner a client wrote into metadata since.
-func TestMigration002(t *testing.T) {
+func TestMigration003(t *testing.T) {
 	ctx := context.Background()
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	ext := pgstore.Options{ExternalSchema: true}
@@ -187,7 +187,7 @@ func TestMigration002(t *testing.T) {
 		t.Fatalf("before the migration: %v", err)
 	}
 
-	runMigration002(t, conn)
+	runMigration003(t, conn)
 	s, err := pgstore.Open(ctx, dsn, ext)
 	if err != nil {
 		t.Fatalf("after the migration: %v", err)
@@ -203,7 +203,7 @@ func TestMigration002(t *testing.T) {
 	// A client writes a forged owner into metadata of an ownerless task;
 	// running the file again changes no owner and keeps the counts exact.
 	createForged(t, s)
-	runMigration002(t, conn)
+	runMigration003(t, conn)
 	checkOwners(t, conn, append(cases, ownerCase{id: "forged", want: ""}))
 	checkTotal(t, s, engine.ListRequest{Owner: "alice"}, 1)
 	checkInvariants(t, s)
@@ -220,14 +220,14 @@ func createForged(t testing.TB, s *pgstore.Store) {
 
 // The README runs the file with psql -f: psql splits it into statements
 // itself (dollar-quoted bodies, the DO block), stopping at the first error.
-func TestMigration002WithPsql(t *testing.T) {
+func TestMigration003WithPsql(t *testing.T) {
 	psql := findPsql()
 	if psql == "" {
 		t.Skip("no psql binary")
 	}
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
-		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration002, dsn)
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}

@@ -156,7 +156,7 @@ CREATE INDEX idx_a2a_tasks_context_updated ON public.a2a_tasks (context_id, upda
 	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.OwnerCountsMigrationFile) {
 		t.Fatalf("without %s: error = %v", pgstore.OwnerCountsMigrationFile, err)
 	}
-	runMigration002(t, conn)
+	runMigration003(t, conn)
 	s, err := pgstore.Open(ctx, dsn, ext)
 	if err != nil {
 		t.Fatalf("after migration: %v", err)

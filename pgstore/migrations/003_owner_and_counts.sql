@@ -1,8 +1,9 @@
--- a2astore migration 002: task owners (issue 15) and exact task counts
+-- a2astore migration 003: task owners (issue 15) and exact task counts
 -- (issue 11), for an externally managed schema (pgstore.Options
--- {ExternalSchema: true}). Run it after 001_ordering_indexes.sql, with psql:
+-- {ExternalSchema: true}). Run it after 001_ordering_indexes.sql (it needs
+-- nothing else; 002 is issue 12's), with psql:
 --
---   psql "$DSN" -v ON_ERROR_STOP=1 -f pgstore/migrations/002_owner_and_counts.sql
+--   psql "$DSN" -v ON_ERROR_STOP=1 -f pgstore/migrations/003_owner_and_counts.sql
 --
 -- It is written for schema public; for another schema replace "public."
 -- throughout (quoted or as quote_ident writes the name). Running it again is
