@@ -264,11 +264,11 @@ func (s *Store) ensureExtras(ctx context.Context) error {
 		}},
 		{func(st *extrasState) bool { return len(st.counts) > 0 }, countsInstallSQL},
 	}
+	st, err := s.inspectExtras(ctx, s.pool)
+	if err != nil || st.complete() {
+		return err
+	}
 	for _, step := range steps {
-		st, err := s.inspectExtras(ctx, s.pool)
-		if err != nil {
-			return err
-		}
 		if !step.needed(st) {
 			continue
 		}
@@ -276,8 +276,8 @@ func (s *Store) ensureExtras(ctx context.Context) error {
 			if err := advisoryLock(ctx, tx, s.schema); err != nil {
 				return err
 			}
-			st, err := s.inspectExtras(ctx, tx)
-			if err != nil || !step.needed(st) {
+			now, err := s.inspectExtras(ctx, tx)
+			if err != nil || !step.needed(now) {
 				return err
 			}
 			for _, stmt := range step.stmts(s.qschema) {
