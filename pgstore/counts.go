@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -301,7 +302,7 @@ func (d CountDrift) String() string {
 // (they were disabled, dropped, or bypassed with session_replication_role
 // = replica) or wrote a2a_task_counts directly. Run
 // SELECT <schema>.a2a_task_counts_rebuild() to repair.
-var ErrCountDrift = fmt.Errorf("pgstore: task counters differ from a recount")
+var ErrCountDrift = errors.New("pgstore: task counters differ from a recount")
 
 // checkCounts compares every counter with a recount, both read from one
 // REPEATABLE READ snapshot, and returns the differences (at most limit).
