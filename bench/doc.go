@@ -10,8 +10,11 @@
 // so that `go tool benchstat -col /backend` pivots them. Peers run in the
 // same group, on the same fixture, and add one key: impl=btree (the bare
 // B-tree floor), impl=noctx (no context index), impl=a2a-inmemory (a2a-go's
-// taskstore.InMemory), scheme=offset (the old PostgreSQL scheme) and
-// indexes=none (PostgreSQL writes without the ordering indexes).
+// taskstore.InMemory), scheme=offset (the old PostgreSQL scheme),
+// indexes=none (PostgreSQL writes without the ordering indexes) and
+// impl=scan (PostgreSQL totals counted by count(*), as before the store
+// kept counters). op=list-wire is a ListTasks page as a server answers it:
+// through the a2aserver adapter, total included, encoded to JSON.
 //
 // Fixtures come from internal/taskgen with fixed seeds and are built once
 // per (backend, n) on first use. Sizes are 1e3..1e5 by default; BENCH_FULL=1

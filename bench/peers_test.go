@@ -24,6 +24,7 @@ import (
 //	mem: op=list-first/…/impl=a2a-inmemory       a2a-go's taskstore.InMemory
 //	pg:  op=page-depth/…/scheme=offset           the old scheme: creation order + numeric OFFSET
 //	pg:  op=page-context/…/impl=noctx            context index dropped
+//	pg:  op=total/…/impl=scan                    count(*) over the matching rows, not the counters
 //	pg:  op=replace|create/…/indexes=none        both ordering indexes dropped
 
 // bareItem is what a minimal ordered index must hold to serve a light page.
@@ -263,4 +264,26 @@ func benchPGWithoutIndexes(b *testing.B, e *env) {
 			createLoop(b, fx)
 		})
 	}
+}
+
+// benchPGScanTotal: the count PostgreSQL totals cost before the store kept
+// counters — count(*) over the rows matching where, with args — on the
+// same table as op=total. Implemented here only; it reports the rows
+// counted.
+func benchPGScanTotal(b *testing.B, e *env, filter, where string, args ...any) {
+	forSizes(b, e, func(n int) string {
+		return fmt.Sprintf("op=total/n=%d/filter=%s/impl=scan", n, filter)
+	}, func(b *testing.B, fx *fixture) {
+		ctx := context.Background()
+		sql := `SELECT count(*) FROM ` + pgTable(fx.n) + ` WHERE ` + where
+		var total int64
+		b.ReportAllocs()
+		for b.Loop() {
+			slowdown()
+			if err := e.pool.QueryRow(ctx, sql, args...).Scan(&total); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(total), "counted/op")
+	})
 }

@@ -47,6 +47,7 @@ var ops = []op{
 	{"", benchPageContext},
 	{"", benchPageAfter},
 	{"", benchTotal},
+	{"", benchListWire},
 	{"mem", benchListFirst},
 	{"", benchAuthz},
 	{"", benchAppendDup},
@@ -178,22 +179,26 @@ func benchPageAfter(b *testing.B, e *env) {
 }
 
 // benchTotal: TotalSize alone (page of 1) per filter shape. Only the status
-// timestamp filter may scan; the context is the hottest one.
+// timestamp filter may scan; the context is the hottest one. On pg, each
+// counted shape has a peer (impl=scan) running the count the store ran
+// before it kept counters.
 func benchTotal(b *testing.B, e *env) {
 	hot := "ctx-00000"
 	for _, sh := range []struct {
 		name string
 		req  func(fx *fixture) engine.ListRequest
+		scan []any // pg: the old count's filter and its arguments; nil = no peer
 	}{
-		{"none", func(*fixture) engine.ListRequest { return engine.ListRequest{} }},
-		{"context", func(*fixture) engine.ListRequest { return engine.ListRequest{ContextID: hot} }},
-		{"state", func(*fixture) engine.ListRequest { return engine.ListRequest{Status: a2a.TaskStateWorking} }},
+		{"none", func(*fixture) engine.ListRequest { return engine.ListRequest{} }, []any{"true"}},
+		{"context", func(*fixture) engine.ListRequest { return engine.ListRequest{ContextID: hot} }, []any{"context_id = $1", hot}},
+		{"state", func(*fixture) engine.ListRequest { return engine.ListRequest{Status: a2a.TaskStateWorking} },
+			[]any{"state = $1", a2a.TaskStateWorking}},
 		{"context+state", func(*fixture) engine.ListRequest {
 			return engine.ListRequest{ContextID: hot, Status: a2a.TaskStateWorking}
-		}},
+		}, []any{"context_id = $1 AND state = $2", hot, a2a.TaskStateWorking}},
 		{"timestamp", func(fx *fixture) engine.ListRequest {
 			return engine.ListRequest{StatusTimestampAfter: &fx.stamp[fx.n/2]}
-		}},
+		}, nil},
 	} {
 		forSizes(b, e, func(n int) string {
 			return fmt.Sprintf("op=total/n=%d/filter=%s", n, sh.name)
@@ -202,6 +207,9 @@ func benchTotal(b *testing.B, e *env) {
 			req.IncludeTotalSize, req.PageSize, req.Projection = true, 1, engine.ProjectionLight
 			benchList(b, fx.store, func(int) *engine.ListRequest { return &req })
 		})
+		if e.name == "pg" && sh.scan != nil {
+			benchPGScanTotal(b, e, sh.name, sh.scan[0].(string), sh.scan[1:]...)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,12 +30,21 @@ func benchSizes() []int {
 // benchStore opens a store on a fresh database holding a loaded fixture of
 // n tasks. The database lives until b's cleanup.
 func benchStore(b *testing.B, n int) (*pgstore.Store, *pgxpool.Pool, *fixture) {
+	return benchStoreConns(b, n, 0)
+}
+
+// benchStoreConns is benchStore with a pool of maxConns connections (0 =
+// pgxpool's default).
+func benchStoreConns(b *testing.B, n int, maxConns int32) (*pgstore.Store, *pgxpool.Pool, *fixture) {
 	b.Helper()
 	ctx := context.Background()
 	dsn := pgtest.DSN(b)
 	cfg, err := pgstore.PoolConfig(dsn)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -220,14 +231,14 @@ func BenchmarkReplace(b *testing.B) {
 	}
 }
 
-// BenchmarkCount: List with IncludeTotalSize (page of 1) per filter shape;
-// the count dominates. rows/op is how many rows the count inspected.
-func BenchmarkCount(b *testing.B) {
-	const n = 100_000
-	s, _, f := benchStore(b, n)
-	ctx := context.Background()
+// countShapes are the filter shapes of BenchmarkCount and
+// BenchmarkFirstPage on a loadFixture table.
+func countShapes(f *fixture) []struct {
+	name string
+	req  engine.ListRequest
+} {
 	after := time.UnixMicro(f.at(0.5).UpdatedAt)
-	for _, shape := range []struct {
+	return []struct {
 		name string
 		req  engine.ListRequest
 	}{
@@ -237,21 +248,170 @@ func BenchmarkCount(b *testing.B) {
 		{"status", engine.ListRequest{Status: a2a.TaskStateWorking}},
 		{"context_status", engine.ListRequest{ContextID: f.hot[0], Status: a2a.TaskStateWorking}},
 		{"status_time", engine.ListRequest{StatusTimestampAfter: &after}},
-	} {
-		b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s", n, shape.name), func(b *testing.B) {
-			req := shape.req
-			req.PageSize = 1
-			req.IncludeTotalSize = true
-			var st engine.ListStats
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := s.List(ctx, &req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				st.Add(resp.Stats)
+		{"owner_busy", engine.ListRequest{Owner: "owner-000"}},
+		{"owner_small", engine.ListRequest{Owner: "owner-500"}},
+		{"owner_status", engine.ListRequest{Owner: "owner-000", Status: a2a.TaskStateWorking}},
+		{"owner_context", engine.ListRequest{Owner: "owner-000", ContextID: f.hot[0]}},
+		{"owner_small_context_hot", engine.ListRequest{Owner: "owner-500", ContextID: f.hot[0]}},
+	}
+}
+
+// BenchmarkCount: List with IncludeTotalSize (page of 1) per filter shape;
+// the count dominates. rows/op is how many rows the count inspected (0
+// when it came from the counters); server-ms is the count query's own
+// execution time on the server (EXPLAIN ANALYZE, best of 5). Each shape
+// has a peer, impl=scan, running the count the store ran before the
+// counters existed (count(*) over the matching rows) on the same table.
+func BenchmarkCount(b *testing.B) {
+	for _, n := range benchSizes() {
+		func() {
+			s, pool, f := benchStore(b, n)
+			ctx := context.Background()
+			for _, shape := range countShapes(f) {
+				req := shape.req
+				req.PageSize = 1
+				req.IncludeTotalSize = true
+				b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s", n, shape.name), func(b *testing.B) {
+					var st engine.ListStats
+					b.ReportAllocs()
+					for b.Loop() {
+						resp, err := s.List(ctx, &req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						st.Add(resp.Stats)
+					}
+					b.ReportMetric(float64(st.Counted)/float64(b.N), "rows/op")
+					_, _, sql, args, err := s.ListSQL(&req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
+				})
+				b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s/impl=scan", n, shape.name), func(b *testing.B) {
+					sql, args, err := s.ScanCountSQL(&req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var total int64
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := pool.QueryRow(ctx, sql, args...).Scan(&total); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(total), "rows/op")
+					b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
+				})
 			}
-			b.ReportMetric(float64(st.Counted)/float64(b.N), "rows/op")
-		})
+		}()
+	}
+}
+
+// BenchmarkFirstPage: the first page of 50 (whole tasks, as the wire
+// asks) per filter shape, with the total (what every A2A ListTasks asks
+// for) and without it. Target: with ≤ 1.5× without for every counted
+// shape.
+func BenchmarkFirstPage(b *testing.B) {
+	for _, n := range benchSizes() {
+		func() {
+			s, _, f := benchStore(b, n)
+			ctx := context.Background()
+			for _, shape := range countShapes(f) {
+				for _, total := range []bool{false, true} {
+					name := map[bool]string{false: "without", true: "with"}[total]
+					b.Run(fmt.Sprintf("backend=pg/op=first-page/n=%d/filter=%s/total=%s", n, shape.name, name), func(b *testing.B) {
+						req := shape.req
+						req.PageSize = 50
+						req.IncludeTotalSize = total
+						b.ReportAllocs()
+						for b.Loop() {
+							if _, err := s.List(ctx, &req); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			}
+		}()
+	}
+}
+
+// BenchmarkCountWrites: write throughput with the counters' triggers
+// (counts=sharded, as installed: CountShards rows per state), with one
+// row per state (counts=hot: every writer updates the same global row)
+// and without triggers (counts=none), from 1, 4 and 16 concurrent writers
+// on their own connections. op=create creates owned tasks in random
+// contexts (the created tasks are deleted afterwards, untimed); op=replace
+// flips a random task's state (its context and owner rows move too).
+// Contexts and owners are drawn uniformly, so the global rows are the only
+// ones all writers share. Target: sharded loses at most 20% against none
+// at 4 writers.
+func BenchmarkCountWrites(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	ws, pool, f := benchStoreConns(b, n, 20) // a connection per writer
+	exec := func(sql string) {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var seq atomic.Int64
+	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}
+	ops := map[string]func(rng *rand.Rand) error{
+		"create": func(rng *rand.Rand) error {
+			tk := task(fmt.Sprint("bench-", seq.Add(1)), fmt.Sprint("ctx-", rng.IntN(n/20)), a2a.TaskStateSubmitted)
+			_, err := ws.CreateOwned(ctx, tk, fmt.Sprintf("owner-%03d", rng.IntN(1000)))
+			return err
+		},
+		"replace": func(rng *rand.Rand) error {
+			c := f.order[rng.IntN(n)]
+			tk := task(string(c.ID), fmt.Sprint("ctx-", rng.IntN(n/20)), states[rng.IntN(2)])
+			_, err := ws.Replace(ctx, tk, 0)
+			return err
+		},
+	}
+	for _, counts := range []string{"sharded", "hot", "none"} {
+		switch counts {
+		case "hot":
+			for _, stmt := range pgstore.CountFunctionsSQL(1) {
+				exec(stmt)
+			}
+		case "none":
+			for _, tg := range []string{"insert", "delete", "update", "truncate"} {
+				exec("DROP TRIGGER a2a_task_counts_" + tg + " ON a2a_tasks")
+			}
+		}
+		for _, op := range []string{"create", "replace"} {
+			for _, writers := range []int{1, 4, 16} {
+				b.Run(fmt.Sprintf("backend=pg/op=%s/n=%d/writers=%d/counts=%s", op, n, writers, counts), func(b *testing.B) {
+					var next atomic.Int64
+					var wg sync.WaitGroup
+					errs := make(chan error, writers)
+					b.ResetTimer()
+					start := time.Now()
+					for w := range writers {
+						wg.Go(func() {
+							rng := rand.New(rand.NewPCG(uint64(w), 7))
+							for next.Add(1) <= int64(b.N) {
+								if err := ops[op](rng); err != nil {
+									errs <- err
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					elapsed := time.Since(start)
+					b.StopTimer()
+					close(errs)
+					for err := range errs {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+					exec(`DELETE FROM a2a_tasks WHERE id LIKE 'bench-%'`)
+				})
+			}
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package pgstore is the PostgreSQL backend of the a2astore contract
-// (engine.Store), on github.com/jackc/pgx/v5.
+// (engine.Store, and engine.OwnerStore for task owners), on
+// github.com/jackc/pgx/v5.
 //
 // # Schema (P1–P3)
 //
@@ -8,26 +9,103 @@
 // revision, state, status timestamp, and the task body split into columns
 // so that a light list (engine.ProjectionLight) reads only the ID, context
 // ID, state, status timestamp and metadata, and a full list reads only the
-// history messages and artifacts it returns. TableDDL returns the table's
-// definition (for creating it in an externally managed schema).
+// history messages and artifacts it returns; and the task's owner (see
+// Owners). TableDDL returns the table's definition as P1 and P2 know it
+// (for creating it in an externally managed schema).
 //
-// List order (S6, C3) is served by two btree indexes:
+// List order (S6, C3) is served by two btree indexes, and owner-filtered
+// lists by two more:
 //
-//	idx_a2a_tasks_updated         (updated_at DESC, id COLLATE "C" DESC)
-//	idx_a2a_tasks_context_updated (context_id, updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_updated               (updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_context_updated       (context_id, updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_owner_updated         (owner, updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_owner_context_updated (owner, context_id, updated_at DESC, id COLLATE "C" DESC)
+//
+// Totals come from the counter table a2a_task_counts, kept by triggers on
+// a2a_tasks (see Totals).
 //
 // By default the store manages its schema: Open and New create the schema,
-// table and both indexes if missing, and install updated_at's DEFAULT
-// clock_timestamp() on a table created with another default (older releases
-// used now()), idempotently and under a transaction-scoped advisory lock, so
-// several processes may start at once. Existing rows keep their updated_at.
-// With
-// Options.ExternalSchema the store creates nothing; it checks that the table
-// exists and that both indexes exist by definition (columns, DESC order,
-// "C" collation on id, btree, valid, not partial) whatever their names, and
-// otherwise fails naming the migration file
-// pgstore/migrations/001_ordering_indexes.sql, which holds exactly the
-// statements of P2.
+// table and both ordering indexes if missing, and install updated_at's
+// DEFAULT clock_timestamp() on a table created with another default (older
+// releases used now()), idempotently and under a transaction-scoped
+// advisory lock, so several processes may start at once (existing rows
+// keep their updated_at); then, in three more steps under the same lock, each skipped when
+// the catalog shows it done, the owner column (with the one-time owner
+// backfill), the owner indexes, and the counters with their triggers and a
+// recount. Locks on a2a_tasks while a step runs: ACCESS EXCLUSIVE for the
+// owner column and its backfill (instant when no row has an owner in its
+// metadata); SHARE (writes wait, reads go on) while an owner index is
+// built; SHARE ROW EXCLUSIVE (writes wait, reads go on) while the counters
+// are installed and recounted, so that no write is missed or counted
+// twice: one scan of the table, about a second per million rows. With
+// Options.ExternalSchema the store creates nothing; it checks that the
+// table exists and that the four indexes exist by definition (columns, DESC
+// order, "C" collation on id, btree, valid, not partial) whatever their
+// names, that the owner column is text NOT NULL, and that the counter
+// table, its trigger functions (their bodies as this release writes them)
+// and enabled triggers are in place, and otherwise fails naming the
+// migration file to run: pgstore/migrations/001_ordering_indexes.sql,
+// which holds exactly the statements of P2, then
+// pgstore/migrations/003_owner_and_counts.sql, which holds the statements
+// of the three steps above for schema public, its locking written at its
+// top.
+//
+// # Totals (L5, L8, C4)
+//
+// Every total of the shapes none, state, context, context+state, owner and
+// owner+state is read from a2a_task_counts, not counted: at most a row per
+// state and shard (16 per state for the unfiltered and state-filtered
+// totals, one per state for a context or an owner). An owner+context total
+// (with or without a state) counts that owner's tasks in that context in
+// the owner+context index, reading nothing of other owners; a total with
+// StatusTimestampAfter counts the matching rows and may scan (C4).
+// ListStats.Counted is 0 when the counters answered.
+//
+// The counters are kept inside every writing transaction by triggers, so
+// they are exact for any writer — this store, other processes, older
+// releases, hand-written SQL, COPY, MERGE, TRUNCATE — and roll back with
+// it. INSERT and DELETE triggers run once per statement on its transition
+// table, so a bulk load or a retention DELETE costs one upsert per
+// counter row touched; the UPDATE trigger runs per row and only for
+// updates that set state, context_id or owner (AppendHistory fires
+// nothing), returning at once when they are unchanged. Each trigger
+// upserts its counter rows in one statement in key order, so
+// single-statement writers never deadlock on them. The unfiltered and
+// per-state counts are split over 16 rows per state, chosen by the writing
+// backend's pid, so concurrent writers do not queue on one hot row;
+// context and owner rows are not split (a context or an owner whose tasks
+// are written by many sessions at once queues on its row). Context and
+// owner rows that reach zero are deleted by the statement that zeroed
+// them. Writes that bypass triggers (session_replication_role = replica,
+// ALTER TABLE … DISABLE TRIGGER) make the counters wrong: CheckInvariants
+// compares every counter with a recount from one snapshot (ErrCountDrift,
+// CountDrifts), and SELECT <schema>.a2a_task_counts_rebuild() recounts
+// under the same lock as the install. Roles that write a2a_tasks need
+// SELECT, INSERT, UPDATE and DELETE on a2a_task_counts.
+//
+// # Owners (O1–O6)
+//
+// The owner is a column, owner text NOT NULL DEFAULT the empty string,
+// which is no owner: rows written by code that does not know the column
+// are ownerless. CreateOwned records it, Create records the empty owner,
+// no other write sets it, and
+// every record and page reports it (Record.Owner,
+// ListResponse.TaskOwners). Owners, like IDs, must be valid UTF-8 without
+// NUL: others are engine.ErrInvalidArgument before any SQL runs. An owner
+// filter seeks idx_a2a_tasks_owner_updated, and with a context
+// idx_a2a_tasks_owner_context_updated, without a sort (O6). One entry of
+// the latter holds owner, context ID and task ID: when all three are near
+// their 1,024-byte limits and do not compress, the entry exceeds what a
+// btree page holds and the create is refused with
+// engine.ErrInvalidArgument.
+//
+// Before owners had a column, engine/authz's OwnerPolicy recorded them in
+// task metadata under "a2astore.owner". When the column is added, the same
+// transaction copies such owners into it (valid owners only), once: the
+// metadata is left as it is, and after the upgrade it is only the
+// client's. The copy reads taskcodec's binary metadata in PL/pgSQL
+// (a2a_taskcodec_metadata_string, kept installed for a custom
+// OwnerPolicy.MetadataKey).
 //
 // # Time (S1–S5, P1)
 //
@@ -46,7 +124,9 @@
 // updated_at, P2) are handled so that a List never fails because of them
 // and never hands out a token it would reject:
 //
-//   - lists and totals leave them out;
+//   - lists leave them out, and so do totals that count rows (with
+//     StatusTimestampAfter, or by owner and context); totals read from
+//     the counters still count them, since the triggers count every row;
 //   - Get returns them with the cursor clamped into range (0 below,
 //     math.MaxInt64 above);
 //   - a mutation moves a row from before 1970 into range; a row at or
@@ -70,9 +150,18 @@
 // <= $c with context_id leading the ORDER BY, so that only the context index
 // yields the order without a sort (with "=", the planner may prefer the
 // global index plus a filter on tables whose rows were inserted in time
-// order); see listFilters. When IncludeTotalSize is set, count and page run
-// in one REPEATABLE READ, READ ONLY transaction; otherwise no count runs at
-// all.
+// order); an owner filter likewise, leading the context; see listFilters.
+// When IncludeTotalSize is set, count and page run in one REPEATABLE READ,
+// READ ONLY transaction, sent as one pipelined batch (BEGIN, count, page,
+// COMMIT: one round trip); otherwise no count runs at all.
+//
+// # Several processes on one database
+//
+// Any number of processes may run stores on one database, as servers
+// behind a load balancer do: time advances in SQL (P1), totals are kept by
+// triggers, page tokens carry everything a page needs (a token from one
+// process continues on another, T2), and startup is safe when processes
+// start at once. Nothing is cached between calls.
 //
 // # Writes (S2–S9)
 //

@@ -1,6 +1,9 @@
 package pgstore
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/a2astore/a2astore/engine"
 )
 
@@ -14,3 +17,41 @@ func (s *Store) ListSQL(req *engine.ListRequest) (page string, args []any, count
 	lq := s.buildList(&q)
 	return lq.page, lq.pageArgs, lq.count, lq.countArgs, nil
 }
+
+// MigrationStatements returns, for schema public, the statements the
+// managed schema runs to install the owner column, the owner indexes and
+// the counters: OwnerCountsMigrationFile must hold each of them verbatim.
+func MigrationStatements() (owner, indexes, counts []string) {
+	for _, stmt := range ownerIndexesSQL {
+		indexes = append(indexes, render(stmt, "public"))
+	}
+	return ownerColumnInstallSQL("public"), indexes, countsInstallSQL("public")
+}
+
+// ScanCountSQL returns the count List ran before the counters existed for
+// req's filters: count(*) over the matching rows (the benchmarks' peer).
+func (s *Store) ScanCountSQL(req *engine.ListRequest) (string, []any, error) {
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		return "", nil, err
+	}
+	var args sqlArgs
+	where, _ := listFilters(&q, &args)
+	return "SELECT count(*) FROM " + s.sql.table + whereClause(where), args, nil
+}
+
+// CountFunctionsSQL returns the CREATE OR REPLACE FUNCTION statements of
+// the trigger functions for schema public with the given number of shards
+// per state (the store installs countShards): the benchmarks compare one
+// hot row per state with the sharded rows.
+func CountFunctionsSQL(shards int) []string {
+	var stmts []string
+	for _, f := range countFunctions {
+		body := strings.ReplaceAll(f.body, "{shards}", strconv.Itoa(shards))
+		stmts = append(stmts, createFunctionSQL("public", f.name, "trigger", body))
+	}
+	return stmts
+}
+
+// CountShards is the number of rows per state the store's counters use.
+const CountShards = countShards

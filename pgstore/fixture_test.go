@@ -21,6 +21,7 @@ var fixtureSeed = flag.Uint64("fixture.seed", 0, "seed of the generated fixture 
 type fixture struct {
 	n       int
 	hot     []string        // the hot contexts
+	owners  map[string]int  // tasks per owner; owner-000 is the busiest
 	order   []engine.Cursor // every row in list order
 	byCtx   map[string][]engine.Cursor
 	created []int // created[k] = list position of the task created k-th (for the OFFSET baseline)
@@ -28,7 +29,8 @@ type fixture struct {
 
 // loadFixture fills schema.a2a_tasks (created by the store) with n tasks
 // through COPY, with realistic skew: 4 hot contexts hold half the tasks,
-// the rest spread over n/20 contexts; timestamps come in runs of 8 equal
+// the rest spread over n/20 contexts; 1,000 owners with Zipf-distributed
+// task counts (owner-000 the busiest); timestamps come in runs of 8 equal
 // values; IDs are random so they do not follow time. A "created" column
 // (the creation sequence) is added for the OFFSET baseline only.
 func loadFixture(tb testing.TB, dsn, schema string, n int) *fixture {
@@ -46,7 +48,8 @@ func loadFixture(tb testing.TB, dsn, schema string, n int) *fixture {
 	}
 	defer conn.Close(ctx)
 
-	f := &fixture{n: n, hot: []string{"hot-0", "hot-1", "hot-2", "hot-3"}, byCtx: map[string][]engine.Cursor{}}
+	f := &fixture{n: n, hot: []string{"hot-0", "hot-1", "hot-2", "hot-3"}, byCtx: map[string][]engine.Cursor{}, owners: map[string]int{}}
+	zipf := rand.NewZipf(rng, 1.1, 1, 999)
 	cold := max(n/20, 1)
 	states := []string{"TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_SUBMITTED", "TASK_STATE_FAILED", "TASK_STATE_INPUT_REQUIRED"}
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
@@ -63,7 +66,7 @@ func loadFixture(tb testing.TB, dsn, schema string, n int) *fixture {
 	rows := make([]rowT, n)
 	start := time.Now()
 	_, err = conn.CopyFrom(ctx, pgx.Identifier{schema, "a2a_tasks"},
-		[]string{"id", "context_id", "updated_at", "revision", "state", "status_ts", "history", "msg_ids"},
+		[]string{"id", "context_id", "updated_at", "revision", "state", "status_ts", "history", "msg_ids", "owner"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			i := len(f.order)
 			if i == n {
@@ -80,7 +83,9 @@ func loadFixture(tb testing.TB, dsn, schema string, n int) *fixture {
 			rows[i] = rowT{engine.Cursor{UpdatedAt: us, ID: a2a.TaskID(id)}, c}
 			f.order = append(f.order, rows[i].c)
 			t := time.UnixMicro(us)
-			return []any{id, c, t, int64(1), states[rng.IntN(len(states))], t, hist, ids}, nil
+			owner := fmt.Sprintf("owner-%03d", zipf.Uint64())
+			f.owners[owner]++
+			return []any{id, c, t, int64(1), states[rng.IntN(len(states))], t, hist, ids, owner}, nil
 		}))
 	if err != nil {
 		tb.Fatal(err)

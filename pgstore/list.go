@@ -24,6 +24,7 @@ import (
 type listQuery struct {
 	count     string // "" when the total is not asked for
 	countArgs []any
+	counter   bool // count reads the counter table (else it counts rows)
 	page      string
 	pageArgs  []any
 }
@@ -36,10 +37,14 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 	where, order := listFilters(q, &args)
 	var lq listQuery
 	if q.IncludeTotalSize {
-		// Rows whose time no cursor can represent are never listed, nor
-		// counted (timerange.go).
-		lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(append(slices.Clip(where), inTimeRangeSQL))
-		lq.countArgs = slices.Clone(args)
+		lq.count, lq.countArgs, lq.counter = s.countQuery(q)
+		if !lq.counter {
+			// Rows whose time no cursor can represent are never listed,
+			// nor counted by a scan (timerange.go); the counters count
+			// every row (the CHECK constraint keeps such rows out).
+			lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(append(slices.Clip(where), inTimeRangeSQL))
+			lq.countArgs = slices.Clone(args)
+		}
 	}
 	if q.After == nil {
 		where = append(where, inTimeRangeSQL)
@@ -73,10 +78,18 @@ func whereClause(conds []string) string {
 	return " WHERE " + strings.Join(conds, " AND ")
 }
 
-// listFilters returns q's filter conditions (L2) and the ORDER BY that
-// serves them from an ordering index.
+// listFilters returns q's filter conditions (L2, O3) and the ORDER BY that
+// serves them from an ordering index: the owner index for an owner, the
+// owner+context index for both, the context index for a context.
 func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) {
 	order = `updated_at DESC, id COLLATE "C" DESC`
+	var lead []string // equality columns leading the order, in index order
+	if q.Owner != "" {
+		// A closed range, for the reason given for the context below.
+		p := args.add(q.Owner)
+		where = append(where, "owner >= "+p+" AND owner <= "+p)
+		lead = append(lead, "owner")
+	}
 	if q.ContextID != "" {
 		// The context filter is written as a closed range, not "=", and the
 		// order leads with context_id: with "=" the planner treats
@@ -89,7 +102,10 @@ func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) 
 		// ones) x >= c AND x <= c holds exactly when x = c.
 		p := args.add(q.ContextID)
 		where = append(where, "context_id >= "+p+" AND context_id <= "+p)
-		order = "context_id, " + order
+		lead = append(lead, "context_id")
+	}
+	if len(lead) > 0 {
+		order = strings.Join(lead, ", ") + ", " + order
 	}
 	if q.Status != a2a.TaskStateUnspecified {
 		where = append(where, "state = "+args.add(string(q.Status)))
@@ -131,7 +147,7 @@ func pageColumns(q *engine.Query, args *sqlArgs) string {
 	if q.IncludeArtifacts {
 		artifacts = "artifacts"
 	}
-	return "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history
+	return "id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, " + artifacts + ", " + history + ", owner"
 }
 
 // queryer is what a List runs on: the pool or a transaction.
@@ -150,6 +166,9 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	if !storable(q.ContextID) {
 		return nil, fmt.Errorf("pgstore: list: context ID with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
 	}
+	if !storable(q.Owner) {
+		return nil, fmt.Errorf("pgstore: list: owner with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
 	// Every int64 µs time (0..MaxInt64, about year 294247) fits timestamptz
 	// (up to year 294276), so only the boundary ID can be unrepresentable.
 	if q.After != nil && !storable(string(q.After.ID)) {
@@ -159,19 +178,12 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 
 	var resp *engine.ListResponse
 	if lq.count == "" {
-		resp, err = s.page(ctx, s.pool, &q, &lq)
-	} else {
-		// L8: count and page from one snapshot.
-		var tx pgx.Tx
-		tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err == nil {
-			resp, err = s.countAndPage(ctx, tx, &q, &lq)
-			if err == nil {
-				err = tx.Commit(ctx)
-			} else {
-				_ = tx.Rollback(context.WithoutCancel(ctx))
-			}
+		var rows pgx.Rows
+		if rows, err = s.pool.Query(ctx, lq.page, lq.pageArgs...); err == nil {
+			resp, err = readPage(rows, &q)
 		}
+	} else {
+		resp, err = s.countAndPage(ctx, &q, &lq)
 	}
 	if err != nil {
 		var de *decodeError
@@ -183,17 +195,58 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-func (s *Store) countAndPage(ctx context.Context, tx pgx.Tx, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	var total int64
-	if err := tx.QueryRow(ctx, lq.count, lq.countArgs...).Scan(&total); err != nil {
-		return nil, err
-	}
-	resp, err := s.page(ctx, tx, q, lq)
+// countAndPage reads the total and the page in one REPEATABLE READ, READ
+// ONLY transaction (L8), sent as one pipelined batch — BEGIN, count, page,
+// COMMIT — so it costs one round trip, like a page without a total.
+func (s *Store) countAndPage(ctx context.Context, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Release()
+	var b pgx.Batch
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(lq.count, lq.countArgs...)
+	b.Queue(lq.page, lq.pageArgs...)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	resp, err := readCountAndPage(br, q, lq)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// A failed statement leaves the transaction open, aborted: end it
+		// so the connection goes back to the pool clean (if this fails
+		// too, the pool drops the connection).
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return resp, err
+}
+
+func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := readPage(rows, q)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
 	resp.TotalSize = int(total)
-	resp.Stats.Counted, resp.Stats.TotalComputed = int(total), true
+	resp.Stats.TotalComputed = true
+	if !lq.counter {
+		resp.Stats.Counted = int(total)
+	}
 	return resp, nil
 }
 
@@ -202,14 +255,12 @@ type decodeError struct{ err error }
 
 func (e *decodeError) Error() string { return e.err.Error() }
 
-func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	rows, err := db.Query(ctx, lq.page, lq.pageArgs...)
-	if err != nil {
-		return nil, err
-	}
+// readPage reads the rows of a page query into a response.
+func readPage(rows pgx.Rows, q *engine.Query) (*engine.ListResponse, error) {
 	defer rows.Close()
 	tasks := make([]*a2a.Task, 0, q.PageSize)
 	cursors := make([]engine.Cursor, 0, q.PageSize)
+	owners := make([]string, 0, q.PageSize)
 	more, read := false, 0
 	for rows.Next() {
 		read++
@@ -231,12 +282,14 @@ func (s *Store) page(ctx context.Context, db queryer, q *engine.Query, lq *listQ
 		}
 		tasks = append(tasks, t)
 		cursors = append(cursors, x.cursor())
+		owners = append(owners, x.owner)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	resp := listpage.Response(q, tasks, cursors, more)
+	resp.TaskOwners = owners
 	resp.Stats.Examined = read
 	return resp, nil
 }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 // planNode is the part of EXPLAIN (FORMAT JSON) the checks read.
 type planNode struct {
 	NodeType  string     `json:"Node Type"`
+	Relation  string     `json:"Relation Name"`
 	IndexName string     `json:"Index Name"`
 	IndexCond string     `json:"Index Cond"`
 	PlanRows  float64    `json:"Plan Rows"`
@@ -52,8 +54,11 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args []any, generic bool)
 		}
 		// A generic plan does not look at the values, and EXECUTE takes no
 		// bind parameters: pass NULLs.
-		nulls := strings.TrimSuffix(strings.Repeat("NULL, ", len(args)), ", ")
-		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE page("+nulls+")").Scan(&out); err != nil {
+		execute := "EXECUTE page"
+		if len(args) > 0 {
+			execute += "(" + strings.TrimSuffix(strings.Repeat("NULL, ", len(args)), ", ") + ")"
+		}
+		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+execute).Scan(&out); err != nil {
 			t.Fatalf("explain execute: %v\n%s", err, sql)
 		}
 	}
@@ -64,6 +69,22 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args []any, generic bool)
 	return plans[0].Plan
 }
 
+// planFixture is a store on a fresh database loaded with the 100k-row
+// fixture, and a connection to explain on.
+func planFixture(t *testing.T) (*pgstore.Store, *fixture, *pgx.Conn) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("loads 100k rows")
+	}
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, loadFixture(t, dsn, "public", 100_000), connect(t, dsn)
+}
+
 // C3: on 100k skewed rows the first page, a deep keyset page and a
 // context-filtered keyset page are Limit over an Index Scan of the right
 // ordering index, the boundary a row comparison in Index Cond, with no
@@ -71,21 +92,12 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args []any, generic bool)
 // generic plans (what a cached prepared statement may switch to). Planner
 // settings are the defaults.
 func TestPlans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 100k rows")
-	}
-	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	s, err := pgstore.Open(ctx, dsn, pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f := loadFixture(t, dsn, "public", 100_000)
-	conn := connect(t, dsn)
+	s, f, conn := planFixture(t)
 
 	hot := f.hot[0]
 	hotCur := f.byCtx[hot][len(f.byCtx[hot])*3/4]
+	// owner-000 holds about 13% of the tasks; owner-500 a few dozen.
+	busy, small := "owner-000", "owner-500"
 	statusAfter := time.UnixMicro(f.at(0.5).UpdatedAt)
 	cases := []struct {
 		name   string
@@ -106,6 +118,16 @@ func TestPlans(t *testing.T) {
 		{"context_status_deep", engine.ListRequest{ContextID: hot, Status: a2a.TaskStateCompleted, PageToken: engine.EncodeToken(hotCur)}, "idx_a2a_tasks_context_updated", true, false},
 		{"status_deep", engine.ListRequest{Status: a2a.TaskStateWorking, PageToken: engine.EncodeToken(f.at(0.9))}, "idx_a2a_tasks_updated", true, false},
 		{"status_time_deep", engine.ListRequest{StatusTimestampAfter: &statusAfter, PageToken: engine.EncodeToken(f.at(0.2))}, "idx_a2a_tasks_updated", true, false},
+		// O6: owner pages seek the owner indexes: no sort, no other owner's
+		// entries.
+		{"owner_first", engine.ListRequest{Owner: busy}, "idx_a2a_tasks_owner_updated", false, false},
+		{"owner_deep", engine.ListRequest{Owner: busy, PageToken: engine.EncodeToken(f.at(0.6))}, "idx_a2a_tasks_owner_updated", true, false},
+		{"owner_status_deep", engine.ListRequest{Owner: busy, Status: a2a.TaskStateWorking, PageToken: engine.EncodeToken(f.at(0.6))}, "idx_a2a_tasks_owner_updated", true, false},
+		// A small owner's few entries may come from either owner index.
+		{"small_owner_deep", engine.ListRequest{Owner: small, PageToken: engine.EncodeToken(f.at(0.3))}, "idx_a2a_tasks_owner_updated|idx_a2a_tasks_owner_context_updated", true, true},
+		{"owner_context_first", engine.ListRequest{Owner: busy, ContextID: hot}, "idx_a2a_tasks_owner_context_updated", false, false},
+		{"owner_context_deep", engine.ListRequest{Owner: busy, ContextID: hot, PageToken: engine.EncodeToken(hotCur)}, "idx_a2a_tasks_owner_context_updated", true, false},
+		{"small_owner_hot_context", engine.ListRequest{Owner: small, ContextID: hot, PageToken: engine.EncodeToken(hotCur)}, "idx_a2a_tasks_owner_context_updated", true, true},
 	}
 	for _, mode := range []string{"custom", "generic"} {
 		for _, tc := range cases {
@@ -141,7 +163,7 @@ func TestPlans(t *testing.T) {
 				if scan == nil {
 					t.Fatalf("no Index Scan in plan %+v", plan)
 				}
-				if scan.IndexName != tc.index {
+				if !slices.Contains(strings.Split(tc.index, "|"), scan.IndexName) {
 					t.Errorf("index %q, want %q", scan.IndexName, tc.index)
 				}
 				hasRow := strings.Contains(scan.IndexCond, "ROW(updated_at, (id)::text) < ROW(")
@@ -151,10 +173,80 @@ func TestPlans(t *testing.T) {
 				if tc.req.ContextID != "" && !strings.Contains(scan.IndexCond, "context_id >=") {
 					t.Errorf("Index Cond %q lacks the context", scan.IndexCond)
 				}
+				if tc.req.Owner != "" && !strings.Contains(scan.IndexCond, "owner >=") {
+					t.Errorf("Index Cond %q lacks the owner", scan.IndexCond)
+				}
 				if strings.Contains(scan.Filter, "updated_at") {
 					t.Errorf("boundary left in Filter %q", scan.Filter)
 				}
 				t.Logf("%s using %s; Index Cond: %s; Filter: %s", scan.NodeType, scan.IndexName, scan.IndexCond, scan.Filter)
+			})
+		}
+	}
+}
+
+// L5, C4, O6: a total of a counted shape reads only a2a_task_counts; an
+// owner+context total counts in the owner+context index alone; a total
+// with a status-time filter may scan a2a_tasks (C4). Under custom and
+// generic plans, on the 100k-row fixture.
+func TestCountPlans(t *testing.T) {
+	s, f, conn := planFixture(t)
+	hot := f.hot[0]
+	statusAfter := time.UnixMicro(f.at(0.5).UpdatedAt)
+	cases := []struct {
+		name  string
+		req   engine.ListRequest
+		index string // "" = the counter table only
+	}{
+		{"none", engine.ListRequest{}, ""},
+		{"state", engine.ListRequest{Status: a2a.TaskStateWorking}, ""},
+		{"context", engine.ListRequest{ContextID: hot}, ""},
+		{"context_state", engine.ListRequest{ContextID: hot, Status: a2a.TaskStateWorking}, ""},
+		{"owner", engine.ListRequest{Owner: "owner-000"}, ""},
+		{"owner_state", engine.ListRequest{Owner: "owner-000", Status: a2a.TaskStateWorking}, ""},
+		{"owner_context", engine.ListRequest{Owner: "owner-000", ContextID: hot}, "idx_a2a_tasks_owner_context_updated"},
+		{"small_owner_hot_context", engine.ListRequest{Owner: "owner-500", ContextID: hot}, "idx_a2a_tasks_owner_context_updated"},
+		{"owner_context_state", engine.ListRequest{Owner: "owner-000", ContextID: hot, Status: a2a.TaskStateWorking}, "idx_a2a_tasks_owner_context_updated"},
+		{"status_time", engine.ListRequest{StatusTimestampAfter: &statusAfter}, "*"},
+	}
+	for _, mode := range []string{"custom", "generic"} {
+		for _, tc := range cases {
+			t.Run("plan="+mode+"/"+tc.name, func(t *testing.T) {
+				req := tc.req
+				req.IncludeTotalSize = true
+				_, _, sql, args, err := s.ListSQL(&req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan := explain(t, conn, sql, args, mode == "generic")
+				var relations, indexes []string
+				plan.walk(func(p *planNode) {
+					if p.Relation != "" {
+						relations = append(relations, p.Relation)
+					}
+					if p.IndexName != "" {
+						indexes = append(indexes, p.IndexName)
+					}
+				})
+				switch tc.index {
+				case "":
+					if len(relations) == 0 || slices.ContainsFunc(relations, func(r string) bool { return r != "a2a_task_counts" }) {
+						t.Errorf("count reads %v, want a2a_task_counts only", relations)
+					}
+				case "*":
+				default:
+					if !slices.Equal(indexes, []string{tc.index}) || slices.ContainsFunc(relations, func(r string) bool { return r != "a2a_tasks" }) {
+						t.Errorf("count uses indexes %v on %v, want %s alone", indexes, relations, tc.index)
+					}
+					// Heap rows are read (for the state) only as found in
+					// that index: that owner's tasks in that context.
+					plan.walk(func(p *planNode) {
+						if strings.Contains(p.NodeType, "Seq Scan") {
+							t.Errorf("plan has a %s node", p.NodeType)
+						}
+					})
+				}
+				t.Logf("reads %v via %v", relations, indexes)
 			})
 		}
 	}

@@ -116,11 +116,11 @@ func splitTime(t time.Time) (time.Time, int32) {
 // Column lists, all scanned by scanRow in this order.
 const (
 	// fullColumns reads everything.
-	fullColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history`
+	fullColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, owner`
 	// returningColumns is fullColumns qualified for UPDATE ... FROM.
-	returningColumns = `t.id, t.context_id, t.updated_at, t.revision, t.state, t.status_ts, t.status_ns, t.status_msg, t.metadata, t.artifacts, t.history`
+	returningColumns = `t.id, t.context_id, t.updated_at, t.revision, t.state, t.status_ts, t.status_ns, t.status_msg, t.metadata, t.artifacts, t.history, t.owner`
 	// lightColumns reads the light projection only (A4).
-	lightColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, NULL::bytea, metadata, NULL::bytea, NULL::bytea[]`
+	lightColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, NULL::bytea, metadata, NULL::bytea, NULL::bytea[], owner`
 )
 
 // row is one scanned row.
@@ -136,12 +136,13 @@ type row struct {
 	metadata  []byte
 	artifacts []byte
 	history   [][]byte
+	owner     string
 }
 
 func scanRow(r pgx.Row) (row, error) {
 	var x row
 	err := r.Scan(&x.id, &x.contextID, &x.updatedAt, &x.revision, &x.state,
-		&x.statusTS, &x.statusNS, &x.statusMsg, &x.metadata, &x.artifacts, &x.history)
+		&x.statusTS, &x.statusNS, &x.statusMsg, &x.metadata, &x.artifacts, &x.history, &x.owner)
 	return x, err
 }
 
@@ -187,5 +188,5 @@ func (x *row) record() (engine.Record, error) {
 	if err != nil {
 		return engine.Record{}, err
 	}
-	return engine.Record{Task: t, Revision: x.revision, Cursor: x.cursor()}, nil
+	return engine.Record{Task: t, Revision: x.revision, Cursor: x.cursor(), Owner: x.owner}, nil
 }

@@ -14,8 +14,9 @@ import (
 const MigrationFile = "pgstore/migrations/001_ordering_indexes.sql"
 
 // ErrSchema is returned by Open and New when an externally managed schema
-// lacks the table or the ordering indexes, or when rows of any schema have
-// an updated_at no cursor can represent (see the package doc).
+// lacks the table, the ordering indexes, or what OwnerCountsMigrationFile
+// installs, or when rows of any schema have an updated_at no cursor can
+// represent (see the package doc).
 var ErrSchema = errors.New("pgstore: schema not ready")
 
 // createTableSQL defines the table. %[1]s is the quoted schema.
@@ -135,6 +136,7 @@ type indexDef struct {
 	desc       []bool
 	collations []string // "" for none
 	usable     bool     // btree, valid, ready, not partial, no expressions
+	unique     bool
 }
 
 // checkSchema verifies that the table has the store's columns and that
@@ -159,34 +161,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attnum > 0 AND NOT a.atti
 		}
 	}
 
-	rows, err := s.pool.Query(ctx, `
-SELECT ic.relname::text,
-       ARRAY(SELECT a.attname::text
-             FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
-             LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
-       ARRAY(SELECT (o.opt & 1) = 1
-             FROM unnest(i.indoption::int2[]) WITH ORDINALITY o(opt, ord)
-             WHERE o.ord <= i.indnkeyatts ORDER BY o.ord),
-       ARRAY(SELECT coalesce(co.collname::text, '')
-             FROM unnest(i.indcollation::oid[]) WITH ORDINALITY k(coll, ord)
-             LEFT JOIN pg_collation co ON co.oid = k.coll
-             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
-       am.amname = 'btree' AND i.indisvalid AND i.indisready AND i.indpred IS NULL AND i.indexprs IS NULL
-FROM pg_index i
-JOIN pg_class tc ON tc.oid = i.indrelid
-JOIN pg_namespace n ON n.oid = tc.relnamespace
-JOIN pg_class ic ON ic.oid = i.indexrelid
-JOIN pg_am am ON am.oid = ic.relam
-WHERE n.nspname = $1 AND tc.relname = 'a2a_tasks'`, s.schema)
-	if err != nil {
-		return err
-	}
-	defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (indexDef, error) {
-		var d indexDef
-		err := r.Scan(&d.name, &d.columns, &d.desc, &d.collations, &d.usable)
-		return d, err
-	})
+	defs, err := s.indexDefs(ctx, s.pool, "a2a_tasks")
 	if err != nil {
 		return err
 	}
@@ -243,7 +218,8 @@ func isContextIndex(d indexDef) bool {
 
 // TableDDL returns the CREATE TABLE IF NOT EXISTS statement of the store's
 // table in schema, for externally managed schemas: create the table with
-// it, then run MigrationFile for the ordering indexes.
+// it, then run MigrationFile for the ordering indexes and
+// OwnerCountsMigrationFile for the owner column and the task counters.
 func TableDDL(schema string) string {
 	return fmt.Sprintf(createTableSQL, pgx.Identifier{schema}.Sanitize())
 }

@@ -76,6 +76,8 @@ func TestStartupConcurrentIdempotent(t *testing.T) {
 		defs := indexDefs(t, conn, q)
 		want := []string{
 			`CREATE INDEX idx_a2a_tasks_context_updated ON ` + q + `.a2a_tasks USING btree (context_id, updated_at DESC, id COLLATE "C" DESC)`,
+			`CREATE INDEX idx_a2a_tasks_owner_context_updated ON ` + q + `.a2a_tasks USING btree (owner, context_id, updated_at DESC, id COLLATE "C" DESC)`,
+			`CREATE INDEX idx_a2a_tasks_owner_updated ON ` + q + `.a2a_tasks USING btree (owner, updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE INDEX idx_a2a_tasks_updated ON ` + q + `.a2a_tasks USING btree (updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE UNIQUE INDEX a2a_tasks_pkey ON ` + q + `.a2a_tasks USING btree (id)`,
 		}
@@ -149,6 +151,12 @@ CREATE INDEX idx_a2a_tasks_context_updated ON public.a2a_tasks (context_id, upda
 	if _, err := conn.Exec(ctx, string(migration)); err != nil {
 		t.Fatalf("migration again: %v", err)
 	}
+	// The owner column and the counters come with the second file.
+	_, err = pgstore.Open(ctx, dsn, ext)
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.OwnerCountsMigrationFile) {
+		t.Fatalf("without %s: error = %v", pgstore.OwnerCountsMigrationFile, err)
+	}
+	runMigration003(t, conn)
 	s, err := pgstore.Open(ctx, dsn, ext)
 	if err != nil {
 		t.Fatalf("after migration: %v", err)

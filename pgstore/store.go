@@ -26,8 +26,10 @@ type Options struct {
 	Schema string
 	// ExternalSchema, when true, means the schema is managed outside the
 	// store: startup creates nothing and fails with ErrSchema, naming
-	// MigrationFile, unless the table and both ordering indexes exist.
-	// Default false: the store creates what is missing (P2, P3).
+	// MigrationFile or OwnerCountsMigrationFile, unless the table, both
+	// ordering indexes, the owner column and indexes and the task
+	// counters with their triggers exist. Default false: the store creates
+	// what is missing (P2, P3).
 	ExternalSchema bool
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
@@ -39,18 +41,21 @@ type Store struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	schema   string
+	qschema  string // schema as quote_ident writes it, for generated DDL
 	sql      statements
 	limits   engine.Limits
 }
 
 var (
-	_ engine.Store   = (*Store)(nil)
-	_ engine.Checker = (*Store)(nil)
+	_ engine.Store      = (*Store)(nil)
+	_ engine.OwnerStore = (*Store)(nil)
+	_ engine.Checker    = (*Store)(nil)
 )
 
 // statements are the store's SQL, with the table name filled in.
 type statements struct {
 	table         string // quoted schema.a2a_tasks
+	counts        string // quoted schema.a2a_task_counts
 	create        string
 	get           string
 	replace       string
@@ -100,9 +105,10 @@ var (
 func newStatements(schema string) statements {
 	tbl := pgx.Identifier{schema, "a2a_tasks"}.Sanitize()
 	return statements{
-		table: tbl,
-		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids)
-VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10)
+		table:  tbl,
+		counts: pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
+		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
+VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING ` + fullColumns,
 		get: `SELECT ` + fullColumns + ` FROM ` + tbl + ` WHERE id = $1`,
 		replace: `UPDATE ` + tbl + ` t SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,
@@ -203,8 +209,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		opts.Schema = "public"
 	}
 	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema), limits: opts.Limits}
+	var err error
+	if s.qschema, err = quoteSchema(ctx, pool, s.schema); err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
 	if !opts.ExternalSchema {
 		if err := s.ensureSchema(ctx); err != nil {
+			return nil, fmt.Errorf("pgstore: create schema: %w", err)
+		}
+		if err := s.ensureExtras(ctx); err != nil {
 			return nil, fmt.Errorf("pgstore: create schema: %w", err)
 		}
 	}
@@ -213,6 +226,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 			return nil, err
 		}
 		return nil, fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	if err := s.checkExtras(ctx); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -230,8 +246,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Create implements engine.Store.
+// Create implements engine.Store: a task without owner ("", O1).
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	return s.create(ctx, task, "")
+}
+
+// create is Create and CreateOwned; owner is valid.
+func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
 	f, err := encode(task, s.limits)
 	if err != nil {
 		return engine.Record{}, err
@@ -239,7 +260,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 	var x row
 	err = retry(ctx, func() (err error) {
 		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.create, string(task.ID), f.contextID, f.state,
-			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs))
+			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner))
 		return err
 	})
 	if err != nil {
@@ -424,10 +445,16 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 // both ordering indexes still exist by definition, and every row is
 // well-formed — updated_at within the cursor range, revision at least 1,
 // status_ns within 0..999, a message ID per non-null history element at
-// most, and a known state.
+// most, and a known state; the owner column, its indexes and the counters
+// are installed (checkExtras), no owner is longer than
+// engine.MaxOwnerBytes, and every counter equals a recount of the table
+// (ErrCountDrift otherwise).
 func (s *Store) CheckInvariants() error {
 	ctx := context.Background()
 	if err := s.checkSchema(ctx); err != nil {
+		return err
+	}
+	if err := s.checkOwnersAndCounts(ctx); err != nil {
 		return err
 	}
 	var bad int

@@ -109,10 +109,10 @@ func (c *child) stop(t *testing.T, sig os.Signal) error {
 	return <-c.done
 }
 
-// load sends non-blocking (returnImmediately) messages over JSON-RPC from
+// sendNonBlocking sends non-blocking (returnImmediately) messages over JSON-RPC from
 // workers until stop is closed and then until the server stops answering.
 // It returns the IDs of the acknowledged tasks once every worker is done.
-func load(t *testing.T, base string, acked chan<- a2a.TaskID, stop <-chan struct{}) func() []a2a.TaskID {
+func sendNonBlocking(t *testing.T, base string, acked chan<- a2a.TaskID, stop <-chan struct{}) func() []a2a.TaskID {
 	t.Helper()
 	card := fetchAgentCard(t, base)
 	c, err := a2aclient.NewFromCard(t.Context(), card,
@@ -236,7 +236,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 			srv := startChild(t, "-backend", "pebble", "-pebble-dir", dir, "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0",
 				"-metrics", "", "-status-updates", "2", "-think-time", c.think, "-shutdown-timeout", c.timeout)
 			acks, stop := make(chan a2a.TaskID, 1), make(chan struct{})
-			wait := load(t, srv.base, acks, stop)
+			wait := sendNonBlocking(t, srv.base, acks, stop)
 			for range 40 {
 				<-acks
 			}
@@ -264,7 +264,7 @@ func TestRestartAfterKill(t *testing.T) {
 		"-metrics", "", "-status-updates", "2", "-think-time", "1h", "-shutdown-timeout", "200ms"}
 	srv := startChild(t, args...)
 	acks, stop := make(chan a2a.TaskID, 1), make(chan struct{})
-	wait := load(t, srv.base, acks, stop)
+	wait := sendNonBlocking(t, srv.base, acks, stop)
 	for range 20 {
 		<-acks
 	}

@@ -1,0 +1,393 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/jackc/pgx/v5"
+)
+
+// Exact totals (L5, C4) come from a counter table that triggers keep in
+// step with a2a_tasks inside every writing transaction, whoever writes:
+// the store, another process, or hand-written SQL. A count read in the
+// page's REPEATABLE READ transaction is therefore exact for that snapshot
+// (L8).
+//
+// <schema>.a2a_task_counts holds one row per (kind, name, state, shard):
+//
+//	kind 0 (all tasks): name '', one row per state and shard; the shard
+//	       (0..countShards-1) is the writing backend's pid modulo
+//	       countShards, so concurrent writers update different rows
+//	       instead of queueing on one. A shard row may be negative (a task
+//	       counted in one shard is deleted through another); only the sum
+//	       over shards means anything.
+//	kind 1 (by context): name = the context ID, shard 0. Tasks without a
+//	       context ('') are not counted here: "" filters nothing.
+//	kind 2 (by owner):   name = the owner, shard 0. Tasks without an owner
+//	       ('') are not counted here either.
+//
+// Rows of kinds 1 and 2 that reach zero are deleted by the statement that
+// zeroed them, so the table holds one row per live (context, state) and
+// (owner, state) pair and does not grow with contexts or owners that are
+// gone; kind 0 rows (at most countShards per state) stay.
+//
+// Shapes read from it: none (kind 0, every row), state (kind 0, one state:
+// countShards rows), context and owner (kind 1/2, one name: a row per
+// state), context+state and owner+state (one row). Every other shape with a
+// total counts matching rows: owner+context (±state) through the
+// owner+context index, so it reads only that owner's tasks in that context,
+// and anything with StatusTimestampAfter, which may scan (C4).
+//
+// Triggers:
+//
+//	a2a_task_counts_insert   AFTER INSERT, FOR EACH STATEMENT, transition table
+//	a2a_task_counts_delete   AFTER DELETE, FOR EACH STATEMENT, transition table
+//	a2a_task_counts_update   AFTER UPDATE OF state, context_id, owner, FOR EACH ROW
+//	a2a_task_counts_truncate AFTER TRUNCATE, FOR EACH STATEMENT
+//
+// INSERT (COPY included) and DELETE aggregate a whole statement's rows
+// before touching the counters, so bulk loads and retention deletes cost one
+// upsert per affected counter row, not per task. UPDATE is per row because
+// a statement-level UPDATE trigger cannot name columns: with UPDATE OF, an
+// update that sets none of state, context_id and owner (AppendHistory)
+// fires nothing at all, and the function returns at once when the values
+// it sets are unchanged (a Replace that keeps state and context). Every
+// trigger upserts its counter rows in one statement, ordered by the
+// table's key, so two single-statement writers never deadlock on counter
+// rows; one UPDATE statement that changes many rows locks their counter
+// rows row by row and may deadlock with another such statement (PostgreSQL
+// then aborts one of them; counts are never wrong). TRUNCATE empties the
+// counters.
+
+// countShards is the number of kind-0 rows per state.
+const countShards = 16
+
+// Counter kinds.
+const (
+	countAll     = 0
+	countContext = 1
+	countOwner   = 2
+)
+
+// The SQL below is written for schema {schema} (replaced by the schema as
+// quote_ident quotes it); {shards} is countShards.
+
+// countsTableSQL creates the counter table. fillfactor leaves room on each
+// page for HOT updates of n.
+const countsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_counts (
+	kind  smallint NOT NULL,
+	name  text COLLATE "C" NOT NULL,
+	state text COLLATE "C" NOT NULL,
+	shard smallint NOT NULL,
+	n     bigint NOT NULL,
+	PRIMARY KEY (kind, name, state, shard)
+) WITH (fillfactor = 50)`
+
+// countDelta is the statement every trigger function runs: it adds the
+// deltas of its rows, summed per counter row, in key order, and deletes
+// the rows of kinds 1 and 2 it brought to zero. {delta} is the source of
+// (kind, name, state, shard, d) rows.
+const countDelta = `WITH up AS (
+		INSERT INTO {schema}.a2a_task_counts AS c (kind, name, state, shard, n)
+		SELECT kind, name, state, shard, sum(d) FROM ({delta}) AS delta (kind, name, state, shard, d)
+		WHERE kind = 0 OR name <> ''
+		GROUP BY kind, name, state, shard
+		HAVING sum(d) <> 0
+		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
+		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
+		RETURNING kind, name, state, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state) INTO zk, zn, zs
+	FROM up WHERE kind > 0 AND n = 0;
+	IF zk IS NOT NULL THEN
+		DELETE FROM {schema}.a2a_task_counts c
+		USING unnest(zk, zn, zs) AS z (kind, name, state)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = 0 AND c.n = 0;
+	END IF;`
+
+// countTransition is the delta source of a statement trigger: every row
+// of transition table {rows} counts {d}.
+const countTransition = `
+			SELECT 0::smallint, ''::text, state, (pg_backend_pid() % {shards})::smallint, {d} FROM {rows}
+			UNION ALL SELECT 1::smallint, context_id, state, 0::smallint, {d} FROM {rows}
+			UNION ALL SELECT 2::smallint, owner, state, 0::smallint, {d} FROM {rows}`
+
+// countRow is the delta source of the row trigger on UPDATE.
+const countRow = `VALUES
+			(0::smallint, ''::text, OLD.state, my_shard, -1), (0::smallint, ''::text, NEW.state, my_shard, 1),
+			(1::smallint, OLD.context_id, OLD.state, 0::smallint, -1), (1::smallint, NEW.context_id, NEW.state, 0::smallint, 1),
+			(2::smallint, OLD.owner, OLD.state, 0::smallint, -1), (2::smallint, NEW.owner, NEW.state, 0::smallint, 1)`
+
+const countDeclare = `
+DECLARE
+	zk smallint[];
+	zn text[];
+	zs text[];`
+
+// countFunctions are the trigger functions, by name, with their bodies.
+// The bodies are compared with the database's at startup (P3), so any
+// change here needs a new migration file.
+var countFunctions = []struct{ name, body string }{
+	{"a2a_task_counts_on_insert", countDeclare + `
+BEGIN
+	` + strings.NewReplacer("{delta}", strings.NewReplacer("{rows}", "new_rows", "{d}", "1").Replace(countTransition)).Replace(countDelta) + `
+	RETURN NULL;
+END
+`},
+	{"a2a_task_counts_on_delete", countDeclare + `
+BEGIN
+	` + strings.NewReplacer("{delta}", strings.NewReplacer("{rows}", "old_rows", "{d}", "-1").Replace(countTransition)).Replace(countDelta) + `
+	RETURN NULL;
+END
+`},
+	{"a2a_task_counts_on_update", countDeclare + `
+	my_shard smallint := pg_backend_pid() % {shards};
+BEGIN
+	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
+			AND OLD.owner IS NOT DISTINCT FROM NEW.owner THEN
+		RETURN NULL;
+	END IF;
+	` + strings.NewReplacer("{delta}", countRow).Replace(countDelta) + `
+	RETURN NULL;
+END
+`},
+	{"a2a_task_counts_on_truncate", `
+BEGIN
+	DELETE FROM {schema}.a2a_task_counts;
+	RETURN NULL;
+END
+`},
+}
+
+// countTriggers wire the functions to a2a_tasks.
+var countTriggers = []struct {
+	name, function     string
+	def                string // after "CREATE OR REPLACE TRIGGER <name> "
+	tgtype             int16  // pg_trigger.tgtype
+	oldTable, newTable string // transition tables
+	columns            []string
+}{
+	{"a2a_task_counts_insert", "a2a_task_counts_on_insert",
+		"AFTER INSERT ON {schema}.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT", tgInsert, "", "new_rows", nil},
+	{"a2a_task_counts_delete", "a2a_task_counts_on_delete",
+		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil},
+	{"a2a_task_counts_update", "a2a_task_counts_on_update",
+		"AFTER UPDATE OF state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW", tgRow | tgUpdate, "", "",
+		[]string{"state", "context_id", "owner"}},
+	{"a2a_task_counts_truncate", "a2a_task_counts_on_truncate",
+		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil},
+}
+
+// pg_trigger.tgtype bits (AFTER is the absence of tgBefore and tgInstead).
+const (
+	tgRow      = 1 << 0
+	tgBefore   = 1 << 1
+	tgInsert   = 1 << 2
+	tgDelete   = 1 << 3
+	tgUpdate   = 1 << 4
+	tgTruncate = 1 << 5
+	tgInstead  = 1 << 6
+)
+
+// recountSQL counts a2a_tasks the way the triggers do, in one scan:
+// (kind, name, state, n) per group; groups of kinds 1 and 2 with an empty
+// name are not counters.
+const recountSQL = `SELECT CASE WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
+		CASE WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
+		state COLLATE "C" AS state, count(*) AS n
+	FROM {schema}.a2a_tasks
+	GROUP BY GROUPING SETS ((state), (context_id, state), (owner, state))`
+
+// rebuildBody recomputes every counter. It locks a2a_tasks against writes
+// (SHARE ROW EXCLUSIVE: reads go on) until the calling transaction ends,
+// so no write falls between the recount and the triggers.
+const rebuildBody = `
+BEGIN
+	LOCK TABLE {schema}.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
+	DELETE FROM {schema}.a2a_task_counts;
+	INSERT INTO {schema}.a2a_task_counts (kind, name, state, shard, n)
+	SELECT kind, name, state, 0, n FROM (
+	` + recountSQL + `
+	) AS g
+	WHERE kind = 0 OR name <> '';
+END
+`
+
+// render fills a template's {schema} (qs: quoted as quote_ident quotes)
+// and {shards}.
+func render(tmpl, qs string) string {
+	return strings.NewReplacer("{schema}", qs, "{shards}", strconv.Itoa(countShards)).Replace(tmpl)
+}
+
+// replaceAll replaces each old string with the new one after it.
+func replaceAll(s string, oldnew ...string) string {
+	return strings.NewReplacer(oldnew...).Replace(s)
+}
+
+// createFunctionSQL is the CREATE OR REPLACE FUNCTION statement of a
+// function without arguments.
+func createFunctionSQL(qs, name, returns, body string) string {
+	return "CREATE OR REPLACE FUNCTION " + qs + "." + name + "() RETURNS " + returns +
+		" LANGUAGE plpgsql AS $fn$" + render(body, qs) + "$fn$"
+}
+
+// countsInstallSQL is the counters' installation for schema qs, in order:
+// lock a2a_tasks against writes, create the table, the functions and the
+// triggers, then rebuild every counter. It must run in one transaction:
+// the lock taken first is held until commit, so a write either committed
+// before the rebuild (which counts it) or runs after the commit (and its
+// trigger counts it). Reads go on throughout.
+func countsInstallSQL(qs string) []string {
+	stmts := []string{
+		"LOCK TABLE " + qs + ".a2a_tasks IN SHARE ROW EXCLUSIVE MODE",
+		render(countsTableSQL, qs),
+	}
+	for _, f := range countFunctions {
+		stmts = append(stmts, createFunctionSQL(qs, f.name, "trigger", f.body))
+	}
+	stmts = append(stmts, createFunctionSQL(qs, "a2a_task_counts_rebuild", "void", rebuildBody))
+	for _, tg := range countTriggers {
+		stmts = append(stmts, "CREATE OR REPLACE TRIGGER "+tg.name+" "+render(tg.def, qs)+
+			" EXECUTE FUNCTION "+qs+"."+tg.function+"()")
+	}
+	return append(stmts, "SELECT "+qs+".a2a_task_counts_rebuild()")
+}
+
+// countQuery returns the SQL and arguments that read q's total from the
+// counter table, or ok = false when q's shape is not counted there.
+func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
+	if q.StatusAfter != nil || (q.Owner != "" && q.ContextID != "") {
+		return "", nil, false
+	}
+	var a sqlArgs
+	where := []string{"kind = " + strconv.Itoa(countAll), "name = ''"}
+	switch {
+	case q.ContextID != "":
+		where = []string{"kind = " + strconv.Itoa(countContext), "name = " + a.add(q.ContextID)}
+	case q.Owner != "":
+		where = []string{"kind = " + strconv.Itoa(countOwner), "name = " + a.add(q.Owner)}
+	}
+	if q.Status != a2a.TaskStateUnspecified {
+		where = append(where, "state = "+a.add(string(q.Status)))
+	}
+	return "SELECT coalesce(sum(n), 0)::bigint FROM " + s.sql.counts + whereClause(where), a, true
+}
+
+// CountDrift is one counter that differs from a recount of a2a_tasks.
+type CountDrift struct {
+	Kind  string // "all", "context" or "owner"
+	Name  string // the context ID or owner; "" for "all"
+	State string
+	Have  int64 // what the counter table says (summed over shards)
+	Want  int64 // what a recount says
+	// ZeroRows reports a context or owner row left at zero, which the
+	// triggers delete.
+	ZeroRows bool
+}
+
+func (d CountDrift) String() string {
+	s := fmt.Sprintf("%s %q state %s: counter %d, recount %d", d.Kind, d.Name, d.State, d.Have, d.Want)
+	if d.ZeroRows {
+		s += " (zero row left)"
+	}
+	return s
+}
+
+// ErrCountDrift is returned by CheckInvariants when the counter table
+// disagrees with a recount: something wrote a2a_tasks without its triggers
+// (they were disabled, dropped, or bypassed with session_replication_role
+// = replica) or wrote a2a_task_counts directly. Run
+// SELECT <schema>.a2a_task_counts_rebuild() to repair.
+var ErrCountDrift = errors.New("pgstore: task counters differ from a recount")
+
+// checkCounts compares every counter with a recount, both read from one
+// REPEATABLE READ snapshot, and returns the differences (at most limit).
+func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `WITH want AS (`+render(recountSQL, s.qschema)+`),
+have AS (
+	SELECT kind, name, state, sum(n)::bigint AS n, bool_or(kind > 0 AND n = 0) AS zero
+	FROM `+s.sql.counts+` GROUP BY kind, name, state)
+SELECT coalesce(w.kind, h.kind), coalesce(w.name, h.name), coalesce(w.state, h.state),
+       coalesce(h.n, 0), coalesce(w.n, 0), coalesce(h.zero, false)
+FROM (SELECT * FROM want WHERE kind = 0 OR name <> '') w
+FULL JOIN have h ON h.kind = w.kind AND h.name = w.name AND h.state = w.state
+WHERE coalesce(h.n, 0) <> coalesce(w.n, 0) OR coalesce(h.zero, false)
+ORDER BY 1, 2, 3
+LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	kinds := []string{countAll: "all", countContext: "context", countOwner: "owner"}
+	drift, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CountDrift, error) {
+		var d CountDrift
+		var kind int16
+		err := r.Scan(&kind, &d.Name, &d.State, &d.Have, &d.Want, &d.ZeroRows)
+		d.Kind = strconv.Itoa(int(kind))
+		if int(kind) < len(kinds) && kind >= 0 {
+			d.Kind = kinds[kind]
+		}
+		return d, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return drift, tx.Commit(ctx)
+}
+
+// CountDrifts compares every counter with a recount of a2a_tasks, both
+// read from one snapshot, and returns up to limit differences (none: the
+// counters are exact). It reads the whole table; CheckInvariants calls it.
+func (s *Store) CountDrifts(ctx context.Context, limit int) ([]CountDrift, error) {
+	d, err := s.checkCounts(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: check counters: %w", err)
+	}
+	return d, nil
+}
+
+// driftError formats drifts as an ErrCountDrift.
+func (s *Store) driftError(drift []CountDrift) error {
+	var b strings.Builder
+	for i, d := range drift {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.String())
+	}
+	return fmt.Errorf("%w in %s (repair with SELECT %s.a2a_task_counts_rebuild()): %s", ErrCountDrift, s.sql.counts, s.qschema, b.String())
+}
+
+// checkOwnersAndCounts is CheckInvariants's part for the owner column and
+// the counters: both installed as startup requires, no owner longer than
+// engine.MaxOwnerBytes (hand-written SQL could store one), and every
+// counter equal to a recount.
+func (s *Store) checkOwnersAndCounts(ctx context.Context) error {
+	if err := s.checkExtras(ctx); err != nil {
+		return err
+	}
+	var long int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.table+` WHERE octet_length(owner) > $1`,
+		engine.MaxOwnerBytes).Scan(&long); err != nil {
+		return fmt.Errorf("pgstore: check invariants: %w", err)
+	}
+	if long > 0 {
+		return fmt.Errorf("pgstore: %d rows in %s have an owner longer than %d bytes", long, s.sql.table, engine.MaxOwnerBytes)
+	}
+	drift, err := s.CountDrifts(ctx, 10)
+	if err != nil {
+		return err
+	}
+	if len(drift) > 0 {
+		return s.driftError(drift)
+	}
+	return nil
+}

@@ -1,0 +1,320 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// OwnerCountsMigrationFile is the migration an externally managed schema
+// runs, after MigrationFile, to get the owner column with its indexes
+// (issue 15) and the task counters with their triggers (issue 11);
+// startup errors about them name it (P3).
+const OwnerCountsMigrationFile = "pgstore/migrations/003_owner_and_counts.sql"
+
+// The owner column and the counters are installed in three steps, each
+// its own transaction under the schema's advisory lock (the one
+// ensureSchema takes), each skipped when the catalog shows it done:
+//
+//  1. owner column: the taskcodec reader functions, then the column and
+//     its one-time backfill (ACCESS EXCLUSIVE on a2a_tasks while the
+//     backfill runs; milliseconds when no row has an owner in metadata).
+//  2. owner indexes: CREATE INDEX IF NOT EXISTS (SHARE: writes wait, reads
+//     go on, for the index build).
+//  3. counters: table, functions, triggers and a full recount under SHARE
+//     ROW EXCLUSIVE (writes wait, reads go on, for one scan of a2a_tasks).
+//
+// The migration file holds the same statements for schema public; a test
+// checks it does.
+
+// extrasState is what the catalog says about the owner column, the owner
+// indexes and the counters of one schema.
+type extrasState struct {
+	ownerColumn  bool     // owner text NOT NULL
+	ownerIndexes []string // missing owner index definitions
+	counts       []string // what is missing or wrong about the counters
+}
+
+func (st *extrasState) complete() bool {
+	return st.ownerColumn && len(st.ownerIndexes) == 0 && len(st.counts) == 0
+}
+
+// problems describes what is missing, for ErrSchema.
+func (st *extrasState) problems() string {
+	var p []string
+	if !st.ownerColumn {
+		p = append(p, "column owner (text NOT NULL)")
+	}
+	if len(st.ownerIndexes) > 0 {
+		p = append(p, "the owner index "+strings.Join(st.ownerIndexes, ", "))
+	}
+	p = append(p, st.counts...)
+	return strings.Join(p, "; ")
+}
+
+// inspectExtras reads the catalog. db is the pool or a transaction.
+func (s *Store) inspectExtras(ctx context.Context, db queryer) (*extrasState, error) {
+	st := &extrasState{}
+	var ownerType string
+	var ownerNotNull bool
+	err := db.QueryRow(ctx, `
+SELECT format_type(a.atttypid, a.atttypmod), a.attnotnull
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attname = 'owner' AND NOT a.attisdropped`, s.schema).Scan(&ownerType, &ownerNotNull)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return nil, err
+	default:
+		st.ownerColumn = ownerType == "text" && ownerNotNull
+	}
+
+	defs, err := s.indexDefs(ctx, db, "a2a_tasks")
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(defs, isOwnerIndex) {
+		st.ownerIndexes = append(st.ownerIndexes, `(owner, updated_at DESC, id COLLATE "C" DESC)`)
+	}
+	if !slices.ContainsFunc(defs, isOwnerContextIndex) {
+		st.ownerIndexes = append(st.ownerIndexes, `(owner, context_id, updated_at DESC, id COLLATE "C" DESC)`)
+	}
+
+	st.counts, err = s.inspectCounts(ctx, db)
+	return st, err
+}
+
+// inspectCounts checks the counter table's columns and key, the trigger
+// functions' bodies and the triggers, and returns what is wrong.
+func (s *Store) inspectCounts(ctx context.Context, db queryer) ([]string, error) {
+	var problems []string
+	var cols []string
+	err := db.QueryRow(ctx, `
+SELECT coalesce(array_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum), '{}')
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = 'a2a_task_counts' AND a.attnum > 0 AND NOT a.attisdropped`, s.schema).Scan(&cols)
+	if err != nil {
+		return nil, err
+	}
+	wantCols := []string{"kind smallint", "name text", "state text", "shard smallint", "n bigint"}
+	if !slices.Equal(cols, wantCols) {
+		return []string{"table a2a_task_counts " + strings.Join(wantCols, ", ")}, nil
+	}
+	defs, err := s.indexDefs(ctx, db, "a2a_task_counts")
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(defs, func(d indexDef) bool {
+		return d.usable && d.unique && slices.Equal(d.columns, []string{"kind", "name", "state", "shard"})
+	}) {
+		problems = append(problems, "a2a_task_counts's key (kind, name, state, shard)")
+	}
+
+	// Function bodies, as written by countsInstallSQL for this schema. The
+	// schema may be written quoted or as quote_ident writes it.
+	rows, err := db.Query(ctx, `
+SELECT p.proname::text, p.prosrc
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 0`, s.schema)
+	if err != nil {
+		return nil, err
+	}
+	bodies := map[string]string{}
+	for rows.Next() {
+		var name, src string
+		if err := rows.Scan(&name, &src); err != nil {
+			return nil, err
+		}
+		bodies[name] = src
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range countFunctions {
+		if src, ok := bodies[f.name]; !ok || !s.sameBody(src, f.body) {
+			problems = append(problems, "function "+f.name+" as this release defines it")
+		}
+	}
+
+	// Triggers: exactly one enabled trigger per function, of the right
+	// type (and, for UPDATE, firing on at least state, context_id, owner).
+	rows, err = db.Query(ctx, `
+SELECT p.proname::text, t.tgtype, t.tgenabled <> 'D', coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
+       ARRAY(SELECT a.attname::text FROM unnest(t.tgattr::int2[]) k(attnum)
+             JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = k.attnum)
+FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_proc p ON p.oid = t.tgfoid
+JOIN pg_namespace pn ON pn.oid = p.pronamespace
+WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.nspname = $1`, s.schema)
+	if err != nil {
+		return nil, err
+	}
+	type trig struct {
+		tgtype           int16
+		enabled          bool
+		oldTable, newTab string
+		cols             []string
+	}
+	trigs := map[string][]trig{}
+	for rows.Next() {
+		var fn string
+		var tg trig
+		if err := rows.Scan(&fn, &tg.tgtype, &tg.enabled, &tg.oldTable, &tg.newTab, &tg.cols); err != nil {
+			return nil, err
+		}
+		trigs[fn] = append(trigs[fn], tg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, want := range countTriggers {
+		got := trigs[want.function]
+		ok := len(got) == 1 && got[0].enabled && got[0].tgtype == want.tgtype &&
+			got[0].oldTable == want.oldTable && got[0].newTab == want.newTable
+		if ok && len(got[0].cols) > 0 {
+			for _, c := range want.columns {
+				ok = ok && slices.Contains(got[0].cols, c)
+			}
+		}
+		if !ok {
+			problems = append(problems, "trigger "+want.name+" ("+render(want.def, s.qschema)+")")
+		}
+	}
+	return problems, nil
+}
+
+// sameBody reports whether src is body written for the store's schema,
+// qualified either as quote_ident writes the schema or fully quoted.
+func (s *Store) sameBody(src, body string) bool {
+	return src == render(body, s.qschema) || src == render(body, pgx.Identifier{s.schema}.Sanitize())
+}
+
+// indexDefs lists the indexes of schema.table.
+func (s *Store) indexDefs(ctx context.Context, db queryer, table string) ([]indexDef, error) {
+	rows, err := db.Query(ctx, `
+SELECT ic.relname::text,
+       ARRAY(SELECT a.attname::text
+             FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+             LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
+       ARRAY(SELECT (o.opt & 1) = 1
+             FROM unnest(i.indoption::int2[]) WITH ORDINALITY o(opt, ord)
+             WHERE o.ord <= i.indnkeyatts ORDER BY o.ord),
+       ARRAY(SELECT coalesce(co.collname::text, '')
+             FROM unnest(i.indcollation::oid[]) WITH ORDINALITY k(coll, ord)
+             LEFT JOIN pg_collation co ON co.oid = k.coll
+             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord),
+       am.amname = 'btree' AND i.indisvalid AND i.indisready AND i.indpred IS NULL AND i.indexprs IS NULL,
+       i.indisunique
+FROM pg_index i
+JOIN pg_class tc ON tc.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = tc.relnamespace
+JOIN pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_am am ON am.oid = ic.relam
+WHERE n.nspname = $1 AND tc.relname = $2`, s.schema, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (indexDef, error) {
+		var d indexDef
+		err := r.Scan(&d.name, &d.columns, &d.desc, &d.collations, &d.usable, &d.unique)
+		return d, err
+	})
+}
+
+// checkExtras is the startup check (P3) of the owner column, its indexes
+// and the counters.
+func (s *Store) checkExtras(ctx context.Context) error {
+	st, err := s.inspectExtras(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	if !st.complete() {
+		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile)
+	}
+	return nil
+}
+
+// ensureExtras installs what inspectExtras finds missing, one step per
+// transaction (see above). Each step takes the advisory lock and looks
+// again, so of several processes starting at once one installs and the
+// others find it done.
+func (s *Store) ensureExtras(ctx context.Context) error {
+	steps := []struct {
+		needed func(*extrasState) bool
+		stmts  func(qs string) []string
+	}{
+		{func(st *extrasState) bool { return !st.ownerColumn }, ownerColumnInstallSQL},
+		{func(st *extrasState) bool { return len(st.ownerIndexes) > 0 }, func(qs string) []string {
+			var stmts []string
+			for _, stmt := range ownerIndexesSQL {
+				stmts = append(stmts, render(stmt, qs))
+			}
+			return stmts
+		}},
+		{func(st *extrasState) bool { return len(st.counts) > 0 }, countsInstallSQL},
+	}
+	st, err := s.inspectExtras(ctx, s.pool)
+	if err != nil || st.complete() {
+		return err
+	}
+	for _, step := range steps {
+		if !step.needed(st) {
+			continue
+		}
+		if err := s.inTx(ctx, func(tx pgx.Tx) error {
+			if err := advisoryLock(ctx, tx, s.schema); err != nil {
+				return err
+			}
+			now, err := s.inspectExtras(ctx, tx)
+			if err != nil || !step.needed(now) {
+				return err
+			}
+			for _, stmt := range step.stmts(s.qschema) {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// advisoryLock takes ensureSchema's transaction-scoped lock on schema.
+func advisoryLock(ctx context.Context, tx pgx.Tx, schema string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pgstore:' || $1, 0))`, schema)
+	return err
+}
+
+// inTx runs f in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, f func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// quoteSchema asks the server how quote_ident writes the schema name.
+func quoteSchema(ctx context.Context, db queryer, schema string) (string, error) {
+	var q string
+	err := db.QueryRow(ctx, "SELECT quote_ident($1)", schema).Scan(&q)
+	return q, err
+}
