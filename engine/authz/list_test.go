@@ -166,7 +166,7 @@ func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+		if ok && listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
 			vis, vc = append(vis, task), append(vc, cursors[i])
 		}
 	}
@@ -485,7 +485,7 @@ func TestTokenAcrossCallers(t *testing.T) {
 			total := 0
 			for i, task := range all {
 				owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
-				if owner != "bob" || !listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+				if owner != "bob" || !listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
 					continue
 				}
 				total++

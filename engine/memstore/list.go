@@ -143,7 +143,7 @@ func matches(q *engine.Query, r *lightFields) bool {
 	if r.hasStatus {
 		ts = &r.statusTime
 	}
-	return listpage.Matches(q, r.contextID, r.state, ts)
+	return listpage.Matches(q, "", r.contextID, r.state, ts)
 }
 
 // totalLocked counts the tasks matching q, ignoring the boundary (L5): from
