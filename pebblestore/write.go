@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,10 +114,9 @@ func stage(b *pebble.Batch, old *current, task *a2a.Task, owner string, now int6
 	_ = b.Set(bodyKey(cur), body, nil)
 	switch {
 	case old == nil:
-		mergeCounters(b, &l, +1, true)
+		mergeCounters(b, &l, +1)
 	case old.rec.light.contextID != l.contextID || old.rec.light.state != l.state:
-		mergeCounters(b, &old.rec.light, -1, false)
-		mergeCounters(b, &l, +1, false)
+		moveCounters(b, &old.rec.light, &l)
 	}
 	return engine.Record{Revision: rev, Cursor: cur, Owner: owner}, body, nil
 }
@@ -130,16 +130,26 @@ func deleteTaskKeys(b *pebble.Batch, old *current) {
 	_ = b.Delete(bodyKey(oc), nil)
 }
 
-// mergeCounters adds d to the counters of a task with the light fields l
-// (its owner, context and state): all of them when the task comes or goes
-// (existence), only those a change of context or state moves otherwise.
-func mergeCounters(b *pebble.Batch, l *light, d int64, existence bool) {
+// mergeCounters adds d to every counter of a task with the light fields l
+// (its owner, context and state): the task comes or goes.
+func mergeCounters(b *pebble.Batch, l *light, d int64) {
 	exist, shape := counterKeys(l.owner, l.contextID, l.state)
-	if existence {
-		shape = append(shape, exist...)
-	}
-	for _, k := range shape {
+	for _, k := range append(shape, exist...) {
 		_ = b.Merge(k, counterDelta(d), nil)
+	}
+}
+
+// moveCounters moves a task of one owner from the counters of its light
+// fields from to those of to (another context or state): a counter both
+// count in (the same state, or the same context) is left alone.
+func moveCounters(b *pebble.Batch, from, to *light) {
+	_, was := counterKeys(from.owner, from.contextID, from.state)
+	_, is := counterKeys(to.owner, to.contextID, to.state)
+	for i := range was {
+		if !bytes.Equal(was[i], is[i]) {
+			_ = b.Merge(was[i], counterDelta(-1), nil)
+			_ = b.Merge(is[i], counterDelta(+1), nil)
+		}
 	}
 }
 
@@ -272,7 +282,7 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 		defer b.Close()
 		_ = b.Delete(recordKey(id), nil)
 		deleteTaskKeys(b, old)
-		mergeCounters(b, &old.rec.light, -1, true)
+		mergeCounters(b, &old.rec.light, -1)
 		if err := b.Commit(s.wo); err != nil {
 			return engine.Record{}, fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
 		}
