@@ -25,10 +25,11 @@ import (
 // The upgrade rewrites the records in batches of upgradeChunk: each batch
 // turns its format-1 records, their global and context index values, into
 // format 2 (with the owner read from metadata), adds their owner index keys
-// and owner counters, and commits atomically. A record is thus format 1 with
+// and owner counters, and commits atomically and synced (the progress of
+// an interrupted upgrade is kept). A record is thus format 1 with
 // format-1 index values and no owner keys, or format 2 with all of them —
 // never half of each — whatever the crash point. The format key is written
-// last, with a sync, once no format-1 record remains. Open serves the
+// last, once no format-1 record remains. Open serves the
 // database only after that, so a crash mid-upgrade leaves a database that
 // the next Open upgrades further (format-2 records are skipped) before
 // anything is listed; and a release before format 2 that opens it reads a
