@@ -18,7 +18,14 @@
 //
 // Fixtures come from internal/taskgen with fixed seeds and are built once
 // per (backend, n) on first use. Sizes are 1e3..1e5 by default; BENCH_FULL=1
-// adds 1e6 and BENCH_SIZES=1000,10000 overrides both. Building with
+// adds 1e6 and BENCH_SIZES=1000,10000 overrides both.
+//
+// The tenancy benchmarks (owner_test.go: op=page-owner, op=total-owner,
+// op=create-owner, op=replace-owner, keyed owners=1000/owner=…) run last,
+// at the sizes from 1e5 up (the largest of the run if none is that large),
+// on fixtures whose tasks were created by CreateOwned for 1,000
+// Zipf-skewed owners; loading one releases the group's other fixtures. A
+// backend whose store is not an engine.OwnerStore skips them. Building with
 // -tags benchslow adds work to every List the benchmarks make, for the
 // regression gate's own test (cmd/benchgate).
 //

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -53,8 +54,9 @@ func sizes() []int {
 // size, and live until the group ends.
 type env struct {
 	name string
-	// open returns an empty store for a fixture of size n.
-	open func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error)
+	// open returns an empty store for the fixture named name
+	// (fixtureKey.name).
+	open func(tb testing.TB, name string, clock engine.Clock) (engine.Store, error)
 	// parallel loads the fixture from several goroutines (pg: one round
 	// trip per Create).
 	parallel bool
@@ -64,7 +66,22 @@ type env struct {
 	pool *pgxpool.Pool // pg only
 
 	mu       sync.Mutex
-	fixtures map[int]*fixture
+	fixtures map[fixtureKey]*fixture
+	// noOwners is set once the backend's store turned out not to be an
+	// engine.OwnerStore: owned fixtures are skipped.
+	noOwners bool
+}
+
+// fixtureKey names a fixture: n tasks, without owners or with owners (a
+// Zipf draw over that many) recorded by CreateOwned.
+type fixtureKey struct{ n, owners int }
+
+// name is the key's name in paths and schemas: n100000, n100000_owners1000.
+func (k fixtureKey) name() string {
+	if k.owners == 0 {
+		return fmt.Sprintf("n%d", k.n)
+	}
+	return fmt.Sprintf("n%d_owners%d", k.n, k.owners)
 }
 
 // backends lists the backends of the shared suite. setup runs once per
@@ -82,7 +99,7 @@ var backends = []struct {
 func memEnv(tb testing.TB) *env {
 	var before runtime.MemStats
 	e := &env{name: "mem"}
-	e.open = func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error) {
+	e.open = func(tb testing.TB, _ string, clock engine.Clock) (engine.Store, error) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		return memstore.New(memstore.Options{Clock: clock}), nil
@@ -101,11 +118,11 @@ func memEnv(tb testing.TB) *env {
 func pebbleEnv(tb testing.TB) *env {
 	dir := tb.TempDir()
 	e := &env{name: "pebble"}
-	e.open = func(tb testing.TB, n int, clock engine.Clock) (engine.Store, error) {
+	e.open = func(tb testing.TB, name string, clock engine.Clock) (engine.Store, error) {
 		// NoSync: the mutations measured here are the store's work, not the
 		// disk's fsync latency (pebblestore's own benchmarks measure Sync
 		// from 1 and 8 writers).
-		return pebblestore.Open(fmt.Sprintf("%s/n%d", dir, n), pebblestore.Options{
+		return pebblestore.Open(dir+"/"+name, pebblestore.Options{
 			Clock: clock, NoSync: true, Logger: pebblelog.Quiet{},
 		})
 	}
@@ -130,14 +147,14 @@ func pgEnv(tb testing.TB) *env {
 	tb.Cleanup(pool.Close)
 	e := &env{name: "pg", pool: pool, parallel: true}
 	// PostgreSQL has no injectable clock: the store stamps clock_timestamp().
-	e.open = func(tb testing.TB, n int, _ engine.Clock) (engine.Store, error) {
-		return pgstore.New(context.Background(), pool, pgstore.Options{Schema: pgSchema(n)})
+	e.open = func(tb testing.TB, name string, _ engine.Clock) (engine.Store, error) {
+		return pgstore.New(context.Background(), pool, pgstore.Options{Schema: pgSchemaNamed(name)})
 	}
 	// Table, TOAST and every index, after VACUUM ANALYZE.
 	e.footprint = func(fx *fixture) float64 {
 		var size int64
 		if err := pool.QueryRow(context.Background(), "SELECT pg_total_relation_size($1::regclass)",
-			pgTable(fx.n)).Scan(&size); err != nil {
+			pgTableNamed(fx.key.name())).Scan(&size); err != nil {
 			tb.Fatal(err)
 		}
 		return float64(size) / float64(fx.n)
@@ -145,35 +162,52 @@ func pgEnv(tb testing.TB) *env {
 	return e.init(tb)
 }
 
-func pgSchema(n int) string { return fmt.Sprintf("bench_n%d", n) }
-func pgTable(n int) string  { return pgx.Identifier{pgSchema(n), "a2a_tasks"}.Sanitize() }
+func pgSchema(n int) string { return pgSchemaNamed(fixtureKey{n: n}.name()) }
+func pgTable(n int) string  { return pgTableNamed(fixtureKey{n: n}.name()) }
+
+func pgSchemaNamed(name string) string { return "bench_" + name }
+func pgTableNamed(name string) string {
+	return pgx.Identifier{pgSchemaNamed(name), "a2a_tasks"}.Sanitize()
+}
 
 func (e *env) init(tb testing.TB) *env {
-	e.fixtures = map[int]*fixture{}
+	e.fixtures = map[fixtureKey]*fixture{}
 	tb.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		for n, fx := range e.fixtures {
-			if c, ok := fx.store.(io.Closer); ok {
-				c.Close()
-			}
-			delete(e.fixtures, n)
-		}
+		e.releaseLocked(func(fixtureKey) bool { return true })
 	})
 	return e
+}
+
+// releaseLocked closes and forgets the fixtures whose key drop accepts.
+// REQUIRES: e.mu held.
+func (e *env) releaseLocked(drop func(fixtureKey) bool) {
+	for k, fx := range e.fixtures {
+		if !drop(k) {
+			continue
+		}
+		if c, ok := fx.store.(io.Closer); ok {
+			c.Close()
+		}
+		delete(e.fixtures, k)
+	}
 }
 
 // fixture is a store holding n generated tasks (internal/taskgen, fixed
 // seeds) and what the benchmarks need to know about it.
 type fixture struct {
+	key   fixtureKey
 	n     int
 	store engine.Store
 	// order is every task's cursor in list order right after loading, and
-	// ctx, state and stamp its context, state and status timestamp.
+	// ctx, state, stamp and owner its context, state, status timestamp and
+	// owner ("" without).
 	order []engine.Cursor
 	ctx   []string
 	state []a2a.TaskState
 	stamp []time.Time
+	owner []string
 	// bodies is a pool of generated task contents for writes.
 	bodies []*a2a.Task
 	// bytesPerTask is the store's footprint right after loading.
@@ -184,43 +218,106 @@ type fixture struct {
 
 // fixture returns the group's fixture of size n, loading it on first use.
 func (e *env) fixture(tb testing.TB, n int) *fixture {
+	return e.fixtureOf(tb, fixtureKey{n: n})
+}
+
+// ownedFixture returns the group's fixture of n tasks with owners, loading
+// it on first use after releasing the group's other fixtures (memory: they
+// are not used again). It skips tb when the store records no owners.
+func (e *env) ownedFixture(tb testing.TB, n int) *fixture {
+	return e.fixtureOf(tb, fixtureKey{n: n, owners: benchOwners})
+}
+
+func (e *env) fixtureOf(tb testing.TB, k fixtureKey) *fixture {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if fx := e.fixtures[n]; fx != nil {
+	if fx := e.fixtures[k]; fx != nil {
 		return fx
 	}
+	if k.owners > 0 {
+		if e.noOwners {
+			tb.Skip("the store is not an engine.OwnerStore")
+		}
+		e.releaseLocked(func(other fixtureKey) bool { return other.owners == 0 })
+	}
 	start := time.Now()
-	fx, err := load(tb, e, n)
+	fx, err := load(tb, e, k)
+	if errors.Is(err, errNoOwners) {
+		e.noOwners = true
+		tb.Skip("the store is not an engine.OwnerStore")
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "bench: fixture backend=%s n=%d loaded in %v, %.0f bytes/task\n",
-		e.name, n, time.Since(start).Round(time.Millisecond), fx.bytesPerTask)
-	e.fixtures[n] = fx
+	fmt.Fprintf(os.Stderr, "bench: fixture backend=%s %s loaded in %v, %.0f bytes/task\n",
+		e.name, k.name(), time.Since(start).Round(time.Millisecond), fx.bytesPerTask)
+	e.fixtures[k] = fx
 	return fx
 }
+
+// errNoOwners is load's report that an owned fixture's store records no
+// owners.
+var errNoOwners = errors.New("bench: the store is not an engine.OwnerStore")
+
+// benchOwners is how many owners an owned fixture draws from.
+const benchOwners = 1000
+
+// drawOwners returns the owners of the n tasks of an owned fixture:
+// skewed (Zipf, s = 1.1) over k owners, user-0000 the busiest, from a
+// fixed seed.
+func drawOwners(n, k int) []string {
+	z := rand.NewZipf(rand.New(rand.NewPCG(3, 7)), 1.1, 1, uint64(k-1))
+	owners := make([]string, n)
+	for i := range owners {
+		owners[i] = ownerName(int(z.Uint64()))
+	}
+	return owners
+}
+
+func ownerName(i int) string { return fmt.Sprintf("user-%04d", i) }
 
 // load builds a fixture: n tasks from taskgen's default shape (seed 1:
 // Zipf contexts, 3 history messages, one 256-byte artifact), created in
 // order under a clock that hands out every timestamp four times (equal
-// UpdatedAt runs; pg stamps its own time).
-func load(tb testing.TB, e *env, n int) (*fixture, error) {
+// UpdatedAt runs; pg stamps its own time); with owners, each created by
+// CreateOwned for an owner of drawOwners.
+func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 4}
-	s, err := e.open(tb, n, clock.Now)
+	s, err := e.open(tb, k.name(), clock.Now)
 	if err != nil {
 		return nil, err
 	}
-	fx := &fixture{n: n, store: s}
+	n := k.n
+	fx := &fixture{key: k, n: n, store: s}
+	create := func(ctx context.Context, t *a2a.Task, _ int) error { _, err := s.Create(ctx, t); return err }
+	if k.owners > 0 {
+		owned, ok := s.(engine.OwnerStore)
+		if !ok {
+			if c, ok := s.(io.Closer); ok {
+				c.Close()
+			}
+			return nil, errNoOwners
+		}
+		owners := drawOwners(n, k.owners)
+		create = func(ctx context.Context, t *a2a.Task, i int) error {
+			_, err := owned.CreateOwned(ctx, t, owners[i])
+			return err
+		}
+	}
 	ctx := context.Background()
 	gen := taskgen.New(taskgen.Shape{})
 	if e.parallel {
-		tasks := make(chan *a2a.Task, 256)
+		type item struct {
+			t *a2a.Task
+			i int
+		}
+		tasks := make(chan item, 256)
 		errs := make(chan error, 4)
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				for t := range tasks {
-					if _, err := s.Create(ctx, t); err != nil {
+				for it := range tasks {
+					if err := create(ctx, it.t, it.i); err != nil {
 						errs <- err
 						for range tasks {
 						}
@@ -230,7 +327,7 @@ func load(tb testing.TB, e *env, n int) (*fixture, error) {
 			})
 		}
 		for i := range n {
-			tasks <- gen.Task(i)
+			tasks <- item{gen.Task(i), i}
 		}
 		close(tasks)
 		wg.Wait()
@@ -241,18 +338,18 @@ func load(tb testing.TB, e *env, n int) (*fixture, error) {
 		}
 	} else {
 		for i := range n {
-			if _, err := s.Create(ctx, gen.Task(i)); err != nil {
+			if err := create(ctx, gen.Task(i), i); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if e.pool != nil {
-		if _, err := e.pool.Exec(ctx, "VACUUM ANALYZE "+pgTable(n)); err != nil {
+		if _, err := e.pool.Exec(ctx, "VACUUM ANALYZE "+pgTableNamed(k.name())); err != nil {
 			return nil, err
 		}
 	}
 	fx.bytesPerTask = e.footprint(fx)
-	if e.pool != nil {
+	if e.pool != nil && k.owners == 0 {
 		if err := pgExtras(e.pool, fx); err != nil {
 			return nil, err
 		}
@@ -270,6 +367,11 @@ func load(tb testing.TB, e *env, n int) (*fixture, error) {
 			fx.ctx = append(fx.ctx, t.ContextID)
 			fx.state = append(fx.state, t.Status.State)
 			fx.stamp = append(fx.stamp, *t.Status.Timestamp)
+			owner := ""
+			if len(resp.TaskOwners) == len(resp.Tasks) {
+				owner = resp.TaskOwners[i]
+			}
+			fx.owner = append(fx.owner, owner)
 		}
 		if resp.NextPageToken == "" {
 			break

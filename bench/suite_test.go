@@ -56,6 +56,12 @@ var ops = []op{
 	{"", benchCancel},
 	{"", benchCreate},
 	{"pg", benchPGWithoutIndexes},
+	// Owned fixtures (owner_test.go) last: loading one releases the
+	// others.
+	{"", benchOwnerPage},
+	{"", benchOwnerTotal},
+	{"", benchOwnerCreate},
+	{"", benchOwnerReplace},
 }
 
 // forSizes runs f for every size under name(n).
@@ -285,9 +291,12 @@ func benchReplace(b *testing.B, e *env) {
 	})
 }
 
-func replaceLoop(b *testing.B, fx *fixture) {
+func replaceLoop(b *testing.B, fx *fixture) { replaceIDs(b, fx, fx.ids(4096, 23)) }
+
+// replaceIDs replaces the tasks ids in turn with new content from the
+// fixture's pool.
+func replaceIDs(b *testing.B, fx *fixture, ids []a2a.TaskID) {
 	ctx := context.Background()
-	ids := fx.ids(4096, 23)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

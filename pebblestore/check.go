@@ -2,20 +2,21 @@ package pebblestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-
-	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
+	"github.com/a2astore/a2astore/engine"
 )
 
-// CheckInvariants verifies the keyspace from one consistent view: every
-// record has exactly one global index key, one context index key and one
-// body key at its cursor, with index values equal to the record's light
-// fields; no index or body key lacks its record; every counter equals a
-// recount. It reads the whole database and is meant for tests
-// (engine.Checker).
+// CheckInvariants verifies the keyspace from one consistent view: the
+// format version is this build's; every record has exactly one key in each
+// ordering index it belongs to (global, context, and with an owner, owner
+// and (owner, context)) and one body key, all at its cursor, with index
+// values equal to the record's light fields; no index or body key lacks its
+// record; every counter equals a recount. It reads the whole database and is
+// meant for tests (engine.Checker).
 func (s *Store) CheckInvariants() (err error) {
 	exit, err := s.enter("check")
 	if err != nil {
@@ -29,8 +30,9 @@ func (s *Store) CheckInvariants() (err error) {
 	}
 	defer it.Close()
 
-	c := keyspaceCheck{recs: map[string]*checkedRecord{}, counters: map[string]int64{}}
-	// Records first ('b' < 'c' < 'g' < 'n' < 'r', so read 'r' on its own).
+	c := keyspaceCheck{expected: map[string]*expectedKey{}, counters: map[string]int64{}}
+	// Records first ('b' < 'c' < 'g' < 'm' < 'n' < 'o' < 'p' < 'r', so read
+	// 'r' on its own).
 	it.SetBounds([]byte{tagRecord}, []byte{tagRecord + 1})
 	for ok := it.First(); ok; ok = it.Next() {
 		c.record(it.Key(), it.Value())
@@ -45,19 +47,22 @@ func (s *Store) CheckInvariants() (err error) {
 	return c.finish()
 }
 
-// keyspaceCheck is the state of one CheckInvariants: the records, the
-// counters they add up to, and what is wrong (the first 20 problems).
+// keyspaceCheck is the state of one CheckInvariants: the index and body
+// keys the records call for, the counters they add up to, and what is
+// wrong (the first 20 problems).
 type keyspaceCheck struct {
-	recs     map[string]*checkedRecord // by task ID
-	counters map[string]int64          // recounted, by counter key
+	expected map[string]*expectedKey // by key
+	counters map[string]int64        // recounted, by counter key
+	format   bool                    // the format key was seen
 	errs     []error
 }
 
-// checkedRecord is a record and the keys found for it.
-type checkedRecord struct {
-	record
-	lv                    []byte // the light value its index entries must hold
-	global, context, body int
+// expectedKey is an index or body key a record calls for.
+type expectedKey struct {
+	id    a2a.TaskID
+	kind  string // global, context, owner, owner-context, body
+	value []byte // an index key's value: the record's light value
+	found int
 }
 
 func (c *keyspaceCheck) fail(format string, args ...any) {
@@ -66,9 +71,10 @@ func (c *keyspaceCheck) fail(format string, args ...any) {
 	}
 }
 
-// record notes the record under key and counts it in its counters.
+// record notes the record under key: the keys it calls for and the
+// counters it counts in.
 func (c *keyspaceCheck) record(key, value []byte) {
-	id := string(key[1:])
+	id := a2a.TaskID(key[1:])
 	r, err := decodeRecord(bytes.Clone(value))
 	if err != nil {
 		c.fail("record %q: %v", id, err)
@@ -77,8 +83,17 @@ func (c *keyspaceCheck) record(key, value []byte) {
 	if id == "" {
 		c.fail("record with empty ID")
 	}
-	c.recs[id] = &checkedRecord{record: r, lv: r.light.append(nil)}
-	for _, k := range counterKeys(r.light.contextID, r.light.state) {
+	if len(r.light.owner) > engine.MaxOwnerBytes {
+		c.fail("record %q: owner of %d bytes", id, len(r.light.owner))
+	}
+	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
+	lv := r.light.append(nil)
+	for i, k := range indexKeys(r.light.owner, r.light.contextID, cur) {
+		c.expected[string(k)] = &expectedKey{id: id, kind: [...]string{"global", "context", "owner", "owner-context"}[i], value: lv}
+	}
+	c.expected[string(bodyKey(cur))] = &expectedKey{id: id, kind: "body"}
+	exist, shape := counterKeys(r.light.owner, r.light.contextID, r.light.state)
+	for _, k := range append(exist, shape...) {
 		c.counters[string(k)]++
 	}
 }
@@ -87,65 +102,26 @@ func (c *keyspaceCheck) record(key, value []byte) {
 func (c *keyspaceCheck) key(key, value []byte) {
 	switch key[0] {
 	case tagRecord:
-	case tagGlobal, tagBody:
-		c.cursorKey(key, value)
-	case tagContext:
-		c.contextKey(key, value)
+	case tagGlobal, tagContext, tagOwner, tagOwnerCx, tagBody:
+		e := c.expected[string(key)]
+		if e == nil {
+			c.fail("index or body key %x does not match a record", key)
+			return
+		}
+		e.found++
+		if e.value != nil && !bytes.Equal(value, e.value) {
+			c.fail("%s value of task %q differs from its record", e.kind, e.id)
+		}
 	case tagCounter:
 		c.counter(key, value)
+	case tagMeta:
+		v, k := binary.Uvarint(value)
+		if !bytes.Equal(key, formatKey) || k != len(value) || v != formatVersion {
+			c.fail("meta key %x = %x, want %x = format %d", key, value, formatKey, formatVersion)
+		}
+		c.format = true
 	default:
 		c.fail("unknown key %x", key)
-	}
-}
-
-// cursorKey checks a global index key (its value is the record's light
-// value) or a body key.
-func (c *keyspaceCheck) cursorKey(key, value []byte) {
-	kind, isGlobal := "body", key[0] == tagGlobal
-	if isGlobal {
-		kind = "global"
-	}
-	cur, err := decodeIndexCursor(key, 1)
-	if err != nil {
-		c.fail("%s key %x: %v", kind, key, err)
-		return
-	}
-	r := c.recs[string(cur.ID)]
-	if r == nil || r.updatedAt != cur.UpdatedAt {
-		c.fail("%s key %x of task %q does not match a record", kind, key, cur.ID)
-		return
-	}
-	if !isGlobal {
-		r.body++
-		return
-	}
-	r.global++
-	if !bytes.Equal(value, r.lv) {
-		c.fail("global value of task %q differs from its record", cur.ID)
-	}
-}
-
-// contextKey checks a context index key: the record's context and cursor,
-// its light value.
-func (c *keyspaceCheck) contextKey(key, value []byte) {
-	ctx, rest, err := desckey.DecodeAscending(key[1:])
-	if err != nil {
-		c.fail("context key %x: %v", key, err)
-		return
-	}
-	cur, err := decodeIndexCursor(rest, 0)
-	if err != nil {
-		c.fail("context key %x: %v", key, err)
-		return
-	}
-	r := c.recs[string(cur.ID)]
-	if r == nil || r.updatedAt != cur.UpdatedAt || r.light.contextID != string(ctx) {
-		c.fail("context key %x of task %q does not match a record", key, cur.ID)
-		return
-	}
-	r.context++
-	if !bytes.Equal(value, r.lv) {
-		c.fail("context value of task %q differs from its record", cur.ID)
 	}
 }
 
@@ -162,17 +138,21 @@ func (c *keyspaceCheck) counter(key, value []byte) {
 	delete(c.counters, string(key))
 }
 
-// finish reports recounted counters that were not stored and records
-// without exactly one key of each kind, with everything found before.
+// finish reports recounted counters that were not stored, keys the records
+// call for that are missing, and a missing format key, with everything
+// found before.
 func (c *keyspaceCheck) finish() error {
+	if !c.format {
+		c.fail("no format key")
+	}
 	for k, n := range c.counters {
 		if n != 0 {
 			c.fail("counter %x missing, recount %d", k, n)
 		}
 	}
-	for id, r := range c.recs {
-		if r.global != 1 || r.context != 1 || r.body != 1 {
-			c.fail("task %q has %d global, %d context, %d body keys; want 1 each", a2a.TaskID(id), r.global, r.context, r.body)
+	for _, e := range c.expected {
+		if e.found != 1 {
+			c.fail("task %q has %d %s keys at its cursor, want 1", e.id, e.found, e.kind)
 		}
 	}
 	return errors.Join(c.errs...)

@@ -1,20 +1,51 @@
 // Package pebblestore is the a2astore engine.Store on a Pebble LSM
-// (github.com/cockroachdb/pebble/v2).
+// (github.com/cockroachdb/pebble/v2). Store is an engine.OwnerStore:
+// CreateOwned records a task's owner beside the task (never in its
+// metadata), Record.Owner and ListResponse.TaskOwners return it, and
+// ListRequest.Owner filters by it (O1–O6).
 //
 // # Keyspace
 //
-// A task lives under four keys, always written together in one batch:
+// A task lives under four keys, six with an owner, always written together
+// in one batch:
 //
-//	r ‖ id                        record: revision, UpdatedAt, light fields
-//	g ‖ cursor                    global ordering index → light fields
-//	c ‖ asc(contextID) ‖ cursor   per-context ordering index → light fields
-//	b ‖ cursor                    task body (taskcodec binary form)
+//	r ‖ id                                   record: revision, UpdatedAt, light fields, owner
+//	g ‖ cursor                               global ordering index → light fields
+//	c ‖ asc(contextID) ‖ cursor              per-context ordering index → light fields
+//	o ‖ asc(owner) ‖ cursor                  per-owner ordering index → light fields (owned tasks)
+//	p ‖ asc(owner) ‖ asc(contextID) ‖ cursor per-(owner, context) ordering index → light fields (owned tasks)
+//	b ‖ cursor                               task body (taskcodec binary form)
 //
 // plus merge-operator counters (n ‖ …) for the total, each state, each
-// context and each context+state. cursor is the desckey encoding of
-// (UpdatedAt, ID), whose byte order is list order (S6): UpdatedAt
-// descending, then ID descending, with IDs of any bytes (NUL, 0xFF,
-// invalid UTF-8 — S8) ordered exactly.
+// context and each context+state, and for each owner, owner+state,
+// owner+context and owner+context+state; and the format version (m ‖
+// "format"). cursor is the desckey encoding of (UpdatedAt, ID), whose byte
+// order is list order (S6): UpdatedAt descending, then ID descending, with
+// IDs of any bytes (NUL, 0xFF, invalid UTF-8 — S8) ordered exactly. asc is
+// desckey's prefix-free ascending encoding, so owners and contexts of any
+// bytes (prefixes of each other included) never share a key range.
+//
+// # Format versions and the upgrade
+//
+// The database records its format version; this build reads and writes
+// format 2. Open creates a new database in format 2. A database of format
+// 1 (written before stores recorded owners: no format key, no owner
+// indexes, owners kept by engine/authz's OwnerPolicy in task metadata under
+// "a2astore.owner") is upgraded in place by Open before it returns: every
+// record and index value is rewritten with the owner found in that
+// metadata key (Options.UpgradeOwnerKey; a value that is no string, or an
+// owner over engine.MaxOwnerBytes, which no list could name, leaves the
+// task without owner), the owner indexes and counters are built, and the
+// format key is written last. Metadata is left as it is. The upgrade runs
+// in synced batches, each atomic: a crash leaves every task either not yet
+// upgraded or upgraded with all of its keys, never a mix, and the next Open
+// finishes the upgrade (skipping upgraded tasks) before anything is served.
+// Format-2 values start with a byte no format-1 reader accepts, so a
+// release before format 2 fails on an upgraded (or half-upgraded) database
+// rather than misreading it: back up before upgrading if you may go back.
+// With Options.NoUpgrade, Open refuses a format-1 database with
+// ErrOldFormat and changes nothing. A database of a newer format fails
+// Open with ErrNewFormat. Both errors say what to do.
 //
 // # Guarantees
 //
@@ -28,12 +59,17 @@
 //   - Time (S4, S5): a mutation sets UpdatedAt = max(clock(), old+1) from
 //     the stored old time, so per-task time keeps advancing across restarts
 //     even when the clock is behind.
-//   - Lists (L8, C2): the page and its total come from one iterator view.
-//     An unfiltered or context-only page is one seek and PageSize+1 steps;
-//     light pages decode only index values; full pages read bodies from a
-//     clone of the same view. Totals come from counters, except with
+//   - Lists (L8, C2, O6): the page and its total come from one iterator
+//     view. A page reads the one index that holds only candidates — the
+//     (owner, context) index, the owner's, the context's or the global one
+//     — so an unfiltered, context-only, owner-only or owner+context page is
+//     one seek and PageSize+1 steps, and an owner's pages never read
+//     another owner's entries. Light pages decode only index values
+//     (TaskOwners come from them too); full pages read bodies from a clone
+//     of the same view. Totals come from counters, except with
 //     StatusTimestampAfter, which scans the matching index. A status filter
-//     without a context skips non-matching entries of the global index.
+//     without a context or owner skips non-matching entries of the global
+//     index.
 //
 // Store implements engine.Checker: CheckInvariants verifies the keyspace
 // against the records.

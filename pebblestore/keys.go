@@ -11,34 +11,58 @@ import (
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
 
-// Keyspace. Every key starts with one tag byte:
+// Keyspace (format 2). Every key starts with one tag byte:
 //
-//	r ‖ id                          → record: revision, UpdatedAt, light fields
-//	g ‖ cursor                      → global ordering index: light fields
-//	c ‖ asc(contextID) ‖ cursor     → per-context ordering index: light fields
-//	b ‖ cursor                      → task body (taskcodec binary form), in list order
-//	n ‖ t                           → counter: all tasks
-//	n ‖ s ‖ state                   → counter: tasks in a state
-//	n ‖ c ‖ asc(contextID)          → counter: tasks in a context
-//	n ‖ x ‖ asc(contextID) ‖ state  → counter: tasks in a context and state
+//	m ‖ "format"                                     → format version (uvarint): 2
+//	r ‖ id                                           → record: revision, UpdatedAt, light fields
+//	g ‖ cursor                                       → global ordering index: light fields
+//	c ‖ asc(contextID) ‖ cursor                      → per-context ordering index: light fields
+//	o ‖ asc(owner) ‖ cursor                          → per-owner ordering index: light fields
+//	p ‖ asc(owner) ‖ asc(contextID) ‖ cursor         → per-(owner, context) ordering index: light fields
+//	b ‖ cursor                                       → task body (taskcodec binary form), in list order
+//	n ‖ t                                            → counter: all tasks
+//	n ‖ s ‖ state                                    → counter: tasks in a state
+//	n ‖ c ‖ asc(contextID)                           → counter: tasks in a context
+//	n ‖ x ‖ asc(contextID) ‖ state                   → counter: tasks in a context and state
+//	n ‖ o ‖ asc(owner)                               → counter: tasks of an owner
+//	n ‖ u ‖ asc(owner) ‖ state                       → counter: tasks of an owner in a state
+//	n ‖ p ‖ asc(owner) ‖ asc(contextID)              → counter: tasks of an owner in a context
+//	n ‖ q ‖ asc(owner) ‖ asc(contextID) ‖ state      → counter: tasks of an owner in a context and state
 //
 // cursor is desckey.AppendCursor(UpdatedAt, ID), whose byte order is list
-// order (S6), so a page is one seek and PageSize+1 steps. Bodies are keyed by
-// cursor too: the bodies of a page sit in the same order as its index
-// entries, so a full page reads them with a second iterator that only moves
-// forward instead of one point lookup per task.
+// order (S6), so a page is one seek and PageSize+1 steps. asc is
+// desckey.AppendAscending, prefix-free: no owner's or context's keys are a
+// prefix range of another's. Bodies are keyed by cursor too: the bodies of
+// a page sit in the same order as its index entries, so a full page reads
+// them with a second iterator that only moves forward instead of one point
+// lookup per task. Tasks without an owner have no o or p key and no owner
+// counters.
+//
+// Format 1 (before owners) had no m key and no o, p or owner counter keys,
+// and its light values (in records and index values) had no owner and no
+// leading version byte; upgrade.go reads it.
 const (
+	tagMeta    = 'm'
 	tagRecord  = 'r'
 	tagGlobal  = 'g'
 	tagContext = 'c'
+	tagOwner   = 'o'
+	tagOwnerCx = 'p'
 	tagBody    = 'b'
 	tagCounter = 'n'
 
-	counterTotal        = 't'
-	counterState        = 's'
-	counterContext      = 'c'
-	counterContextState = 'x'
+	counterTotal             = 't'
+	counterState             = 's'
+	counterContext           = 'c'
+	counterContextState      = 'x'
+	counterOwner             = 'o'
+	counterOwnerState        = 'u'
+	counterOwnerContext      = 'p'
+	counterOwnerContextState = 'q'
 )
+
+// formatKey holds the database's format version.
+var formatKey = []byte{tagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
 func recordKey(id a2a.TaskID) []byte {
 	return append([]byte{tagRecord}, id...)
@@ -60,32 +84,103 @@ func contextKey(contextID string, c engine.Cursor) []byte {
 	return desckey.AppendCursor(contextPrefix(contextID), c.UpdatedAt, []byte(c.ID))
 }
 
-// counterKeys returns the four counters a task with this context and state
-// counts in.
-func counterKeys(contextID string, state a2a.TaskState) [4][]byte {
-	code := stateCode(state)
+func ownerPrefix(owner string) []byte {
+	return desckey.AppendAscending([]byte{tagOwner}, []byte(owner))
+}
+
+func ownerKey(owner string, c engine.Cursor) []byte {
+	return desckey.AppendCursor(ownerPrefix(owner), c.UpdatedAt, []byte(c.ID))
+}
+
+func ownerContextPrefix(owner, contextID string) []byte {
+	return desckey.AppendAscending(desckey.AppendAscending([]byte{tagOwnerCx}, []byte(owner)), []byte(contextID))
+}
+
+func ownerContextKey(owner, contextID string, c engine.Cursor) []byte {
+	return desckey.AppendCursor(ownerContextPrefix(owner, contextID), c.UpdatedAt, []byte(c.ID))
+}
+
+// indexKeys returns the ordering index keys of a task: global, context,
+// and with an owner, owner and (owner, context).
+func indexKeys(owner, contextID string, c engine.Cursor) [][]byte {
+	keys := [][]byte{globalKey(c), contextKey(contextID, c)}
+	if owner != "" {
+		keys = append(keys, ownerKey(owner, c), ownerContextKey(owner, contextID, c))
+	}
+	return keys
+}
+
+// counterKeys returns the counters a task with this owner, context and
+// state counts in: first those of its existence alone (all tasks, its
+// owner's), which a change of context or state leaves alone, then the
+// others. A task without an owner counts in no owner counter. (The empty
+// context is a context like any other here; as a filter it means none.)
+func counterKeys(owner, contextID string, state a2a.TaskState) (existence, shape [][]byte) {
+	code := []byte{stateCode(state)}
 	ctx := desckey.AppendAscending(nil, []byte(contextID))
-	return [4][]byte{
-		{tagCounter, counterTotal},
-		{tagCounter, counterState, code},
-		append([]byte{tagCounter, counterContext}, ctx...),
-		append(append([]byte{tagCounter, counterContextState}, ctx...), code),
+	existence = [][]byte{counterKeyOf(counterTotal)}
+	shape = [][]byte{
+		counterKeyOf(counterState, code),
+		counterKeyOf(counterContext, ctx),
+		counterKeyOf(counterContextState, ctx, code),
+	}
+	if owner != "" {
+		oe, os := ownerCounterKeys(owner, contextID, state)
+		existence, shape = append(existence, oe), append(shape, os...)
+	}
+	return existence, shape
+}
+
+// ownerCounterKeys returns the owner counters of a task of owner (not ""):
+// the owner's count, and those a change of context or state moves.
+func ownerCounterKeys(owner, contextID string, state a2a.TaskState) (existence []byte, shape [][]byte) {
+	code := []byte{stateCode(state)}
+	ctx := desckey.AppendAscending(nil, []byte(contextID))
+	o := desckey.AppendAscending(nil, []byte(owner))
+	return counterKeyOf(counterOwner, o), [][]byte{
+		counterKeyOf(counterOwnerState, o, code),
+		counterKeyOf(counterOwnerContext, o, ctx),
+		counterKeyOf(counterOwnerContextState, o, ctx, code),
 	}
 }
 
-// counterKey is the counter that holds the exact total of q's filters, which
-// must not include StatusAfter.
-func counterKey(q *engine.Query) []byte {
-	switch {
-	case q.ContextID == "" && q.Status == a2a.TaskStateUnspecified:
-		return []byte{tagCounter, counterTotal}
-	case q.ContextID == "":
-		return []byte{tagCounter, counterState, stateCode(q.Status)}
-	case q.Status == a2a.TaskStateUnspecified:
-		return desckey.AppendAscending([]byte{tagCounter, counterContext}, []byte(q.ContextID))
+// counterKeyOf is the counter key of kind with these encoded parts.
+func counterKeyOf(kind byte, parts ...[]byte) []byte {
+	k := []byte{tagCounter, kind}
+	for _, p := range parts {
+		k = append(k, p...)
 	}
-	k := desckey.AppendAscending([]byte{tagCounter, counterContextState}, []byte(q.ContextID))
-	return append(k, stateCode(q.Status))
+	return k
+}
+
+// counterKey is the counter that holds the exact total of q's owner,
+// context and state filters (not StatusAfter, which no counter holds).
+func counterKey(q *engine.Query) []byte {
+	var parts [][]byte
+	if q.Owner != "" {
+		parts = append(parts, desckey.AppendAscending(nil, []byte(q.Owner)))
+	}
+	if q.ContextID != "" {
+		parts = append(parts, desckey.AppendAscending(nil, []byte(q.ContextID)))
+	}
+	if q.Status != a2a.TaskStateUnspecified {
+		parts = append(parts, []byte{stateCode(q.Status)})
+	}
+	kind := counterKinds[[3]bool{q.Owner != "", q.ContextID != "", q.Status != a2a.TaskStateUnspecified}]
+	return counterKeyOf(kind, parts...)
+}
+
+// counterKinds are the counter tags by the filters they count: owner,
+// context, state.
+var counterKinds = map[[3]bool]byte{
+	{false, false, false}: counterTotal,
+	{false, false, true}:  counterState,
+	{false, true, false}:  counterContext,
+	{false, true, true}:   counterContextState,
+	{true, false, false}:  counterOwner,
+	{true, false, true}:   counterOwnerState,
+	{true, true, false}:   counterOwnerContext,
+	{true, true, true}:    counterOwnerContextState,
 }
 
 // decodeIndexCursor decodes the cursor that ends an index or body key after
@@ -151,25 +246,36 @@ func stateFromCode(c byte) (a2a.TaskState, bool) {
 	return s, s != ""
 }
 
-// light is what a light page needs (ProjectionLight), stored in index
-// values:
+// light is what a light page needs (ProjectionLight) and the task's
+// owner, stored in index values and records (format 2):
 //
-//	state code (1 byte, stateCodes) ‖ uvarint len ‖ contextID ‖ uvarint len ‖
-//	status timestamp (taskcodec.AppendTimestamp, empty when nil) ‖ metadata
+//	lightV2 (1 byte) ‖ state code (1 byte, stateCodes) ‖ uvarint len ‖
+//	contextID ‖ uvarint len ‖ owner (empty: none) ‖ uvarint len ‖ status
+//	timestamp (taskcodec.AppendTimestamp, empty when nil) ‖ metadata
 //	(taskcodec.EncodeMetadata; rest, empty when none)
 //
-// decodeLight aliases the value: ctx, statusTS and metadata point into it,
-// so an index entry a page skips costs no allocation.
+// The leading byte is no state code, so the format-1 decoder (an older
+// release, or a half-done upgrade) rejects a format-2 value instead of
+// misreading it, and the upgrade can tell the two apart value by value.
+//
+// decodeLight aliases the value: ctx, ownerRaw, statusTS and metadata point
+// into it, so an index entry a page skips costs no allocation.
 type light struct {
 	contextID string // set by lightOf and decodeRecord; decodeLight leaves it empty
 	ctx       []byte // the context ID as stored (decodeLight)
+	owner     string // set by the writer and decodeRecord; decodeLight leaves it empty
+	ownerRaw  []byte // the owner as stored (decodeLight)
 	state     a2a.TaskState
 	statusTS  []byte // taskcodec.AppendTimestamp of Status.Timestamp; nil when unset
 	metadata  []byte // taskcodec.EncodeMetadata output
 }
 
-func lightOf(t *a2a.Task) (light, error) {
-	l := light{contextID: t.ContextID, state: t.Status.State}
+// lightV2 starts every format-2 light value: a byte no state code is.
+const lightV2 = 0xF2
+
+// lightOf returns the light fields of t for owner.
+func lightOf(t *a2a.Task, owner string) (light, error) {
+	l := light{contextID: t.ContextID, owner: owner, state: t.Status.State}
 	if t.Status.Timestamp != nil {
 		l.statusTS = taskcodec.AppendTimestamp(nil, *t.Status.Timestamp)
 	}
@@ -182,9 +288,11 @@ func lightOf(t *a2a.Task) (light, error) {
 }
 
 func (l *light) append(dst []byte) []byte {
-	dst = append(dst, stateCode(l.state))
+	dst = append(dst, lightV2, stateCode(l.state))
 	dst = binary.AppendUvarint(dst, uint64(len(l.contextID)))
 	dst = append(dst, l.contextID...)
+	dst = binary.AppendUvarint(dst, uint64(len(l.owner)))
+	dst = append(dst, l.owner...)
 	dst = binary.AppendUvarint(dst, uint64(len(l.statusTS)))
 	dst = append(dst, l.statusTS...)
 	return append(dst, l.metadata...)
@@ -192,8 +300,18 @@ func (l *light) append(dst []byte) []byte {
 
 var errCorruptValue = fmt.Errorf("pebblestore: corrupt value: %w", engine.ErrInternal)
 
-// decodeLight decodes a light value. The slices alias b.
+// decodeLight decodes a format-2 light value. The slices alias b.
 func decodeLight(b []byte) (light, error) {
+	if len(b) < 1 || b[0] != lightV2 {
+		return light{}, errCorruptValue
+	}
+	return decodeLightFields(b[1:], true)
+}
+
+// decodeLightFields decodes the fields of a light value after its version
+// byte (format 2) or from its start (format 1, withOwner false: no owner
+// field). The slices alias b.
+func decodeLightFields(b []byte, withOwner bool) (light, error) {
 	var l light
 	if len(b) < 1 {
 		return l, errCorruptValue
@@ -203,12 +321,14 @@ func decodeLight(b []byte) (light, error) {
 		return l, errCorruptValue
 	}
 	l.state = st
-	b = b[1:]
-	ctx, b, ok := cutLen(b)
-	if !ok {
+	if l.ctx, b, ok = cutLen(b[1:]); !ok {
 		return l, errCorruptValue
 	}
-	l.ctx = ctx
+	if withOwner {
+		if l.ownerRaw, b, ok = cutLen(b); !ok {
+			return l, errCorruptValue
+		}
+	}
 	ts, b, ok := cutLen(b)
 	if !ok {
 		return l, errCorruptValue
@@ -257,6 +377,12 @@ func (r *record) append(dst []byte) []byte {
 }
 
 func decodeRecord(b []byte) (record, error) {
+	return decodeRecordWith(b, decodeLight)
+}
+
+// decodeRecordWith decodes a record whose light fields decode is the
+// decoder of (a format's).
+func decodeRecordWith(b []byte, decode func([]byte) (light, error)) (record, error) {
 	rev, k := binary.Uvarint(b)
 	if k <= 0 || len(b) < k+8 {
 		return record{}, errCorruptValue
@@ -265,11 +391,11 @@ func decodeRecord(b []byte) (record, error) {
 	if r.revision < 1 || r.updatedAt < 0 {
 		return record{}, errCorruptValue
 	}
-	l, err := decodeLight(b[k+8:])
+	l, err := decode(b[k+8:])
 	if err != nil {
 		return record{}, err
 	}
-	l.contextID = string(l.ctx)
+	l.contextID, l.owner = string(l.ctx), string(l.ownerRaw)
 	r.light = l
 	return r, nil
 }

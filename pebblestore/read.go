@@ -56,20 +56,22 @@ func (s *Store) Get(ctx context.Context, id a2a.TaskID) (rec engine.Record, err 
 	if err != nil {
 		return engine.Record{}, err
 	}
-	return engine.Record{Task: t, Revision: r.revision, Cursor: cur}, nil
+	return engine.Record{Task: t, Revision: r.revision, Cursor: cur, Owner: r.light.owner}, nil
 }
 
 // List implements engine.Store.
 //
 // The page and the total come from one iterator (L8). The page seeks once
-// to just after the boundary in the global index, or in the context's index
-// when ContextID is set, and steps until it has PageSize+1 matching entries
-// (C2): PageSize+1 steps when no other filter applies. Status and
+// to just after the boundary in the one index that holds only candidates —
+// the (owner, context) index, the owner's, the context's or the global one
+// — and steps until it has PageSize+1 matching entries (C2, O6):
+// PageSize+1 steps when no other filter applies. Status and
 // StatusTimestampAfter filters skip non-matching entries. Light pages decode
 // the index values only; full pages read bodies with a clone of the iterator
 // that moves forward through the body keyspace, which is in the same order.
-// Totals without StatusTimestampAfter read one maintained counter; with it,
-// they scan the index.
+// Owners (TaskOwners) come from the index values. Totals without
+// StatusTimestampAfter read one maintained counter; with it, they scan the
+// index.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine.ListResponse, err error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -90,7 +92,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	defer it.Close()
 	p := newPageReader(q, len(prefix))
 	if q.Projection == engine.ProjectionFull {
-		if p.bodies, err = newBodyReader(it, q.ContextID == ""); err != nil {
+		if p.bodies, err = newBodyReader(it, q.ContextID == "" && q.Owner == ""); err != nil {
 			return nil, err
 		}
 		defer p.bodies.close()
@@ -109,13 +111,19 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	return resp, nil
 }
 
-// listBounds returns the index a query reads (its key prefix: the global
-// index, or the context's) and the first key of its page: the prefix, or
-// the key just after the boundary.
+// listBounds returns the index a query reads (its key prefix: the
+// (owner, context) index, the owner's, the context's or the global one)
+// and the first key of its page: the prefix, or the key just after the
+// boundary.
 func listBounds(q *engine.Query) (prefix, lower []byte) {
-	if q.ContextID != "" {
+	switch {
+	case q.Owner != "" && q.ContextID != "":
+		prefix = ownerContextPrefix(q.Owner, q.ContextID)
+	case q.Owner != "":
+		prefix = ownerPrefix(q.Owner)
+	case q.ContextID != "":
 		prefix = contextPrefix(q.ContextID)
-	} else {
+	default:
 		prefix = []byte{tagGlobal}
 	}
 	if q.After == nil {
@@ -134,6 +142,7 @@ type pageReader struct {
 	skip    int // index key prefix length
 	tasks   []*a2a.Task
 	cursors []engine.Cursor
+	owners  []string
 	light   lightPage  // light pages
 	bodies  bodyReader // full pages
 	scratch []byte     // decoded IDs, before their string copy
@@ -144,6 +153,7 @@ func newPageReader(q engine.Query, skip int) pageReader {
 		q: q, skip: skip,
 		tasks:   make([]*a2a.Task, 0, q.PageSize+1),
 		cursors: make([]engine.Cursor, 0, q.PageSize+1),
+		owners:  make([]string, 0, q.PageSize+1),
 		scratch: make([]byte, 0, 64),
 	}
 	if q.Projection == engine.ProjectionLight {
@@ -187,6 +197,7 @@ func (p *pageReader) read(it *pebble.Iterator) (*engine.ListResponse, error) {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
 	resp := listpage.Response(&p.q, p.tasks, p.cursors, more)
+	resp.TaskOwners = p.owners
 	resp.Stats.Examined = examined
 	return resp, nil
 }
@@ -197,10 +208,13 @@ func (p *pageReader) add(key []byte, l *light) error {
 	if err != nil {
 		return err
 	}
-	// A context-filtered page shares the query's context ID string.
-	contextID := p.q.ContextID
+	// A filtered page shares the query's context ID and owner strings.
+	contextID, owner := p.q.ContextID, p.q.Owner
 	if contextID == "" {
 		contextID = string(l.ctx)
+	}
+	if owner == "" {
+		owner = string(l.ownerRaw)
 	}
 	var t *a2a.Task
 	if p.q.Projection == engine.ProjectionLight {
@@ -213,12 +227,13 @@ func (p *pageReader) add(key []byte, l *light) error {
 	}
 	p.tasks = append(p.tasks, t)
 	p.cursors = append(p.cursors, cur)
+	p.owners = append(p.owners, owner)
 	return nil
 }
 
-// matches applies q's filters (listpage.Matches) to an index entry. A
-// context-filtered list reads only that context's index (its key prefix is
-// the context filter), so the entry's context is q's. The status timestamp
+// matches applies q's filters (listpage.Matches) to an index entry. A list
+// filtered by owner or context reads only an index whose key prefix is that
+// filter, so the entry's owner and context are q's. The status timestamp
 // is decoded only when a filter reads it.
 func matches(q *engine.Query, l *light) (bool, error) {
 	var ts *time.Time
@@ -231,7 +246,7 @@ func matches(q *engine.Query, l *light) (bool, error) {
 			ts = &t
 		}
 	}
-	return listpage.Matches(q, "", q.ContextID, l.state, ts), nil
+	return listpage.Matches(q, q.Owner, q.ContextID, l.state, ts), nil
 }
 
 // lightPage builds the tasks of a light page (ProjectionLight) in three

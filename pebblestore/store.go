@@ -44,6 +44,15 @@ type Options struct {
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
 	Limits engine.Limits
+	// NoUpgrade, when true, makes Open fail with ErrOldFormat on a database
+	// of an older format instead of upgrading it in place (see Open).
+	// Default (false): upgrade.
+	NoUpgrade bool
+	// UpgradeOwnerKey is the task metadata key whose string value the
+	// upgrade from format 1 records as the task's owner: where
+	// engine/authz's OwnerPolicy kept owners before stores recorded them.
+	// Default: "a2astore.owner" (the key OwnerPolicy used).
+	UpgradeOwnerKey string
 }
 
 // stripes is the number of per-task write locks.
@@ -83,11 +92,17 @@ type Store struct {
 }
 
 var (
-	_ engine.Store   = (*Store)(nil)
-	_ engine.Checker = (*Store)(nil)
+	_ engine.OwnerStore = (*Store)(nil)
+	_ engine.Checker    = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the store in dir.
+//
+// A new database is created in format 2 (the current one). A database of
+// format 1 (written before stores recorded task owners) is upgraded in
+// place before Open returns, unless Options.NoUpgrade is set: then Open
+// fails with ErrOldFormat. A database of a format newer than this build's
+// fails with ErrNewFormat. See the package documentation.
 func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync}
 	if s.clock == nil {
@@ -125,6 +140,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
 	}
 	s.db = db
+	if err := s.openFormat(dir, &opts); err != nil {
+		s.life.closed = true
+		if s.failed.Load() == nil {
+			_ = db.Close()
+		}
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -440,6 +440,21 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 			return s.db.Merge([]byte{tagCounter, counterTotal}, counterDelta(1), nil)
 		}, "recount"},
 		{"unknown key", func(s *Store, cur engine.Cursor) error { return s.db.Set([]byte("zz"), nil, nil) }, "unknown key"},
+		{"owner index deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(ownerKey("alice", cur), nil) }, "0 owner keys"},
+		{"owner-context index deleted", func(s *Store, cur engine.Cursor) error {
+			return s.db.Delete(ownerContextKey("alice", "c", cur), nil)
+		}, "0 owner-context keys"},
+		{"stray owner key", func(s *Store, cur engine.Cursor) error { return s.db.Set(ownerKey("bob", cur), []byte{1}, nil) }, "does not match a record"},
+		{"owner value changed", func(s *Store, cur engine.Cursor) error {
+			l := light{contextID: "c", owner: "bob", state: a2a.TaskStateWorking}
+			return s.db.Set(ownerKey("alice", cur), l.append(nil), nil)
+		}, "owner value"},
+		{"owner counter off", func(s *Store, cur engine.Cursor) error {
+			exist, _ := ownerCounterKeys("alice", "c", a2a.TaskStateWorking)
+			return s.db.Merge(exist, counterDelta(-1), nil)
+		}, "recount"},
+		{"format key deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(formatKey, nil) }, "no format key"},
+		{"format key changed", func(s *Store, cur engine.Cursor) error { return s.db.Set(formatKey, []byte{1}, nil) }, "format 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Open("db", Options{FS: vfs.NewMem(), Clock: storetest.NewManualClock(1).Now, Logger: pebblelog.Quiet{}})
@@ -447,7 +462,7 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			rec, err := s.Create(ctx, task("t1", "c", a2a.TaskStateWorking))
+			rec, err := s.CreateOwned(ctx, task("t1", "c", a2a.TaskStateWorking), "alice")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,66 +67,104 @@ func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error)
 
 // put writes task as the new state of its ID at time now, in one batch with
 // everything old (if not nil) leaves behind, and returns the stored record.
+// The owner is old's, or for a new task owner.
 // REQUIRES: the task's write lock held.
-func (s *Store) put(old *current, task *a2a.Task, now int64) (engine.Record, error) {
-	rev := int64(1)
-	if old != nil {
-		rev = old.rec.revision + 1
-	}
-	body, err := taskcodec.EncodeTask(task)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	l, err := lightOf(task)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	rec := record{revision: rev, updatedAt: now, light: l}
-	cur := engine.Cursor{UpdatedAt: now, ID: task.ID}
-	lv := l.append(nil)
-
+func (s *Store) put(old *current, task *a2a.Task, owner string, now int64) (engine.Record, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
-	if old != nil {
-		oc := old.cursor()
-		_ = b.Delete(globalKey(oc), nil)
-		_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
-		_ = b.Delete(bodyKey(oc), nil)
-	}
-	_ = b.Set(recordKey(task.ID), rec.append(nil), nil)
-	_ = b.Set(globalKey(cur), lv, nil)
-	_ = b.Set(contextKey(l.contextID, cur), lv, nil)
-	_ = b.Set(bodyKey(cur), body, nil)
-	switch {
-	case old == nil:
-		mergeCounters(b, l.contextID, l.state, +1, 0)
-	case old.rec.light.contextID != l.contextID || old.rec.light.state != l.state:
-		// The total does not change: start at index 1.
-		mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 1)
-		mergeCounters(b, l.contextID, l.state, +1, 1)
+	rec, body, err := stage(b, old, task, owner, now)
+	if err != nil {
+		return engine.Record{}, err
 	}
 	if err := b.Commit(s.wo); err != nil {
 		return engine.Record{}, fmt.Errorf("pebblestore: commit: %v: %w", err, engine.ErrInternal)
 	}
-	out, err := decodeBody(body, task.ID, task.ContextID)
-	if err != nil {
+	if rec.Task, err = decodeBody(body, task.ID, task.ContextID); err != nil {
 		return engine.Record{}, err
 	}
-	return engine.Record{Task: out, Revision: rev, Cursor: cur}, nil
+	return rec, nil
 }
 
-// mergeCounters adds d to the counters of (contextID, state), skipping the
-// first `from` of them (the total is counterKeys' index 0).
-func mergeCounters(b *pebble.Batch, contextID string, state a2a.TaskState, d int64, from int) {
-	keys := counterKeys(contextID, state)
-	for _, k := range keys[from:] {
+// stage adds to b what put writes: the record, index and body keys of task
+// at time now, the deletion of what old (if not nil) leaves behind, and the
+// counter deltas. It returns the record without its task, and the body.
+func stage(b *pebble.Batch, old *current, task *a2a.Task, owner string, now int64) (engine.Record, []byte, error) {
+	rev := int64(1)
+	if old != nil {
+		rev, owner = old.rec.revision+1, old.rec.light.owner // O2
+	}
+	body, err := taskcodec.EncodeTask(task)
+	if err != nil {
+		return engine.Record{}, nil, err
+	}
+	l, err := lightOf(task, owner)
+	if err != nil {
+		return engine.Record{}, nil, err
+	}
+	rec := record{revision: rev, updatedAt: now, light: l}
+	cur := engine.Cursor{UpdatedAt: now, ID: task.ID}
+	lv := l.append(nil)
+	if old != nil {
+		deleteTaskKeys(b, old)
+	}
+	_ = b.Set(recordKey(task.ID), rec.append(nil), nil)
+	for _, k := range indexKeys(owner, l.contextID, cur) {
+		_ = b.Set(k, lv, nil)
+	}
+	_ = b.Set(bodyKey(cur), body, nil)
+	switch {
+	case old == nil:
+		mergeCounters(b, &l, +1)
+	case old.rec.light.contextID != l.contextID || old.rec.light.state != l.state:
+		moveCounters(b, &old.rec.light, &l)
+	}
+	return engine.Record{Revision: rev, Cursor: cur, Owner: owner}, body, nil
+}
+
+// deleteTaskKeys deletes old's index and body keys in b.
+func deleteTaskKeys(b *pebble.Batch, old *current) {
+	oc := old.cursor()
+	for _, k := range indexKeys(old.rec.light.owner, old.rec.light.contextID, oc) {
+		_ = b.Delete(k, nil)
+	}
+	_ = b.Delete(bodyKey(oc), nil)
+}
+
+// mergeCounters adds d to every counter of a task with the light fields l
+// (its owner, context and state): the task comes or goes.
+func mergeCounters(b *pebble.Batch, l *light, d int64) {
+	exist, shape := counterKeys(l.owner, l.contextID, l.state)
+	for _, k := range append(shape, exist...) {
 		_ = b.Merge(k, counterDelta(d), nil)
 	}
 }
 
-// Create implements engine.Store.
+// moveCounters moves a task of one owner from the counters of its light
+// fields from to those of to (another context or state): a counter both
+// count in (the same state, or the same context) is left alone.
+func moveCounters(b *pebble.Batch, from, to *light) {
+	_, was := counterKeys(from.owner, from.contextID, from.state)
+	_, is := counterKeys(to.owner, to.contextID, to.state)
+	for i := range was {
+		if !bytes.Equal(was[i], is[i]) {
+			_ = b.Merge(was[i], counterDelta(-1), nil)
+			_ = b.Merge(is[i], counterDelta(+1), nil)
+		}
+	}
+}
+
+// Create implements engine.Store: CreateOwned with no owner (O1).
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	return s.CreateOwned(ctx, task, "")
+}
+
+// CreateOwned implements engine.OwnerStore: it stores a new task of owner
+// (any bytes, at most engine.MaxOwnerBytes; "" = none).
+func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
 	if err := s.limits.ValidateTask(task); err != nil {
+		return engine.Record{}, err
+	}
+	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
 	return s.locked("create", task.ID, func() (engine.Record, error) {
@@ -134,7 +173,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 		} else if !errors.Is(err, engine.ErrNotFound) {
 			return engine.Record{}, err
 		}
-		return s.put(nil, task, engine.CreateTime(s.clock()))
+		return s.put(nil, task, owner, engine.CreateTime(s.clock()))
 	})
 }
 
@@ -155,7 +194,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		if err != nil {
 			return engine.Record{}, err
 		}
-		return s.put(old, task, now)
+		return s.put(old, task, "", now)
 	})
 }
 
@@ -205,7 +244,7 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 		}
 		ts := time.UnixMicro(now).UTC()
 		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
-		return s.put(old, t, now)
+		return s.put(old, t, "", now)
 	})
 }
 
@@ -224,7 +263,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 		}
 		for _, m := range t.History {
 			if m != nil && m.ID == msg.ID {
-				return engine.Record{Task: t, Revision: old.rec.revision, Cursor: old.cursor()}, nil // S3
+				return engine.Record{Task: t, Revision: old.rec.revision, Cursor: old.cursor(), Owner: old.rec.light.owner}, nil // S3
 			}
 		}
 		now, err := engine.NextTime(old.rec.updatedAt, s.clock())
@@ -235,7 +274,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 		if err := s.limits.CheckTask(t); err != nil {
 			return engine.Record{}, err
 		}
-		return s.put(old, t, now)
+		return s.put(old, t, "", now)
 	})
 }
 
@@ -245,14 +284,11 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 		return err
 	}
 	_, err := s.mutate("delete", id, false, func(old *current) (engine.Record, error) {
-		oc := old.cursor()
 		b := s.db.NewBatch()
 		defer b.Close()
 		_ = b.Delete(recordKey(id), nil)
-		_ = b.Delete(globalKey(oc), nil)
-		_ = b.Delete(contextKey(old.rec.light.contextID, oc), nil)
-		_ = b.Delete(bodyKey(oc), nil)
-		mergeCounters(b, old.rec.light.contextID, old.rec.light.state, -1, 0)
+		deleteTaskKeys(b, old)
+		mergeCounters(b, &old.rec.light, -1)
 		if err := b.Commit(s.wo); err != nil {
 			return engine.Record{}, fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/ownercost"
 )
 
 func fill(t testing.TB, s *memstore.Store, n, contexts int) {
@@ -124,4 +125,23 @@ func Example() {
 	// task-2
 	// task-3
 	// task-4
+}
+
+// TestOwnerPagesReadOnlyTheOwner checks O6 with 100,000 tasks of another
+// owner present (ownercost.Check); a total by owner, context and state
+// scans the owner's tasks in the context.
+func TestOwnerPagesReadOnlyTheOwner(t *testing.T) {
+	var now int64
+	s := memstore.New(memstore.Options{Clock: func() int64 { return now }})
+	ownercost.Check(t, s, func(t testing.TB, owner string, tasks []*a2a.Task, at func(int) int64) {
+		for i, task := range tasks {
+			now = at(i)
+			if _, err := s.CreateOwned(context.Background(), task, owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, 150)
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,153 @@
+package pebblestore
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
+)
+
+// The upgrade from format 1 (no owners) to format 2.
+//
+// Format 1 light values (in records and index values) were
+//
+//	state code ‖ uvarint len ‖ contextID ‖ uvarint len ‖ status timestamp ‖ metadata
+//
+// with no owner, no leading version byte, no o or p index keys, no owner
+// counters and no format key. Owners, if any, were recorded by
+// engine/authz's OwnerPolicy in task metadata, as a JSON string under
+// "a2astore.owner" (Options.UpgradeOwnerKey).
+//
+// The upgrade rewrites the records in batches of upgradeChunk: each batch
+// turns its format-1 records, their global and context index values, into
+// format 2 (with the owner read from metadata), adds their owner index keys
+// and owner counters, and commits atomically and synced (the progress of
+// an interrupted upgrade is kept). A record is thus format 1 with
+// format-1 index values and no owner keys, or format 2 with all of them —
+// never half of each — whatever the crash point. The format key is written
+// last, once no format-1 record remains. Open serves the
+// database only after that, so a crash mid-upgrade leaves a database that
+// the next Open upgrades further (format-2 records are skipped) before
+// anything is listed; and a release before format 2 that opens it reads a
+// format-2 value as corrupt (its leading byte is no state code) and fails
+// rather than misreading it. Bodies and the format-1 counters are left as
+// they are; task metadata too (the owner key stays in it).
+
+// defaultUpgradeOwnerKey is authz.OwnerMetadataKey, which this package
+// does not import.
+const defaultUpgradeOwnerKey = "a2astore.owner"
+
+// upgradeChunk is how many format-1 records one upgrade batch rewrites.
+var upgradeChunk = 512
+
+// upgradeChunkDone, when set (by tests), runs after each upgrade batch
+// commits.
+var upgradeChunkDone func()
+
+// upgradeStats counts what an upgrade did, for its log line.
+type upgradeStats struct {
+	upgraded, owned, overLong, skipped int
+}
+
+// upgradeFromV1 upgrades a format-1 (or partly upgraded) database to format
+// 2, reading owners from metadata key ownerKey.
+func (s *Store) upgradeFromV1(dir, ownerKey string) error {
+	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (task owners from metadata key %q)", dir, formatVersion, ownerKey)
+	var st upgradeStats
+	for from := []byte{tagRecord}; from != nil; {
+		var err error
+		if from, err = s.upgradeChunkFromV1(from, ownerKey, &st); err != nil {
+			return fmt.Errorf("pebblestore: open %s: upgrade to format %d: %w", dir, formatVersion, err)
+		}
+	}
+	if err := s.writeFormat(dir); err != nil {
+		return err
+	}
+	s.logger.Infof("pebblestore: %s: upgraded to format %d: %d tasks rewritten (%d with an owner; %d owners over %d bytes left unowned), %d already upgraded",
+		dir, formatVersion, st.upgraded, st.owned, st.overLong, engine.MaxOwnerBytes, st.skipped)
+	return nil
+}
+
+// upgradeChunkFromV1 rewrites the next upgradeChunk format-1 records at or
+// after key from in one batch and returns the key to go on from (nil: no
+// record is left).
+func (s *Store) upgradeChunkFromV1(from []byte, ownerKey string, st *upgradeStats) (next []byte, err error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: []byte{tagRecord + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, engine.ErrInternal)
+	}
+	defer it.Close()
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n == upgradeChunk {
+			next = bytes.Clone(it.Key())
+			break
+		}
+		if _, err := decodeRecord(it.Value()); err == nil {
+			st.skipped++ // upgraded before a crash
+			continue
+		}
+		if err := upgradeRecord(b, a2a.TaskID(it.Key()[1:]), it.Value(), ownerKey, st); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, engine.ErrInternal)
+	}
+	if n > 0 {
+		// Synced, so that the progress of an interrupted upgrade is kept.
+		if err := b.Commit(pebble.Sync); err != nil {
+			return nil, fmt.Errorf("commit: %v: %w", err, engine.ErrInternal)
+		}
+		if upgradeChunkDone != nil {
+			upgradeChunkDone()
+		}
+	}
+	return next, nil
+}
+
+// upgradeRecord adds to b the rewrite of task id's format-1 record value v.
+func upgradeRecord(b *pebble.Batch, id a2a.TaskID, v []byte, ownerKey string, st *upgradeStats) error {
+	r, err := decodeRecordWith(bytes.Clone(v), decodeLightV1)
+	if err != nil {
+		return fmt.Errorf("record %q is neither format 1 nor %d: %w", id, formatVersion, err)
+	}
+	md, err := taskcodec.DecodeMetadata(r.light.metadata)
+	if err != nil {
+		return fmt.Errorf("record %q: metadata: %v: %w", id, err, engine.ErrInternal)
+	}
+	// OwnerPolicy recorded a string; anything else gave no access to anyone.
+	owner, _ := md[ownerKey].(string)
+	if engine.ValidateOwner(owner) != nil {
+		// No list can name an owner this long (O1): left unowned, the task
+		// stays where every unscoped list sees it.
+		owner = ""
+		st.overLong++
+	}
+	r.light.owner = owner
+	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
+	lv := r.light.append(nil)
+	_ = b.Set(recordKey(id), r.append(nil), nil)
+	for _, k := range indexKeys(owner, r.light.contextID, cur) {
+		_ = b.Set(k, lv, nil)
+	}
+	if owner != "" {
+		exist, shape := ownerCounterKeys(owner, r.light.contextID, r.light.state)
+		for _, k := range append(shape, exist) {
+			_ = b.Merge(k, counterDelta(+1), nil)
+		}
+		st.owned++
+	}
+	st.upgraded++
+	return nil
+}
+
+// decodeLightV1 decodes a format-1 light value. The slices alias b.
+func decodeLightV1(b []byte) (light, error) { return decodeLightFields(b, false) }
