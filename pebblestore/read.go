@@ -231,7 +231,7 @@ func matches(q *engine.Query, l *light) (bool, error) {
 			ts = &t
 		}
 	}
-	return listpage.Matches(q, q.ContextID, l.state, ts), nil
+	return listpage.Matches(q, "", q.ContextID, l.state, ts), nil
 }
 
 // lightPage builds the tasks of a light page (ProjectionLight) in three

@@ -50,7 +50,7 @@ func matches(t testing.TB, req engine.ListRequest, tk *a2a.Task) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return listpage.Matches(&q, tk.ContextID, tk.Status.State, tk.Status.Timestamp)
+	return listpage.Matches(&q, "", tk.ContextID, tk.Status.State, tk.Status.Timestamp)
 }
 
 // must(t)(store.Op(...)) returns the record or fails t.

@@ -166,7 +166,7 @@ func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+		if ok && listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
 			vis, vc = append(vis, task), append(vc, cursors[i])
 		}
 	}
@@ -471,7 +471,7 @@ func checkCurrent(t *testing.T, s engine.Store, req *engine.ListRequest, resp *e
 	prev := q.After
 	for i, task := range resp.Tasks {
 		c := resp.TaskCursors[i]
-		if !listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+		if !listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
 			t.Errorf("task %s does not match the request: %s", task.ID, jsonOf(task))
 		}
 		if prev != nil && prev.Compare(c) >= 0 {
@@ -674,7 +674,7 @@ func TestTokenAcrossCallers(t *testing.T) {
 			total := 0
 			for i, task := range all {
 				owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
-				if owner != "bob" || !listpage.Matches(&q, task.ContextID, task.Status.State, task.Status.Timestamp) {
+				if owner != "bob" || !listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
 					continue
 				}
 				total++

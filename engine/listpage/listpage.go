@@ -8,12 +8,17 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// Matches reports whether a task with these fields passes q's filters (L2):
-// the context ID and the state when q sets them, and a status timestamp at
-// or after q.StatusAfter when q sets it (a task without a status timestamp
-// then never matches). It does not look at the boundary. statusTime is read
-// only when q.StatusAfter is set, so a caller may skip decoding it otherwise.
-func Matches(q *engine.Query, contextID string, state a2a.TaskState, statusTime *time.Time) bool {
+// Matches reports whether a task with these fields passes q's filters (L2,
+// O3): the owner, the context ID and the state when q sets them, and a
+// status timestamp at or after q.StatusAfter when q sets it (a task without
+// a status timestamp then never matches). owner is the task's recorded
+// owner ("" = none): a task without one never passes an owner filter. It
+// does not look at the boundary. statusTime is read only when q.StatusAfter
+// is set, so a caller may skip decoding it otherwise.
+func Matches(q *engine.Query, owner, contextID string, state a2a.TaskState, statusTime *time.Time) bool {
+	if q.Owner != "" && owner != q.Owner {
+		return false
+	}
 	if q.ContextID != "" && contextID != q.ContextID {
 		return false
 	}

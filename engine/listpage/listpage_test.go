@@ -10,30 +10,38 @@ import (
 	"github.com/a2astore/a2astore/engine/listpage"
 )
 
-func TestMatches(t *testing.T) { // L2
+func TestMatches(t *testing.T) { // L2, O3
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	before, after := t0.Add(-time.Nanosecond), t0.Add(time.Nanosecond)
 	for _, c := range []struct {
 		name  string
 		q     engine.Query
+		owner string
 		ctx   string
 		state a2a.TaskState
 		ts    *time.Time
 		want  bool
 	}{
-		{"no filter", engine.Query{}, "c", a2a.TaskStateWorking, nil, true},
-		{"context", engine.Query{ContextID: "c"}, "c", a2a.TaskStateWorking, nil, true},
-		{"other context", engine.Query{ContextID: "c"}, "d", a2a.TaskStateWorking, nil, false},
-		{"state", engine.Query{Status: a2a.TaskStateWorking}, "c", a2a.TaskStateWorking, nil, true},
-		{"other state", engine.Query{Status: a2a.TaskStateWorking}, "c", a2a.TaskStateCompleted, nil, false},
-		{"timestamp equal", engine.Query{StatusAfter: &t0}, "c", a2a.TaskStateWorking, &t0, true},
-		{"timestamp after", engine.Query{StatusAfter: &t0}, "c", a2a.TaskStateWorking, &after, true},
-		{"timestamp before", engine.Query{StatusAfter: &t0}, "c", a2a.TaskStateWorking, &before, false},
-		{"no timestamp", engine.Query{StatusAfter: &t0}, "c", a2a.TaskStateWorking, nil, false},
-		{"timestamp ignored without filter", engine.Query{}, "c", a2a.TaskStateWorking, &before, true},
-		{"all three", engine.Query{ContextID: "c", Status: a2a.TaskStateWorking, StatusAfter: &t0}, "c", a2a.TaskStateWorking, &after, true},
+		{"no filter", engine.Query{}, "", "c", a2a.TaskStateWorking, nil, true},
+		{"context", engine.Query{ContextID: "c"}, "", "c", a2a.TaskStateWorking, nil, true},
+		{"other context", engine.Query{ContextID: "c"}, "", "d", a2a.TaskStateWorking, nil, false},
+		{"state", engine.Query{Status: a2a.TaskStateWorking}, "", "c", a2a.TaskStateWorking, nil, true},
+		{"other state", engine.Query{Status: a2a.TaskStateWorking}, "", "c", a2a.TaskStateCompleted, nil, false},
+		{"timestamp equal", engine.Query{StatusAfter: &t0}, "", "c", a2a.TaskStateWorking, &t0, true},
+		{"timestamp after", engine.Query{StatusAfter: &t0}, "", "c", a2a.TaskStateWorking, &after, true},
+		{"timestamp before", engine.Query{StatusAfter: &t0}, "", "c", a2a.TaskStateWorking, &before, false},
+		{"no timestamp", engine.Query{StatusAfter: &t0}, "", "c", a2a.TaskStateWorking, nil, false},
+		{"timestamp ignored without filter", engine.Query{}, "", "c", a2a.TaskStateWorking, &before, true},
+		{"all three", engine.Query{ContextID: "c", Status: a2a.TaskStateWorking, StatusAfter: &t0}, "", "c", a2a.TaskStateWorking, &after, true},
+		{"owner", engine.Query{Owner: "o"}, "o", "c", a2a.TaskStateWorking, nil, true},
+		{"other owner", engine.Query{Owner: "o"}, "p", "c", a2a.TaskStateWorking, nil, false},
+		{"owner prefix", engine.Query{Owner: "o"}, "o\x00", "c", a2a.TaskStateWorking, nil, false},
+		{"no owner", engine.Query{Owner: "o"}, "", "c", a2a.TaskStateWorking, nil, false},
+		{"owner ignored without filter", engine.Query{}, "o", "c", a2a.TaskStateWorking, nil, true},
+		{"owner and all three", engine.Query{Owner: "o", ContextID: "c", Status: a2a.TaskStateWorking, StatusAfter: &t0}, "o", "c", a2a.TaskStateWorking, &after, true},
+		{"all three, other owner", engine.Query{Owner: "o", ContextID: "c", Status: a2a.TaskStateWorking, StatusAfter: &t0}, "p", "c", a2a.TaskStateWorking, &after, false},
 	} {
-		if got := listpage.Matches(&c.q, c.ctx, c.state, c.ts); got != c.want {
+		if got := listpage.Matches(&c.q, c.owner, c.ctx, c.state, c.ts); got != c.want {
 			t.Errorf("%s: Matches = %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -35,20 +35,26 @@ type Store struct {
 		byCtx  map[string]*btree.BTreeG[entry] // per context ID, list order
 		states map[a2a.TaskState]int           // tasks per state
 		pairs  map[ctxState]int                // tasks per (context, state)
-		closed bool
+		// The owner indexes hold the tasks that have an owner, as refs
+		// (O6): one task in each.
+		byOwner     map[string]*btree.BTreeG[ref]   // per owner, list order
+		byOwnerCtx  map[ownerCtx]*btree.BTreeG[ref] // per (owner, context ID), list order
+		ownerStates map[ownerState]int              // tasks per (owner, state)
+		closed      bool
 	}
 }
 
 var (
-	_ engine.Store   = (*Store)(nil)
-	_ engine.Checker = (*Store)(nil)
+	_ engine.OwnerStore = (*Store)(nil)
+	_ engine.Checker    = (*Store)(nil)
 )
 
 // record is one stored task. Its fields change only under s.mu (write); a
 // body or meta slice is never modified once stored, so readers may keep a
 // reference past the lock.
 type record struct {
-	id a2a.TaskID
+	id    a2a.TaskID
+	owner string // fixed at Create (O1, O2); "" = none
 	lightFields
 	updatedAt int64
 	revision  int64
@@ -64,18 +70,28 @@ type lightFields struct {
 	meta       []byte // taskcodec.EncodeMetadata: nil = none
 }
 
-// entry is an index item: the list-order key and a copy of the light fields
-// inline, so filtering and light pages read only the index (no pointer
-// chase to a record per task), and the record it points to, for full pages.
-// An entry is never modified: every mutation moves the task to a new key.
+// entry is an item of the global and per-context indexes: the list-order
+// key and a copy of the light fields inline, so filtering and light pages
+// read the index, not a record per task, and the record it points to, for
+// full pages and owners. An entry is never modified: every mutation moves
+// the task to a new key. A seek probe has no record and sorts just after
+// the entry with the same key, so a page starts strictly after its
+// boundary.
 type entry struct {
 	at int64
 	id a2a.TaskID
 	lightFields
 	rec *record
-	// after marks a seek probe that sorts just after the entry with the same
-	// key, so a page starts strictly after its boundary.
-	after bool
+}
+
+// ref is an item of the owner indexes: the task's time and its record,
+// whose ID breaks ties. The owner indexes stay small by keeping no copy of
+// the ID or the light fields: ties, filters and pages read them through the
+// record. A seek probe's record has revision 0 (a stored record has 1 or
+// more) and sorts just after the ref with the same key, as for entry.
+type ref struct {
+	at  int64
+	rec *record
 }
 
 type ctxState struct {
@@ -83,7 +99,15 @@ type ctxState struct {
 	state a2a.TaskState
 }
 
-// less is list order (S6): time descending, then ID bytes descending.
+type ownerCtx struct{ owner, ctx string }
+
+type ownerState struct {
+	owner string
+	state a2a.TaskState
+}
+
+// less is list order (S6): time descending, then ID bytes descending;
+// then a probe (no record) after the entry with the same key.
 func less(a, b entry) bool {
 	if a.at != b.at {
 		return a.at > b.at
@@ -91,11 +115,46 @@ func less(a, b entry) bool {
 	if c := strings.Compare(string(a.id), string(b.id)); c != 0 {
 		return c > 0
 	}
-	return !a.after && b.after
+	return a.rec != nil && b.rec == nil
 }
 
-func newIndex() *btree.BTreeG[entry] {
+// refLess is less for refs: the record is read only on equal times, and
+// a probe (revision 0) sorts after the ref with the same key.
+func refLess(a, b ref) bool {
+	if a.at != b.at {
+		return a.at > b.at
+	}
+	if c := strings.Compare(string(a.rec.id), string(b.rec.id)); c != 0 {
+		return c > 0
+	}
+	return a.rec.revision != 0 && b.rec.revision == 0
+}
+
+// probeAfter is the seek probe that sorts just after cursor c's ref.
+func probeAfter(c *engine.Cursor) ref { return ref{at: c.UpdatedAt, rec: &record{id: c.ID}} }
+
+func newIndex[T any](less func(a, b T) bool) *btree.BTreeG[T] {
 	return btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})
+}
+
+// indexSet adds item to m[k], creating that index if needed.
+func indexSet[K comparable, T any](m map[K]*btree.BTreeG[T], k K, item T, less func(a, b T) bool) {
+	t := m[k]
+	if t == nil {
+		t = newIndex(less)
+		m[k] = t
+	}
+	t.Set(item)
+}
+
+// indexDelete removes item from m[k], dropping that index once it is empty.
+func indexDelete[K comparable, T any](m map[K]*btree.BTreeG[T], k K, item T) {
+	if t := m[k]; t != nil {
+		t.Delete(item)
+		if t.Len() == 0 {
+			delete(m, k)
+		}
+	}
 }
 
 // New returns an empty store.
@@ -105,10 +164,13 @@ func New(opts Options) *Store {
 		s.clock = engine.WallClock
 	}
 	s.mu.byID = make(map[a2a.TaskID]*record)
-	s.mu.order = newIndex()
+	s.mu.order = newIndex(less)
 	s.mu.byCtx = make(map[string]*btree.BTreeG[entry])
 	s.mu.states = make(map[a2a.TaskState]int)
 	s.mu.pairs = make(map[ctxState]int)
+	s.mu.byOwner = make(map[string]*btree.BTreeG[ref])
+	s.mu.byOwnerCtx = make(map[ownerCtx]*btree.BTreeG[ref])
+	s.mu.ownerStates = make(map[ownerState]int)
 	return s
 }
 
@@ -117,8 +179,8 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.closed = true
-	s.mu.byID, s.mu.byCtx = nil, nil
-	s.mu.order = newIndex()
+	s.mu.byID, s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = nil, nil, nil, nil
+	s.mu.order = newIndex(less)
 	return nil
 }
 
@@ -129,6 +191,8 @@ func (r *record) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: r.upda
 func (r *record) entry() entry {
 	return entry{at: r.updatedAt, id: r.id, lightFields: r.lightFields, rec: r}
 }
+
+func (r *record) ref() ref { return ref{at: r.updatedAt, rec: r} }
 
 // encoded is a task's stored form, prepared outside the lock.
 type encoded struct {
@@ -157,7 +221,7 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 
 // snapshot is what a caller needs of a record after the lock is released.
 func (r *record) snapshot() (engine.Record, []byte) {
-	return engine.Record{Revision: r.revision, Cursor: r.cursor()}, r.body
+	return engine.Record{Revision: r.revision, Cursor: r.cursor(), Owner: r.owner}, r.body
 }
 
 // decoded finishes a snapshot outside the lock.
@@ -170,10 +234,19 @@ func decoded(rec engine.Record, body []byte) (engine.Record, error) {
 	return rec, nil
 }
 
-// Create stores a new task (S2, S4, S7).
+// Create stores a new task without an owner (S2, S4, S7, O1).
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	return s.CreateOwned(ctx, task, "")
+}
+
+// CreateOwned stores a new task of owner (O1): any bytes, at most
+// engine.MaxOwnerBytes.
+func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
 	enc, err := s.encode(task)
 	if err != nil {
+		return engine.Record{}, err
+	}
+	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
 	if err := s.lockOpen(); err != nil {
@@ -183,7 +256,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 		s.mu.Unlock()
 		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
 	}
-	r := &record{id: task.ID, updatedAt: engine.CreateTime(s.clock()), revision: 1}
+	r := &record{id: task.ID, owner: owner, updatedAt: engine.CreateTime(s.clock()), revision: 1}
 	r.setLocked(enc)
 	s.mu.byID[r.id] = r
 	s.indexLocked(r)
@@ -209,32 +282,33 @@ func (r *record) setLocked(enc encoded) {
 	r.lightFields, r.body = enc.lightFields, enc.body
 }
 
-// indexLocked adds r to the indexes and counters.
+// indexLocked adds r to the indexes and counters; a task without an owner
+// is in no owner index.
 // REQUIRES: s.mu held for writing.
 func (s *Store) indexLocked(r *record) {
 	s.mu.order.Set(r.entry())
-	t := s.mu.byCtx[r.contextID]
-	if t == nil {
-		t = newIndex()
-		s.mu.byCtx[r.contextID] = t
-	}
-	t.Set(r.entry())
+	indexSet(s.mu.byCtx, r.contextID, r.entry(), less)
 	s.mu.states[r.state]++
 	s.mu.pairs[ctxState{r.contextID, r.state}]++
+	if r.owner != "" {
+		indexSet(s.mu.byOwner, r.owner, r.ref(), refLess)
+		indexSet(s.mu.byOwnerCtx, ownerCtx{r.owner, r.contextID}, r.ref(), refLess)
+		s.mu.ownerStates[ownerState{r.owner, r.state}]++
+	}
 }
 
 // unindexLocked removes r from the indexes and counters.
 // REQUIRES: s.mu held for writing.
 func (s *Store) unindexLocked(r *record) {
 	s.mu.order.Delete(r.entry())
-	if t := s.mu.byCtx[r.contextID]; t != nil {
-		t.Delete(r.entry())
-		if t.Len() == 0 {
-			delete(s.mu.byCtx, r.contextID)
-		}
-	}
+	indexDelete(s.mu.byCtx, r.contextID, r.entry())
 	decr(s.mu.states, r.state)
 	decr(s.mu.pairs, ctxState{r.contextID, r.state})
+	if r.owner != "" {
+		indexDelete(s.mu.byOwner, r.owner, r.ref())
+		indexDelete(s.mu.byOwnerCtx, ownerCtx{r.owner, r.contextID}, r.ref())
+		decr(s.mu.ownerStates, ownerState{r.owner, r.state})
+	}
 }
 
 func decr[K comparable](m map[K]int, k K) {

@@ -125,3 +125,83 @@ func Example() {
 	// task-3
 	// task-4
 }
+
+// TestOwnerPagesReadOnlyTheOwner checks O6 with 100,000 tasks of another
+// owner present: an owner's page, and a page of the owner in a context,
+// visit exactly PageSize+1 index entries; an owner filtering by another
+// owner's busy context (the timing oracle of a scan) visits none; totals by
+// owner, by owner and state, and by owner and context inspect no entry,
+// and by owner, context and state only the owner's entries in the context.
+func TestOwnerPagesReadOnlyTheOwner(t *testing.T) {
+	var now int64
+	s := memstore.New(memstore.Options{Clock: func() int64 { now += 3; return now / 7 }}) // many equal times
+	ctx := context.Background()
+	create := func(id, contextID, owner string, state a2a.TaskState) {
+		t.Helper()
+		task := &a2a.Task{ID: a2a.TaskID(id), ContextID: contextID, Status: a2a.TaskStatus{State: state}}
+		if _, err := s.CreateOwned(ctx, task, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const foreign, mine = 100_000, 300
+	for i := range foreign {
+		create(fmt.Sprintf("bob-%06d", i), "busy", "bob", states[i%2])
+		if k := i / (foreign / mine); i%(foreign/mine) == 0 && k < mine {
+			contextID := "busy" // alice's first half shares bob's context
+			if k >= mine/2 {
+				contextID = "alice-only"
+			}
+			create(fmt.Sprintf("alice-%06d", k), contextID, "alice", states[k%2])
+		}
+	}
+	create("carol-1", "carol-only", "carol", a2a.TaskStateWorking)
+	for _, req := range []engine.ListRequest{
+		{Owner: "alice", PageSize: 50}, {Owner: "alice", PageSize: 1, Projection: engine.ProjectionLight},
+		{Owner: "alice", ContextID: "busy", PageSize: 50}, {Owner: "alice", ContextID: "alice-only", PageSize: 7},
+	} {
+		token := ""
+		for page := 0; page < 2; page++ {
+			req.PageToken = token
+			resp, err := s.List(ctx, &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Tasks) != req.PageSize || resp.NextPageToken == "" || resp.Stats.Examined != req.PageSize+1 {
+				t.Fatalf("%+v page %d: %d tasks, token %v, examined %d; want %d, a token, %d", req, page,
+					len(resp.Tasks), resp.NextPageToken != "", resp.Stats.Examined, req.PageSize, req.PageSize+1)
+			}
+			token = resp.NextPageToken
+		}
+	}
+	for _, c := range []struct {
+		req              engine.ListRequest
+		total, inspected int
+	}{
+		{engine.ListRequest{Owner: "carol", ContextID: "busy"}, 0, 0}, // another owner's busy context
+		{engine.ListRequest{Owner: "nobody"}, 0, 0},
+		{engine.ListRequest{Owner: "alice"}, mine, 0},
+		{engine.ListRequest{Owner: "alice", Status: states[1]}, mine / 2, 0},
+		{engine.ListRequest{Owner: "alice", ContextID: "busy"}, mine / 2, 0},
+		{engine.ListRequest{Owner: "alice", ContextID: "busy", Status: states[0]}, mine / 4, mine / 2},
+		{engine.ListRequest{Owner: "bob", ContextID: "busy", Status: states[0]}, foreign / 2, foreign}, // scans bob's own
+	} {
+		c.req.IncludeTotalSize = true
+		resp, err := s.List(ctx, &c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := resp.Stats
+		if resp.TotalSize != c.total || st.Counted != c.inspected || !st.TotalComputed {
+			t.Errorf("%+v: total %d (want %d), counted %d (want %d)", c.req, resp.TotalSize, c.total, st.Counted, c.inspected)
+		}
+		if c.total == 0 && st.Examined != 0 {
+			t.Errorf("%+v: examined %d entries for an empty page", c.req, st.Examined)
+		}
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// states are two task states the owner tests alternate.
+var states = []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}

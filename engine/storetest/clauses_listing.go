@@ -46,34 +46,44 @@ func testFilters(t testing.TB, e *env) { // L1, L2
 		}},
 	}
 	for _, f := range filters {
-		want, _ := s.expect(nil, f.keep, 100)
 		if f.name == "status timestamp >= (equal included)" && !slices.ContainsFunc(s.tasks, func(tk *a2a.Task) bool {
-			return tk.Status.Timestamp != nil && tk.Status.Timestamp.Equal(*at(3)) && slices.Contains(want, tk.ID)
+			return tk.Status.Timestamp != nil && tk.Status.Timestamp.Equal(*at(3)) && f.keep(tk)
 		}) {
 			t.Fatal("test data has no task exactly at the timestamp bound")
 		}
-		for _, ps := range []int{2, 7, 100} {
-			req := f.req
-			req.PageSize, req.IncludeTotalSize = ps, true
-			// Walk page by page, checking each page against the snapshot:
-			// filters apply before the boundary, so every page is full
-			// until the matches run out.
-			for page := 0; ; page++ {
-				resp := e.expectPage(t, fmt.Sprintf("filter %s, page size %d, page %d", f.name, ps, page), s, req, f.keep)
-				if resp.TotalSize != len(want) {
-					t.Errorf("filter %s: total %d, want %d (L5)", f.name, resp.TotalSize, len(want))
-				}
-				if resp.NextPageToken == "" || page > 40 {
-					break
-				}
-				req.PageToken = resp.NextPageToken
+		e.expectFilter(t, s, f.name, f.req, f.keep)
+	}
+}
+
+// expectFilter checks the filters of req (which sets nothing else) against
+// the snapshot: walked page by page at several page sizes, every page as
+// the snapshot says and every total the number of matches (L1, L2, L5),
+// then a whole traversal. Filters apply before the boundary, so every page
+// is full until the matches run out. It returns the matching IDs.
+func (e *env) expectFilter(t testing.TB, s snapshot, name string, req engine.ListRequest, keep func(*a2a.Task) bool) []a2a.TaskID {
+	t.Helper()
+	want, _ := s.expect(nil, keep, len(s.tasks))
+	for _, ps := range []int{2, 7, 100} {
+		r := req
+		r.PageSize, r.IncludeTotalSize = ps, true
+		for page := 0; ; page++ {
+			resp := e.expectPage(t, fmt.Sprintf("filter %s, page size %d, page %d", name, ps, page), s, r, keep)
+			if resp.TotalSize != len(want) {
+				t.Errorf("filter %s: total %d, want %d (L5)", name, resp.TotalSize, len(want))
 			}
-		}
-		tasks, _ := e.traverse(t, engine.ListRequest{PageSize: 4, ContextID: f.req.ContextID, Status: f.req.Status, StatusTimestampAfter: f.req.StatusTimestampAfter}, 40)
-		if got := ids(tasks); !slices.Equal(got, want) {
-			t.Errorf("filter %s: traversal %q, want %q", f.name, got, want)
+			if resp.NextPageToken == "" || page > len(s.tasks) {
+				break
+			}
+			r.PageToken = resp.NextPageToken
 		}
 	}
+	r := req
+	r.PageSize = 4
+	tasks, _ := e.traverse(t, r, len(s.tasks))
+	if got := ids(tasks); !slices.Equal(got, want) {
+		t.Errorf("filter %s: traversal %q, want %q", name, got, want)
+	}
+	return want
 }
 
 func testValidation(t testing.TB, e *env) { // L3
@@ -235,22 +245,29 @@ func testTotalSize(t testing.TB, e *env) { // L5
 			return tk.Status.Timestamp != nil && !tk.Status.Timestamp.Before(*statusAt(4))
 		})},
 	} {
-		req := f.req
-		req.PageSize, req.IncludeTotalSize = 2, true
-		for page := 0; ; page++ {
-			resp := e.mustList(t, req)
-			if resp.TotalSize != f.want {
-				t.Errorf("%s page %d: total %d, want %d (ignoring the boundary)", fmtReq(f.req), page, resp.TotalSize, f.want)
-			}
-			if resp.NextPageToken == "" || page > 25 {
-				break
-			}
-			req.PageToken = resp.NextPageToken
+		e.expectTotal(t, f.req, f.want)
+	}
+}
+
+// expectTotal pages through req (which sets filters only) two tasks at a
+// time and checks that every page's total is want, whatever its boundary,
+// and that a request without IncludeTotalSize has total 0 (L5).
+func (e *env) expectTotal(t testing.TB, req engine.ListRequest, want int) {
+	t.Helper()
+	r := req
+	r.PageSize, r.IncludeTotalSize = 2, true
+	for page := 0; ; page++ {
+		resp := e.mustList(t, r)
+		if resp.TotalSize != want {
+			t.Errorf("%s page %d: total %d, want %d (ignoring the boundary)", fmtReq(req), page, resp.TotalSize, want)
 		}
-		req = f.req
-		if resp := e.mustList(t, req); resp.TotalSize != 0 {
-			t.Errorf("%s without IncludeTotalSize: total %d, want 0", fmtReq(f.req), resp.TotalSize)
+		if resp.NextPageToken == "" || page > want {
+			break
 		}
+		r.PageToken = resp.NextPageToken
+	}
+	if resp := e.mustList(t, req); resp.TotalSize != 0 {
+		t.Errorf("%s without IncludeTotalSize: total %d, want 0", fmtReq(req), resp.TotalSize)
 	}
 }
 

@@ -87,7 +87,12 @@ func (r *concurrentRun) fail(format string, args ...any) {
 	}
 }
 
-// createStable creates the tasks the traversals must see exactly once.
+// stableOwners are the owners of the stable tasks on an OwnerStore ("":
+// none); writers create tasks of the first one too.
+var stableOwners = []string{"owner-0", "owner-1", ""}
+
+// createStable creates the tasks the traversals must see exactly once, on
+// an OwnerStore with owners.
 func (r *concurrentRun) createStable() error {
 	for i := range stableTasks {
 		ctx := "ctx-a"
@@ -95,7 +100,13 @@ func (r *concurrentRun) createStable() error {
 			ctx = "ctx-b"
 		}
 		tk := spec{id: a2a.TaskID(fmt.Sprintf("stable-%02d", i)), ctx: ctx, state: allStates[i%len(allStates)], ts: statusAt(i % 5), history: 2, artifacts: 1, tag: "s"}.build()
-		rec, err := r.e.s.Create(r.e.ctx, tk)
+		var rec engine.Record
+		var err error
+		if r.e.o != nil {
+			rec, err = r.e.o.CreateOwned(r.e.ctx, tk, stableOwners[i%len(stableOwners)])
+		} else {
+			rec, err = r.e.s.Create(r.e.ctx, tk)
+		}
 		if err != nil {
 			return err
 		}
@@ -164,7 +175,14 @@ func (w *writer) create() {
 	if w.rng.IntN(2) == 0 {
 		ctx = "ctx-w"
 	}
-	rec, err := e.s.Create(e.ctx, spec{id: id, ctx: ctx, state: a2a.TaskStateWorking, ts: statusAt(1), history: 1, tag: "w"}.build())
+	tk := spec{id: id, ctx: ctx, state: a2a.TaskStateWorking, ts: statusAt(1), history: 1, tag: "w"}.build()
+	var rec engine.Record
+	var err error
+	if e.o != nil && w.rng.IntN(2) == 0 {
+		rec, err = e.o.CreateOwned(e.ctx, tk, stableOwners[0])
+	} else {
+		rec, err = e.s.Create(e.ctx, tk)
+	}
 	if err != nil {
 		w.r.fail("writer %d: Create(%s): %v", w.n, id, err)
 		return
@@ -227,6 +245,9 @@ func (w *writer) mutate(i int) {
 	if rec.Revision != prev.Revision+1 || rec.Cursor.UpdatedAt <= prev.Cursor.UpdatedAt {
 		w.r.fail("writer %d: %s(%s): revision %d→%d, time %d→%d", w.n, op, id, prev.Revision, rec.Revision, prev.Cursor.UpdatedAt, rec.Cursor.UpdatedAt)
 	}
+	if rec.Owner != prev.Owner {
+		w.r.fail("writer %d: %s(%s): owner %q→%q (O2)", w.n, op, id, prev.Owner, rec.Owner)
+	}
 	w.live[id] = rec
 }
 
@@ -260,18 +281,29 @@ func (t *traverser) run() {
 	}
 }
 
-// traverse runs traversal n: unfiltered, one context or one state.
+// traverse runs traversal n: unfiltered, one context or one state, and on
+// an OwnerStore one owner (whose tasks writers create and mutate) or
+// another owner in one context.
 func (t *traverser) traverse(n int) {
 	var req engine.ListRequest
-	switch t.rng.IntN(3) {
+	kinds := 3
+	if t.r.e.o != nil {
+		kinds = 5
+	}
+	switch t.rng.IntN(kinds) {
 	case 1:
 		req.ContextID = "ctx-a"
 	case 2:
 		req.Status = a2a.TaskStateWorking
+	case 3:
+		req.Owner = stableOwners[0]
+	case 4:
+		req.Owner, req.ContextID = stableOwners[1], "ctx-a"
 	}
 	start := map[a2a.TaskID]bool{}
 	for id, rec := range t.r.stable {
-		if (req.ContextID == "" || rec.Task.ContextID == req.ContextID) && (req.Status == "" || rec.Task.Status.State == req.Status) {
+		if (req.ContextID == "" || rec.Task.ContextID == req.ContextID) && (req.Status == "" || rec.Task.Status.State == req.Status) &&
+			(req.Owner == "" || rec.Owner == req.Owner) {
 			start[id] = true
 		}
 	}
@@ -300,7 +332,7 @@ func (t *traverser) step(req *engine.ListRequest, check *travCheck, n, page int)
 		return false
 	}
 	t.r.pages.Add(1)
-	if msg := checkPage(*req, resp); msg != "" {
+	if msg := e.checkPage(*req, resp); msg != "" {
 		t.r.fail("traverser %d traversal %d page %d: %s", t.n, n, page, msg)
 		return false
 	}
@@ -316,8 +348,12 @@ func (t *traverser) step(req *engine.ListRequest, check *travCheck, n, page int)
 		t.r.fail("traverser %d: a first page holding every match has %d tasks but total %d (L8)", t.n, len(resp.Tasks), resp.TotalSize)
 	}
 	for i, tk := range resp.Tasks {
-		if rec, ok := t.r.stable[tk.ID]; ok && (resp.TaskCursors[i] != rec.Cursor || tk.ContextID != rec.Task.ContextID) {
+		rec, ok := t.r.stable[tk.ID]
+		if ok && (resp.TaskCursors[i] != rec.Cursor || tk.ContextID != rec.Task.ContextID) {
 			t.r.fail("traverser %d: stable task %q at %s, created at %s", t.n, string(tk.ID), fmtCursor(resp.TaskCursors[i]), fmtCursor(rec.Cursor))
+		}
+		if ok && e.o != nil && resp.TaskOwners[i] != rec.Owner {
+			t.r.fail("traverser %d: stable task %q listed with owner %q, created for %q (O5)", t.n, string(tk.ID), resp.TaskOwners[i], rec.Owner)
 		}
 	}
 	if resp.NextPageToken == "" {

@@ -15,32 +15,62 @@ import (
 // status timestamps (every fifth has none), history and artifacts.
 func (e *env) populate(t testing.TB, n int) {
 	t.Helper()
-	states := allStates
 	for i := range n {
-		sp := spec{
-			id:        a2a.TaskID(fmt.Sprintf("task-%03d", i)),
-			ctx:       fmt.Sprintf("ctx-%d", i%3),
-			state:     states[i%len(states)],
-			ts:        statusAt(i % 7),
-			history:   i % 4,
-			artifacts: i % 3,
-			tag:       "v1",
-		}
-		if i%5 == 4 {
-			sp.ts = nil
-		}
-		e.mustCreate(t, sp.build())
+		e.mustCreate(t, populateSpec(i).build())
 		if i%4 != 3 { // some equal times with an injected clock
 			e.tick(1)
 		}
 	}
 }
 
+// populateSpec is populate's task i.
+func populateSpec(i int) spec {
+	sp := spec{
+		id:        a2a.TaskID(fmt.Sprintf("task-%03d", i)),
+		ctx:       fmt.Sprintf("ctx-%d", i%3),
+		state:     allStates[i%len(allStates)],
+		ts:        statusAt(i % 7),
+		history:   i % 4,
+		artifacts: i % 3,
+		tag:       "v1",
+	}
+	if i%5 == 4 {
+		sp.ts = nil
+	}
+	return sp
+}
+
+// populateOwned creates populate's tasks, each for an owner (O1): task i
+// belongs to populateOwners[i%5], so alice has two tasks in five, bob and
+// carol one each, and one in five has no owner. Every sixth task has no
+// status timestamp (whatever its owner), and every tenth (one of carol's)
+// is in ctx-carol, a context no other owner uses.
+func (e *env) populateOwned(t testing.TB, n int) {
+	t.Helper()
+	for i := range n {
+		sp := populateSpec(i)
+		if sp.ts = statusAt(i % 7); i%6 == 5 {
+			sp.ts = nil
+		}
+		if i%10 == 3 {
+			sp.ctx = "ctx-carol"
+		}
+		e.mustCreateOwned(t, sp.build(), populateOwners[i%len(populateOwners)])
+		if i%4 != 3 {
+			e.tick(1)
+		}
+	}
+}
+
+// populateOwners are the owners populateOwned draws from ("" = none).
+var populateOwners = []string{"alice", "bob", "alice", "carol", ""}
+
 // snapshot is every task of a quiet store in list order, read in one page
-// and checked against Get.
+// and checked against Get, with the owners of an OwnerStore's tasks.
 type snapshot struct {
 	tasks   []*a2a.Task
 	cursors []engine.Cursor
+	owner   map[a2a.TaskID]string // nil unless the store records owners
 }
 
 func (e *env) snapshot(t testing.TB) snapshot {
@@ -49,12 +79,28 @@ func (e *env) snapshot(t testing.TB) snapshot {
 	if resp.NextPageToken != "" {
 		t.Fatal("snapshot: more than one page of tasks")
 	}
+	s := snapshot{tasks: resp.Tasks, cursors: resp.TaskCursors}
+	if e.o != nil {
+		s.owner = map[a2a.TaskID]string{}
+	}
 	for i, tk := range resp.Tasks {
-		if r := e.mustGet(t, tk.ID); r.Cursor != resp.TaskCursors[i] || canon(r.Task) != canon(tk) {
+		r := e.mustGet(t, tk.ID)
+		if r.Cursor != resp.TaskCursors[i] || canon(r.Task) != canon(tk) {
 			t.Fatalf("List and Get disagree on %q: cursor %s vs %s", string(tk.ID), fmtCursor(resp.TaskCursors[i]), fmtCursor(r.Cursor))
 		}
+		if s.owner != nil {
+			if r.Owner != resp.TaskOwners[i] {
+				t.Fatalf("List and Get disagree on the owner of %q: %q vs %q (O5)", string(tk.ID), resp.TaskOwners[i], r.Owner)
+			}
+			s.owner[tk.ID] = r.Owner
+		}
 	}
-	return snapshot{resp.Tasks, resp.TaskCursors}
+	return s
+}
+
+// byOwner returns a filter keeping the tasks of owner (any owner for "").
+func (s snapshot) byOwner(owner string) func(*a2a.Task) bool {
+	return func(tk *a2a.Task) bool { return owner == "" || s.owner[tk.ID] == owner }
 }
 
 // expect returns the IDs of the page after boundary (nil = start) of the

@@ -18,22 +18,34 @@
 // fresh store. A store that implements Checker has its invariants checked
 // when each subtest ends.
 //
+// A store that is an engine.OwnerStore (tenancy) also gets the owner
+// clauses O1–O5 ("O1-O2/owner-recorded", "O3/isolation", "O4/totals", …):
+// owners recorded by CreateOwned and returned by every operation, kept by
+// Replace whatever the content says, never read from or written into
+// metadata; the length limit, binary owners (with BinaryIDs) and the empty
+// owner; owner filters alone and combined with the others, their totals,
+// tokens carried across owners, and ListResponse.TaskOwners. On any other
+// store those subtests skip and say so. O6, the cost of owner-scoped
+// lists, is for each backend's own tests (ListResponse.Stats).
+//
 // Besides the clause tests, Run includes:
 //
 //   - "model/random": a model-based randomized test. A deliberately simple
-//     reference store (a sorted slice whose validation, time, filter,
-//     trimming, paging and token rules are written from the SPEC, sharing
-//     no code with the backends) runs beside the backend; random
-//     creates, replaces, cancels, appends (new and duplicate message IDs)
-//     and deletes, with a clock that sometimes goes backward, interleave
-//     with the pages of several live traversals under random filters. Every
-//     result must equal the model's, and each traversal must keep the L7
-//     guarantees. The seed is logged and set with -storetest.seed; the
-//     length with -storetest.ops.
+//     reference store (a sorted slice whose validation, time, owner,
+//     filter, trimming, paging and token rules are written from the SPEC,
+//     sharing no code with the backends) runs beside the backend; random
+//     creates (on an OwnerStore, half of them for one of a few owners),
+//     replaces, cancels, appends (new and duplicate message IDs) and
+//     deletes, with a clock that sometimes goes backward, interleave with
+//     the pages of several live traversals under random filters (owners
+//     included). Every result must equal the model's, and each traversal
+//     must keep the L7 guarantees. The seed is logged and set with
+//     -storetest.seed; the length with -storetest.ops.
 //   - "L7-L8/concurrent": writers and traversers on goroutines (meaningful
 //     under -race), checking L7 per traversal against tasks no writer
-//     touches, L8 (count and page from one view), that concurrent Creates
-//     of one ID let exactly one win, and that no call fails.
+//     touches (on an OwnerStore, traversals by owner too), L8 (count and
+//     page from one view), that concurrent Creates of one ID let exactly
+//     one win, and that no call fails.
 //
 // Clauses that drive time (S4, S5, parts of S6 and L7) need
 // Harness.ClockInjection; without it the suite still checks that every

@@ -18,6 +18,7 @@ import (
 // suite checks them.
 const (
 	specMaxIDBytes      = 1024 // S8: task and context IDs
+	specMaxOwnerBytes   = 1024 // O1
 	specDefaultPageSize = 50   // L3: PageSize 0
 	specMaxPageSize     = 100  // L3
 )
@@ -192,6 +193,8 @@ func diffRecord(got, want engine.Record) string {
 		return fmt.Sprintf("revision %d, want %d", got.Revision, want.Revision)
 	case got.Cursor != want.Cursor:
 		return fmt.Sprintf("cursor %s, want %s", fmtCursor(got.Cursor), fmtCursor(want.Cursor))
+	case got.Owner != want.Owner:
+		return fmt.Sprintf("owner %q, want %q (O1, O2)", got.Owner, want.Owner)
 	case canon(got.Task) != canon(want.Task):
 		return fmt.Sprintf("task\n got %s\nwant %s", canon(got.Task), canon(want.Task))
 	}
@@ -200,8 +203,9 @@ func diffRecord(got, want engine.Record) string {
 
 func fmtCursor(c engine.Cursor) string { return fmt.Sprintf("(%d,%q)", c.UpdatedAt, string(c.ID)) }
 
-// diffPage describes how got differs from want, or returns "".
-func diffPage(got, want *engine.ListResponse) string {
+// diffPage describes how got differs from want, or returns "". With owners
+// it compares the pages' TaskOwners too (O5).
+func diffPage(got, want *engine.ListResponse, owners bool) string {
 	if got == nil {
 		return "nil response"
 	}
@@ -217,6 +221,9 @@ func diffPage(got, want *engine.ListResponse) string {
 		}
 		if g, w := canon(got.Tasks[i]), canon(want.Tasks[i]); g != w {
 			return fmt.Sprintf("task[%d]\n got %s\nwant %s", i, g, w)
+		}
+		if owners && (len(got.TaskOwners) != len(got.Tasks) || got.TaskOwners[i] != want.TaskOwners[i]) {
+			return fmt.Sprintf("owners %q, want %q (O5)", got.TaskOwners, want.TaskOwners)
 		}
 	}
 	switch {
@@ -253,6 +260,21 @@ func (e *env) mustCreate(t testing.TB, tk *a2a.Task) engine.Record {
 	return r
 }
 
+// mustCreateOwned creates t for owner with CreateOwned and fails the test
+// on error or when the record does not carry the owner (O1, O2).
+// REQUIRES: e.o is set.
+func (e *env) mustCreateOwned(t testing.TB, tk *a2a.Task, owner string) engine.Record {
+	t.Helper()
+	r, err := e.o.CreateOwned(e.ctx, tk, owner)
+	if err != nil {
+		t.Fatalf("CreateOwned(%q, owner %q): %v", string(tk.ID), owner, err)
+	}
+	if r.Owner != owner {
+		t.Fatalf("CreateOwned(%q, owner %q) returned owner %q (O2)", string(tk.ID), owner, r.Owner)
+	}
+	return r
+}
+
 // mustGet gets id and fails the test on error.
 func (e *env) mustGet(t testing.TB, id a2a.TaskID) engine.Record {
 	t.Helper()
@@ -271,10 +293,33 @@ func (e *env) mustList(t testing.TB, req engine.ListRequest) *engine.ListRespons
 	if err != nil {
 		t.Fatalf("List(%s): %v", fmtReq(req), err)
 	}
-	if msg := checkPage(req, resp); msg != "" {
+	if msg := e.checkPage(req, resp); msg != "" {
 		t.Fatalf("List(%s): %s", fmtReq(req), msg)
 	}
 	return resp
+}
+
+// checkPage is checkPage, and on an OwnerStore checkOwners too.
+func (e *env) checkPage(req engine.ListRequest, resp *engine.ListResponse) string {
+	if msg := checkPage(req, resp); msg != "" || e.o == nil {
+		return msg
+	}
+	return checkOwners(req, resp)
+}
+
+// checkOwners checks what holds of every page of an OwnerStore: one owner
+// per task (O5) and, on a page filtered by owner, only that owner's tasks
+// (O3).
+func checkOwners(req engine.ListRequest, resp *engine.ListResponse) string {
+	if len(resp.TaskOwners) != len(resp.Tasks) {
+		return fmt.Sprintf("%d tasks but %d owners (O5)", len(resp.Tasks), len(resp.TaskOwners))
+	}
+	for i, o := range resp.TaskOwners {
+		if req.Owner != "" && o != req.Owner {
+			return fmt.Sprintf("task %q of owner %q on a page filtered by owner %q (O3)", string(resp.Tasks[i].ID), o, req.Owner)
+		}
+	}
+	return ""
 }
 
 // checkPage checks a successful response against its request: the shape
@@ -383,7 +428,7 @@ func traverse(e *env, req engine.ListRequest, maxTasks int) ([]*a2a.Task, []engi
 		if err != nil {
 			return nil, nil, fmt.Errorf("page %d: %w", page, err)
 		}
-		if msg := checkPage(req, resp); msg != "" {
+		if msg := e.checkPage(req, resp); msg != "" {
 			return nil, nil, fmt.Errorf("page %d: %s", page, msg)
 		}
 		for i, tk := range resp.Tasks {

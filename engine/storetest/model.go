@@ -39,6 +39,7 @@ type model struct {
 type modelEntry struct {
 	cur   engine.Cursor
 	rev   int64
+	owner string // O1: beside the task, never in its metadata
 	ctx   string // raw context ID (JSON would replace invalid UTF-8)
 	state a2a.TaskState
 	ts    *time.Time // status timestamp, for filters without decoding
@@ -47,13 +48,13 @@ type modelEntry struct {
 
 var errModelInvalid = fmt.Errorf("model: %w", engine.ErrInvalidArgument)
 
-func newEntry(t *a2a.Task, at, rev int64) (*modelEntry, error) {
+func newEntry(t *a2a.Task, owner string, at, rev int64) (*modelEntry, error) {
 	data, err := json.Marshal(t)
 	if err != nil {
 		// What the wire cannot carry (a NaN, a channel) no store can keep.
 		return nil, fmt.Errorf("model: task cannot be encoded: %v: %w", err, engine.ErrInvalidArgument)
 	}
-	e := &modelEntry{cur: engine.Cursor{UpdatedAt: at, ID: t.ID}, rev: rev, ctx: t.ContextID, state: t.Status.State, data: data}
+	e := &modelEntry{cur: engine.Cursor{UpdatedAt: at, ID: t.ID}, rev: rev, owner: owner, ctx: t.ContextID, state: t.Status.State, data: data}
 	if t.Status.Timestamp != nil {
 		ts := *t.Status.Timestamp
 		e.ts = &ts
@@ -61,7 +62,7 @@ func newEntry(t *a2a.Task, at, rev int64) (*modelEntry, error) {
 	return e, nil
 }
 
-var _ engine.Store = (*model)(nil)
+var _ engine.OwnerStore = (*model)(nil)
 
 func newModel(clock engine.Clock, binary bool) *model {
 	if clock == nil {
@@ -88,6 +89,15 @@ func (m *model) validate(t *a2a.Task) error {
 	// here with its defaults (the clauses test them separately).
 	if err := (engine.Limits{}).ValidateTask(t); err != nil {
 		return err
+	}
+	return nil
+}
+
+// validOwner checks an owner (O1): at most 1024 bytes, and for a text-only
+// backend the bytes it accepts in IDs.
+func (m *model) validOwner(owner string) error {
+	if len(owner) > specMaxOwnerBytes || !m.binary && !textID(owner) {
+		return errModelInvalid
 	}
 	return nil
 }
@@ -137,7 +147,7 @@ func (e *modelEntry) task() *a2a.Task {
 }
 
 func (e *modelEntry) record() engine.Record {
-	return engine.Record{Task: e.task(), Revision: e.rev, Cursor: e.cur}
+	return engine.Record{Task: e.task(), Revision: e.rev, Cursor: e.cur, Owner: e.owner}
 }
 
 // findLocked returns id's entry, or ErrNotFound.
@@ -153,8 +163,16 @@ func (m *model) findLocked(op string, id a2a.TaskID) (*modelEntry, error) {
 // now is the clock reading; below 0 counts as 0 (S5).
 func (m *model) now() int64 { return max(m.clock(), 0) }
 
-func (m *model) Create(_ context.Context, t *a2a.Task) (engine.Record, error) {
+// Create is CreateOwned with no owner (O1).
+func (m *model) Create(ctx context.Context, t *a2a.Task) (engine.Record, error) {
+	return m.CreateOwned(ctx, t, "")
+}
+
+func (m *model) CreateOwned(_ context.Context, t *a2a.Task, owner string) (engine.Record, error) {
 	if err := m.validate(t); err != nil {
+		return engine.Record{}, err
+	}
+	if err := m.validOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
 	m.mu.Lock()
@@ -162,7 +180,7 @@ func (m *model) Create(_ context.Context, t *a2a.Task) (engine.Record, error) {
 	if _, ok := m.mu.byID[t.ID]; ok {
 		return engine.Record{}, fmt.Errorf("model: create: %w", engine.ErrAlreadyExists)
 	}
-	e, err := newEntry(t, m.now(), 1) // S4: Create uses clock()
+	e, err := newEntry(t, owner, m.now(), 1) // S4: Create uses clock()
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -182,7 +200,8 @@ func (m *model) Get(_ context.Context, id a2a.TaskID) (engine.Record, error) {
 
 // updateLocked stores t as the new content of e at the next time (S4, S5):
 // max(clock(), old+1); a task at MaxInt64 cannot advance and nothing
-// changes. stamp, if set, sees the new time before t is stored.
+// changes. The owner stays (O2). stamp, if set, sees the new time before t
+// is stored.
 // REQUIRES: m.mu held.
 func (m *model) updateLocked(e *modelEntry, t *a2a.Task, stamp func(at int64)) (engine.Record, error) {
 	if e.cur.UpdatedAt == math.MaxInt64 {
@@ -192,7 +211,7 @@ func (m *model) updateLocked(e *modelEntry, t *a2a.Task, stamp func(at int64)) (
 	if stamp != nil {
 		stamp(at)
 	}
-	ne, err := newEntry(t, at, e.rev+1)
+	ne, err := newEntry(t, e.owner, at, e.rev+1)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -281,10 +300,11 @@ type modelRequest struct {
 	boundary *engine.Cursor // nil: from the start
 }
 
-// accept validates a list request (L3, T4): page size 0 (meaning 50) or
+// accept validates a list request (L3, T4, O1): page size 0 (meaning 50) or
 // 1..100, a known status or none, a history length of at least 0, a context
-// ID of at most 1024 bytes, a known projection, and an empty or valid page
-// token (for a text-only backend, with a boundary ID it can store).
+// ID of at most 1024 bytes, an owner the store could record, a known
+// projection, and an empty or valid page token (for a text-only backend,
+// with a boundary ID it can store).
 func (m *model) accept(req *engine.ListRequest) (modelRequest, error) {
 	if req == nil {
 		return modelRequest{}, errModelInvalid
@@ -298,6 +318,7 @@ func (m *model) accept(req *engine.ListRequest) (modelRequest, error) {
 		req.Status != a2a.TaskStateUnspecified && !slices.Contains(allStates, req.Status),
 		req.HistoryLength != nil && *req.HistoryLength < 0,
 		len(req.ContextID) > specMaxIDBytes,
+		m.validOwner(req.Owner) != nil,
 		req.Projection != engine.ProjectionFull && req.Projection != engine.ProjectionLight:
 		return modelRequest{}, errModelInvalid
 	}
@@ -311,11 +332,12 @@ func (m *model) accept(req *engine.ListRequest) (modelRequest, error) {
 	return r, nil
 }
 
-// passes reports whether e passes req's filters (L2): exact context ID,
-// exact state, and a status timestamp at or after StatusTimestampAfter
-// (none never passes that filter).
+// passes reports whether e passes req's filters (L2, O3): exact owner,
+// exact context ID, exact state, and a status timestamp at or after
+// StatusTimestampAfter (none never passes that filter).
 func passes(req *engine.ListRequest, e *modelEntry) bool {
-	return (req.ContextID == "" || e.ctx == req.ContextID) &&
+	return (req.Owner == "" || e.owner == req.Owner) &&
+		(req.ContextID == "" || e.ctx == req.ContextID) &&
 		(req.Status == a2a.TaskStateUnspecified || e.state == req.Status) &&
 		(req.StatusTimestampAfter == nil || e.ts != nil && !e.ts.Before(*req.StatusTimestampAfter))
 }
@@ -339,10 +361,11 @@ func (r *modelRequest) shape(t *a2a.Task) *a2a.Task {
 	return t
 }
 
-// List scans every task in list order (L1–L6): the filters first, then the
-// boundary; the page takes the first size tasks after it, and a next token
-// (the last returned cursor) only when another matching task follows (T6);
-// the total counts every match, ignoring the boundary (L5).
+// List scans every task in list order (L1–L6, O3–O5): the filters first,
+// then the boundary; the page takes the first size tasks after it, with
+// their owners, and a next token (the last returned cursor) only when
+// another matching task follows (T6); the total counts every match,
+// ignoring the boundary (L5).
 func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	r, err := m.accept(req)
 	if err != nil {
@@ -350,7 +373,7 @@ func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListRe
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	resp := &engine.ListResponse{Tasks: []*a2a.Task{}, TaskCursors: []engine.Cursor{}, PageSize: r.size}
+	resp := &engine.ListResponse{Tasks: []*a2a.Task{}, TaskCursors: []engine.Cursor{}, TaskOwners: []string{}, PageSize: r.size}
 	more, total := false, 0
 	for _, e := range m.mu.list {
 		if !passes(req, e) {
@@ -366,6 +389,7 @@ func (m *model) List(_ context.Context, req *engine.ListRequest) (*engine.ListRe
 		}
 		resp.Tasks = append(resp.Tasks, r.shape(e.task()))
 		resp.TaskCursors = append(resp.TaskCursors, e.cur)
+		resp.TaskOwners = append(resp.TaskOwners, e.owner)
 	}
 	if more {
 		resp.NextPageToken = specToken(resp.TaskCursors[len(resp.TaskCursors)-1])

@@ -34,7 +34,8 @@ type randomRun struct {
 	rng    *rand.Rand
 	ids    []a2a.TaskID
 	ctxs   []string
-	n      int // operation counter, used in content so versions differ
+	owners []string // owners of CreateOwned and owner filters (OwnerStores only)
+	n      int      // operation counter, used in content so versions differ
 	travs  []*randomTrav
 	recent []string // the last operations, for failure messages
 	// done counts what ran, so the test can tell it exercised everything.
@@ -64,9 +65,15 @@ func runRandom(e *env, seed uint64, ops int) error {
 		r.ids = append(r.ids, a2a.TaskID(fmt.Sprintf("t%02d", i)))
 	}
 	r.ids = append(r.ids, "t0", "t1x", "é")
+	if e.o != nil {
+		r.owners = []string{"alice", "bob", "al"}
+	}
 	if e.h.BinaryIDs {
 		r.ids = append(r.ids, "\x00", "t0\x00", "\xff", "\xff\x00", "t\xc3(")
 		r.ctxs = append(r.ctxs, "ctx\x00", "\xfe")
+		if e.o != nil {
+			r.owners = append(r.owners, "al\x00", "\xff")
+		}
 	}
 	for i := range ops {
 		if err := r.step(); err != nil {
@@ -77,7 +84,11 @@ func runRandom(e *env, seed uint64, ops int) error {
 		return fmt.Errorf("final comparison: %w", err)
 	}
 	if ops >= 500 {
-		for _, op := range []string{"create", "replace", "cancel", "append", "append-dup", "delete", "page", "traversal-end"} {
+		want := []string{"create", "replace", "cancel", "append", "append-dup", "delete", "page", "traversal-end"}
+		if e.o != nil {
+			want = append(want, "createowned", "page-owned")
+		}
+		for _, op := range want {
 			if r.done[op] == 0 {
 				return fmt.Errorf("the run never did a successful %s", op)
 			}
@@ -159,13 +170,25 @@ func (r *randomRun) moveClock() {
 	}
 }
 
+// create creates a task, on an OwnerStore half the time for an owner (now
+// and then one over the length limit, O1).
 func (r *randomRun) create() error {
 	id := r.pickID()
 	tk := r.randTask(id)
-	r.note("Create(%q) state %s ctx %q", string(id), tk.Status.State, tk.ContextID)
-	return r.mutation("Create", id, true,
-		func() (engine.Record, error) { return r.e.s.Create(r.e.ctx, tk) },
-		func() (engine.Record, error) { return r.m.Create(r.e.ctx, tk) })
+	if r.e.o == nil || r.rng.IntN(2) == 0 {
+		r.note("Create(%q) state %s ctx %q", string(id), tk.Status.State, tk.ContextID)
+		return r.mutation("Create", id, true,
+			func() (engine.Record, error) { return r.e.s.Create(r.e.ctx, tk) },
+			func() (engine.Record, error) { return r.m.Create(r.e.ctx, tk) })
+	}
+	owner := r.owners[r.rng.IntN(len(r.owners))]
+	if r.rng.IntN(30) == 0 {
+		owner = strings.Repeat("o", specMaxOwnerBytes+1)
+	}
+	r.note("CreateOwned(%q, %.20q) state %s ctx %q", string(id), owner, tk.Status.State, tk.ContextID)
+	return r.mutation("CreateOwned", id, true,
+		func() (engine.Record, error) { return r.e.o.CreateOwned(r.e.ctx, tk, owner) },
+		func() (engine.Record, error) { return r.m.CreateOwned(r.e.ctx, tk, owner) })
 }
 
 // replace replaces a task with an edit of its current content or new
@@ -283,7 +306,7 @@ func (r *randomRun) mutation(op string, id a2a.TaskID, create bool, real, mdl fu
 	}
 	switch {
 	case create:
-		r.done["create"]++
+		r.done[strings.ToLower(op)]++
 	case want.Revision == before:
 		r.done["append-dup"]++
 		return nil // deduplicated: nothing changed
@@ -314,9 +337,16 @@ func (r *randomRun) randRequest(req engine.ListRequest) engine.ListRequest {
 	return req
 }
 
-// randFilter draws the filters of a traversal.
+// randFilter draws the filters of a traversal: on an OwnerStore now and
+// then an owner, who may have no task.
 func (r *randomRun) randFilter() engine.ListRequest {
 	var req engine.ListRequest
+	if r.e.o != nil && r.rng.IntN(3) == 0 {
+		req.Owner = "nobody"
+		if k := r.rng.IntN(len(r.owners) + 1); k < len(r.owners) {
+			req.Owner = r.owners[k]
+		}
+	}
 	if r.rng.IntN(3) == 0 {
 		req.ContextID = r.ctxs[r.rng.IntN(len(r.ctxs))]
 	}
@@ -342,10 +372,10 @@ func (r *randomRun) list(req engine.ListRequest) (*engine.ListResponse, error) {
 	if gerr != nil {
 		return nil, nil
 	}
-	if msg := checkPage(req, got); msg != "" {
+	if msg := r.e.checkPage(req, got); msg != "" {
 		return nil, fmt.Errorf("List(%s): %s", fmtReq(req), msg)
 	}
-	if d := diffPage(got, want); d != "" {
+	if d := diffPage(got, want, r.e.o != nil); d != "" {
 		return nil, fmt.Errorf("List(%s): %s", fmtReq(req), d)
 	}
 	return got, nil
@@ -354,6 +384,9 @@ func (r *randomRun) list(req engine.ListRequest) (*engine.ListResponse, error) {
 func fmtReq(req engine.ListRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "size=%d", req.PageSize)
+	if req.Owner != "" {
+		fmt.Fprintf(&b, " owner=%.40q", req.Owner)
+	}
 	if req.ContextID != "" {
 		fmt.Fprintf(&b, " ctx=%q", req.ContextID)
 	}
@@ -395,6 +428,9 @@ func (r *randomRun) page() error {
 		return fmt.Errorf("traversal page %d (%s) failed on both", tv.pages, fmtReq(req))
 	}
 	r.done["page"]++
+	if req.Owner != "" {
+		r.done["page-owned"]++
+	}
 	tv.pages++
 	if err := tv.check.page(resp); err != nil {
 		return fmt.Errorf("traversal %s page %d: %w", fmtReq(tv.req), tv.pages, err)

@@ -58,38 +58,50 @@ func (c *ManualClock) Set(t int64) { c.now.Store(t) }
 // the new reading.
 func (c *ManualClock) Advance(d int64) int64 { return c.now.Add(d) }
 
-// Run runs every S, T and L clause against the harness's backend. Each
-// clause (or small group of clauses) is a subtest named by its clause id and
-// opens a fresh store; clauses that drive the clock are skipped when the
-// harness has no ClockInjection. Run also runs a model-based randomized test
+// Run runs every S, T and L clause against the harness's backend, and the O
+// clauses when the store is an engine.OwnerStore. Each clause (or small
+// group of clauses) is a subtest named by its clause id and opens a fresh
+// store; clauses that drive the clock are skipped when the harness has no
+// ClockInjection, and owner clauses when the store does not record owners
+// (the skip message says so). Run also runs a model-based randomized test
 // ("model/random", seeded by -storetest.seed, length -storetest.ops) and a
-// concurrent test ("L7-L8/concurrent").
+// concurrent test ("L7-L8/concurrent"), both with owners on an OwnerStore.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.Open == nil {
 		t.Fatal("storetest: Harness.Open is nil")
 	}
 	for _, c := range clauses {
-		t.Run(c.name, func(t *testing.T) {
-			if c.clock && !h.ClockInjection {
-				t.Skip("backend takes no custom clock")
-			}
-			c.fn(t, newEnv(t, h))
-		})
+		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
 }
 
 // A clause is one subtest of Run.
 type clause struct {
-	name  string
-	clock bool // needs Harness.ClockInjection
-	fn    func(t testing.TB, e *env)
+	name   string
+	clock  bool // needs Harness.ClockInjection
+	owners bool // needs an engine.OwnerStore
+	fn     func(t testing.TB, e *env)
 }
 
-// clauses lists Run's subtests in SPEC order. The tests live in files by
-// topic: clauses_time.go (S1, S2, S4–S6), clauses_writes.go (S3, S7–S9),
-// clauses_tokens.go (T), clauses_listing.go (L), clauses_limits.go (engine.Limits), random.go and
-// concurrent.go.
+// run runs the clause on a fresh store from h, or skips it (saying why)
+// when the store lacks what it needs.
+func (c *clause) run(t testing.TB, h Harness) {
+	if c.clock && !h.ClockInjection {
+		t.Skip("backend takes no custom clock")
+	}
+	e := newEnv(t, h)
+	if c.owners && e.o == nil {
+		t.Skipf("%T is not an engine.OwnerStore: owner clause skipped", e.s)
+	}
+	c.fn(t, e)
+}
+
+// clauses lists Run's subtests in SPEC order, then the owner clauses (O1–O6,
+// written on engine.OwnerStore), which run only on an OwnerStore. The tests
+// live in files by topic: clauses_time.go (S1, S2, S4–S6),
+// clauses_writes.go (S3, S7–S9), clauses_tokens.go (T), clauses_listing.go
+// (L), clauses_limits.go (engine.Limits), clauses_owners.go (O), random.go and concurrent.go.
 var clauses = []clause{
 	{name: "S1-S2/time-advances", fn: testTimeAdvances},
 	{name: "S3/rejected-writes", fn: testRejectedWrites},
@@ -129,6 +141,17 @@ var clauses = []clause{
 	{name: "limits/depth", fn: testDepthLimit},
 	{name: "limits/size", fn: testSizeLimit},
 
+	{name: "O1-O2/owner-recorded", owners: true, fn: testOwnerRecorded},
+	{name: "O1/owner-outside-metadata", owners: true, fn: testOwnerOutsideMetadata},
+	{name: "O1/owner-limits", owners: true, fn: testOwnerLimits},
+	{name: "O1-O3/empty-owner", owners: true, fn: testEmptyOwner},
+	{name: "O2/replace-keeps-owner", owners: true, fn: testReplaceKeepsOwner},
+	{name: "O3/isolation", owners: true, fn: testOwnerIsolation},
+	{name: "O3-O4/combined-filters", owners: true, fn: testOwnerFilters},
+	{name: "O4/totals", owners: true, fn: testOwnerTotals},
+	{name: "O3-T7/owner-tokens", owners: true, fn: testOwnerTokens},
+	{name: "O5/task-owners", owners: true, fn: testTaskOwners},
+
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
 }
@@ -137,7 +160,8 @@ var clauses = []clause{
 type env struct {
 	h     Harness
 	s     engine.Store
-	clock *ManualClock // nil without ClockInjection
+	o     engine.OwnerStore // s, when it records owners; else nil
+	clock *ManualClock      // nil without ClockInjection
 	ctx   context.Context
 }
 
@@ -156,6 +180,7 @@ func newEnv(t testing.TB, h Harness) *env {
 	if e.s == nil {
 		t.Fatal("storetest: Harness.Open returned nil")
 	}
+	e.o, _ = e.s.(engine.OwnerStore)
 	if c, ok := e.s.(Checker); ok {
 		t.Cleanup(func() {
 			if err := c.CheckInvariants(); err != nil {

@@ -99,6 +99,7 @@ type fakeTB struct {
 	testing.TB // nil: methods the suite should not call panic
 	mu         sync.Mutex
 	msgs       []string
+	skipped    string // the skip message, if the test skipped
 	cleanups   []func()
 }
 
@@ -127,6 +128,19 @@ func (f *fakeTB) Failed() bool {
 	return len(f.msgs) > 0
 }
 func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Skip(args ...any)  { f.Skipf("%s", fmt.Sprint(args...)) }
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.mu.Lock()
+	f.skipped = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) SkipNow() { f.Skipf("SkipNow") }
+func (f *fakeTB) Skipped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.skipped != ""
+}
 func (f *fakeTB) Context() context.Context {
 	return context.Background()
 }
@@ -134,6 +148,12 @@ func (f *fakeTB) Context() context.Context {
 // runClause runs the named clause of the suite on a fresh store from h with
 // a fake TB and returns what it reported.
 func runClause(t *testing.T, h Harness, name string) []string {
+	t.Helper()
+	return runClauseTB(t, h, name).msgs
+}
+
+// runClauseTB is runClause returning the fake TB.
+func runClauseTB(t *testing.T, h Harness, name string) *fakeTB {
 	t.Helper()
 	var c *clause
 	for i := range clauses {
@@ -153,10 +173,10 @@ func runClause(t *testing.T, h Harness, name string) []string {
 				f.cleanups[i]()
 			}
 		}()
-		c.fn(f, newEnv(f, h))
+		c.run(f, h)
 	}()
 	<-done
-	return f.msgs
+	return f
 }
 
 // wrap returns a harness whose stores are the model wrapped by w.
@@ -338,6 +358,78 @@ func (s int32History) List(ctx context.Context, req *engine.ListRequest) (*engin
 // textOnly is a text-ID backend that forgot to reject binary IDs.
 type textOnly struct{ *model }
 
+// ownerTotalIgnored counts the matches of every owner in an owner-filtered
+// total (O4).
+type ownerTotalIgnored struct{ *model }
+
+func (s ownerTotalIgnored) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err != nil || req.Owner == "" || !req.IncludeTotalSize {
+		return resp, err
+	}
+	r := *req
+	r.Owner = ""
+	all, err := s.model.List(ctx, &r)
+	if err != nil {
+		return nil, err
+	}
+	resp.TotalSize = all.TotalSize
+	return resp, nil
+}
+
+// ownerInMetadata writes the owner into the task's metadata as well (O1).
+type ownerInMetadata struct{ *model }
+
+func (s ownerInMetadata) CreateOwned(ctx context.Context, t *a2a.Task, owner string) (engine.Record, error) {
+	if t != nil && owner != "" {
+		t = clone(t)
+		if t.Metadata == nil {
+			t.Metadata = map[string]any{}
+		}
+		t.Metadata["a2astore.owner"] = owner
+	}
+	return s.model.CreateOwned(ctx, t, owner)
+}
+
+// replaceDropsOwner loses the owner on Replace (O2).
+type replaceDropsOwner struct{ *model }
+
+func (s replaceDropsOwner) Replace(ctx context.Context, t *a2a.Task, rev int64) (engine.Record, error) {
+	r, err := s.model.Replace(ctx, t, rev)
+	if err != nil {
+		return r, err
+	}
+	s.model.mu.Lock()
+	defer s.model.mu.Unlock()
+	s.model.mu.byID[t.ID].owner = ""
+	r.Owner = ""
+	return r, nil
+}
+
+// tokenDropsOwner forgets the owner filter once a page token is given: the
+// scope of a traversal taken from its first page (T7).
+type tokenDropsOwner struct{ *model }
+
+func (s tokenDropsOwner) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	if req.PageToken == "" || req.Owner == "" {
+		return s.model.List(ctx, req)
+	}
+	r := *req
+	r.Owner = ""
+	return s.model.List(ctx, &r)
+}
+
+// noTaskOwners fills no TaskOwners (O5).
+type noTaskOwners struct{ *model }
+
+func (s noTaskOwners) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.model.List(ctx, req)
+	if err == nil {
+		resp.TaskOwners = nil
+	}
+	return resp, err
+}
+
 func TestSuiteCatchesBugs(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -372,6 +464,16 @@ func TestSuiteCatchesBugs(t *testing.T) {
 			[]string{"L4/history-length-huge"}},
 		{"token-on-last-page", wrap(true, func(m *model) engine.Store { return tokenOnLastPage{m} }),
 			[]string{"T6/next-token", "T1/traversal", "model/random"}},
+		{"owner-total-ignored", wrap(true, func(m *model) engine.Store { return ownerTotalIgnored{m} }),
+			[]string{"O4/totals", "O3-O4/combined-filters", "model/random"}},
+		{"owner-in-metadata", wrap(true, func(m *model) engine.Store { return ownerInMetadata{m} }),
+			[]string{"O1/owner-outside-metadata", "model/random"}},
+		{"replace-drops-owner", wrap(true, func(m *model) engine.Store { return replaceDropsOwner{m} }),
+			[]string{"O1-O2/owner-recorded", "O2/replace-keeps-owner", "model/random", "L7-L8/concurrent"}},
+		{"token-drops-owner", wrap(true, func(m *model) engine.Store { return tokenDropsOwner{m} }),
+			[]string{"O3/isolation", "O3-T7/owner-tokens", "model/random"}},
+		{"no-task-owners", wrap(true, func(m *model) engine.Store { return noTaskOwners{m} }),
+			[]string{"O5/task-owners", "O1-O3/empty-owner", "model/random"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -395,6 +497,47 @@ func TestSuitePassesOnModel(t *testing.T) {
 		if msgs := runClause(t, h, c.name); len(msgs) > 0 {
 			t.Errorf("clause %s failed on the model: %s", c.name, strings.Join(msgs, "; "))
 		}
+	}
+}
+
+// storeOnly is the model seen as a store that records no owners: a store
+// written against engine.Store before tenancy. CreateOwned is not in its
+// method set and its pages carry no owners.
+type storeOnly struct{ engine.Store }
+
+func (s storeOnly) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := s.Store.List(ctx, req)
+	if err == nil {
+		resp.TaskOwners = nil
+	}
+	return resp, err
+}
+
+func TestModelWithoutOwners(t *testing.T) {
+	Run(t, wrap(true, func(m *model) engine.Store { return storeOnly{m} }))
+}
+
+// TestOwnerClausesNeedAnOwnerStore: the owner clauses skip, saying why, on
+// a store that is not an engine.OwnerStore, and run on one that is.
+func TestOwnerClausesNeedAnOwnerStore(t *testing.T) {
+	plain := wrap(true, func(m *model) engine.Store { return storeOnly{m} })
+	owned := wrap(true, func(m *model) engine.Store { return m })
+	n := 0
+	for _, c := range clauses {
+		if !c.owners {
+			continue
+		}
+		n++
+		f := runClauseTB(t, plain, c.name)
+		if !f.Skipped() || len(f.msgs) > 0 || !strings.Contains(f.skipped, "not an engine.OwnerStore") {
+			t.Errorf("%s on a plain store: skipped %q, reports %q; want a skip naming the missing OwnerStore", c.name, f.skipped, f.msgs)
+		}
+		if f := runClauseTB(t, owned, c.name); f.Skipped() || len(f.msgs) > 0 {
+			t.Errorf("%s on the model: skipped %q, reports %q", c.name, f.skipped, f.msgs)
+		}
+	}
+	if n < 8 {
+		t.Errorf("only %d owner clauses", n)
 	}
 }
 
