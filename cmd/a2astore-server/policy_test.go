@@ -8,6 +8,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/taskiter"
 )
 
@@ -23,6 +25,7 @@ func as(ctx context.Context, caller string) context.Context {
 func TestOwnerPolicy(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, cfg config) {
 		cfg.Policy, cfg.CallerHeader = "owner", "X-A2astore-Caller"
+		requireOwners(t, cfg)
 		cfg.Agent = agentConfig{StatusUpdates: 1}
 		ts := startServer(t, cfg)
 
@@ -80,4 +83,33 @@ func TestOwnerPolicy(t *testing.T) {
 			}
 		}
 	})
+}
+
+// requireOwners skips the test when cfg's backend does not record task
+// owners (-policy owner refuses it: TestOwnerPolicyNeedsOwners).
+func requireOwners(t *testing.T, cfg config) {
+	t.Helper()
+	b, err := openBackend(t.Context(), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Store.Close()
+	if _, ok := b.Store.(engine.OwnerStore); !ok {
+		t.Skipf("backend %s does not record task owners (not an engine.OwnerStore): -policy owner refuses it", cfg.Backend)
+	}
+}
+
+// TestOwnerPolicyNeedsOwners: -policy owner over a store that does not
+// record owners refuses to start, rather than serve a store on which
+// every SendMessage fails.
+func TestOwnerPolicyNeedsOwners(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
+	cfg := config{Backend: "custom", Policy: "owner", CallerHeader: "X-A2astore-Caller"}
+	if _, err := applyPolicy(&cfg, struct{ engine.Store }{mem}); !errors.Is(err, errNoOwners) {
+		t.Fatalf("applyPolicy over a store without owners: %v, want errNoOwners", err)
+	}
+	if s, err := applyPolicy(&cfg, mem); err != nil || s == nil {
+		t.Fatalf("applyPolicy over memstore: %v", err)
+	}
 }

@@ -28,7 +28,8 @@ var benchBackends = []struct {
 const benchN = 100_000
 
 // benchFixture is a store of benchN generated tasks; every 100th is owned by
-// alice, the rest by someone else.
+// alice, the rest by someone else: recorded by the store (CreateOwned) for
+// OwnerPolicy, and in metadata for the pre-#15 peer (metaOwner).
 type benchFixture struct {
 	store   engine.Store
 	cursors []engine.Cursor // list order
@@ -54,8 +55,8 @@ func getBenchFixture(b *testing.B, name string, open func() engine.Store) *bench
 		if i%100 == 0 {
 			owner = "alice"
 		}
-		t.Metadata = map[string]any{authz.OwnerMetadataKey: owner}
-		rec, err := fx.store.Create(ctx, t)
+		t.Metadata = map[string]any{metaOwnerKey: owner}
+		rec, err := fx.store.(engine.OwnerStore).CreateOwned(ctx, t, owner)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -120,26 +121,32 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
-// fullScanOwner is OwnerPolicy asking for full tasks during scans, to
-// measure what the light projection saves (A4).
-type fullScanOwner struct{ authz.OwnerPolicy }
+// fullScanOwner is the metadata owner policy asking for full tasks during
+// scans, to measure what the light projection saves (A4).
+type fullScanOwner struct{ metaOwner }
 
 func (fullScanOwner) Projection() engine.Projection { return engine.ProjectionFull }
 
 // BenchmarkRestrictive: alice owns 1% of 1e5 tasks; a page of 50 from a
-// random cursor with the policy scanning light or full tasks, with and
-// without a total (which scans the whole store).
+// random cursor with and without a total. scan=light and scan=full are the
+// scan path (the pre-#15 metadata owner policy, which cannot narrow the
+// store query: a total scans the whole store), reading light or full tasks;
+// scan=owner-index is OwnerPolicy, whose exact owner scope is one store
+// call on the owner index (O6).
 func BenchmarkRestrictive(b *testing.B) {
 	alice := authz.WithCaller(context.Background(), "alice")
 	for _, be := range benchBackends {
 		for _, total := range []bool{false, true} {
-			for _, scan := range []string{"light", "full"} {
+			for _, scan := range []string{"light", "full", "owner-index"} {
 				name := fmt.Sprintf("backend=%s/op=page/n=%d/page=50/policy=owner1pct/scan=%s/total=%v", be.name, benchN, scan, total)
 				b.Run(name, func(b *testing.B) {
 					fx := getBenchFixture(b, be.name, be.open)
-					var pol authz.Policy = authz.OwnerPolicy{}
-					if scan == "full" {
+					var pol authz.Policy = metaOwner{}
+					switch scan {
+					case "full":
 						pol = fullScanOwner{}
+					case "owner-index":
+						pol = authz.OwnerPolicy{}
 					}
 					d := authz.New(fx.store, pol)
 					toks := benchTokens(fx)

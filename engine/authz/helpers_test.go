@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storetest"
 	"github.com/a2astore/a2astore/taskiter"
@@ -41,6 +42,61 @@ func (p funcPolicy) Projection() engine.Projection { return p.proj }
 // admitAll admits everything like authz.AllowAll, but goes through the
 // dispatcher's scan and final read (AllowAll takes a pass-through path).
 var admitAll = funcPolicy{proj: engine.ProjectionLight, allow: func(context.Context, *a2a.Task) bool { return true }}
+
+// exactAll admits everything and says every scope is exact: every List
+// takes the dispatcher's one-call path (authz.ExactScoper).
+type exactAll struct{ funcPolicy }
+
+func (exactAll) ScopeIsExact(context.Context, engine.ListRequest) bool { return true }
+
+// ownedAll admits everything through CanAccessOwned (authz.OwnerChecker),
+// so scans and final reads carry owners; its scopes are not exact.
+type ownedAll struct{ funcPolicy }
+
+func (ownedAll) CanAccessOwned(context.Context, *a2a.Task, string) (bool, error) { return true, nil }
+
+// inexactOwner is authz.OwnerPolicy without its exact scope: the
+// dispatcher scans the caller's tasks (owner-filtered batches), counts them
+// and re-reads the page, deciding by owner.
+type inexactOwner struct{ authz.OwnerPolicy }
+
+func (inexactOwner) ScopeIsExact(context.Context, engine.ListRequest) bool { return false }
+
+// metaOwnerKey is where metaOwner finds owners.
+const metaOwnerKey = "a2astore.owner"
+
+// metaOwner is the owner policy as it was before #15, kept as a peer for
+// tests and benchmarks of the scan path: the owner is the caller stamped
+// into the task's metadata, lists cannot be narrowed by owner, and every
+// List scans.
+type metaOwner struct{}
+
+func (metaOwner) ScopeTaskList(ctx context.Context, req engine.ListRequest) (engine.ListRequest, error) {
+	if _, ok := authz.CallerFrom(ctx); !ok {
+		return req, authz.ErrEmptyScope
+	}
+	return req, nil
+}
+
+func (metaOwner) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error) {
+	caller, ok := authz.CallerFrom(ctx)
+	owner, _ := t.Metadata[metaOwnerKey].(string)
+	return ok && owner == caller, nil
+}
+
+func (metaOwner) Projection() engine.Projection { return engine.ProjectionLight }
+
+func (metaOwner) StampTask(ctx context.Context, t *a2a.Task) error {
+	caller, ok := authz.CallerFrom(ctx)
+	if !ok {
+		return authz.ErrDenied
+	}
+	if t.Metadata == nil {
+		t.Metadata = map[string]any{}
+	}
+	t.Metadata[metaOwnerKey] = caller
+	return nil
+}
 
 // revocable admits everything except the task IDs revoked so far.
 type revocable struct {
@@ -104,6 +160,12 @@ func (p *probe) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		p.afterList(resp)
 	}
 	return resp, err
+}
+
+// CreateOwned forwards to the wrapped store, so a probe over an OwnerStore
+// is one.
+func (p *probe) CreateOwned(ctx context.Context, t *a2a.Task, owner string) (engine.Record, error) {
+	return p.Store.(engine.OwnerStore).CreateOwned(ctx, t, owner)
 }
 
 func (p *probe) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {

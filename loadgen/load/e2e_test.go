@@ -206,8 +206,7 @@ func TestRunRemoteCallers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, task := range resp.Tasks {
-			owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
+		for _, owner := range resp.TaskOwners {
 			owners[owner]++
 		}
 		for _, o := range c.owners {
