@@ -28,8 +28,7 @@ var benchBackends = []struct {
 const benchN = 100_000
 
 // benchFixture is a store of benchN generated tasks; every 100th is owned by
-// alice, the rest by someone else: recorded by the store (CreateOwned) for
-// OwnerPolicy, and in metadata for the pre-#15 peer (metaOwner).
+// alice, the rest by someone else (recorded by the store: CreateOwned).
 type benchFixture struct {
 	store   engine.Store
 	cursors []engine.Cursor // list order
@@ -55,7 +54,6 @@ func getBenchFixture(b *testing.B, name string, open func() engine.Store) *bench
 		if i%100 == 0 {
 			owner = "alice"
 		}
-		t.Metadata = map[string]any{metaOwnerKey: owner}
 		rec, err := fx.store.(engine.OwnerStore).CreateOwned(ctx, t, owner)
 		if err != nil {
 			b.Fatal(err)
@@ -121,16 +119,10 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
-// fullScanOwner is the metadata owner policy asking for full tasks during
-// scans, to measure what the light projection saves (A4).
-type fullScanOwner struct{ metaOwner }
-
-func (fullScanOwner) Projection() engine.Projection { return engine.ProjectionFull }
-
 // BenchmarkRestrictive: alice owns 1% of 1e5 tasks; a page of 50 from a
 // random cursor with and without a total. scan=light and scan=full are the
-// scan path (the pre-#15 metadata owner policy, which cannot narrow the
-// store query: a total scans the whole store), reading light or full tasks;
+// scan path (an owner policy that does not narrow the store query, as
+// before #15: a total scans the whole store), reading light or full tasks;
 // scan=owner-index is OwnerPolicy, whose exact owner scope is one store
 // call on the owner index (O6).
 func BenchmarkRestrictive(b *testing.B) {
@@ -141,10 +133,10 @@ func BenchmarkRestrictive(b *testing.B) {
 				name := fmt.Sprintf("backend=%s/op=page/n=%d/page=50/policy=owner1pct/scan=%s/total=%v", be.name, benchN, scan, total)
 				b.Run(name, func(b *testing.B) {
 					fx := getBenchFixture(b, be.name, be.open)
-					var pol authz.Policy = metaOwner{}
+					var pol authz.Policy = scanOwner{engine.ProjectionLight}
 					switch scan {
 					case "full":
-						pol = fullScanOwner{}
+						pol = scanOwner{engine.ProjectionFull}
 					case "owner-index":
 						pol = authz.OwnerPolicy{}
 					}

@@ -62,41 +62,26 @@ type inexactOwner struct{ authz.OwnerPolicy }
 
 func (inexactOwner) ScopeIsExact(context.Context, engine.ListRequest) bool { return false }
 
-// metaOwnerKey is where metaOwner finds owners.
-const metaOwnerKey = "a2astore.owner"
+// scanOwner decides by the recorded owner, as OwnerPolicy does, but does
+// not narrow lists: the dispatcher scans every task, in proj (the cost of
+// owner lists before #15, when the owner was in task metadata).
+type scanOwner struct{ proj engine.Projection }
 
-// metaOwner is the owner policy as it was before #15, kept as a peer for
-// tests and benchmarks of the scan path: the owner is the caller stamped
-// into the task's metadata, lists cannot be narrowed by owner, and every
-// List scans.
-type metaOwner struct{}
-
-func (metaOwner) ScopeTaskList(ctx context.Context, req engine.ListRequest) (engine.ListRequest, error) {
+func (scanOwner) ScopeTaskList(ctx context.Context, req engine.ListRequest) (engine.ListRequest, error) {
 	if _, ok := authz.CallerFrom(ctx); !ok {
 		return req, authz.ErrEmptyScope
 	}
 	return req, nil
 }
 
-func (metaOwner) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error) {
+func (scanOwner) CanAccessTask(context.Context, *a2a.Task) (bool, error) { return false, nil }
+
+func (scanOwner) CanAccessOwned(ctx context.Context, _ *a2a.Task, owner string) (bool, error) {
 	caller, ok := authz.CallerFrom(ctx)
-	owner, _ := t.Metadata[metaOwnerKey].(string)
 	return ok && owner == caller, nil
 }
 
-func (metaOwner) Projection() engine.Projection { return engine.ProjectionLight }
-
-func (metaOwner) StampTask(ctx context.Context, t *a2a.Task) error {
-	caller, ok := authz.CallerFrom(ctx)
-	if !ok {
-		return authz.ErrDenied
-	}
-	if t.Metadata == nil {
-		t.Metadata = map[string]any{}
-	}
-	t.Metadata[metaOwnerKey] = caller
-	return nil
-}
+func (p scanOwner) Projection() engine.Projection { return p.proj }
 
 // revocable admits everything except the task IDs revoked so far.
 type revocable struct {

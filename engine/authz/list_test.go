@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -70,10 +69,8 @@ func randomTask(r *rand.Rand, i int) *a2a.Task {
 	return t
 }
 
-// fill creates n random tasks, each owned by one of owners: the owner the
-// store records (for OwnerPolicy) and the same in metadata (for the
-// metadata peer, metaOwner). The clock often repeats a time (equal-time
-// ties, S6).
+// fill creates n random tasks, each owned by one of owners, with a clock
+// that often repeats a time (equal-time ties, S6).
 func fill(t testing.TB, r *rand.Rand, s engine.OwnerStore, c *storetest.ManualClock, n int) {
 	for i := range n {
 		if r.IntN(3) > 0 {
@@ -109,7 +106,7 @@ func randomCase(r *rand.Rand) caseSpec {
 	case 8:
 		return caseSpec{"exactall", exactAll{admitAll}, bg}
 	case 7:
-		return caseSpec{"metaowner=" + who, metaOwner{}, authz.WithCaller(bg, who)}
+		return caseSpec{"scanowner=" + who, scanOwner{engine.ProjectionLight}, authz.WithCaller(bg, who)}
 	case 6:
 		return caseSpec{"inexactowner=" + who, inexactOwner{}, authz.WithCaller(bg, who)}
 	case 5:
@@ -280,14 +277,8 @@ func TestListModel(t *testing.T) {
 	}
 }
 
-// createOwned creates task in s owned by owner, as fill does: the owner
-// recorded by the store and the same in metadata (for metaOwner).
+// createOwned creates task in s owned by owner.
 func createOwned(t testing.TB, s engine.OwnerStore, task *a2a.Task, owner string) {
-	task.Metadata = maps.Clone(task.Metadata)
-	if task.Metadata == nil {
-		task.Metadata = map[string]any{}
-	}
-	task.Metadata[metaOwnerKey] = owner
 	if _, err := s.CreateOwned(context.Background(), task, owner); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +287,7 @@ func createOwned(t testing.TB, s engine.OwnerStore, task *a2a.Task, owner string
 // TestNoninterference: two stores that differ only in tasks the caller
 // cannot see give identical responses for every page (A2, T5), whichever
 // way the dispatcher answers: the exact owner scope (one store call), a
-// scan of the owner's tasks, or a scan of everyone's (the metadata peer).
+// scan of the owner's tasks, or a scan of everyone's (scanOwner).
 func TestNoninterference(t *testing.T) {
 	r := seed(t)
 	for round := range 5 {
@@ -326,7 +317,7 @@ func TestNoninterference(t *testing.T) {
 			}
 			c1.Set(c2.Now())
 		}
-		for _, pol := range []authz.Policy{authz.OwnerPolicy{}, inexactOwner{}, metaOwner{}} {
+		for _, pol := range []authz.Policy{authz.OwnerPolicy{}, inexactOwner{}, scanOwner{engine.ProjectionFull}} {
 			d1, d2 := authz.New(s1, pol), authz.New(s2, pol)
 			for range 10 {
 				req := randomRequest(r)
