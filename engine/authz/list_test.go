@@ -372,58 +372,74 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, true, 1, "t5"},
 		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, 2, "t5"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := storetest.NewManualClock(1000)
-			mem := newMem(t, c)
-			for i := range 10 {
-				c.Advance(1)
-				if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+		for _, byOwner := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/byowner=%v", tc.name, byOwner), func(t *testing.T) {
+				c := storetest.NewManualClock(1000)
+				mem := newMem(t, c)
+				for i := range 10 {
+					c.Advance(1)
+					if _, err := mem.CreateOwned(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a"), "alice"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pol := new(revocable)
+				pr := &probe{Store: mem}
+				d := authz.New(pr, pol)
+				if byOwner {
+					// The same decisions, made with the owner the final read
+					// returns.
+					d = authz.New(pr, ownedRevocable{pol})
+				}
+				victim := a2a.TaskID("t5") // on the first page of 6
+				// The error an inaccessible task gets, before any change.
+				inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
+				_, wantErr := inaccessible.Get(ctx, victim)
+				pr.beforeGet = func(id a2a.TaskID) {
+					if id == victim {
+						pr.beforeGet = nil // once
+						tc.act(mem, pol, id)
+					}
+				}
+				resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+				scans := 0
+				for _, l := range pr.lists {
+					if l.PageToken == "" {
+						scans++
+					}
+				}
+				pr.beforeGet = nil
+				if scans != tc.wantScans {
+					t.Errorf("%d scans, want %d", scans, tc.wantScans)
+				}
+				if tc.wantErr {
+					if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
+						t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
+					}
+					if _, getErr := d.Get(ctx, tc.gone); getErr != err {
+						t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
+					}
+				} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
+					t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
+				}
+				resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			pol := new(revocable)
-			pr := &probe{Store: mem}
-			d := authz.New(pr, pol)
-			victim := a2a.TaskID("t5") // on the first page of 6
-			// The error an inaccessible task gets, before any change.
-			inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
-			_, wantErr := inaccessible.Get(ctx, victim)
-			pr.beforeGet = func(id a2a.TaskID) {
-				if id == victim {
-					pr.beforeGet = nil // once
-					tc.act(mem, pol, id)
+				if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
+					t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
 				}
-			}
-			resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
-			scans := 0
-			for _, l := range pr.lists {
-				if l.PageToken == "" {
-					scans++
-				}
-			}
-			pr.beforeGet = nil
-			if scans != tc.wantScans {
-				t.Errorf("%d scans, want %d", scans, tc.wantScans)
-			}
-			if tc.wantErr {
-				if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
-					t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
-				}
-				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
-					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
-				}
-			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
-				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
-			}
-			resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
-				t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
-			}
-		})
+			})
+		}
 	}
+}
+
+// ownedRevocable is revocable deciding with the owner (authz.OwnerChecker):
+// alice's tasks, less the revoked ones.
+type ownedRevocable struct{ *revocable }
+
+func (p ownedRevocable) CanAccessOwned(ctx context.Context, t *a2a.Task, owner string) (bool, error) {
+	ok, err := p.CanAccessTask(ctx, t)
+	return ok && owner == "alice", err
 }
 
 // TestChangedDuringFinalRead: a task replaced between selection and the
