@@ -43,14 +43,17 @@ type Policy interface {
 
 // Stamper is an optional interface of a Policy. When the policy implements
 // it, the dispatcher calls StampTask on a copy of the content of every Create
-// and Replace before storing it, so the policy can record ownership (for
-// example in the task's metadata). task is a shallow copy whose Metadata map
-// is the dispatcher's own: the stamper may set top-level fields and metadata
-// keys but must not modify what the other fields point to. An error refuses
-// the write and is returned to the caller.
+// and Replace before storing it, so the policy can record something in the
+// content (a label in the task's metadata, say). Ownership belongs in the
+// store instead (OwnerAssigner): metadata is the client's to read and
+// write. task is a shallow copy whose Metadata map is the dispatcher's own:
+// the stamper may set top-level fields and metadata keys but must not
+// modify what the other fields point to. An error refuses the write and is
+// returned to the caller.
 //
-// After stamping, the content must pass CanAccessTask, or the write fails
-// with ErrDenied: a caller cannot create or replace a task it could not see
+// After stamping, the content must pass the policy's check (CanAccessTask,
+// or CanAccessOwned with the task's owner), or the write fails with
+// ErrDenied: a caller cannot create or replace a task it could not see
 // afterwards.
 type Stamper interface {
 	StampTask(ctx context.Context, task *a2a.Task) error
