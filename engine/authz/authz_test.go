@@ -458,3 +458,57 @@ func TestForwardsCapabilities(t *testing.T) {
 		t.Error("a store without the capabilities was checked or closed")
 	}
 }
+
+// labeler stamps a label into the metadata of what it writes (except
+// content marked "unlabelled"), refuses content marked "refuse", and admits
+// only labelled tasks.
+type labeler struct{ funcPolicy }
+
+func (labeler) StampTask(_ context.Context, t *a2a.Task) error {
+	if t.Metadata["refuse"] != nil {
+		return errors.New("refused")
+	}
+	if t.Metadata["unlabelled"] != nil {
+		return nil
+	}
+	t.Metadata = map[string]any{"label": "stamped", "kept": t.Metadata["kept"]}
+	return nil
+}
+
+func (labeler) CanAccessTask(_ context.Context, t *a2a.Task) (bool, error) {
+	return t.Metadata["label"] == "stamped", nil
+}
+
+// TestStamper: a Stamper changes a copy of the content of Create and
+// Replace, never the caller's task; its error refuses the write; the
+// stamped content must pass the policy's check.
+func TestStamper(t *testing.T) {
+	mem := newMem(t, storetest.NewManualClock(1000))
+	bg := context.Background()
+	d := authz.New(mem, labeler{})
+	in := working("t", "a")
+	in.Metadata = map[string]any{"kept": "yes"}
+	rec, err := d.Create(bg, in)
+	if err != nil || rec.Task.Metadata["label"] != "stamped" || rec.Task.Metadata["kept"] != "yes" {
+		t.Fatalf("Create: %+v, %v", rec, err)
+	}
+	if in.Metadata["label"] != nil {
+		t.Fatal("Create changed the caller's task")
+	}
+	if rec, err = d.Replace(bg, working("t", "b"), 0); err != nil || rec.Task.Metadata["label"] != "stamped" {
+		t.Fatalf("Replace: %+v, %v", rec, err)
+	}
+	bad := working("u", "a")
+	bad.Metadata = map[string]any{"refuse": true}
+	if _, err := d.Create(bg, bad); err == nil || err.Error() != "authz: stamp: refused" {
+		t.Fatalf("refused stamp: %v", err)
+	}
+	unlabelled := working("u", "a")
+	unlabelled.Metadata = map[string]any{"unlabelled": true}
+	if _, err := d.Create(bg, unlabelled); !errors.Is(err, authz.ErrDenied) {
+		t.Fatalf("stamped content the policy denies: %v, want ErrDenied", err)
+	}
+	if _, err := mem.Get(bg, "u"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a refused Create stored the task: %v", err)
+	}
+}
