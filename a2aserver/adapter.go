@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/log"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 )
 
 // TaskStore adapts s to a2a-go's taskstore.Store (SPEC W1) with the
@@ -72,8 +73,10 @@ func (a *adapter) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask
 // List runs one ListTasks page on the engine. The engine validates the
 // request (L3, T4); the adapter only copies the public fields across, always
 // asks for the total and drops the engine's internal fields on the way back
-// (W1, W4). Tenant is not a filter: a multi-tenant server scopes lists with
-// an authorization policy (engine/authz) instead.
+// (W1, W4: TaskOwners, TaskCursors and Stats never reach the wire). Tenant
+// is not a filter, and no owner comes from the request: a multi-user
+// server scopes lists by the authenticated caller with an authorization
+// policy (authz.OwnerPolicy) instead.
 func (a *adapter) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	if req == nil {
 		return nil, wireError(ctx, "list", engine.ErrInvalidArgument)
@@ -132,6 +135,10 @@ const (
 // server-side instead.
 func wireError(ctx context.Context, op string, err error) error {
 	switch {
+	case errors.Is(err, authz.ErrUnauthenticated):
+		// The policy needs the caller's identity: the error
+		// HeaderIdentity gives an anonymous call with Required.
+		return errNoIdentity
 	case errors.Is(err, engine.ErrInvalidPageToken):
 		// T4: one message for every bad token, whatever it was.
 		return a2a.NewError(a2a.ErrInvalidParams, msgInvalidPageToken)

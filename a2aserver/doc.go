@@ -19,9 +19,36 @@
 //     (-32602 / 400 / INVALID_ARGUMENT), not found → a2a.ErrTaskNotFound
 //     (-32001 / 404 / NOT_FOUND), not cancelable → a2a.ErrTaskNotCancelable,
 //     revision conflict → taskstore.ErrConcurrentModification, already
-//     exists → taskstore.ErrTaskAlreadyExists, anything else →
-//     a2a.ErrInternalError. Remote callers see fixed messages only; a bad
-//     page token always reads "invalid page token", whatever the token.
+//     exists → taskstore.ErrTaskAlreadyExists, a caller a policy needs to
+//     identify (authz.ErrUnauthenticated) → a2a.ErrUnauthenticated
+//     (-31401 / 401 / UNAUTHENTICATED, the error HeaderIdentity gives with
+//     Required), anything else → a2a.ErrInternalError. Remote callers see
+//     fixed messages only; a bad page token always reads "invalid page
+//     token", whatever the token.
+//
+// # Per-user tasks
+//
+// The adapter passes each call's context to the store, so a store wrapped
+// in an authorization policy decides per caller. With authz.OwnerPolicy the
+// caller is the authenticated user of the a2a-go call context
+// (a2asrv.CallContextFrom(ctx).User, named and Authenticated: where a2a-go's
+// authentication, an a2asrv.CallInterceptor of yours, or HeaderIdentity
+// puts it). Each task is owned by the user whose call created it — the
+// store records the owner beside the task (engine.OwnerStore), never in
+// its content — and each user lists, reads, continues and cancels its own
+// tasks only, as with a2a-go's own taskstore.InMemory; a call without a
+// user cannot list (a2a.ErrUnauthenticated). Pages and totals come from the
+// store's owner index and counters, so they cost the same whatever other
+// users hold:
+//
+//	tasks := a2aserver.TaskStore(authz.New(store, authz.OwnerPolicy{}))
+//	handler := a2asrv.NewHandler(agent, a2asrv.WithTaskStore(tasks),
+//		a2asrv.WithCallInterceptors(yourAuthentication, a2aserver.TaskGuard(tasks)))
+//
+// store must record owners (memstore, and any engine.OwnerStore): over
+// another store every task creation fails with engine.ErrOwnersUnsupported
+// (an internal error on the wire). TaskStore over a bare store is
+// unchanged: one tenant, every caller sees every task.
 //
 // Serving clients that are not trusted takes more than the store; the
 // package provides each piece, and cmd/a2astore-server installs them all:

@@ -16,6 +16,13 @@
 // kept counters). op=list-wire is a ListTasks page as a server answers it:
 // through the a2aserver adapter, total included, encoded to JSON.
 //
+// BenchmarkTenancyAuthz (tenancy_authz_test.go, #15) measures per-owner
+// pages and totals through the authz dispatcher under authz.OwnerPolicy on
+// every backend that records owners, against an unscoped page and against
+// the owner policy before #15 (impl=metadata-scan: the owner in task
+// metadata, every list a scan), on a fixture of its own with 1,000
+// Zipf-skewed owners, at the run's sizes from 1e5 up.
+//
 // Fixtures come from internal/taskgen with fixed seeds and are built once
 // per (backend, n) on first use. Sizes are 1e3..1e5 by default; BENCH_FULL=1
 // adds 1e6 and BENCH_SIZES=1000,10000 overrides both.

@@ -39,8 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.PebbleNoSync, "pebble-nosync", false, "pebble: acknowledge writes before fsync")
 	fs.StringVar(&cfg.DSN, "dsn", "", "pg: PostgreSQL connection string")
 	fs.StringVar(&cfg.Transport, "transport", "jsonrpc", "remote target: jsonrpc, http (HTTP+JSON) or grpc")
-	fs.StringVar(&cfg.Caller, "caller", "", "remote target: caller identity sent in -caller-header (a server with -policy owner needs one)")
-	fs.IntVar(&cfg.Callers, "callers", 0, "remote target: spread the load over this many callers, CALLER-1…CALLER-N (-caller default loadgen), one per context")
+	fs.StringVar(&cfg.Caller, "caller", "", "caller identity: sent in -caller-header to a remote server (one with -policy owner needs one); embedded, the store runs under the owner policy and the caller owns its tasks")
+	fs.IntVar(&cfg.Callers, "callers", 0, "spread the load over this many callers, CALLER-1…CALLER-N (-caller default loadgen), one per context, each owning its context's tasks")
 	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "remote target: header carrying the caller identity")
 	var workloads []string
 	for _, n := range load.WorkloadNames() {

@@ -17,7 +17,13 @@ func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 	})
 }
 
+// errNoOwners is applyPolicy's refusal of -policy owner over a backend that
+// does not record task owners.
+var errNoOwners = errors.New("-policy owner needs a backend that records task owners (an engine.OwnerStore)")
+
 // applyPolicy wraps the store in the configured authorization policy.
+// -policy owner needs a store that records owners: over any other every
+// Create would fail, so the server refuses to start instead.
 func applyPolicy(cfg *config, s engine.Store) (engine.Store, error) {
 	switch cfg.Policy {
 	case "", "none":
@@ -25,6 +31,9 @@ func applyPolicy(cfg *config, s engine.Store) (engine.Store, error) {
 	case "owner":
 		if cfg.CallerHeader == "" {
 			return nil, errors.New("-policy owner needs -caller-header")
+		}
+		if _, ok := s.(engine.OwnerStore); !ok {
+			return nil, fmt.Errorf("%w; backend %q does not", errNoOwners, cfg.Backend)
 		}
 		return authz.New(s, authz.OwnerPolicy{}), nil
 	}

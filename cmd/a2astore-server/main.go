@@ -15,9 +15,13 @@
 //
 // The listeners apply a2aserver.ServeLimits (request size, timeouts, gRPC
 // streams and keepalive) and the store engine.Limits (task size and
-// nesting), each settable by flag. With -policy owner, callers are
-// identified by a request header trusted as sent (-caller-header): staging
-// only, or behind a proxy that authenticates and overwrites it.
+// nesting), each settable by flag. With -policy owner each caller owns the
+// tasks it creates and sees only those (authz.OwnerPolicy: the store
+// records the owner and pages and counts by it, so a caller's ListTasks
+// costs the same whatever others hold; the backend must record owners, or
+// the server refuses to start). Callers are identified by a request header
+// trusted as sent (-caller-header): staging only, or behind a proxy that
+// authenticates and overwrites it.
 //
 // SIGINT or SIGTERM stops accepting, waits up to -shutdown-timeout for
 // in-flight requests and running agent executions, fails the tasks of the
@@ -54,7 +58,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.Backend, "backend", "mem", "task store: mem, pebble (needs -pebble-dir) or pg (needs -pg-dsn)")
 	fs.StringVar(&cfg.PebbleDir, "pebble-dir", "", "Pebble data directory")
 	fs.StringVar(&cfg.PGDSN, "pg-dsn", "", "PostgreSQL connection string")
-	fs.StringVar(&cfg.Policy, "policy", "none", "authorization policy: none or owner")
+	fs.StringVar(&cfg.Policy, "policy", "none", "authorization policy: none, or owner (each caller owns the tasks it creates and sees only those; the backend must record owners)")
 	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "request header (gRPC metadata key) trusted as the caller identity for -policy owner; staging only")
 	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/) and the agent card")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "listen address for gRPC")

@@ -3,6 +3,7 @@ package authz_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -169,11 +170,11 @@ func TestReplaceRechecksAfterConcurrentChange(t *testing.T) {
 // write that follows it.
 type slowOwner struct{ authz.OwnerPolicy }
 
-func (p slowOwner) CanAccessTask(ctx context.Context, t *a2a.Task) (bool, error) {
+func (p slowOwner) CanAccessOwned(ctx context.Context, t *a2a.Task, owner string) (bool, error) {
 	for range 50 {
 		runtime.Gosched()
 	}
-	return p.OwnerPolicy.CanAccessTask(ctx, t)
+	return p.OwnerPolicy.CanAccessOwned(ctx, t, owner)
 }
 
 // TestUnconditionalReplaceNeverConflicts: many callers replacing one task
@@ -249,43 +250,106 @@ func (r *replaceHook) Replace(ctx context.Context, t *a2a.Task, rev int64) (engi
 	return r.probe.Replace(ctx, t, rev)
 }
 
-// TestCreateStampsOwner: OwnerPolicy records the caller on Create and
-// Replace, overwriting forged owners, without touching the caller's task.
-func TestCreateStampsOwner(t *testing.T) {
+// TestCreateRecordsOwner: OwnerPolicy records the caller as the task's
+// owner in the store (O1), never in the task's metadata, which is stored as
+// given and grants nothing; Replace keeps the owner (O2); a caller can
+// neither create for someone else nor create without an identity.
+func TestCreateRecordsOwner(t *testing.T) {
 	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	bg := context.Background()
 	d := authz.New(mem, authz.OwnerPolicy{})
 	alice := authz.WithCaller(bg, "alice")
+	mallory := authz.WithCaller(bg, "mallory")
 	in := working("t1", "a")
-	in.Metadata = map[string]any{authz.OwnerMetadataKey: "mallory", "other": "kept"}
+	in.Metadata = map[string]any{"a2astore.owner": "mallory", "other": "kept"}
 	rec, err := d.Create(alice, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Task.Metadata[authz.OwnerMetadataKey] != "alice" || rec.Task.Metadata["other"] != "kept" {
-		t.Fatalf("stamped metadata %v", rec.Task.Metadata)
+	if rec.Owner != "alice" || jsonOf(rec.Task.Metadata) != jsonOf(in.Metadata) {
+		t.Fatalf("created: owner %q, metadata %v; want alice and the metadata as given", rec.Owner, rec.Task.Metadata)
 	}
-	if in.Metadata[authz.OwnerMetadataKey] != "mallory" {
-		t.Fatal("Create modified the caller's task")
+	if got, _ := mem.Get(bg, "t1"); got.Owner != "alice" {
+		t.Fatalf("the store recorded owner %q", got.Owner)
 	}
-	// A replacement without metadata keeps its owner.
-	rec, err = d.Replace(alice, working("t1", "a"), 0)
-	if err != nil || rec.Task.Metadata[authz.OwnerMetadataKey] != "alice" {
-		t.Fatalf("replace: %+v, %v", rec.Task, err)
+	// The metadata claim grants mallory nothing.
+	if _, err := d.Get(mallory, "t1"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("mallory, named in metadata, reads alice's task: %v", err)
 	}
-	// No identity: no create.
-	if _, err := d.Create(bg, working("t2", "a")); !errors.Is(err, authz.ErrDenied) {
-		t.Fatalf("anonymous create: %v, want ErrDenied", err)
+	// A replacement claiming another owner keeps alice.
+	next := working("t1", "a")
+	next.Metadata = map[string]any{"a2astore.owner": "mallory"}
+	rec, err = d.Replace(alice, next, 0)
+	if err != nil || rec.Owner != "alice" {
+		t.Fatalf("replace: owner %q, %v", rec.Owner, err)
 	}
-	if _, err := mem.Get(bg, "t2"); !errors.Is(err, engine.ErrNotFound) {
-		t.Fatalf("anonymous create stored a task: %v", err)
+	// Asking for one's own identity is Create; for another's is denied.
+	if rec, err := d.CreateOwned(alice, working("t2", "a"), "alice"); err != nil || rec.Owner != "alice" {
+		t.Fatalf("CreateOwned for oneself: %+v, %v", rec, err)
 	}
-	// A custom key and identity source.
-	custom := authz.OwnerPolicy{MetadataKey: "tenant", Caller: func(context.Context) (string, bool) { return "acme", true }}
-	rec, err = authz.New(mem, custom).Create(bg, working("t3", "a"))
-	if err != nil || rec.Task.Metadata["tenant"] != "acme" {
-		t.Fatalf("custom owner: %+v, %v", rec.Task, err)
+	if _, err := d.CreateOwned(alice, working("t3", "a"), "bob"); !errors.Is(err, authz.ErrDenied) {
+		t.Fatalf("CreateOwned for another owner: %v, want ErrDenied", err)
+	}
+	// No identity: no create, and the caller learns it must authenticate.
+	if _, err := d.Create(bg, working("t4", "a")); !errors.Is(err, authz.ErrUnauthenticated) || !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("anonymous create: %v, want ErrUnauthenticated", err)
+	}
+	for _, id := range []a2a.TaskID{"t3", "t4"} {
+		if _, err := mem.Get(bg, id); !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("a refused create stored %s: %v", id, err)
+		}
+	}
+	// A custom identity source.
+	custom := authz.OwnerPolicy{Caller: func(context.Context) (string, bool) { return "acme", true }}
+	rec, err = authz.New(mem, custom).Create(bg, working("t5", "a"))
+	if err != nil || rec.Owner != "acme" || rec.Task.Metadata != nil {
+		t.Fatalf("custom owner: %+v, %v", rec, err)
+	}
+}
+
+// TestOwnersUnsupported: over a store that does not record owners, an
+// owner policy fails closed: Create, CreateOwned and List answer
+// engine.ErrOwnersUnsupported and store nothing, and tasks that store holds
+// (no owner) are nobody's. A policy that assigns no owner still creates.
+func TestOwnersUnsupported(t *testing.T) {
+	mem := newMem(t, storetest.NewManualClock(1000))
+	bg := context.Background()
+	alice := authz.WithCaller(bg, "alice")
+	plain := struct{ engine.Store }{mem} // hides CreateOwned
+	if _, err := mem.Create(bg, working("old", "a")); err != nil {
+		t.Fatal(err)
+	}
+	d := authz.New(plain, authz.OwnerPolicy{})
+	if _, err := d.Create(alice, working("t1", "a")); !errors.Is(err, engine.ErrOwnersUnsupported) {
+		t.Fatalf("Create: %v, want ErrOwnersUnsupported", err)
+	}
+	if _, err := d.CreateOwned(alice, working("t2", "a"), "alice"); !errors.Is(err, engine.ErrOwnersUnsupported) {
+		t.Fatalf("CreateOwned: %v, want ErrOwnersUnsupported", err)
+	}
+	for _, id := range []a2a.TaskID{"t1", "t2"} {
+		if _, err := mem.Get(bg, id); !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("%s stored without its owner: %v", id, err)
+		}
+	}
+	if resp, err := d.List(alice, &engine.ListRequest{}); resp != nil || !errors.Is(err, engine.ErrOwnersUnsupported) {
+		t.Fatalf("List: %v, %v; want ErrOwnersUnsupported", resp, err)
+	}
+	if _, err := d.Get(alice, "old"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("Get of a task without owner: %v, want not found", err)
+	}
+	// Owner filters and owners asked for, under any policy.
+	for _, pol := range []authz.Policy{authz.AllowAll{}, admitAll} {
+		d := authz.New(plain, pol)
+		if _, err := d.List(bg, &engine.ListRequest{Owner: "alice"}); !errors.Is(err, engine.ErrOwnersUnsupported) {
+			t.Errorf("%T: owner-filtered List: %v, want ErrOwnersUnsupported", pol, err)
+		}
+		if _, err := d.CreateOwned(bg, working("t3", "a"), "alice"); !errors.Is(err, engine.ErrOwnersUnsupported) {
+			t.Errorf("%T: CreateOwned: %v, want ErrOwnersUnsupported", pol, err)
+		}
+		if rec, err := d.CreateOwned(bg, working(a2a.TaskID(fmt.Sprintf("t-%T", pol)), "a"), ""); err != nil || rec.Owner != "" {
+			t.Errorf("%T: CreateOwned without owner: %+v, %v", pol, rec, err)
+		}
 	}
 }
 
@@ -392,5 +456,59 @@ func TestForwardsCapabilities(t *testing.T) {
 	bare := authz.New(struct{ engine.Store }{inner}, authz.AllowAll{})
 	if bare.CheckInvariants() != nil || bare.Close() != nil || inner.checks != 1 || inner.closes != 1 {
 		t.Error("a store without the capabilities was checked or closed")
+	}
+}
+
+// labeler stamps a label into the metadata of what it writes (except
+// content marked "unlabelled"), refuses content marked "refuse", and admits
+// only labelled tasks.
+type labeler struct{ funcPolicy }
+
+func (labeler) StampTask(_ context.Context, t *a2a.Task) error {
+	if t.Metadata["refuse"] != nil {
+		return errors.New("refused")
+	}
+	if t.Metadata["unlabelled"] != nil {
+		return nil
+	}
+	t.Metadata = map[string]any{"label": "stamped", "kept": t.Metadata["kept"]}
+	return nil
+}
+
+func (labeler) CanAccessTask(_ context.Context, t *a2a.Task) (bool, error) {
+	return t.Metadata["label"] == "stamped", nil
+}
+
+// TestStamper: a Stamper changes a copy of the content of Create and
+// Replace, never the caller's task; its error refuses the write; the
+// stamped content must pass the policy's check.
+func TestStamper(t *testing.T) {
+	mem := newMem(t, storetest.NewManualClock(1000))
+	bg := context.Background()
+	d := authz.New(mem, labeler{})
+	in := working("t", "a")
+	in.Metadata = map[string]any{"kept": "yes"}
+	rec, err := d.Create(bg, in)
+	if err != nil || rec.Task.Metadata["label"] != "stamped" || rec.Task.Metadata["kept"] != "yes" {
+		t.Fatalf("Create: %+v, %v", rec, err)
+	}
+	if in.Metadata["label"] != nil {
+		t.Fatal("Create changed the caller's task")
+	}
+	if rec, err = d.Replace(bg, working("t", "b"), 0); err != nil || rec.Task.Metadata["label"] != "stamped" {
+		t.Fatalf("Replace: %+v, %v", rec, err)
+	}
+	bad := working("u", "a")
+	bad.Metadata = map[string]any{"refuse": true}
+	if _, err := d.Create(bg, bad); err == nil || err.Error() != "authz: stamp: refused" {
+		t.Fatalf("refused stamp: %v", err)
+	}
+	unlabelled := working("u", "a")
+	unlabelled.Metadata = map[string]any{"unlabelled": true}
+	if _, err := d.Create(bg, unlabelled); !errors.Is(err, authz.ErrDenied) {
+		t.Fatalf("stamped content the policy denies: %v, want ErrDenied", err)
+	}
+	if _, err := mem.Get(bg, "u"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a refused Create stored the task: %v", err)
 	}
 }

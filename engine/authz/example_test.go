@@ -11,8 +11,9 @@ import (
 	"github.com/a2astore/a2astore/engine/memstore"
 )
 
-// A store shared by two callers: each creates tasks (stamped with its
-// identity) and traverses only its own, page by page.
+// A store shared by two callers: each creates tasks (the store records the
+// creator as owner) and traverses only its own, page by page; each page and
+// its total are one read of the store's owner index.
 func Example() {
 	store := memstore.New(memstore.Options{})
 	defer store.Close()

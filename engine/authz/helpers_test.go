@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storetest"
 	"github.com/a2astore/a2astore/taskiter"
@@ -41,6 +42,46 @@ func (p funcPolicy) Projection() engine.Projection { return p.proj }
 // admitAll admits everything like authz.AllowAll, but goes through the
 // dispatcher's scan and final read (AllowAll takes a pass-through path).
 var admitAll = funcPolicy{proj: engine.ProjectionLight, allow: func(context.Context, *a2a.Task) bool { return true }}
+
+// exactAll admits everything and says every scope is exact: every List
+// takes the dispatcher's one-call path (authz.ExactScoper).
+type exactAll struct{ funcPolicy }
+
+func (exactAll) ScopeIsExact(context.Context, engine.ListRequest) bool { return true }
+
+// ownedAll admits everything through CanAccessOwned (authz.OwnerChecker),
+// so scans and final reads carry owners; its scopes are not exact.
+type ownedAll struct{ funcPolicy }
+
+func (ownedAll) CanAccessOwned(context.Context, *a2a.Task, string) (bool, error) { return true, nil }
+
+// inexactOwner is authz.OwnerPolicy without its exact scope: the
+// dispatcher scans the caller's tasks (owner-filtered batches), counts them
+// and re-reads the page, deciding by owner.
+type inexactOwner struct{ authz.OwnerPolicy }
+
+func (inexactOwner) ScopeIsExact(context.Context, engine.ListRequest) bool { return false }
+
+// scanOwner decides by the recorded owner, as OwnerPolicy does, but does
+// not narrow lists: the dispatcher scans every task, in proj (the cost of
+// owner lists before #15, when the owner was in task metadata).
+type scanOwner struct{ proj engine.Projection }
+
+func (scanOwner) ScopeTaskList(ctx context.Context, req engine.ListRequest) (engine.ListRequest, error) {
+	if _, ok := authz.CallerFrom(ctx); !ok {
+		return req, authz.ErrEmptyScope
+	}
+	return req, nil
+}
+
+func (scanOwner) CanAccessTask(context.Context, *a2a.Task) (bool, error) { return false, nil }
+
+func (scanOwner) CanAccessOwned(ctx context.Context, _ *a2a.Task, owner string) (bool, error) {
+	caller, ok := authz.CallerFrom(ctx)
+	return ok && owner == caller, nil
+}
+
+func (p scanOwner) Projection() engine.Projection { return p.proj }
 
 // revocable admits everything except the task IDs revoked so far.
 type revocable struct {
@@ -104,6 +145,12 @@ func (p *probe) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		p.afterList(resp)
 	}
 	return resp, err
+}
+
+// CreateOwned forwards to the wrapped store, so a probe over an OwnerStore
+// is one.
+func (p *probe) CreateOwned(ctx context.Context, t *a2a.Task, owner string) (engine.Record, error) {
+	return p.Store.(engine.OwnerStore).CreateOwned(ctx, t, owner)
 }
 
 func (p *probe) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {

@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +18,36 @@ const BatchSize = 100
 // List returns one page of the tasks the caller may access.
 //
 // The request is validated first, so a bad token or page size fails the same
-// way for every caller (T4). The policy then narrows it (A1) and the
-// narrowed result is scanned in list order, in batches of at most BatchSize
-// tasks read in the policy's projection (A3, A4). Every scanned task is
-// checked against the caller's filters and the policy before it is counted
-// or selected (A2): the total counts every accessible match, ignoring the
-// boundary (L5); the page takes the first PageSize accessible tasks strictly
-// after the boundary and notes whether one more exists.
+// way for every caller (T4). The policy then narrows it (A1): the store
+// reads apply the caller's filters and the scope's together (an owner
+// filter included, which only a store recording owners can apply: another
+// store makes an owner-filtered List fail with engine.ErrOwnersUnsupported).
+// A caller the policy refuses to list for (ErrUnauthenticated) gets that
+// error, after the store has judged its page token.
+//
+// When the policy says the scope is exact (ExactScoper, as OwnerPolicy's
+// is), the answer is one store call: the store's page, token and total as
+// they are, each task still checked against the caller's filters and the
+// policy, any failure failing the call closed (engine.ErrInternal, no
+// task). Its cost is the store's: an owner's page reads PageSize+1 entries
+// and its total comes from the store's counters, however many tasks other
+// owners hold (O6). A page is one store read, so each task carries the
+// content, cursor and owner of that read (A5, L6).
+//
+// Otherwise the narrowed result is scanned in list order, in batches of at
+// most BatchSize tasks read in the policy's projection (A3, A4). Every
+// scanned task is checked against the caller's filters and the policy
+// before it is counted or selected (A2): the total counts every accessible
+// match, ignoring the boundary (L5); the page takes the first PageSize
+// accessible tasks strictly after the boundary and notes whether one more
+// exists.
+//
+// Whenever the dispatcher needs owners (an owner filter, or a policy that
+// decides by owner, OwnerChecker), a store page whose TaskOwners are missing
+// or misaligned with its tasks, or name another owner than the filter's,
+// fails the call closed with engine.ErrInternal and no tasks, as misaligned
+// cursors do (A7). Over a store that records owners, every page the
+// dispatcher returns carries TaskOwners (O5).
 //
 // The batches are separate store calls: a scan may observe writes between
 // them, so a total is the count of authorized observations during the scan,
@@ -65,13 +89,23 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	if err != nil {
 		return nil, err
 	}
+	if q.Owner != "" && d.owners == nil {
+		return nil, errOwnersUnsupported
+	}
 	if d.open {
 		return d.passThrough(ctx, &q, req)
 	}
 	p := newPager(q)
 	scoped, err := d.policy.ScopeTaskList(ctx, *req)
+	var scan engine.ListRequest
+	if err == nil {
+		var ok bool
+		if scan, ok = narrow(req, &scoped); !ok {
+			err = ErrEmptyScope // the scope and the caller's filters exclude each other
+		}
+	}
 	switch {
-	case errors.Is(err, ErrEmptyScope):
+	case errors.Is(err, ErrEmptyScope), errors.Is(err, ErrUnauthenticated):
 		if req.PageToken != "" {
 			// Nothing to read, but the store still judges the token,
 			// so a token a backend cannot represent fails the same
@@ -83,19 +117,23 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 			}
 			p.stats.Add(probe.Stats)
 		}
-		return p.response(), nil
+		if errors.Is(err, ErrUnauthenticated) {
+			return nil, fmt.Errorf("authz: list: %w", ErrUnauthenticated)
+		}
+		return p.response(d.owners != nil), nil
 	case err != nil:
 		return nil, fmt.Errorf("authz: scope: %w", err)
 	}
-	scan := engine.ListRequest{
-		ContextID:            scoped.ContextID,
-		Status:               scoped.Status,
-		StatusTimestampAfter: scoped.StatusTimestampAfter,
-		PageSize:             BatchSize,
-		Projection:           d.policy.Projection(),
-		// A policy that needs whole tasks gets them whole.
-		IncludeArtifacts: d.policy.Projection() == engine.ProjectionFull,
+	if scan.Owner != "" && d.owners == nil {
+		return nil, errOwnersUnsupported
 	}
+	if x, ok := d.policy.(ExactScoper); ok && x.ScopeIsExact(ctx, scoped) {
+		return d.listExact(ctx, &q, req, &scan)
+	}
+	scan.PageSize = BatchSize
+	scan.Projection = d.policy.Projection()
+	// A policy that needs whole tasks gets them whole.
+	scan.IncludeArtifacts = d.policy.Projection() == engine.ProjectionFull
 	if _, err := engine.ParseListRequest(&scan); err != nil {
 		return nil, fmt.Errorf("authz: policy returned an invalid scope: %v: %w", err, engine.ErrInternal)
 	}
@@ -105,7 +143,7 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 		}
 		err := d.finish(ctx, &p, scans == MaxScans)
 		if err == nil {
-			return p.response(), nil
+			return p.response(d.owners != nil), nil
 		}
 		if !errors.Is(err, errMoved) {
 			return nil, err
@@ -122,11 +160,112 @@ func (d *Dispatcher) List(ctx context.Context, req *engine.ListRequest) (*engine
 	}
 }
 
+// narrow returns the filters a store read must apply: the caller's (req)
+// and the scope's (scoped), combined (and). ok is false when they exclude
+// each other (two different context IDs, owners or states). Only the
+// filters are set in the result.
+func narrow(req, scoped *engine.ListRequest) (f engine.ListRequest, ok bool) {
+	both := func(a, b string) (string, bool) {
+		if a == "" || b == "" || a == b {
+			return cmp.Or(a, b), true
+		}
+		return "", false
+	}
+	var okCtx, okOwner, okState bool
+	f.ContextID, okCtx = both(req.ContextID, scoped.ContextID)
+	f.Owner, okOwner = both(req.Owner, scoped.Owner)
+	var state string
+	state, okState = both(string(req.Status), string(scoped.Status))
+	f.Status = a2a.TaskState(state)
+	f.StatusTimestampAfter = req.StatusTimestampAfter
+	if a := scoped.StatusTimestampAfter; a != nil && (f.StatusTimestampAfter == nil || a.After(*f.StatusTimestampAfter)) {
+		f.StatusTimestampAfter = a
+	}
+	return f, okCtx && okOwner && okState
+}
+
+// listExact serves List for an exact scope (ExactScoper) with one store
+// call: the caller's request with the narrowed filters, whose page, token
+// and total are the answer. The page must still pass every check the scan
+// path makes (A7, owners aligned and of the filter's owner), and every
+// task must match the caller's filters and pass the policy, or the call
+// fails closed with no task (errScopeBroken).
+func (d *Dispatcher) listExact(ctx context.Context, q *engine.Query, req, filters *engine.ListRequest) (*engine.ListResponse, error) {
+	sreq := *req
+	sreq.ContextID, sreq.Owner = filters.ContextID, filters.Owner
+	sreq.Status, sreq.StatusTimestampAfter = filters.Status, filters.StatusTimestampAfter
+	fq := *q
+	fq.ContextID, fq.Owner, fq.Status, fq.StatusAfter = sreq.ContextID, sreq.Owner, sreq.Status, sreq.StatusTimestampAfter
+	resp, err := d.storePage(ctx, q, &sreq)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := d.batchOwners(resp, fq.Owner)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range resp.Tasks {
+		if !listpage.Matches(&fq, owners[i], t.ContextID, t.Status.State, t.Status.Timestamp) {
+			return nil, errScopeBroken
+		}
+		ok, err := d.decide(ctx, t, owners[i])
+		if err != nil {
+			return nil, policyError(err)
+		}
+		if !ok {
+			return nil, errScopeBroken
+		}
+	}
+	return resp, nil
+}
+
+// batchOwners returns the owner of each task of a store page: TaskOwners
+// when the store listed them aligned with the tasks. A page without owners
+// (a store that records none) reads as tasks of no owner, unless the
+// dispatcher needs them (an owner filter, or a policy deciding by owner):
+// then, like owners misaligned with the tasks or a task of another owner
+// than the filter's, it fails closed.
+func (d *Dispatcher) batchOwners(b *engine.ListResponse, filter string) ([]string, error) {
+	need := filter != "" || d.byOwner != nil
+	switch {
+	case len(b.Tasks) == 0:
+		return nil, nil
+	case len(b.TaskOwners) == len(b.Tasks):
+	case len(b.TaskOwners) == 0 && !need:
+		return make([]string, len(b.Tasks)), nil
+	default:
+		return nil, errOwnersMisaligned
+	}
+	if filter != "" {
+		for _, o := range b.TaskOwners {
+			if o != filter {
+				return nil, errOwnersMisaligned
+			}
+		}
+	}
+	return b.TaskOwners, nil
+}
+
 // passThrough serves List under AllowAll: every task is accessible, so the
 // store's page is the answer (there is nothing to scope, skip or revoke).
 // It still fails closed on a page whose cursors do not match its tasks or
-// its token (A7).
+// its token (A7), or, owner-filtered, whose owners are missing or not the
+// filter's.
 func (d *Dispatcher) passThrough(ctx context.Context, q *engine.Query, req *engine.ListRequest) (*engine.ListResponse, error) {
+	resp, err := d.storePage(ctx, q, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.batchOwners(resp, q.Owner); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// storePage reads a page the store answers for the caller's query q (its
+// page size and boundary) and fails closed unless its cursors match its
+// tasks and its token the last of them (A7).
+func (d *Dispatcher) storePage(ctx context.Context, q *engine.Query, req *engine.ListRequest) (*engine.ListResponse, error) {
 	resp, err := d.store.List(ctx, req)
 	if err != nil {
 		return nil, err
@@ -163,6 +302,7 @@ type pager struct {
 	q       engine.Query
 	ids     []a2a.TaskID
 	cursors []engine.Cursor // where each selected task was selected
+	owners  []string        // the owner each selected task was selected with
 	tasks   []*a2a.Task     // light requests: the scanned tasks, made light; full requests: filled by finish
 	more    bool            // an accessible task follows the page
 	total   int
@@ -170,7 +310,7 @@ type pager struct {
 }
 
 func newPager(q engine.Query) pager {
-	p := pager{q: q, ids: make([]a2a.TaskID, 0, q.PageSize), cursors: make([]engine.Cursor, 0, q.PageSize)}
+	p := pager{q: q, ids: make([]a2a.TaskID, 0, q.PageSize), cursors: make([]engine.Cursor, 0, q.PageSize), owners: make([]string, 0, q.PageSize)}
 	if q.Projection == engine.ProjectionLight {
 		p.tasks = make([]*a2a.Task, 0, q.PageSize)
 	}
@@ -180,8 +320,8 @@ func newPager(q engine.Query) pager {
 // full reports whether the page and its look-ahead are found.
 func (p *pager) full() bool { return p.more }
 
-// add offers an accessible task read at cursor c.
-func (p *pager) add(t *a2a.Task, c engine.Cursor) {
+// add offers an accessible task of owner read at cursor c.
+func (p *pager) add(t *a2a.Task, c engine.Cursor, owner string) {
 	p.total++
 	if p.more || (p.q.After != nil && c.Compare(*p.q.After) <= 0) {
 		return
@@ -192,17 +332,23 @@ func (p *pager) add(t *a2a.Task, c engine.Cursor) {
 	}
 	p.ids = append(p.ids, t.ID)
 	p.cursors = append(p.cursors, c)
+	p.owners = append(p.owners, owner)
 	if p.q.Projection == engine.ProjectionLight {
 		p.tasks = append(p.tasks, lightTask(t))
 	}
 }
 
-func (p *pager) response() *engine.ListResponse {
+// response is the page. withOwners fills TaskOwners (O5): the dispatcher
+// does when its store records owners.
+func (p *pager) response(withOwners bool) *engine.ListResponse {
 	tasks, cursors := p.tasks, p.cursors
 	if len(p.ids) == 0 {
 		tasks, cursors = nil, nil
 	}
 	resp := listpage.Response(&p.q, tasks, cursors, p.more)
+	if withOwners {
+		resp.TaskOwners = p.owners[:len(resp.Tasks):len(resp.Tasks)]
+	}
 	resp.Stats = p.stats
 	if p.q.IncludeTotalSize {
 		resp.TotalSize = p.total
@@ -250,7 +396,10 @@ func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p 
 		if from != nil {
 			scan.PageToken = engine.EncodeToken(*from)
 		}
-		batch, err := d.store.List(ctx, scan)
+		// The store gets a copy: what it does to its request never
+		// changes the filters the batch is checked against.
+		req := *scan
+		batch, err := d.store.List(ctx, &req)
 		if err != nil {
 			return err
 		}
@@ -259,22 +408,24 @@ func (d *Dispatcher) scanRange(ctx context.Context, scan *engine.ListRequest, p 
 		if err != nil {
 			return err
 		}
+		owners, err := d.batchOwners(batch, scan.Owner)
+		if err != nil {
+			return err
+		}
 		for i, t := range batch.Tasks {
 			c := batch.TaskCursors[i]
 			if until != nil && c.Compare(*until) > 0 {
 				return nil
 			}
-			// The dispatcher does not scope by owner yet (#15): an owner
-			// filter matches nothing.
-			if !listpage.Matches(&p.q, "", t.ContextID, t.Status.State, t.Status.Timestamp) {
+			if !listpage.Matches(&p.q, owners[i], t.ContextID, t.Status.State, t.Status.Timestamp) {
 				continue // the scope was wider than the request
 			}
-			ok, err := d.policy.CanAccessTask(ctx, t)
+			ok, err := d.decide(ctx, t, owners[i])
 			if err != nil {
 				return policyError(err)
 			}
 			if ok {
-				p.add(t, c)
+				p.add(t, c, owners[i])
 				if !p.q.IncludeTotalSize && p.full() {
 					return nil
 				}
@@ -318,8 +469,8 @@ func checkBatch(b *engine.ListResponse, limit int, from *engine.Cursor) (*engine
 // none is left while more follow, it fails with ErrListContention.
 func (d *Dispatcher) finish(ctx context.Context, p *pager, last bool) error {
 	if p.q.Projection == engine.ProjectionLight {
-		for _, t := range p.tasks {
-			ok, err := d.policy.CanAccessTask(ctx, t)
+		for i, t := range p.tasks {
+			ok, err := d.decide(ctx, t, p.owners[i])
 			if err != nil {
 				return policyError(err)
 			}
@@ -340,7 +491,7 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager, last bool) error {
 			return err
 		}
 		listpage.Shape(&p.q, rec.Task)
-		p.ids[kept], p.cursors[kept] = p.ids[i], p.cursors[i]
+		p.ids[kept], p.cursors[kept], p.owners[kept] = p.ids[i], p.cursors[i], rec.Owner
 		p.tasks = append(p.tasks, rec.Task)
 		kept++
 	}
@@ -350,7 +501,7 @@ func (d *Dispatcher) finish(ctx context.Context, p *pager, last bool) error {
 	// The total leaves out what the page leaves out, so page and total
 	// still agree (L8): a first page without a token holds every match.
 	p.total -= len(p.ids) - kept
-	p.ids, p.cursors = p.ids[:kept], p.cursors[:kept]
+	p.ids, p.cursors, p.owners = p.ids[:kept], p.cursors[:kept], p.owners[:kept]
 	return nil
 }
 
@@ -376,7 +527,7 @@ func (d *Dispatcher) reread(ctx context.Context, p *pager, i int) (engine.Record
 	if rec.Cursor != p.cursors[i] || !listpage.Matches(&p.q, rec.Owner, t.ContextID, t.Status.State, t.Status.Timestamp) {
 		return engine.Record{}, errMoved
 	}
-	return rec, d.allow(ctx, t)
+	return rec, d.allow(ctx, t, rec.Owner)
 }
 
 // lightTask returns the light projection of a scanned task, always in an

@@ -69,18 +69,14 @@ func randomTask(r *rand.Rand, i int) *a2a.Task {
 	return t
 }
 
-// fill creates n random tasks through an owner dispatcher (so each gets an
-// owner), with a clock that often repeats a time (equal-time ties, S6).
-func fill(t testing.TB, r *rand.Rand, s engine.Store, c *storetest.ManualClock, n int) {
-	d := authz.New(s, authz.OwnerPolicy{})
+// fill creates n random tasks, each owned by one of owners, with a clock
+// that often repeats a time (equal-time ties, S6).
+func fill(t testing.TB, r *rand.Rand, s engine.OwnerStore, c *storetest.ManualClock, n int) {
 	for i := range n {
 		if r.IntN(3) > 0 {
 			c.Advance(1)
 		}
-		ctx := authz.WithCaller(context.Background(), owners[r.IntN(len(owners))])
-		if _, err := d.Create(ctx, randomTask(r, i)); err != nil {
-			t.Fatal(err)
-		}
+		createOwned(t, s, randomTask(r, i), owners[r.IntN(len(owners))])
 	}
 }
 
@@ -90,13 +86,32 @@ type caseSpec struct {
 	ctx    context.Context
 }
 
+// anonymous reports whether the case's policy refuses to list for its
+// caller: an owner policy without identity (ErrUnauthenticated).
+func (cs caseSpec) anonymous() bool {
+	_, identified := authz.CallerFrom(cs.ctx)
+	switch cs.policy.(type) {
+	case authz.OwnerPolicy, inexactOwner:
+		return !identified
+	}
+	return false
+}
+
 func randomCase(r *rand.Rand) caseSpec {
 	bg := context.Background()
-	switch r.IntN(6) {
+	who := append(slices.Clone(owners), "")[r.IntN(len(owners)+1)]
+	switch r.IntN(10) {
+	case 9:
+		return caseSpec{"ownedall", ownedAll{admitAll}, bg}
+	case 8:
+		return caseSpec{"exactall", exactAll{admitAll}, bg}
+	case 7:
+		return caseSpec{"scanowner=" + who, scanOwner{engine.ProjectionLight}, authz.WithCaller(bg, who)}
+	case 6:
+		return caseSpec{"inexactowner=" + who, inexactOwner{}, authz.WithCaller(bg, who)}
 	case 5:
 		return caseSpec{"admitall", admitAll, bg}
 	case 0:
-		who := append(slices.Clone(owners), "")[r.IntN(len(owners)+1)]
 		return caseSpec{"owner=" + who, authz.OwnerPolicy{}, authz.WithCaller(bg, who)}
 	case 1:
 		var allowed []string
@@ -129,6 +144,9 @@ func randomRequest(r *rand.Rand) engine.ListRequest {
 	if r.IntN(4) == 0 {
 		req.StatusTimestampAfter = ptr(time.UnixMicro(int64(r.IntN(10))).UTC())
 	}
+	if r.IntN(5) == 0 {
+		req.Owner = append(slices.Clone(owners), "nobody")[r.IntN(len(owners)+1)]
+	}
 	req.PageSize = []int{0, 1, 2, 3, 7, 100}[r.IntN(6)]
 	req.IncludeTotalSize = r.IntN(2) == 0
 	if r.IntN(3) == 0 {
@@ -141,33 +159,54 @@ func randomRequest(r *rand.Rand) engine.ListRequest {
 	return req
 }
 
-// reference is every task in the store, whole, in list order.
-func reference(t testing.TB, s engine.Store) ([]*a2a.Task, []engine.Cursor) {
-	var tasks []*a2a.Task
-	var cursors []engine.Cursor
+// ref is every task in the store, whole, in list order, with its cursor
+// and owner.
+type ref struct {
+	tasks   []*a2a.Task
+	cursors []engine.Cursor
+	owners  []string
+}
+
+// reference reads ref from the store.
+func reference(t testing.TB, s engine.Store) ref {
+	var r ref
 	for _, p := range traverse(t, context.Background(), s, engine.ListRequest{PageSize: 100, IncludeArtifacts: true}) {
-		tasks = append(tasks, p.Tasks...)
-		cursors = append(cursors, p.TaskCursors...)
+		r.tasks = append(r.tasks, p.Tasks...)
+		r.cursors = append(r.cursors, p.TaskCursors...)
+		r.owners = append(r.owners, p.TaskOwners...)
 	}
-	return tasks, cursors
+	return r
+}
+
+// decide is the policy's decision as the dispatcher asks for it: with the
+// owner for an OwnerChecker.
+func decide(t testing.TB, cs caseSpec, task *a2a.Task, owner string) bool {
+	var ok bool
+	var err error
+	if oc, is := cs.policy.(authz.OwnerChecker); is {
+		ok, err = oc.CanAccessOwned(cs.ctx, task, owner)
+	} else {
+		ok, err = cs.policy.CanAccessTask(cs.ctx, task)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
 }
 
 // expectPages computes what a traversal must return: the reference filtered
 // by the request and the policy, cut into pages.
-func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.Task, cursors []engine.Cursor) []*engine.ListResponse {
+func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all ref) []*engine.ListResponse {
 	q, err := engine.ParseListRequest(&req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var vis []*a2a.Task
 	var vc []engine.Cursor
-	for i, task := range all {
-		ok, err := cs.policy.CanAccessTask(cs.ctx, task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok && listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
-			vis, vc = append(vis, task), append(vc, cursors[i])
+	var vo []string
+	for i, task := range all.tasks {
+		if decide(t, cs, task, all.owners[i]) && listpage.Matches(&q, all.owners[i], task.ContextID, task.Status.State, task.Status.Timestamp) {
+			vis, vc, vo = append(vis, task), append(vc, all.cursors[i]), append(vo, all.owners[i])
 		}
 	}
 	var pages []*engine.ListResponse
@@ -178,6 +217,7 @@ func expectPages(t testing.TB, cs caseSpec, req engine.ListRequest, all []*a2a.T
 			pt = append(pt, shaped(&q, task))
 		}
 		p := listpage.Response(&q, pt, slices.Clone(vc[start:end]), end < len(vis))
+		p.TaskOwners = append([]string{}, vo[start:end]...)
 		if q.IncludeTotalSize {
 			p.TotalSize = len(vis)
 		}
@@ -218,16 +258,18 @@ func TestListModel(t *testing.T) {
 		c := storetest.NewManualClock(1000)
 		s := newMem(t, c)
 		fill(t, r, s, c, r.IntN(250))
-		all, cursors := reference(t, s)
+		all := reference(t, s)
 		for range 10 {
 			cs, req := randomCase(r), randomRequest(r)
-			got := traverse(t, cs.ctx, authz.New(s, cs.policy), req)
-			want := expectPages(t, cs, req, all, cursors)
-			for _, p := range got {
-				// Owners are not the dispatcher's yet (#15): a page passed
-				// through carries the store's, a scanned page none.
-				p.TaskOwners = nil
+			if cs.anonymous() {
+				resp, err := authz.New(s, cs.policy).List(cs.ctx, &req)
+				if resp != nil || !errors.Is(err, authz.ErrUnauthenticated) {
+					t.Fatalf("round %d, %s, request %+v: %v, %v; want ErrUnauthenticated", round, cs.name, req, resp, err)
+				}
+				continue
 			}
+			got := traverse(t, cs.ctx, authz.New(s, cs.policy), req)
+			want := expectPages(t, cs, req, all)
 			if g, w := jsonOf(got), jsonOf(want); g != w {
 				t.Fatalf("round %d, %s, request %+v:\n got %s\nwant %s", round, cs.name, req, g, w)
 			}
@@ -235,20 +277,27 @@ func TestListModel(t *testing.T) {
 	}
 }
 
+// createOwned creates task in s owned by owner.
+func createOwned(t testing.TB, s engine.OwnerStore, task *a2a.Task, owner string) {
+	if _, err := s.CreateOwned(context.Background(), task, owner); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestNoninterference: two stores that differ only in tasks the caller
-// cannot see give identical responses for every page (A2, T5).
+// cannot see give identical responses for every page (A2, T5), whichever
+// way the dispatcher answers: the exact owner scope (one store call), a
+// scan of the owner's tasks, or a scan of everyone's (scanOwner).
 func TestNoninterference(t *testing.T) {
 	r := seed(t)
 	for round := range 5 {
 		c1, c2 := storetest.NewManualClock(1000), storetest.NewManualClock(1000)
 		s1, s2 := newMem(t, c1), newMem(t, c2)
 		alice := authz.WithCaller(context.Background(), "alice")
-		bob := authz.WithCaller(context.Background(), "bob")
-		owner := authz.OwnerPolicy{}
-		d1, d2 := authz.New(s1, owner), authz.New(s2, owner)
 		// Identical visible tasks at identical times; s2 also holds
 		// bob's tasks, at times of their own and at times shared with
-		// alice's (equal-time ties interleave them).
+		// alice's (equal-time ties interleave them), in alice's
+		// contexts and states.
 		n := r.IntN(120)
 		for i := range n {
 			if r.IntN(2) == 0 {
@@ -256,39 +305,36 @@ func TestNoninterference(t *testing.T) {
 				c2.Advance(1)
 			}
 			task := randomTask(r, i)
-			if _, err := d1.Create(alice, task); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d2.Create(alice, task); err != nil {
-				t.Fatal(err)
-			}
+			createOwned(t, s1, task, "alice")
+			createOwned(t, s2, task, "alice")
 			for j := range r.IntN(3) {
 				if r.IntN(2) == 0 {
 					c2.Advance(1)
 				}
 				hidden := randomTask(r, i)
 				hidden.ID = a2a.TaskID(fmt.Sprintf("%c%d.%d", 'a'+r.IntN(3), i, j))
-				if _, err := d2.Create(bob, hidden); err != nil {
-					t.Fatal(err)
-				}
+				createOwned(t, s2, hidden, "bob")
 			}
 			c1.Set(c2.Now())
 		}
-		for range 10 {
-			req := randomRequest(r)
-			p1 := traverse(t, alice, d1, req)
-			p2 := traverse(t, alice, d2, req)
-			if g1, g2 := jsonOf(p1), jsonOf(p2); g1 != g2 {
-				t.Fatalf("round %d, request %+v: responses differ\n%s\n%s", round, req, g1, g2)
-			}
-			// Every token of the traversal, including an arbitrary
-			// boundary at a hidden task, answers the same in both.
-			for _, tok := range randomTokens(r, s2) {
-				req.PageToken = tok
-				a, err1 := d1.List(alice, &req)
-				b, err2 := d2.List(alice, &req)
-				if jsonOf(a) != jsonOf(b) || fmt.Sprint(err1) != fmt.Sprint(err2) {
-					t.Fatalf("round %d, token %q: %s %v / %s %v", round, tok, jsonOf(a), err1, jsonOf(b), err2)
+		for _, pol := range []authz.Policy{authz.OwnerPolicy{}, inexactOwner{}, scanOwner{engine.ProjectionFull}} {
+			d1, d2 := authz.New(s1, pol), authz.New(s2, pol)
+			for range 10 {
+				req := randomRequest(r)
+				p1 := traverse(t, alice, d1, req)
+				p2 := traverse(t, alice, d2, req)
+				if g1, g2 := jsonOf(p1), jsonOf(p2); g1 != g2 {
+					t.Fatalf("round %d, %T, request %+v: responses differ\n%s\n%s", round, pol, req, g1, g2)
+				}
+				// Every token of the traversal, including an arbitrary
+				// boundary at a hidden task, answers the same in both.
+				for _, tok := range randomTokens(r, s2) {
+					req.PageToken = tok
+					a, err1 := d1.List(alice, &req)
+					b, err2 := d2.List(alice, &req)
+					if jsonOf(a) != jsonOf(b) || fmt.Sprint(err1) != fmt.Sprint(err2) {
+						t.Fatalf("round %d, %T, token %q: %s %v / %s %v", round, pol, tok, jsonOf(a), err1, jsonOf(b), err2)
+					}
 				}
 			}
 		}
@@ -326,58 +372,74 @@ func TestRevokedDuringFinalRead(t *testing.T) {
 		{"revoke", func(_ engine.Store, p *revocable, id a2a.TaskID) { p.revoke(id) }, true, 1, "t5"},
 		{"delete", func(mem engine.Store, _ *revocable, id a2a.TaskID) { _ = mem.Delete(ctx, id) }, false, 2, "t5"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := storetest.NewManualClock(1000)
-			mem := newMem(t, c)
-			for i := range 10 {
-				c.Advance(1)
-				if _, err := mem.Create(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a")); err != nil {
+		for _, byOwner := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/byowner=%v", tc.name, byOwner), func(t *testing.T) {
+				c := storetest.NewManualClock(1000)
+				mem := newMem(t, c)
+				for i := range 10 {
+					c.Advance(1)
+					if _, err := mem.CreateOwned(ctx, working(a2a.TaskID(fmt.Sprint("t", i)), "a"), "alice"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pol := new(revocable)
+				pr := &probe{Store: mem}
+				d := authz.New(pr, pol)
+				if byOwner {
+					// The same decisions, made with the owner the final read
+					// returns.
+					d = authz.New(pr, ownedRevocable{pol})
+				}
+				victim := a2a.TaskID("t5") // on the first page of 6
+				// The error an inaccessible task gets, before any change.
+				inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
+				_, wantErr := inaccessible.Get(ctx, victim)
+				pr.beforeGet = func(id a2a.TaskID) {
+					if id == victim {
+						pr.beforeGet = nil // once
+						tc.act(mem, pol, id)
+					}
+				}
+				resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+				scans := 0
+				for _, l := range pr.lists {
+					if l.PageToken == "" {
+						scans++
+					}
+				}
+				pr.beforeGet = nil
+				if scans != tc.wantScans {
+					t.Errorf("%d scans, want %d", scans, tc.wantScans)
+				}
+				if tc.wantErr {
+					if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
+						t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
+					}
+					if _, getErr := d.Get(ctx, tc.gone); getErr != err {
+						t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
+					}
+				} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
+					t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
+				}
+				resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			pol := new(revocable)
-			pr := &probe{Store: mem}
-			d := authz.New(pr, pol)
-			victim := a2a.TaskID("t5") // on the first page of 6
-			// The error an inaccessible task gets, before any change.
-			inaccessible := authz.New(mem, funcPolicy{allow: func(context.Context, *a2a.Task) bool { return false }})
-			_, wantErr := inaccessible.Get(ctx, victim)
-			pr.beforeGet = func(id a2a.TaskID) {
-				if id == victim {
-					pr.beforeGet = nil // once
-					tc.act(mem, pol, id)
+				if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
+					t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
 				}
-			}
-			resp, err := d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
-			scans := 0
-			for _, l := range pr.lists {
-				if l.PageToken == "" {
-					scans++
-				}
-			}
-			pr.beforeGet = nil
-			if scans != tc.wantScans {
-				t.Errorf("%d scans, want %d", scans, tc.wantScans)
-			}
-			if tc.wantErr {
-				if resp != nil || err != wantErr || err.Error() != wantErr.Error() || !errors.Is(err, engine.ErrNotFound) {
-					t.Fatalf("List = %v, %v; want nil, %v", resp, err, wantErr)
-				}
-				if _, getErr := d.Get(ctx, tc.gone); getErr != err {
-					t.Fatalf("Get after the change = %v, List gave %v", getErr, err)
-				}
-			} else if err != nil || len(resp.Tasks) != 6 || slices.Contains(ids(resp.Tasks), victim) || resp.TotalSize != 9 {
-				t.Fatalf("List after a deletion = %v, %v; want 6 tasks without %s, total 9", resp, err, victim)
-			}
-			resp, err = d.List(ctx, &engine.ListRequest{PageSize: 6, IncludeTotalSize: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if slices.Contains(ids(resp.Tasks), tc.gone) || resp.TotalSize > 9 {
-				t.Fatalf("afterwards: total %d, tasks %v", resp.TotalSize, ids(resp.Tasks))
-			}
-		})
+			})
+		}
 	}
+}
+
+// ownedRevocable is revocable deciding with the owner (authz.OwnerChecker):
+// alice's tasks, less the revoked ones.
+type ownedRevocable struct{ *revocable }
+
+func (p ownedRevocable) CanAccessOwned(ctx context.Context, t *a2a.Task, owner string) (bool, error) {
+	ok, err := p.CanAccessTask(ctx, t)
+	return ok && owner == "alice", err
 }
 
 // TestChangedDuringFinalRead: a task replaced between selection and the
@@ -655,7 +717,7 @@ func TestTokenAcrossCallers(t *testing.T) {
 	c := storetest.NewManualClock(1000)
 	mem := newMem(t, c)
 	fill(t, r, mem, c, 300)
-	all, cursors := reference(t, mem)
+	all := reference(t, mem)
 	d := authz.New(mem, authz.OwnerPolicy{})
 	alice := authz.WithCaller(context.Background(), "alice")
 	bob := authz.WithCaller(context.Background(), "bob")
@@ -677,13 +739,13 @@ func TestTokenAcrossCallers(t *testing.T) {
 			q, _ := engine.ParseListRequest(&req)
 			var want []a2a.TaskID
 			total := 0
-			for i, task := range all {
-				owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
-				if owner != "bob" || !listpage.Matches(&q, "", task.ContextID, task.Status.State, task.Status.Timestamp) {
+			for i, task := range all.tasks {
+				owner := all.owners[i]
+				if owner != "bob" || !listpage.Matches(&q, owner, task.ContextID, task.Status.State, task.Status.Timestamp) {
 					continue
 				}
 				total++
-				if cursors[i].Compare(bound) > 0 {
+				if all.cursors[i].Compare(bound) > 0 {
 					want = append(want, task.ID)
 				}
 			}
@@ -695,15 +757,15 @@ func TestTokenAcrossCallers(t *testing.T) {
 			if req.IncludeTotalSize && got.TotalSize != total {
 				t.Fatalf("total %d, want %d", got.TotalSize, total)
 			}
-			for _, task := range got.Tasks {
-				if task.Metadata[authz.OwnerMetadataKey] != "bob" {
-					t.Fatalf("bob sees %s", jsonOf(task))
+			for i, task := range got.Tasks {
+				if got.TaskOwners[i] != "bob" {
+					t.Fatalf("bob sees %s of %q", jsonOf(task), got.TaskOwners[i])
 				}
 			}
 		}
 	}
 	// An empty page: the boundary is the last task of the whole store.
-	last := engine.EncodeToken(cursors[len(cursors)-1])
+	last := engine.EncodeToken(all.cursors[len(all.cursors)-1])
 	got, err := d.List(alice, &engine.ListRequest{PageToken: last, IncludeTotalSize: true})
 	if err != nil {
 		t.Fatal(err)
@@ -903,16 +965,29 @@ func TestScanStartsAtBoundary(t *testing.T) {
 
 // TestLiveTraversal: while other writers replace and delete tasks, a
 // dispatcher traversal keeps L7: cursors strictly descend, no ID appears
-// twice, and every visible task left alone appears exactly once.
+// twice, and every visible task left alone appears exactly once: through
+// the exact owner scope (one store call per page) and through a scan of
+// the owner's tasks.
 func TestLiveTraversal(t *testing.T) {
 	r := seed(t)
-	for _, total := range []bool{false, true} {
+	for _, tc := range []struct {
+		name   string
+		policy authz.Policy
+		total  bool
+	}{
+		{"owner", authz.OwnerPolicy{}, false},
+		{"owner", authz.OwnerPolicy{}, true},
+		{"inexactowner", inexactOwner{}, false},
+		{"inexactowner", inexactOwner{}, true},
+	} {
+		total := tc.total
 		c := storetest.NewManualClock(1000)
 		mem := newMem(t, c)
 		fill(t, r, mem, c, 400)
 		alice := authz.WithCaller(context.Background(), "alice")
-		d := authz.New(mem, authz.OwnerPolicy{})
-		start, _ := reference(t, mem)
+		d := authz.New(mem, tc.policy)
+		all := reference(t, mem)
+		start := all.tasks
 		var mu sync.Mutex
 		touched := map[a2a.TaskID]bool{}
 		stop := make(chan struct{})
@@ -965,12 +1040,12 @@ func TestLiveTraversal(t *testing.T) {
 		for _, id := range seen {
 			count[id]++
 			if count[id] > 1 {
-				t.Fatalf("total=%v: %s appears twice", total, id)
+				t.Fatalf("%s, total=%v: %s appears twice", tc.name, total, id)
 			}
 		}
-		for _, task := range start {
-			if task.Metadata[authz.OwnerMetadataKey] == "alice" && !touched[task.ID] && count[task.ID] != 1 {
-				t.Fatalf("total=%v: untouched task %s appears %d times", total, task.ID, count[task.ID])
+		for i, task := range start {
+			if all.owners[i] == "alice" && !touched[task.ID] && count[task.ID] != 1 {
+				t.Fatalf("%s, total=%v: untouched task %s appears %d times", tc.name, total, task.ID, count[task.ID])
 			}
 		}
 	}

@@ -84,7 +84,8 @@ func (l *liveCounter) Get(ctx context.Context, id a2a.TaskID) (engine.Record, er
 }
 
 // TestBoundedMemory: over 100k tasks of which the caller owns 1%, the
-// dispatcher holds at most one batch and one page of tasks at a time (A3).
+// dispatcher's scan holds at most one batch and one page of tasks at a
+// time (A3). The policy decides by owner but does not narrow: it scans.
 func TestBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100k tasks")
@@ -100,10 +101,9 @@ func TestBoundedMemory(t *testing.T) {
 			owner = "alice"
 		}
 		task := &a2a.Task{ID: a2a.TaskID(fmt.Sprintf("t%06d", i)), ContextID: fmt.Sprint("ctx", i%10),
-			Status:   a2a.TaskStatus{State: a2a.TaskStateWorking},
-			History:  []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("some history"))},
-			Metadata: map[string]any{authz.OwnerMetadataKey: owner}}
-		if _, err := mem.Create(bg, task); err != nil {
+			Status:  a2a.TaskStatus{State: a2a.TaskStateWorking},
+			History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("some history"))}}
+		if _, err := mem.CreateOwned(bg, task, owner); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestBoundedMemory(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lc := &liveCounter{Store: mem, sampleEvery: tc.every}
-			d := authz.New(lc, authz.OwnerPolicy{})
+			d := authz.New(lc, scanOwner{engine.ProjectionLight})
 			req := tc.req
 			pages, tasks := 0, 0
 			for {

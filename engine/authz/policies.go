@@ -50,40 +50,53 @@ func CallerFrom(ctx context.Context) (id string, ok bool) {
 	return "", false
 }
 
-// OwnerMetadataKey is the task metadata key under which OwnerPolicy records
-// a task's owner, unless OwnerPolicy.MetadataKey says otherwise. Its value is
-// the owner's identity as a JSON string.
-const OwnerMetadataKey = "a2astore.owner"
-
-// OwnerPolicy lets a caller access the tasks it created.
+// OwnerPolicy lets a caller access the tasks it created: the owner the
+// store records beside each task (engine.Record.Owner), not anything in the
+// task's content.
 //
-// On Create and Replace (it is a Stamper) it records the caller's identity in
-// the task's metadata, overwriting whatever the content said, so a caller can
-// neither forge nor give away ownership. Access requires an identity equal to
-// the recorded owner. A caller without identity can create nothing and sees
-// nothing. Its decision reads metadata only, so scans use the light
-// projection.
+// Create through the dispatcher records the caller's identity as the
+// task's owner with the store's CreateOwned (it is an OwnerAssigner); the
+// store keeps it for the task's life, and no Replace can change it (O1,
+// O2). A store that does not record owners (not an engine.OwnerStore)
+// refuses such a Create with engine.ErrOwnersUnsupported: never a silent
+// unowned task. CreateOwned through the dispatcher may name the caller
+// itself or no one (both record the caller); naming another owner is
+// ErrDenied.
 //
-// The zero value is ready to use: identities come from CallerFrom and are
-// recorded under OwnerMetadataKey.
+// Access requires an identity equal to the recorded owner (it is an
+// OwnerChecker). A task without an owner is nobody's: under OwnerPolicy no
+// caller sees it.
+//
+// Lists are narrowed to the caller's tasks: ScopeTaskList sets
+// engine.ListRequest.Owner, and the scope is exact (ExactScoper), so the
+// dispatcher takes the store's owner-filtered page and total in one store
+// call, and what a page costs does not depend on other callers' tasks
+// (O6). Every returned task is still checked.
+//
+// A caller without identity cannot list (ErrUnauthenticated, as a2a-go's
+// own taskstore.InMemory refuses) nor create (ErrUnauthenticated); Get and
+// the mutations answer it not found, as for a missing task (A6).
+//
+// Migration: versions before #15 recorded the owner in the task's metadata
+// under the key "a2astore.owner". Nothing reads or writes that key any
+// more; each backend moves existing owners from it into the store (Pebble
+// upgrades its database on open; PostgreSQL backfills the owner column
+// from it, see pgstore's migrations). A task whose metadata still carries
+// the key keeps it as ordinary, client-visible metadata that grants
+// nothing.
+//
+// The zero value is ready to use: identities come from CallerFrom.
 type OwnerPolicy struct {
-	// MetadataKey is where the owner is recorded. "" = OwnerMetadataKey.
-	MetadataKey string
 	// Caller returns the caller's identity. nil = CallerFrom.
 	Caller func(ctx context.Context) (id string, ok bool)
 }
 
 var (
-	_ Policy  = OwnerPolicy{}
-	_ Stamper = OwnerPolicy{}
+	_ Policy        = OwnerPolicy{}
+	_ OwnerChecker  = OwnerPolicy{}
+	_ OwnerAssigner = OwnerPolicy{}
+	_ ExactScoper   = OwnerPolicy{}
 )
-
-func (p OwnerPolicy) key() string {
-	if p.MetadataKey == "" {
-		return OwnerMetadataKey
-	}
-	return p.MetadataKey
-}
 
 func (p OwnerPolicy) caller(ctx context.Context) (string, bool) {
 	if p.Caller != nil {
@@ -92,39 +105,54 @@ func (p OwnerPolicy) caller(ctx context.Context) (string, bool) {
 	return CallerFrom(ctx)
 }
 
-// ScopeTaskList cannot narrow by owner (the store has no owner filter): it
-// returns req unchanged for a caller with identity and ErrEmptyScope
-// otherwise.
+// ScopeTaskList narrows req to the caller's tasks (Owner). A caller without
+// identity gets ErrUnauthenticated; a request already filtered by another
+// owner can match nothing (ErrEmptyScope).
 func (p OwnerPolicy) ScopeTaskList(ctx context.Context, req engine.ListRequest) (engine.ListRequest, error) {
-	if _, ok := p.caller(ctx); !ok {
+	caller, ok := p.caller(ctx)
+	if !ok {
+		return req, ErrUnauthenticated
+	}
+	if req.Owner != "" && req.Owner != caller {
 		return req, ErrEmptyScope
 	}
+	req.Owner = caller
 	return req, nil
 }
 
-func (p OwnerPolicy) CanAccessTask(ctx context.Context, task *a2a.Task) (bool, error) {
+// ScopeIsExact reports that a scope naming the caller as owner is exact:
+// every task of that owner is one CanAccessOwned allows.
+func (p OwnerPolicy) ScopeIsExact(ctx context.Context, scoped engine.ListRequest) bool {
 	caller, ok := p.caller(ctx)
-	if !ok {
-		return false, nil
-	}
-	owner, _ := task.Metadata[p.key()].(string)
-	return owner == caller, nil
+	return ok && scoped.Owner == caller
 }
 
+// CanAccessTask cannot decide: the owner is not part of the task. It
+// denies; the dispatcher asks CanAccessOwned instead.
+func (p OwnerPolicy) CanAccessTask(context.Context, *a2a.Task) (bool, error) { return false, nil }
+
+// CanAccessOwned allows the caller whose identity is the task's recorded
+// owner.
+func (p OwnerPolicy) CanAccessOwned(ctx context.Context, _ *a2a.Task, owner string) (bool, error) {
+	caller, ok := p.caller(ctx)
+	return ok && owner != "" && owner == caller, nil
+}
+
+// CreateOwner records the caller as the owner of the tasks it creates.
+func (p OwnerPolicy) CreateOwner(ctx context.Context, _ *a2a.Task, requested string) (string, error) {
+	caller, ok := p.caller(ctx)
+	if !ok {
+		return "", ErrUnauthenticated
+	}
+	if requested != "" && requested != caller {
+		return "", fmt.Errorf("authz: a caller cannot create tasks for another owner: %w", ErrDenied)
+	}
+	return caller, nil
+}
+
+// Projection is light; it matters only on a path the dispatcher never
+// takes for OwnerPolicy (its scope is exact, so nothing is scanned).
 func (p OwnerPolicy) Projection() engine.Projection { return engine.ProjectionLight }
-
-// StampTask records the caller as the task's owner.
-func (p OwnerPolicy) StampTask(ctx context.Context, task *a2a.Task) error {
-	caller, ok := p.caller(ctx)
-	if !ok {
-		return fmt.Errorf("authz: no caller identity: %w", ErrDenied)
-	}
-	if task.Metadata == nil {
-		task.Metadata = make(map[string]any, 1)
-	}
-	task.Metadata[p.key()] = caller
-	return nil
-}
 
 type allowedContextsKey struct{}
 

@@ -26,12 +26,16 @@
 //
 // Metrics are a decorator, not a backend feature (STYLE: cross-cutting
 // concerns wrap an engine.Store). The Store forwards Close (io.Closer) and
-// CheckInvariants (engine.Checker) to the store it wraps.
+// CheckInvariants (engine.Checker) to the store it wraps. It is an
+// engine.OwnerStore: it forwards CreateOwned (counted as create) and owner
+// filters to a store that records owners, and answers them with
+// engine.ErrOwnersUnsupported over one that does not.
 package storemetrics
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -93,7 +97,7 @@ type Store struct {
 }
 
 var (
-	_ engine.Store         = (*Store)(nil)
+	_ engine.OwnerStore    = (*Store)(nil)
 	_ engine.Checker       = (*Store)(nil)
 	_ io.Closer            = (*Store)(nil)
 	_ prometheus.Collector = (*Store)(nil)
@@ -199,6 +203,28 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 	return rec, err
 }
 
+// CreateOwned implements engine.OwnerStore: the wrapped store's
+// CreateOwned, observed as a create. Over a store that does not record
+// owners, an owner other than "" fails with engine.ErrOwnersUnsupported
+// (and "" is Create, O1).
+func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
+	start := time.Now()
+	var rec engine.Record
+	var err error
+	switch o, ok := s.next.(engine.OwnerStore); {
+	case ok:
+		rec, err = o.CreateOwned(ctx, task, owner)
+	case owner == "":
+		rec, err = s.next.Create(ctx, task)
+	default:
+		err = errOwnersUnsupported
+	}
+	s.observe(OpCreate, start, err)
+	return rec, err
+}
+
+var errOwnersUnsupported = fmt.Errorf("storemetrics: %w", engine.ErrOwnersUnsupported)
+
 // Get implements engine.Store.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 	start := time.Now()
@@ -241,10 +267,18 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 
 // List implements engine.Store. The examined and counted entries are the
 // backend's figures from ListResponse.Stats; the response is returned as
-// the backend gave it.
+// the backend gave it (TaskOwners included). An owner-filtered request to
+// a store that does not record owners fails with
+// engine.ErrOwnersUnsupported instead of reaching it.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	start := time.Now()
-	resp, err := s.next.List(ctx, req)
+	var resp *engine.ListResponse
+	var err error
+	if _, ok := s.next.(engine.OwnerStore); !ok && req != nil && req.Owner != "" {
+		err = errOwnersUnsupported // a store without owners would ignore the filter
+	} else {
+		resp, err = s.next.List(ctx, req)
+	}
 	s.observe(OpList, start, err)
 	if err != nil {
 		return resp, err

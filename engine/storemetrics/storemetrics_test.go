@@ -130,3 +130,79 @@ a2astore_pool_max_connections{backend="pg"} 8
 		t.Error(err)
 	}
 }
+
+// TestOwners: the decorator forwards CreateOwned, owner filters, the
+// recorded owner and TaskOwners to a store that records owners, counting
+// CreateOwned as a create; over one that does not, CreateOwned with an
+// owner and owner-filtered lists fail with engine.ErrOwnersUnsupported
+// without reaching it, and CreateOwned without owner is Create.
+func TestOwners(t *testing.T) {
+	ctx := t.Context()
+	task := func(id string) *a2a.Task {
+		return &a2a.Task{ID: a2a.TaskID(id), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	}
+	mem := memstore.New(memstore.Options{})
+	m := storemetrics.New(mem, storemetrics.Options{Backend: "mem"})
+	if rec, err := m.CreateOwned(ctx, task("a"), "alice"); err != nil || rec.Owner != "alice" {
+		t.Fatalf("CreateOwned: %+v, %v", rec, err)
+	}
+	if _, err := m.CreateOwned(ctx, task("b"), "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := m.Get(ctx, "a"); err != nil || rec.Owner != "alice" {
+		t.Fatalf("Get: %+v, %v", rec, err)
+	}
+	resp, err := m.List(ctx, &engine.ListRequest{Owner: "alice", IncludeTotalSize: true})
+	if err != nil || len(resp.Tasks) != 1 || resp.TotalSize != 1 || len(resp.TaskOwners) != 1 || resp.TaskOwners[0] != "alice" {
+		t.Fatalf("owner-filtered List: %+v, %v", resp, err)
+	}
+	if n := observations(t, m, "create", "ok"); n != 2 {
+		t.Errorf("%d creates observed, want 2", n)
+	}
+
+	plain := storemetrics.New(struct{ engine.Store }{mem}, storemetrics.Options{Backend: "plain"})
+	if _, err := plain.CreateOwned(ctx, task("c"), "carol"); !errors.Is(err, engine.ErrOwnersUnsupported) {
+		t.Fatalf("CreateOwned over a store without owners: %v", err)
+	}
+	if n := observations(t, plain, "create", "internal"); n != 1 {
+		t.Errorf("%d failed creates observed, want 1", n)
+	}
+	if _, err := mem.Get(ctx, "c"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the task was stored without its owner: %v", err)
+	}
+	if rec, err := plain.CreateOwned(ctx, task("d"), ""); err != nil || rec.Owner != "" {
+		t.Fatalf("CreateOwned without owner: %+v, %v", rec, err)
+	}
+	if resp, err := plain.List(ctx, &engine.ListRequest{Owner: "alice"}); resp != nil || !errors.Is(err, engine.ErrOwnersUnsupported) {
+		t.Fatalf("owner-filtered List over a store without owners: %v, %v", resp, err)
+	}
+	if _, err := plain.List(ctx, &engine.ListRequest{}); err != nil {
+		t.Fatalf("List over a store without owners: %v", err)
+	}
+}
+
+// observations is the number of observations of one latency series.
+func observations(t *testing.T, m *storemetrics.Store, op, outcome string) uint64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "a2astore_store_operation_duration_seconds" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["operation"] == op && labels["outcome"] == outcome {
+				return mt.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}

@@ -115,15 +115,17 @@ type Config struct {
 	DSN string
 	// Transport for a remote Target: jsonrpc (default), http or grpc.
 	Transport string
-	// Caller is the identity a remote target's calls carry in
-	// CallerHeader, for a server that authorizes by caller (a2astore-server
-	// -policy owner). "" = none.
+	// Caller is the identity every call carries, for a server that
+	// authorizes by caller (a2astore-server -policy owner) or, embedded, an
+	// authz dispatcher under OwnerPolicy over the store, which then owns
+	// the tasks it creates (the store must record owners: an
+	// engine.OwnerStore). "" = none: no dispatcher.
 	Caller string
-	// Callers, when above 1, spreads a remote run over that many
-	// identities, Caller-1 … Caller-N (Caller default "loadgen"): each
-	// context belongs to one of them, so a task is created, read, canceled
-	// and listed by the same caller, and traversals of all tasks run as
-	// the first.
+	// Callers, when above 1, spreads the run over that many identities,
+	// Caller-1 … Caller-N (Caller default "loadgen"): each context belongs
+	// to one of them, so a task is created, read, changed, canceled and
+	// listed by the same caller, who owns it, and traversals walk one
+	// context at a time (no caller sees every task).
 	Callers int
 	// CallerHeader is the header carrying the identity. Default
 	// "X-A2astore-Caller".
@@ -245,9 +247,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Callers < 0 {
 		errs = append(errs, errors.New("negative number of callers"))
-	}
-	if (c.Caller != "" || c.Callers > 1) && !c.Remote() {
-		errs = append(errs, errors.New("caller identities apply to a remote target only"))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"log/slog"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/taskiter"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -179,18 +181,22 @@ func TestRunRemote(t *testing.T) {
 	}
 }
 
+// callerRuns are the caller identities of the caller tests, with the
+// owners their tasks get.
+var callerRuns = []struct {
+	cfg    Config
+	owners []string
+}{
+	{Config{Caller: "alice"}, []string{"alice"}},
+	{Config{Callers: 3}, []string{"loadgen-1", "loadgen-2", "loadgen-3"}},
+}
+
 // TestRunRemoteCallers: a server that authorizes by caller (owner policy)
 // is loaded without errors with one identity (Caller) and with several
 // (Callers): each task is read and canceled by the caller that created it,
 // and each context's lists run as its owner.
 func TestRunRemoteCallers(t *testing.T) {
-	for _, c := range []struct {
-		cfg    Config
-		owners []string
-	}{
-		{Config{Caller: "alice"}, []string{"alice"}},
-		{Config{Callers: 3}, []string{"loadgen-1", "loadgen-2", "loadgen-3"}},
-	} {
+	for _, c := range callerRuns {
 		mem := memstore.New(memstore.Options{})
 		t.Cleanup(func() { _ = mem.Close() })
 		base := startServer(t, authz.New(mem, authz.OwnerPolicy{}))
@@ -201,26 +207,52 @@ func TestRunRemoteCallers(t *testing.T) {
 		if n := res.Ops[OpGet].Errors[ClassNotFound] + res.Ops[OpCancel].Errors[ClassNotFound]; n > 0 || res.Ops[OpCancel].Count == 0 {
 			t.Errorf("callers %v: %d of %d cancels and gets not found: a task used by another caller than its creator", c.owners, n, res.Ops[OpCancel].Count)
 		}
-		owners := map[string]int{}
-		resp, err := mem.List(t.Context(), &engine.ListRequest{PageSize: 100})
+		checkOwners(t, mem, c.owners)
+	}
+}
+
+// checkOwners fails unless the tasks of s are owned by exactly the owners
+// given, each owning some.
+func checkOwners(t *testing.T, s engine.Store, want []string) {
+	t.Helper()
+	owners := map[string]int{}
+	for page, err := range taskiter.StorePages(t.Context(), s, engine.ListRequest{PageSize: 100}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, task := range resp.Tasks {
-			owner, _ := task.Metadata[authz.OwnerMetadataKey].(string)
-			owners[owner]++
-		}
-		for _, o := range c.owners {
-			if owners[o] == 0 {
-				t.Errorf("callers %v: no task owned by %s; owners %v", c.owners, o, owners)
-			}
-		}
-		if len(owners) != len(c.owners) {
-			t.Errorf("callers %v: owners %v, want %v", c.owners, owners, c.owners)
+		for _, o := range page.TaskOwners {
+			owners[o]++
 		}
 	}
-	if _, err := Run(t.Context(), Config{Target: "mem", Caller: "alice"}); err == nil {
-		t.Error("a caller identity for an embedded target is accepted")
+	for _, o := range want {
+		if owners[o] == 0 {
+			t.Errorf("callers %v: no task owned by %s; owners %v", want, o, owners)
+		}
+	}
+	if len(owners) != len(want) {
+		t.Errorf("callers %v: owners %v, want %v", want, owners, want)
+	}
+}
+
+// TestRunEmbeddedCallers: caller identities on an embedded store run it
+// through an authz dispatcher under OwnerPolicy: each task is owned by its
+// context's caller, and the traversals, each of one context as its owner,
+// see every task they must (a task created or used as another caller
+// would be missing from its owner's traversal: a violation). A store that
+// does not record owners is refused before the run.
+func TestRunEmbeddedCallers(t *testing.T) {
+	for _, c := range callerRuns {
+		mem := memstore.New(memstore.Options{})
+		t.Cleanup(func() { _ = mem.Close() })
+		cfg := c.cfg
+		cfg.Store, cfg.Workload, cfg.Ops, cfg.Initial, cfg.PageSize = mem, "traversal-under-churn", 600, 100, 3
+		res := smallRun(t, cfg)
+		assertClean(t, res)
+		checkOwners(t, mem, c.owners)
+	}
+	plain := struct{ engine.Store }{memstore.New(memstore.Options{})}
+	if _, err := Run(t.Context(), Config{Store: plain, Caller: "alice"}); !errors.Is(err, errNoOwners) {
+		t.Errorf("caller identities over a store without owners: %v, want errNoOwners", err)
 	}
 }
 

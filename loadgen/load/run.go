@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/internal/backends"
 	"github.com/a2astore/a2astore/internal/pebblelog"
@@ -175,7 +178,9 @@ func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
 }
 
 // open connects the target; embedded stores are wrapped in storemetrics and
-// their backend collectors registered in reg.
+// their backend collectors registered in reg. With caller identities an
+// embedded store must record owners: it is driven through an authz
+// dispatcher under OwnerPolicy, each call as its caller.
 func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), error) {
 	cfg := &r.cfg
 	if cfg.Remote() {
@@ -208,14 +213,29 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 		reg.MustRegister(b.Collectors...)
 		s = b.Store
 	}
+	ids := newCallers(cfg)
+	if _, ok := s.(engine.OwnerStore); ids.any() && !ok {
+		if c, ok := s.(io.Closer); ok && cfg.Store == nil {
+			_ = c.Close()
+		}
+		rm()
+		return nil, fmt.Errorf("caller identities on target %s: %w", cfg.Target, errNoOwners)
+	}
 	m := storemetrics.New(s, storemetrics.Options{Backend: cfg.Target})
 	reg.MustRegister(m)
-	r.tgt = storeTarget{s: m}
+	r.tgt = storeTarget{s: m, ids: ids}
+	if ids.any() {
+		r.tgt = storeTarget{s: authz.New(m, authz.OwnerPolicy{}), ids: ids}
+	}
 	if cfg.Store != nil {
 		return func() {}, nil // the caller's store: the caller closes it
 	}
 	return func() { _ = m.Close(); rm() }, nil // closes the backend through the decorator
 }
+
+// errNoOwners is the error of caller identities on an embedded store that
+// does not record task owners (not an engine.OwnerStore).
+var errNoOwners = errors.New("the store does not record task owners (not an engine.OwnerStore)")
 
 // load creates the initial data set with Concurrency workers.
 func (r *runner) load(ctx context.Context) error {

@@ -1,14 +1,11 @@
 package load
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -18,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz"
 )
 
 // page is one list page as the checker sees it.
@@ -46,39 +44,59 @@ type target interface {
 	assignsIDs() bool
 }
 
-// storeTarget drives an engine.Store in process.
-type storeTarget struct{ s engine.Store }
+// storeTarget drives an engine.Store in process. With caller identities
+// (ids.any) the store is an authz dispatcher under OwnerPolicy, and each
+// call carries its caller (authz.WithCaller): the owner of the task's
+// context, who created the task.
+type storeTarget struct {
+	s   engine.Store
+	ids *callers
+}
+
+// as returns ctx carrying caller, when there is one.
+func (t storeTarget) as(ctx context.Context, caller string) context.Context {
+	if caller == "" {
+		return ctx
+	}
+	return authz.WithCaller(ctx, caller)
+}
 
 func (t storeTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error) {
-	_, err := t.s.Create(ctx, task)
+	caller := t.ids.forContext(task.ContextID)
+	_, err := t.s.Create(t.as(ctx, caller), task)
+	if err == nil {
+		t.ids.created(task.ID, caller)
+	}
 	return task.ID, err
 }
 
 func (t storeTarget) get(ctx context.Context, id a2a.TaskID) error {
-	_, err := t.s.Get(ctx, id)
+	_, err := t.s.Get(t.as(ctx, t.ids.ofTask(id)), id)
 	return err
 }
 
 func (t storeTarget) replace(ctx context.Context, task *a2a.Task) error {
-	_, err := t.s.Replace(ctx, task, 0)
+	_, err := t.s.Replace(t.as(ctx, t.ids.ofTask(task.ID)), task, 0)
 	return err
 }
 
 func (t storeTarget) appendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) error {
-	_, err := t.s.AppendHistory(ctx, id, msg)
+	_, err := t.s.AppendHistory(t.as(ctx, t.ids.ofTask(id)), id, msg)
 	return err
 }
 
 func (t storeTarget) cancel(ctx context.Context, id a2a.TaskID) error {
-	_, err := t.s.Cancel(ctx, id)
+	_, err := t.s.Cancel(t.as(ctx, t.ids.ofTask(id)), id)
 	return err
 }
 
-func (t storeTarget) delete(ctx context.Context, id a2a.TaskID) error { return t.s.Delete(ctx, id) }
+func (t storeTarget) delete(ctx context.Context, id a2a.TaskID) error {
+	return t.s.Delete(t.as(ctx, t.ids.ofTask(id)), id)
+}
 
 func (t storeTarget) list(ctx context.Context, contextID, token string, pageSize int, totals bool) (page, error) {
 	zero := 0
-	resp, err := t.s.List(ctx, &engine.ListRequest{
+	resp, err := t.s.List(t.as(ctx, t.ids.forContext(contextID)), &engine.ListRequest{
 		ContextID: contextID, PageSize: pageSize, PageToken: token,
 		HistoryLength: &zero, IncludeTotalSize: totals,
 	})
@@ -102,11 +120,9 @@ func (storeTarget) assignsIDs() bool { return false }
 // remoteTarget drives an A2A server through the a2a-go client.
 type remoteTarget struct {
 	c *a2aclient.Client
-	// Caller identities (Config.Caller, Config.Callers): none, one, or one
-	// per context, sent in header.
-	header  string
-	callers []string
-	owner   sync.Map // a2a.TaskID → its creator, when there are several
+	// Caller identities (Config.Caller, Config.Callers), sent in header.
+	header string
+	ids    *callers
 }
 
 // dialRemote reads the agent card at cfg.Target and builds a client for
@@ -128,44 +144,17 @@ func dialRemote(ctx context.Context, cfg *Config) (*remoteTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s over %s: %w", base, transport, err)
 	}
-	rt := &remoteTarget{c: c, header: cfg.CallerHeader}
-	switch {
-	case cfg.Callers > 1:
-		name := cmp.Or(cfg.Caller, "loadgen")
-		for i := range cfg.Callers {
-			rt.callers = append(rt.callers, fmt.Sprintf("%s-%d", name, i+1))
-		}
-	case cfg.Caller != "":
-		rt.callers = []string{cfg.Caller}
-	}
-	return rt, nil
-}
-
-// callerFor returns the identity that owns contextID (its tasks and
-// lists), "" for none; "" (every context) is the first caller's.
-func (r *remoteTarget) callerFor(contextID string) string {
-	switch {
-	case len(r.callers) == 0:
-		return ""
-	case len(r.callers) == 1 || contextID == "":
-		return r.callers[0]
-	}
-	h := fnv.New32a()
-	h.Write([]byte(contextID))
-	return r.callers[h.Sum32()%uint32(len(r.callers))]
+	return &remoteTarget{c: c, header: cfg.CallerHeader, ids: newCallers(cfg)}, nil
 }
 
 // as returns ctx carrying the identity that owns contextID.
 func (r *remoteTarget) as(ctx context.Context, contextID string) context.Context {
-	return r.with(ctx, r.callerFor(contextID))
+	return r.with(ctx, r.ids.forContext(contextID))
 }
 
 // asOwner returns ctx carrying the identity that created task id.
 func (r *remoteTarget) asOwner(ctx context.Context, id a2a.TaskID) context.Context {
-	if c, ok := r.owner.Load(id); ok {
-		return r.with(ctx, c.(string))
-	}
-	return r.as(ctx, "")
+	return r.with(ctx, r.ids.ofTask(id))
 }
 
 func (r *remoteTarget) with(ctx context.Context, caller string) context.Context {
@@ -203,7 +192,7 @@ func (r *remoteTarget) close() error { return r.c.Destroy() }
 func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, error) {
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("loadgen"))
 	msg.ContextID = task.ContextID
-	caller := r.callerFor(task.ContextID)
+	caller := r.ids.forContext(task.ContextID)
 	res, err := r.c.SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg})
 	if err != nil {
 		return "", err
@@ -212,9 +201,7 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 	if !ok {
 		return "", fmt.Errorf("SendMessage returned %T, want a task: %w", res, errTransport)
 	}
-	if len(r.callers) > 1 {
-		r.owner.Store(t.ID, caller)
-	}
+	r.ids.created(t.ID, caller)
 	return t.ID, nil
 }
 
