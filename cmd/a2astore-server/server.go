@@ -113,7 +113,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 	}()
 	if cfg.FinishAbandoned {
-		n, err := finishAbandoned(ctx, b.Store, abandonedReason)
+		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("finish abandoned tasks: %w", err)
 		}
