@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -25,6 +27,8 @@ import (
 // gRPC from GRPCServerOptions:
 //
 //	grpcSrv := grpc.NewServer(a2aserver.ServeLimits{}.GRPCServerOptions()...)
+//
+// and both listeners the connection cap from Listener.
 //
 // Server-Sent Event streams (SendStreamingMessage, SubscribeToTask) and
 // long blocking calls are not cut by the timeouts: the read timeout ends
@@ -59,6 +63,13 @@ type ServeLimits struct {
 	// keepalive pings; a client pinging more often is disconnected
 	// (GOAWAY "too_many_pings"). Default DefaultKeepaliveMinTime (30 s).
 	KeepaliveMinTime time.Duration
+	// MaxConns bounds the connections open at once on one listener
+	// wrapped by Listener: further connections wait, unanswered, in the
+	// kernel's accept queue until one closes. It bounds the descriptors
+	// and memory that clients holding connections open can take; the
+	// timeouts above free the slots of slow, idle and stalled clients.
+	// Default DefaultMaxConns (1024); negative: no limit.
+	MaxConns int
 }
 
 // Defaults of ServeLimits.
@@ -70,6 +81,7 @@ const (
 	DefaultIdleTimeout          = 60 * time.Second
 	DefaultMaxConcurrentStreams = 100
 	DefaultKeepaliveMinTime     = 30 * time.Second
+	DefaultMaxConns             = 1024
 )
 
 // EnsureDefaults fills unset fields with their defaults.
@@ -81,12 +93,26 @@ func (l *ServeLimits) EnsureDefaults() {
 	orDefault(&l.IdleTimeout, DefaultIdleTimeout)
 	orDefault(&l.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
 	orDefault(&l.KeepaliveMinTime, DefaultKeepaliveMinTime)
+	orDefault(&l.MaxConns, DefaultMaxConns)
 }
 
 func orDefault[T int | int64 | uint32 | time.Duration](v *T, def T) {
 	if *v == 0 {
 		*v = def
 	}
+}
+
+// Listener returns ln with at most MaxConns connections open at once
+// (golang.org/x/net/netutil.LimitListener): Accept waits for one to close.
+// Wrap each listener an A2A server serves, HTTP and gRPC:
+//
+//	ln = limits.Listener(ln)
+func (l ServeLimits) Listener(ln net.Listener) net.Listener {
+	l.EnsureDefaults()
+	if l.MaxConns < 0 {
+		return ln
+	}
+	return netutil.LimitListener(ln, l.MaxConns)
 }
 
 // Server returns an http.Server serving h through Handler, with the header
@@ -133,20 +159,22 @@ func (l ServeLimits) Handler(h http.Handler) http.Handler {
 }
 
 // readBody reads r's body within the limits, or returns the status to
-// answer instead. It allocates at most the body's declared length, or, for
-// a body of unknown length, twice MaxBodyBytes.
+// answer instead. The buffer grows with the bytes that arrive, from 512
+// bytes, and at most to the declared length (or MaxBodyBytes): a declared
+// length is never allocated ahead of the body, so a client that sends
+// only request heads, each declaring MaxBodyBytes, costs no body buffer.
+// Growing by doubling allocates at most about twice what was received.
 func (l ServeLimits) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, int) {
 	_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, l.MaxBodyBytes)
-	var buf []byte
-	var err error
+	limit := l.MaxBodyBytes + 1
 	if r.ContentLength >= 0 {
-		buf = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, buf)
-	} else {
-		buf, err = readAll(body, l.MaxBodyBytes+1)
+		// net/http ends the body after ContentLength bytes; no need for
+		// room past it.
+		limit = min(limit, r.ContentLength+1)
 	}
+	buf, err := readAll(body, limit)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:

@@ -67,6 +67,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	var streams uint
 	fs.UintVar(&streams, "grpc-max-streams", a2aserver.DefaultMaxConcurrentStreams, "concurrent calls per gRPC connection")
 	fs.DurationVar(&cfg.Serve.KeepaliveMinTime, "grpc-keepalive-min", a2aserver.DefaultKeepaliveMinTime, "shortest gRPC client keepalive ping interval allowed")
+	fs.IntVar(&cfg.Serve.MaxConns, "max-conns", a2aserver.DefaultMaxConns, "connections open at once on each A2A listener (HTTP, gRPC); more wait to be accepted; -1 = no limit")
 	fs.IntVar(&cfg.Limits.MaxTaskBytes, "max-task-bytes", engine.DefaultMaxTaskBytes, "largest task the store accepts (bytes, as engine.TaskShape measures); -1 = no limit")
 	fs.IntVar(&cfg.Limits.MaxDepth, "max-depth", engine.DefaultMaxDepth, "deepest nesting of task metadata and data parts the store accepts; -1 = no limit")
 	fs.BoolVar(&cfg.FinishAbandoned, "finish-abandoned", true, "on start, fail the tasks a previous run left submitted or working (assumes no other server runs agents on this store)")

@@ -177,7 +177,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	return s, nil
 }
 
-// listen binds the configured listeners.
+// listen binds the configured listeners, the A2A ones capped at
+// Serve.MaxConns connections each.
 func (s *server) listen() (err error) {
 	defer func() {
 		if err != nil {
@@ -191,9 +192,11 @@ func (s *server) listen() (err error) {
 	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("listen http: %w", err)
 	}
+	s.httpLn = s.cfg.Serve.Listener(s.httpLn)
 	if s.grpcLn, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("listen grpc: %w", err)
 	}
+	s.grpcLn = s.cfg.Serve.Listener(s.grpcLn)
 	if s.cfg.MetricsAddr != "" {
 		if s.metricsLn, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen metrics: %w", err)
