@@ -33,7 +33,10 @@
 //     sent (staging, or behind a proxy that authenticates and overwrites
 //     it), refusing repeated headers and, with Required, anonymous calls;
 //   - ServeLimits, request size and timeouts for HTTP (without cutting
-//     Server-Sent Event streams) and the gRPC server options;
+//     Server-Sent Event streams), a connection cap per listener, and the
+//     gRPC server (GRPCServer: its options, a deadline on each call's
+//     request, and a GracefulStop that does not wait for calls still
+//     receiving it);
 //   - LogHandler, which cuts client-chosen strings in log lines and keeps
 //     client-caused outcomes out of the error log;
 //   - Executions, which lets shutdown wait for the agent executions a2a-go

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -22,6 +23,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -675,4 +678,107 @@ func TestHostileMetrics(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "a2astore_store_operation_duration_seconds") {
 		t.Errorf("metrics listener: %s %.200s", resp.Status, b)
 	}
+}
+
+// stalledCall is a gRPC call made frame by frame whose request never
+// completes: the headers, then either part of a GetTask message or all of
+// it without the end of the stream. Until its connection closes it answers
+// the server's pings and settings, as any HTTP/2 client does.
+type stalledCall struct {
+	ended chan string // how the server ended the call or the connection, once
+}
+
+func stallGRPC(t *testing.T, addr string, wholeMessage bool) *stalledCall {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fr := http2.NewFramer(conn, conn)
+	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/lf.a2a.v1.A2AService/GetTask"},
+		{":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}, {strings.ToLower(callerHeader), "alice"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	// GetTaskRequest{id: "x"}: 3 bytes after the 5-byte gRPC prefix.
+	msg := []byte{0, 0, 0, 0, 3, 0x0a, 0x01, 'x'}
+	if !wholeMessage {
+		msg = msg[:6]
+	}
+	if err := errors.Join(fr.WriteSettings(),
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true}),
+		fr.WriteData(1, false, msg)); err != nil {
+		t.Fatal(err)
+	}
+	c := &stalledCall{ended: make(chan string, 1)}
+	go func() {
+		report := func(how string) {
+			select {
+			case c.ended <- how:
+			default:
+			}
+		}
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				report("connection closed")
+				return
+			}
+			switch f := f.(type) {
+			case *http2.PingFrame:
+				if !f.IsAck() {
+					_ = fr.WritePing(true, f.Data)
+				}
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.GoAwayFrame:
+				report("GOAWAY")
+			case *http2.RSTStreamFrame:
+				report("stream reset")
+			case *http2.HeadersFrame:
+				if f.StreamEnded() {
+					report("call ended")
+				}
+			}
+		}
+	}()
+	return c
+}
+
+// end waits until the server ends the call or the connection, and says
+// how; "" when neither happened within bound.
+func (c *stalledCall) end(bound time.Duration) string {
+	select {
+	case how := <-c.ended:
+		return how
+	case <-time.After(bound):
+		return ""
+	}
+}
+
+// TestHostileGRPCStalledCall (review of #14, finding 3): a gRPC call whose
+// request message never completes — part of the message, or all of it
+// without the end of the stream — is ended once the read timeout (2 s)
+// passes, though the client answers every keepalive ping; the server
+// serves on. Checked by removing the request deadline (GRPCServer's tap):
+// both calls are still open after the bound.
+func TestHostileGRPCStalledCall(t *testing.T) {
+	h := startHostile(t)
+	for _, whole := range []bool{false, true} {
+		c := stallGRPC(t, h.grpcLn.Addr().String(), whole)
+		start := time.Now()
+		how := c.end(15 * time.Second)
+		t.Logf("whole message %v: %s after %v", whole, how, time.Since(start).Round(10*time.Millisecond))
+		if how == "" {
+			t.Errorf("stalled call (whole message %v) still open after %v; read timeout 2 s", whole, time.Since(start).Round(time.Second))
+		}
+	}
+	h.stillServing(t)
 }

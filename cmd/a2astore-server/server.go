@@ -87,7 +87,7 @@ type server struct {
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
-	grpcSrv                   *grpc.Server
+	grpcSrv                   *a2aserver.GRPCServer // GracefulStop does not wait for calls still receiving their request
 
 	serveErr chan error // one value per listener when it stops
 	stopOnce sync.Once
@@ -165,9 +165,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	mux.Handle("/", a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = grpc.NewServer(append(cfg.Serve.GRPCServerOptions(),
-		grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
-	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv)
+	s.grpcSrv = cfg.Serve.GRPCServer(grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))
+	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()

@@ -20,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/pebblestore"
 )
@@ -382,5 +383,36 @@ func TestRestartPastLimits(t *testing.T) {
 	resp, err := ts.clients[a2a.TransportProtocolGRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
 	if err != nil || resp.TotalSize != len(tasks) {
 		t.Errorf("gRPC ListTasks after the restart: %+v, %v", resp, err)
+	}
+}
+
+// TestShutdownStalledGRPC (review of #14, finding 3): a gRPC call that has
+// not delivered its request does not hold shutdown: the server cancels it
+// at once and stops without reaching its timeout, though the call's own
+// read timeout is a minute away. Checked by making GRPCServer.GracefulStop
+// skip the drain: shutdown waits for its whole timeout ("shutdown
+// timeout" logged), then cuts the connection.
+func TestShutdownStalledGRPC(t *testing.T) {
+	logs := &syncBuffer{}
+	ts := startServer(t, config{Backend: "mem", Serve: a2aserver.ServeLimits{ReadTimeout: time.Minute},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := stallGRPC(t, ts.grpcLn.Addr().String(), false)
+	for ts.grpcSrv.Receiving() == 0 {
+		time.Sleep(5 * time.Millisecond) // a poll of the condition: the call reached the server
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := ts.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shutdown took %v", time.Since(start))
+	if strings.Contains(logs.String(), "shutdown timeout") {
+		t.Errorf("shutdown waited for a call that never delivered its request:\n%s", logs.String())
+	}
+	how := c.end(5 * time.Second)
+	t.Logf("%s after %v", how, time.Since(start))
+	if how == "" {
+		t.Error("the stalled call is still open after shutdown")
 	}
 }
