@@ -29,6 +29,8 @@
 //   - TaskGuard, a call interceptor that makes every method naming a task
 //     answer exactly as for a missing task when the store's policy denies
 //     it (a2a-go reaches running tasks without asking the store);
+//   - ContentGuard, a call interceptor that answers invalid params to a
+//     message a2a-go would accept but its gRPC binding cannot serve;
 //   - HeaderIdentity, the caller identity from a request header trusted as
 //     sent (staging, or behind a proxy that authenticates and overwrites
 //     it), refusing repeated headers and, with Required, anonymous calls;
@@ -43,7 +45,8 @@
 //     runs detached from requests and fail those it cannot wait for.
 //
 // The adapter itself keeps ListTasks pages within TaskStoreOptions'
-// MaxPageBytes and refuses content a2a-go's gRPC binding cannot send.
+// MaxPageBytes and refuses content a2a-go's gRPC binding cannot send or
+// its gRPC client cannot decode.
 //
 // a2a-go's transports do not carry every request parameter equally; see
 // GRPCRequestValidator, RESTQueryCompat and JSONRPCParamsCompat for the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
@@ -58,29 +59,70 @@ func TestListPageBytes(t *testing.T) {
 	}
 }
 
-// TestServable: content a2a-go's gRPC binding cannot send (a data part that
-// is not an object, a part without content) is refused with invalid params
-// before anything is stored.
+// TestServable: content a2a-go's gRPC binding cannot send, or its gRPC
+// client cannot decode, is refused with invalid params before anything is
+// stored, by Create and Update alike. The review of #14 (finding 4) added
+// every case after "no content": the former check let them all through
+// (and skipped nil parts, on which a2a-go's conversion panics).
 func TestServable(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
 	ts := TaskStore(mem)
-	for name, part := range map[string]*a2a.Part{
-		"list data":  a2a.NewDataPart([]any{1.0}),
-		"null data":  {Content: a2a.Data{Value: nil}},
-		"no content": {},
+	withPart := func(p *a2a.Part) func(*a2a.Task) {
+		return func(task *a2a.Task) { task.History = []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, p)} }
+	}
+	withMessage := func(f func(*a2a.Message)) func(*a2a.Task) {
+		return func(task *a2a.Task) {
+			m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))
+			f(m)
+			task.History = []*a2a.Message{m}
+		}
+	}
+	withArtifact := func(a *a2a.Artifact) func(*a2a.Task) {
+		return func(task *a2a.Task) { task.Artifacts = []*a2a.Artifact{a} }
+	}
+	for name, spoil := range map[string]func(*a2a.Task){
+		"list data":         withPart(a2a.NewDataPart([]any{1.0})),
+		"null data":         withPart(&a2a.Part{Content: a2a.Data{Value: nil}}),
+		"no content":        withPart(&a2a.Part{}),
+		"nil part":          withMessage(func(m *a2a.Message) { m.Parts = append(m.Parts, nil) }),
+		"role user":         withMessage(func(m *a2a.Message) { m.Role = "user" }),
+		"role bogus":        withMessage(func(m *a2a.Message) { m.Role = "ROLE_BOGUS" }),
+		"no role":           withMessage(func(m *a2a.Message) { m.Role = "" }),
+		"no message ID":     withMessage(func(m *a2a.Message) { m.ID = "" }),
+		"nil history entry": func(task *a2a.Task) { task.History = []*a2a.Message{nil} },
+		"status message role": func(task *a2a.Task) {
+			task.Status.Message = a2a.NewMessage("agent", a2a.NewTextPart("x"))
+		},
+		"nil artifact":        withArtifact(nil),
+		"artifact without ID": withArtifact(&a2a.Artifact{Parts: a2a.ContentParts{a2a.NewTextPart("x")}}),
+		"artifact nil part":   withArtifact(&a2a.Artifact{ID: "a", Parts: a2a.ContentParts{nil}}),
+		"no context ID":       func(task *a2a.Task) { task.ContextID = "" },
 	} {
 		task := newTask("t-"+name, "c")
-		task.History = []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, part)}
+		spoil(task)
 		if _, err := ts.Create(t.Context(), task); err == nil || !strings.Contains(err.Error(), msgInvalidParams) {
 			t.Errorf("%s: Create = %v, want invalid params", name, err)
 		}
 		if _, err := mem.Get(t.Context(), task.ID); err == nil {
 			t.Errorf("%s: stored anyway", name)
 		}
+		good := newTask("u-"+name, "c")
+		if _, err := ts.Create(t.Context(), good); err != nil {
+			t.Fatal(err)
+		}
+		task.ID = good.ID // the same content, as an update
+		if _, err := ts.Update(t.Context(), &taskstore.UpdateRequest{Task: task, PrevVersion: 1}); err == nil || !strings.Contains(err.Error(), msgInvalidParams) {
+			t.Errorf("%s: Update = %v, want invalid params", name, err)
+		}
+		if rec, err := mem.Get(t.Context(), good.ID); err != nil || rec.Revision != 1 {
+			t.Errorf("%s: updated anyway", name)
+		}
 	}
 	ok := newTask("ok", "c")
 	ok.Status.Message = a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"k": []any{1.0}}))
+	ok.History = []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))}
+	ok.Artifacts = []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.NewTextPart("y")}}}
 	if _, err := ts.Create(t.Context(), ok); err != nil {
-		t.Errorf("object data part: %v", err)
+		t.Errorf("servable task: %v", err)
 	}
 }

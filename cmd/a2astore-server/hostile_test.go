@@ -782,3 +782,67 @@ func TestHostileGRPCStalledCall(t *testing.T) {
 	}
 	h.stillServing(t)
 }
+
+// TestHostileContent (review of #14, findings 4 and 5): a message a2a-go
+// would accept but cannot serve over gRPC — a role other than ROLE_USER
+// and ROLE_AGENT, a null part — is invalid params on every transport, with
+// the fixed message and nothing logged above DEBUG; nothing is stored, and
+// a gRPC client still lists every task, page by page. Checked by removing
+// ContentGuard from newServer: the roles are stored (and the gRPC
+// traversal fails on them, "message role cannot be unspecified"), and the
+// null part is answered -32603 / 500 "processor error: … gob: encodeArray:
+// nil element" and logged at WARN.
+func TestHostileContent(t *testing.T) {
+	const invalidParams = "invalid params" // a2aserver's fixed message
+	h := startHostile(t)
+	h.taskOf(t, "alice")
+	n := h.taskCount(t)
+	logged := len(h.log.String())
+	for name, msg := range map[string]string{
+		"role user":  `{"messageId":"m1","role":"user","parts":[{"text":"x"}]}`,
+		"role bogus": `{"messageId":"m1","role":"ROLE_BOGUS","parts":[{"text":"x"}]}`,
+		"null part":  `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"x"},null]}`,
+	} {
+		for _, method := range []string{"SendMessage", "SendStreamingMessage"} {
+			rpc := h.postJSON(t, jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"message":`+msg+`}}`, "alice")
+			if rpc != (answer{Code: "-32602", Message: invalidParams}) {
+				t.Errorf("JSON-RPC %s, %s: %+v, want -32602 %q", method, name, rpc, invalidParams)
+			}
+		}
+		for _, path := range []string{"/message:send", "/message:stream"} {
+			if rest := h.postJSON(t, path, `{"message":`+msg+`}`, "alice"); rest.Code != "400" || rest.Message != invalidParams {
+				t.Errorf("HTTP+JSON %s, %s: %+v, want 400 %q", path, name, rest, invalidParams)
+			}
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	pb := &a2apb.Message{MessageId: "m1", Role: a2apb.Role(7), Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "x"}}}}
+	if _, err := h.pb.SendMessage(ctx, &a2apb.SendMessageRequest{Message: pb}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC SendMessage with role 7: %v, want INVALID_ARGUMENT", err)
+	}
+	if got := h.taskCount(t); got != n {
+		t.Errorf("%d tasks stored with content gRPC clients cannot read", got-n)
+	}
+	for _, line := range strings.Split(h.log.String()[logged:], "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a client's invalid message logged: %.300s", line)
+		}
+	}
+	made := h.stillServing(t)
+	tasks := 0
+	req := &a2a.ListTasksRequest{PageSize: 1}
+	for {
+		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), "alice"), req)
+		if err != nil {
+			t.Fatalf("gRPC traversal after %d tasks: %v", tasks, err)
+		}
+		tasks += len(resp.Tasks)
+		if resp.NextPageToken == "" {
+			break
+		}
+		req.PageToken = resp.NextPageToken
+	}
+	if tasks != n+made {
+		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, n+made)
+	}
+}

@@ -153,7 +153,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
+	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
 	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)),
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
