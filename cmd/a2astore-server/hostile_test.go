@@ -512,22 +512,28 @@ func TestHostileShapes(t *testing.T) {
 		t.Errorf("%d tasks stored with shapes past the limits", got-n)
 	}
 	made := h.stillServing(t)
-	// A gRPC client reads every task alice can see, page by page.
+	if tasks := h.grpcTraversal(t, "alice", 2); tasks != made {
+		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, made)
+	}
+}
+
+// grpcTraversal reads every task caller can see with a2a-go's gRPC client,
+// page by page, and returns how many there were; a page that fails fails
+// the test.
+func (h *hostile) grpcTraversal(t *testing.T, caller string, pageSize int) int {
+	t.Helper()
 	tasks := 0
-	req := &a2a.ListTasksRequest{PageSize: 2}
+	req := &a2a.ListTasksRequest{PageSize: pageSize}
 	for {
-		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), "alice"), req)
+		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), caller), req)
 		if err != nil {
-			t.Fatalf("gRPC traversal: %v", err)
+			t.Fatalf("gRPC traversal after %d tasks: %v", tasks, err)
 		}
 		tasks += len(resp.Tasks)
 		if resp.NextPageToken == "" {
-			break
+			return tasks
 		}
 		req.PageToken = resp.NextPageToken
-	}
-	if tasks != made {
-		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, made)
 	}
 }
 
@@ -829,20 +835,7 @@ func TestHostileContent(t *testing.T) {
 		}
 	}
 	made := h.stillServing(t)
-	tasks := 0
-	req := &a2a.ListTasksRequest{PageSize: 1}
-	for {
-		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), "alice"), req)
-		if err != nil {
-			t.Fatalf("gRPC traversal after %d tasks: %v", tasks, err)
-		}
-		tasks += len(resp.Tasks)
-		if resp.NextPageToken == "" {
-			break
-		}
-		req.PageToken = resp.NextPageToken
-	}
-	if tasks != n+made {
+	if tasks := h.grpcTraversal(t, "alice", 1); tasks != n+made {
 		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, n+made)
 	}
 }
