@@ -13,9 +13,10 @@
 //
 //	a2astore-server -http 127.0.0.1:8080 -grpc 127.0.0.1:9090 -backend mem
 //
-// The listeners apply a2aserver.ServeLimits (request size, timeouts, gRPC
-// streams and keepalive) and the store engine.Limits (task size and
-// nesting), each settable by flag. With -policy owner, callers are
+// The listeners apply a2aserver.ServeLimits (request size, timeouts, a
+// connection cap per listener, gRPC streams, keepalive, connection age and
+// a deadline on each gRPC call's request) and the store engine.Limits
+// (task size and nesting), each settable by flag. With -policy owner, callers are
 // identified by a request header trusted as sent (-caller-header): staging
 // only, or behind a proxy that authenticates and overwrites it.
 //
