@@ -16,9 +16,10 @@
 // The listeners apply a2aserver.ServeLimits (request size, timeouts, a
 // connection cap per listener, gRPC streams, keepalive, connection age and
 // a deadline on each gRPC call's request) and the store engine.Limits
-// (task size and nesting), each settable by flag. With -policy owner, callers are
-// identified by a request header trusted as sent (-caller-header): staging
-// only, or behind a proxy that authenticates and overwrites it.
+// (task size and nesting), each settable by flag. With -policy owner,
+// callers are identified by a request header trusted as sent
+// (-caller-header): staging only, or behind a proxy that authenticates
+// and overwrites it.
 //
 // SIGINT or SIGTERM stops accepting, waits up to -shutdown-timeout for
 // in-flight requests and running agent executions, fails the tasks of the
