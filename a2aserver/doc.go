@@ -56,18 +56,24 @@
 //   - TaskGuard, a call interceptor that makes every method naming a task
 //     answer exactly as for a missing task when the store's policy denies
 //     it (a2a-go reaches running tasks without asking the store);
+//   - ContentGuard, a call interceptor that answers invalid params to a
+//     message a2a-go would accept but its gRPC binding cannot serve;
 //   - HeaderIdentity, the caller identity from a request header trusted as
 //     sent (staging, or behind a proxy that authenticates and overwrites
 //     it), refusing repeated headers and, with Required, anonymous calls;
 //   - ServeLimits, request size and timeouts for HTTP (without cutting
-//     Server-Sent Event streams) and the gRPC server options;
+//     Server-Sent Event streams), a connection cap per listener, and the
+//     gRPC server (GRPCServer: its options, a deadline on each call's
+//     request, and a GracefulStop that does not wait for calls still
+//     receiving it);
 //   - LogHandler, which cuts client-chosen strings in log lines and keeps
 //     client-caused outcomes out of the error log;
 //   - Executions, which lets shutdown wait for the agent executions a2a-go
 //     runs detached from requests and fail those it cannot wait for.
 //
 // The adapter itself keeps ListTasks pages within TaskStoreOptions'
-// MaxPageBytes and refuses content a2a-go's gRPC binding cannot send.
+// MaxPageBytes and refuses content a2a-go's gRPC binding cannot send or
+// its gRPC client cannot decode.
 //
 // a2a-go's transports do not carry every request parameter equally; see
 // GRPCRequestValidator, RESTQueryCompat and JSONRPCParamsCompat for the

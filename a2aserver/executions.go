@@ -32,8 +32,11 @@ import (
 // starts later); when the agent returns without having ended its task, the
 // wrapper emits a final status update that moves the task to FAILED with
 // the reason as its status message, and a2a-go stores it like any other
-// event. An agent that ignores its context cannot be finished this way;
-// Wait then times out and the task is left as it is.
+// event. When that status message would take the task past the store's
+// limits (engine.Limits), the store refuses the update and a2a-go fails
+// the task itself, without a status message. An agent that ignores its
+// context cannot be finished this way; Wait then times out and the task
+// is left as it is.
 type Executions struct {
 	abort       context.Context
 	abortCancel context.CancelCauseFunc

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -22,14 +24,17 @@ import (
 //
 //	srv := a2aserver.ServeLimits{}.Server(mux)
 //
-// gRPC from GRPCServerOptions:
+// gRPC from GRPCServer (or GRPCServerOptions):
 //
-//	grpcSrv := grpc.NewServer(a2aserver.ServeLimits{}.GRPCServerOptions()...)
+//	grpcSrv := a2aserver.ServeLimits{}.GRPCServer()
+//
+// and both listeners the connection cap from Listener.
 //
 // Server-Sent Event streams (SendStreamingMessage, SubscribeToTask) and
 // long blocking calls are not cut by the timeouts: the read timeout ends
 // when the request body has arrived, and the write timeout bounds each
-// write, not the response.
+// write, not the response. Over gRPC they end with their connection,
+// after MaxConnectionAge and MaxConnectionAgeGrace.
 type ServeLimits struct {
 	// MaxBodyBytes bounds an HTTP request body and a gRPC request message.
 	// An HTTP body declared larger is answered 413 before any of it is
@@ -42,8 +47,9 @@ type ServeLimits struct {
 	MaxHeaderBytes int
 	// ReadTimeout is how long a client may take to send an HTTP request's
 	// headers, and then again its body (a slower client gets 408 and its
-	// connection closed), and to complete a gRPC connection's handshake.
-	// Default DefaultReadTimeout (10 s).
+	// connection closed), to complete a gRPC connection's handshake, and
+	// for a gRPC call to deliver its request message, counted from the
+	// call's start (GRPCServer). Default DefaultReadTimeout (10 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of an HTTP response: a client that
 	// stops reading is cut once a write has waited this long. Default
@@ -59,17 +65,39 @@ type ServeLimits struct {
 	// keepalive pings; a client pinging more often is disconnected
 	// (GOAWAY "too_many_pings"). Default DefaultKeepaliveMinTime (30 s).
 	KeepaliveMinTime time.Duration
+	// MaxConnectionAge closes a gRPC connection after this long (grpc-go
+	// adds ±10% jitter): the server sends GOAWAY, so clients open a new
+	// connection for new calls, and calls still running after
+	// MaxConnectionAgeGrace more are cut (UNAVAILABLE). It bounds what
+	// nothing else does: a client that stops reading a server stream, a
+	// SubscribeToTask of a task that never ends. Streams longer than both
+	// must be resubscribed. Default DefaultMaxConnectionAge (30 min).
+	MaxConnectionAge time.Duration
+	// MaxConnectionAgeGrace is how long calls may still run on a
+	// connection past MaxConnectionAge. Default
+	// DefaultMaxConnectionAgeGrace (5 min).
+	MaxConnectionAgeGrace time.Duration
+	// MaxConns bounds the connections open at once on one listener
+	// wrapped by Listener: further connections wait, unanswered, in the
+	// kernel's accept queue until one closes. It bounds the descriptors
+	// and memory that clients holding connections open can take; the
+	// timeouts above free the slots of slow, idle and stalled clients.
+	// Default DefaultMaxConns (1024); negative: no limit.
+	MaxConns int
 }
 
 // Defaults of ServeLimits.
 const (
-	DefaultMaxBodyBytes         = 4 << 20
-	DefaultMaxHeaderBytes       = 64 << 10
-	DefaultReadTimeout          = 10 * time.Second
-	DefaultWriteTimeout         = 10 * time.Second
-	DefaultIdleTimeout          = 60 * time.Second
-	DefaultMaxConcurrentStreams = 100
-	DefaultKeepaliveMinTime     = 30 * time.Second
+	DefaultMaxBodyBytes          = 4 << 20
+	DefaultMaxHeaderBytes        = 64 << 10
+	DefaultReadTimeout           = 10 * time.Second
+	DefaultWriteTimeout          = 10 * time.Second
+	DefaultIdleTimeout           = 60 * time.Second
+	DefaultMaxConcurrentStreams  = 100
+	DefaultKeepaliveMinTime      = 30 * time.Second
+	DefaultMaxConns              = 1024
+	DefaultMaxConnectionAge      = 30 * time.Minute
+	DefaultMaxConnectionAgeGrace = 5 * time.Minute
 )
 
 // EnsureDefaults fills unset fields with their defaults.
@@ -81,12 +109,28 @@ func (l *ServeLimits) EnsureDefaults() {
 	orDefault(&l.IdleTimeout, DefaultIdleTimeout)
 	orDefault(&l.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
 	orDefault(&l.KeepaliveMinTime, DefaultKeepaliveMinTime)
+	orDefault(&l.MaxConns, DefaultMaxConns)
+	orDefault(&l.MaxConnectionAge, DefaultMaxConnectionAge)
+	orDefault(&l.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 }
 
 func orDefault[T int | int64 | uint32 | time.Duration](v *T, def T) {
 	if *v == 0 {
 		*v = def
 	}
+}
+
+// Listener returns ln with at most MaxConns connections open at once
+// (golang.org/x/net/netutil.LimitListener): Accept waits for one to close.
+// Wrap each listener an A2A server serves, HTTP and gRPC:
+//
+//	ln = limits.Listener(ln)
+func (l ServeLimits) Listener(ln net.Listener) net.Listener {
+	l.EnsureDefaults()
+	if l.MaxConns < 0 {
+		return ln
+	}
+	return netutil.LimitListener(ln, l.MaxConns)
 }
 
 // Server returns an http.Server serving h through Handler, with the header
@@ -133,20 +177,22 @@ func (l ServeLimits) Handler(h http.Handler) http.Handler {
 }
 
 // readBody reads r's body within the limits, or returns the status to
-// answer instead. It allocates at most the body's declared length, or, for
-// a body of unknown length, twice MaxBodyBytes.
+// answer instead. The buffer grows with the bytes that arrive, from 512
+// bytes, and at most to the declared length (or MaxBodyBytes): a declared
+// length is never allocated ahead of the body, so a client that sends
+// only request heads, each declaring MaxBodyBytes, costs no body buffer.
+// Growing by doubling allocates at most about twice what was received.
 func (l ServeLimits) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, int) {
 	_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, l.MaxBodyBytes)
-	var buf []byte
-	var err error
+	limit := l.MaxBodyBytes + 1
 	if r.ContentLength >= 0 {
-		buf = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, buf)
-	} else {
-		buf, err = readAll(body, l.MaxBodyBytes+1)
+		// net/http ends the body after ContentLength bytes; no need for
+		// room past it.
+		limit = min(limit, r.ContentLength+1)
 	}
+	buf, err := readAll(body, limit)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -221,21 +267,32 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // GRPCServerOptions returns the gRPC server options that apply the limits:
 // request message size, metadata size, concurrent streams per connection,
 // connection handshake timeout, idle connections closed after IdleTimeout,
-// keepalive pings enforced (no more often than KeepaliveMinTime), and the
-// server pinging a connection silent for IdleTimeout, closing it when the
-// ping is not answered within ReadTimeout (a dead client holding a stream).
+// every connection closed after MaxConnectionAge (and MaxConnectionAgeGrace
+// for its calls to finish), keepalive pings enforced (no more often than
+// KeepaliveMinTime), the server pinging a connection silent for
+// IdleTimeout, closing it when the ping is not answered within ReadTimeout
+// (a dead client holding a stream), and each call's request message due
+// within ReadTimeout of the call's start (see GRPCServer, which also keeps
+// GracefulStop from waiting for calls that have not delivered their
+// request; prefer it).
 func (l ServeLimits) GRPCServerOptions() []grpc.ServerOption {
 	l.EnsureDefaults()
-	return []grpc.ServerOption{
+	return l.grpcOptions(newGRPCCalls(l.ReadTimeout))
+}
+
+func (l ServeLimits) grpcOptions(calls *grpcCalls) []grpc.ServerOption {
+	return append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(l.MaxBodyBytes)),
 		grpc.MaxHeaderListSize(uint32(l.MaxHeaderBytes)),
 		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(l.ReadTimeout),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionIdle: l.IdleTimeout,
-			Time:              l.IdleTimeout,
-			Timeout:           l.ReadTimeout,
+			MaxConnectionIdle:     l.IdleTimeout,
+			MaxConnectionAge:      l.MaxConnectionAge,
+			MaxConnectionAgeGrace: l.MaxConnectionAgeGrace,
+			Time:                  l.IdleTimeout,
+			Timeout:               l.ReadTimeout,
 		}),
-	}
+	}, calls.options()...)
 }

@@ -1,36 +1,60 @@
 package a2aserver
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/a2astore/a2astore/engine"
 )
 
-// checkServable rejects content that a2a-go v2.3.1 stores but cannot send
-// over gRPC: its protobuf conversion fails on a data part whose value is
-// not a JSON object and on a part without content. Such a task, created
-// over JSON-RPC or HTTP+JSON, would make every gRPC GetTask of it and
-// every gRPC ListTasks page holding it fail — and a failed page delivers
-// no token, so a gRPC traversal could not get past it. The TaskStore
-// adapter refuses it up front with invalid params, so what it stores can
-// be served on all three transports.
+// checkServable rejects content that a2a-go v2.3.1 stores but cannot serve
+// over gRPC: what its protobuf conversion on the server fails (or panics)
+// on, and what its gRPC client refuses to decode (a2apb/v1/pbconv). Such a
+// task, created over JSON-RPC or HTTP+JSON, would make every gRPC GetTask
+// of it and every gRPC ListTasks page holding it fail — and a failed page
+// delivers no token, so a gRPC traversal could not get past it. The
+// TaskStore adapter refuses it up front with invalid params, so what it
+// stores can be served on all three transports. The list, exhaustive for
+// the task's fields (ToProtoTask / FromProtoTask):
+//
+//   - a task without a context ID (the client: "context id cannot be
+//     empty"; the engine already refuses an empty task ID);
+//   - a message — the status message or a history entry — that is nil in
+//     the history, has no ID, or whose role is neither ROLE_USER nor
+//     ROLE_AGENT (sent as ROLE_UNSPECIFIED, which the client refuses);
+//   - an artifact that is nil or has no ID;
+//   - a part that is nil (the server's conversion dereferences it), has no
+//     content, or is a data part whose value is not a JSON object.
+//
+// Strings need no check: JSON and protobuf decoding both leave them valid
+// UTF-8, which is all protobuf asks. Metadata values are what JSON
+// decodes into, which structpb converts; their depth is engine.Limits'.
 func checkServable(t *a2a.Task) error {
 	if t == nil {
 		return nil
 	}
-	for _, m := range append([]*a2a.Message{t.Status.Message}, t.History...) {
-		if m == nil {
-			continue
+	if t.ContextID == "" {
+		return unservable("task without a context ID")
+	}
+	if m := t.Status.Message; m != nil {
+		if err := servableMessage(m); err != nil {
+			return err
 		}
-		if err := servableParts(m.Parts); err != nil {
+	}
+	for _, m := range t.History {
+		if err := servableMessage(m); err != nil {
 			return err
 		}
 	}
 	for _, a := range t.Artifacts {
-		if a == nil {
-			continue
+		switch {
+		case a == nil:
+			return unservable("nil artifact")
+		case a.ID == "":
+			return unservable("artifact without an ID")
 		}
 		if err := servableParts(a.Parts); err != nil {
 			return err
@@ -39,19 +63,70 @@ func checkServable(t *a2a.Task) error {
 	return nil
 }
 
+func unservable(what string) error {
+	return fmt.Errorf("a2aserver: %s: %w", what, engine.ErrInvalidArgument)
+}
+
+// servableMessage checks one message as checkServable does.
+func servableMessage(m *a2a.Message) error {
+	switch {
+	case m == nil:
+		return unservable("nil message")
+	case m.ID == "":
+		return unservable("message without an ID")
+	case m.Role != a2a.MessageRoleUser && m.Role != a2a.MessageRoleAgent:
+		return unservable("message role other than ROLE_USER and ROLE_AGENT")
+	}
+	return servableParts(m.Parts)
+}
+
 func servableParts(ps a2a.ContentParts) error {
 	for _, p := range ps {
 		if p == nil {
-			continue
+			return unservable("nil part")
 		}
 		switch c := p.Content.(type) {
 		case nil:
-			return fmt.Errorf("a2aserver: part without content: %w", engine.ErrInvalidArgument)
+			return unservable("part without content")
 		case a2a.Data:
 			if _, ok := c.Value.(map[string]any); !ok {
-				return fmt.Errorf("a2aserver: data part whose value is not an object: %w", engine.ErrInvalidArgument)
+				return unservable("data part whose value is not an object")
 			}
 		}
 	}
 	return nil
+}
+
+// ContentGuard returns a call interceptor that answers invalid params, on
+// every transport, to a SendMessage or SendStreamingMessage whose message
+// the TaskStore adapter would refuse to store (see checkServable: a role
+// other than ROLE_USER and ROLE_AGENT, no message ID, a null part, a part
+// without content, a data part that is not an object). Without it a2a-go
+// v2.3.1 runs the request anyway and fails later, and not as invalid
+// params: a null part breaks its deep copy of the task ("gob: encodeArray:
+// nil element", answered -32603 / 500 with that text and logged at WARN),
+// and the adapter's refusal comes back as a processor error. Install it
+// with the other interceptors, after the identity:
+//
+//	a2asrv.WithCallInterceptors(identity, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
+//
+// Over gRPC such messages mostly cannot arrive (a2a-go's conversion of the
+// request refuses an unspecified role and a missing ID); the guard answers
+// the rest the same way.
+func ContentGuard() a2asrv.CallInterceptor {
+	return contentGuard{}
+}
+
+type contentGuard struct {
+	a2asrv.PassthroughCallInterceptor
+}
+
+// Before implements a2asrv.CallInterceptor.
+func (contentGuard) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	if r, ok := req.Payload.(*a2a.SendMessageRequest); ok && r != nil && r.Message != nil {
+		if servableMessage(r.Message) != nil {
+			return ctx, nil, a2a.NewError(a2a.ErrInvalidParams, msgInvalidParams)
+		}
+	}
+	return ctx, nil, nil
 }

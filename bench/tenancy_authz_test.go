@@ -158,9 +158,9 @@ func ownedFixture(b *testing.B, e *env, n int) *owned {
 	}
 	start := time.Now()
 	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 4}
-	// n+1: a size of its own, so the shared fixture's store (same
-	// directory or schema naming) is never reused.
-	s, err := e.open(b, n+1, clock.Now)
+	// A name of its own, so the shared fixtures' stores (same directory
+	// or schema naming) are never reused.
+	s, err := e.open(b, fmt.Sprintf("n%d_authz", n), clock.Now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -22,6 +23,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -509,22 +512,28 @@ func TestHostileShapes(t *testing.T) {
 		t.Errorf("%d tasks stored with shapes past the limits", got-n)
 	}
 	made := h.stillServing(t)
-	// A gRPC client reads every task alice can see, page by page.
+	if tasks := h.grpcTraversal(t, "alice", 2); tasks != made {
+		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, made)
+	}
+}
+
+// grpcTraversal reads every task caller can see with a2a-go's gRPC client,
+// page by page, and returns how many there were; a page that fails fails
+// the test.
+func (h *hostile) grpcTraversal(t *testing.T, caller string, pageSize int) int {
+	t.Helper()
 	tasks := 0
-	req := &a2a.ListTasksRequest{PageSize: 2}
+	req := &a2a.ListTasksRequest{PageSize: pageSize}
 	for {
-		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), "alice"), req)
+		resp, err := h.clients[a2a.TransportProtocolGRPC].ListTasks(asCallers(t.Context(), caller), req)
 		if err != nil {
-			t.Fatalf("gRPC traversal: %v", err)
+			t.Fatalf("gRPC traversal after %d tasks: %v", tasks, err)
 		}
 		tasks += len(resp.Tasks)
 		if resp.NextPageToken == "" {
-			break
+			return tasks
 		}
 		req.PageToken = resp.NextPageToken
-	}
-	if tasks != made {
-		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, made)
 	}
 }
 
@@ -674,5 +683,159 @@ func TestHostileMetrics(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "a2astore_store_operation_duration_seconds") {
 		t.Errorf("metrics listener: %s %.200s", resp.Status, b)
+	}
+}
+
+// stalledCall is a gRPC call made frame by frame whose request never
+// completes: the headers, then either part of a GetTask message or all of
+// it without the end of the stream. Until its connection closes it answers
+// the server's pings and settings, as any HTTP/2 client does.
+type stalledCall struct {
+	ended chan string // how the server ended the call or the connection, once
+}
+
+func stallGRPC(t *testing.T, addr string, wholeMessage bool) *stalledCall {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fr := http2.NewFramer(conn, conn)
+	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/lf.a2a.v1.A2AService/GetTask"},
+		{":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}, {strings.ToLower(callerHeader), "alice"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	// GetTaskRequest{id: "x"}: 3 bytes after the 5-byte gRPC prefix.
+	msg := []byte{0, 0, 0, 0, 3, 0x0a, 0x01, 'x'}
+	if !wholeMessage {
+		msg = msg[:6]
+	}
+	if err := errors.Join(fr.WriteSettings(),
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true}),
+		fr.WriteData(1, false, msg)); err != nil {
+		t.Fatal(err)
+	}
+	c := &stalledCall{ended: make(chan string, 1)}
+	go func() {
+		report := func(how string) {
+			select {
+			case c.ended <- how:
+			default:
+			}
+		}
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				report("connection closed")
+				return
+			}
+			switch f := f.(type) {
+			case *http2.PingFrame:
+				if !f.IsAck() {
+					_ = fr.WritePing(true, f.Data)
+				}
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.GoAwayFrame:
+				report("GOAWAY")
+			case *http2.RSTStreamFrame:
+				report("stream reset")
+			case *http2.HeadersFrame:
+				if f.StreamEnded() {
+					report("call ended")
+				}
+			}
+		}
+	}()
+	return c
+}
+
+// end waits until the server ends the call or the connection, and says
+// how; "" when neither happened within bound.
+func (c *stalledCall) end(bound time.Duration) string {
+	select {
+	case how := <-c.ended:
+		return how
+	case <-time.After(bound):
+		return ""
+	}
+}
+
+// TestHostileGRPCStalledCall (review of #14, finding 3): a gRPC call whose
+// request message never completes — part of the message, or all of it
+// without the end of the stream — is ended once the read timeout (2 s)
+// passes, though the client answers every keepalive ping; the server
+// serves on. Checked by removing the request deadline (GRPCServer's tap):
+// both calls are still open after the bound.
+func TestHostileGRPCStalledCall(t *testing.T) {
+	h := startHostile(t)
+	for _, whole := range []bool{false, true} {
+		c := stallGRPC(t, h.grpcLn.Addr().String(), whole)
+		start := time.Now()
+		how := c.end(15 * time.Second)
+		t.Logf("whole message %v: %s after %v", whole, how, time.Since(start).Round(10*time.Millisecond))
+		if how == "" {
+			t.Errorf("stalled call (whole message %v) still open after %v; read timeout 2 s", whole, time.Since(start).Round(time.Second))
+		}
+	}
+	h.stillServing(t)
+}
+
+// TestHostileContent (review of #14, findings 4 and 5): a message a2a-go
+// would accept but cannot serve over gRPC — a role other than ROLE_USER
+// and ROLE_AGENT, a null part — is invalid params on every transport, with
+// the fixed message and nothing logged above DEBUG; nothing is stored, and
+// a gRPC client still lists every task, page by page. Checked by removing
+// ContentGuard from newServer: the roles are stored (and the gRPC
+// traversal fails on them, "message role cannot be unspecified"), and the
+// null part is answered -32603 / 500 "processor error: … gob: encodeArray:
+// nil element" and logged at WARN.
+func TestHostileContent(t *testing.T) {
+	const invalidParams = "invalid params" // a2aserver's fixed message
+	h := startHostile(t)
+	h.taskOf(t, "alice")
+	n := h.taskCount(t)
+	logged := len(h.log.String())
+	for name, msg := range map[string]string{
+		"role user":  `{"messageId":"m1","role":"user","parts":[{"text":"x"}]}`,
+		"role bogus": `{"messageId":"m1","role":"ROLE_BOGUS","parts":[{"text":"x"}]}`,
+		"null part":  `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"x"},null]}`,
+	} {
+		for _, method := range []string{"SendMessage", "SendStreamingMessage"} {
+			rpc := h.postJSON(t, jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"message":`+msg+`}}`, "alice")
+			if rpc != (answer{Code: "-32602", Message: invalidParams}) {
+				t.Errorf("JSON-RPC %s, %s: %+v, want -32602 %q", method, name, rpc, invalidParams)
+			}
+		}
+		for _, path := range []string{"/message:send", "/message:stream"} {
+			if rest := h.postJSON(t, path, `{"message":`+msg+`}`, "alice"); rest.Code != "400" || rest.Message != invalidParams {
+				t.Errorf("HTTP+JSON %s, %s: %+v, want 400 %q", path, name, rest, invalidParams)
+			}
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	pb := &a2apb.Message{MessageId: "m1", Role: a2apb.Role(7), Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "x"}}}}
+	if _, err := h.pb.SendMessage(ctx, &a2apb.SendMessageRequest{Message: pb}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC SendMessage with role 7: %v, want INVALID_ARGUMENT", err)
+	}
+	if got := h.taskCount(t); got != n {
+		t.Errorf("%d tasks stored with content gRPC clients cannot read", got-n)
+	}
+	for _, line := range strings.Split(h.log.String()[logged:], "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a client's invalid message logged: %.300s", line)
+		}
+	}
+	made := h.stillServing(t)
+	if tasks := h.grpcTraversal(t, "alice", 1); tasks != n+made {
+		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, n+made)
 	}
 }

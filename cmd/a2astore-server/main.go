@@ -13,15 +13,16 @@
 //
 //	a2astore-server -http 127.0.0.1:8080 -grpc 127.0.0.1:9090 -backend mem
 //
-// The listeners apply a2aserver.ServeLimits (request size, timeouts, gRPC
-// streams and keepalive) and the store engine.Limits (task size and
-// nesting), each settable by flag. With -policy owner each caller owns the
-// tasks it creates and sees only those (authz.OwnerPolicy: the store
-// records the owner and pages and counts by it, so a caller's ListTasks
-// costs the same whatever others hold; the backend must record owners, or
-// the server refuses to start). Callers are identified by a request header
-// trusted as sent (-caller-header): staging only, or behind a proxy that
-// authenticates and overwrites it.
+// The listeners apply a2aserver.ServeLimits (request size, timeouts, a
+// connection cap per listener, gRPC streams, keepalive, connection age and
+// a deadline on each gRPC call's request) and the store engine.Limits
+// (task size and nesting), each settable by flag. With -policy owner each
+// caller owns the tasks it creates and sees only those (authz.OwnerPolicy:
+// the store records the owner and pages and counts by it, so a caller's
+// ListTasks costs the same whatever others hold; the backend must record
+// owners, or the server refuses to start). Callers are identified by a
+// request header trusted as sent (-caller-header): staging only, or behind
+// a proxy that authenticates and overwrites it.
 //
 // SIGINT or SIGTERM stops accepting, waits up to -shutdown-timeout for
 // in-flight requests and running agent executions, fails the tasks of the
@@ -65,12 +66,15 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address for Prometheus /metrics, apart from the A2A listeners (operators only); empty = none")
 	fs.Int64Var(&cfg.Serve.MaxBodyBytes, "max-body-bytes", a2aserver.DefaultMaxBodyBytes, "largest HTTP request body and gRPC request message")
 	fs.IntVar(&cfg.Serve.MaxHeaderBytes, "max-header-bytes", a2aserver.DefaultMaxHeaderBytes, "largest HTTP header block and gRPC metadata")
-	fs.DurationVar(&cfg.Serve.ReadTimeout, "read-timeout", a2aserver.DefaultReadTimeout, "time a client has to send a request's headers, then its body; gRPC handshake timeout")
+	fs.DurationVar(&cfg.Serve.ReadTimeout, "read-timeout", a2aserver.DefaultReadTimeout, "time a client has to send a request's headers, then its body; gRPC handshake timeout, and time a gRPC call has to deliver its request")
 	fs.DurationVar(&cfg.Serve.WriteTimeout, "write-timeout", a2aserver.DefaultWriteTimeout, "time one response write may wait for a client that does not read (streams are not cut)")
 	fs.DurationVar(&cfg.Serve.IdleTimeout, "idle-timeout", a2aserver.DefaultIdleTimeout, "close HTTP keep-alive and gRPC connections idle this long")
 	var streams uint
 	fs.UintVar(&streams, "grpc-max-streams", a2aserver.DefaultMaxConcurrentStreams, "concurrent calls per gRPC connection")
 	fs.DurationVar(&cfg.Serve.KeepaliveMinTime, "grpc-keepalive-min", a2aserver.DefaultKeepaliveMinTime, "shortest gRPC client keepalive ping interval allowed")
+	fs.DurationVar(&cfg.Serve.MaxConnectionAge, "grpc-max-conn-age", a2aserver.DefaultMaxConnectionAge, "close gRPC connections after this long (GOAWAY; bounds streams and slow readers)")
+	fs.DurationVar(&cfg.Serve.MaxConnectionAgeGrace, "grpc-max-conn-age-grace", a2aserver.DefaultMaxConnectionAgeGrace, "time calls still have on a gRPC connection past -grpc-max-conn-age")
+	fs.IntVar(&cfg.Serve.MaxConns, "max-conns", a2aserver.DefaultMaxConns, "connections open at once on each A2A listener (HTTP, gRPC); more wait to be accepted; -1 = no limit")
 	fs.IntVar(&cfg.Limits.MaxTaskBytes, "max-task-bytes", engine.DefaultMaxTaskBytes, "largest task the store accepts (bytes, as engine.TaskShape measures); -1 = no limit")
 	fs.IntVar(&cfg.Limits.MaxDepth, "max-depth", engine.DefaultMaxDepth, "deepest nesting of task metadata and data parts the store accepts; -1 = no limit")
 	fs.BoolVar(&cfg.FinishAbandoned, "finish-abandoned", true, "on start, fail the tasks a previous run left submitted or working (assumes no other server runs agents on this store)")

@@ -87,7 +87,7 @@ type server struct {
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
-	grpcSrv                   *grpc.Server
+	grpcSrv                   *a2aserver.GRPCServer // GracefulStop does not wait for calls still receiving their request
 
 	serveErr chan error // one value per listener when it stops
 	stopOnce sync.Once
@@ -113,7 +113,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 	}()
 	if cfg.FinishAbandoned {
-		n, err := finishAbandoned(ctx, b.Store, abandonedReason)
+		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("finish abandoned tasks: %w", err)
 		}
@@ -153,7 +153,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
+	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
 	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)),
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
@@ -165,9 +165,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	mux.Handle("/", a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = grpc.NewServer(append(cfg.Serve.GRPCServerOptions(),
-		grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
-	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv)
+	s.grpcSrv = cfg.Serve.GRPCServer(grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))
+	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()
@@ -177,7 +176,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	return s, nil
 }
 
-// listen binds the configured listeners.
+// listen binds the configured listeners, the A2A ones capped at
+// Serve.MaxConns connections each.
 func (s *server) listen() (err error) {
 	defer func() {
 		if err != nil {
@@ -191,9 +191,11 @@ func (s *server) listen() (err error) {
 	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("listen http: %w", err)
 	}
+	s.httpLn = s.cfg.Serve.Listener(s.httpLn)
 	if s.grpcLn, err = net.Listen("tcp", s.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("listen grpc: %w", err)
 	}
+	s.grpcLn = s.cfg.Serve.Listener(s.grpcLn)
 	if s.cfg.MetricsAddr != "" {
 		if s.metricsLn, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen metrics: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
@@ -13,11 +14,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/pebblestore"
 )
@@ -286,5 +289,130 @@ func TestRestartAfterKill(t *testing.T) {
 	want := string(a2a.TaskStateFailed) + ": " + abandonedReason
 	if len(outcomes) != 1 || outcomes[want] < len(acked) {
 		t.Errorf("outcomes %v of %d acknowledged tasks; want all %q", outcomes, len(acked), want)
+	}
+}
+
+// atSize returns a working task of the given ID whose engine.TaskShape is
+// exactly size bytes: a user message padded to fit, and, with statusMsg,
+// an agent status message. Without it, the task is submitted and has no
+// status timestamp.
+func atSize(t *testing.T, id a2a.TaskID, size int, statusMsg bool) *a2a.Task {
+	t.Helper()
+	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+	if statusMsg {
+		now := time.Now().UTC()
+		task.Status = a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now,
+			Message: a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("step 1"))}
+	}
+	user := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(""))
+	task.History = []*a2a.Message{user}
+	user.Parts[0] = a2a.NewTextPart(strings.Repeat("a", size-engine.TaskShape(task).Bytes))
+	if got := engine.TaskShape(task).Bytes; got != size {
+		t.Fatalf("task %s measures %d bytes, want %d", id, got, size)
+	}
+	return task
+}
+
+// TestRestartPastLimits (review of #14, finding 1): on start the server
+// finishes the tasks a dead run left working even when the FAILED status
+// message does not fit the store's limits: a task exactly at
+// -max-task-bytes is failed without the message (a submitted one without
+// a timestamp too), a task stored before -max-depth was lowered (which no
+// write can fit any more) is logged and left as it is, and neither stops
+// the server from starting nor the other tasks from being finished.
+// Checked against the former finishTask, which always added the message
+// and returned the first error: newServer failed with "task larger than
+// MaxTaskBytes".
+func TestRestartPastLimits(t *testing.T) {
+	const maxBytes, maxDepth = 64 << 10, 5
+	dir := t.TempDir()
+	old, err := pebblestore.Open(dir, pebblestore.Options{Limits: engine.Limits{MaxTaskBytes: maxBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := atSize(t, "deep", 1000, true)
+	deep.Metadata = map[string]any{"a": map[string]any{"b": map[string]any{"c": map[string]any{"d": map[string]any{"e": map[string]any{"f": true}}}}}}
+	tasks := []*a2a.Task{
+		atSize(t, "plain-1", 1000, true),
+		atSize(t, "full-working", maxBytes, true),
+		deep,
+		atSize(t, "full-submitted", maxBytes, false),
+		atSize(t, "plain-2", 1000, true),
+	}
+	for _, task := range tasks {
+		if _, err := old.Create(t.Context(), task); err != nil {
+			t.Fatalf("seed %s: %v", task.ID, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	logs := &syncBuffer{}
+	cfg := config{Backend: "pebble", PebbleDir: dir, FinishAbandoned: true,
+		Limits: engine.Limits{MaxTaskBytes: maxBytes, MaxDepth: maxDepth},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	ts := startServer(t, cfg)
+	for _, task := range tasks {
+		rec, err := ts.backend.Get(t.Context(), task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rec.Task
+		if task.ID == "deep" {
+			if got.Status.State != a2a.TaskStateWorking || !strings.Contains(logs.String(), "task=deep") {
+				t.Errorf("task past the lowered depth limit: %s; want it left working and logged:\n%s", got.Status.State, logs.String())
+			}
+			continue
+		}
+		if got.Status.State != a2a.TaskStateFailed {
+			t.Errorf("task %s left %s", task.ID, got.Status.State)
+		}
+		if len(got.History) == 0 || got.History[0].ID != task.History[0].ID || got.History[0].Parts[0].Text() != task.History[0].Parts[0].Text() {
+			t.Errorf("task %s lost its user message", task.ID)
+		}
+		withReason := got.Status.Message != nil && got.Status.Message.Parts[0].Text() == abandonedReason
+		if strings.HasPrefix(string(task.ID), "plain") != withReason {
+			t.Errorf("task %s: status message %+v; want the reason only where it fits", task.ID, got.Status.Message)
+		}
+	}
+	if !strings.Contains(logs.String(), "tasks=4") {
+		t.Errorf("the log does not say 4 tasks were finished:\n%s", logs.String())
+	}
+	// The server serves: the task left working is listed over gRPC too.
+	resp, err := ts.clients[a2a.TransportProtocolGRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
+	if err != nil || resp.TotalSize != len(tasks) {
+		t.Errorf("gRPC ListTasks after the restart: %+v, %v", resp, err)
+	}
+}
+
+// TestShutdownStalledGRPC (review of #14, finding 3): a gRPC call that has
+// not delivered its request does not hold shutdown: the server cancels it
+// at once and stops without reaching its timeout, though the call's own
+// read timeout is a minute away. Checked by making GRPCServer.GracefulStop
+// skip the drain: shutdown waits for its whole timeout ("shutdown
+// timeout" logged), then cuts the connection.
+func TestShutdownStalledGRPC(t *testing.T) {
+	logs := &syncBuffer{}
+	ts := startServer(t, config{Backend: "mem", Serve: a2aserver.ServeLimits{ReadTimeout: time.Minute},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := stallGRPC(t, ts.grpcLn.Addr().String(), false)
+	for ts.grpcSrv.Receiving() == 0 {
+		time.Sleep(5 * time.Millisecond) // a poll of the condition: the call reached the server
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := ts.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shutdown took %v", time.Since(start))
+	if strings.Contains(logs.String(), "shutdown timeout") {
+		t.Errorf("shutdown waited for a call that never delivered its request:\n%s", logs.String())
+	}
+	how := c.end(5 * time.Second)
+	t.Logf("%s after %v", how, time.Since(start))
+	if how == "" {
+		t.Error("the stalled call is still open after shutdown")
 	}
 }

@@ -1,0 +1,175 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+)
+
+// GRPCServer is a grpc.Server with ServeLimits applied whose calls must
+// deliver their request message within ReadTimeout, and whose
+// GracefulStop does not wait for calls still waiting for it. Make one with
+// ServeLimits.GRPCServer.
+//
+// Why: grpc-go bounds a connection's handshake (ConnectionTimeout) and
+// closes connections without calls (MaxConnectionIdle), but a call whose
+// request message never completes — headers sent, then part of the
+// message, or all of it without the end of the stream — holds its stream,
+// its handler goroutine and its connection for as long as the client
+// answers keepalive pings, which any HTTP/2 client does; GracefulStop
+// waits for it. No interceptor can see such a call (the request is read
+// before the unary interceptors run). GRPCServer starts a timer when the
+// stream opens (a tap.ServerInHandle, grpc.InTapHandle, which grpc-go
+// marks experimental) and stops it when the request has been read whole:
+// in a unary interceptor, which runs once grpc-go has the message and the
+// end of the stream, and in a stream interceptor, when the handler's
+// first RecvMsg returns. A call still waiting when the timer fires is
+// canceled (the client gets CANCELLED); GracefulStop cancels every such
+// call at once, refuses new ones (UNAVAILABLE) and then waits only for
+// the calls whose handlers run.
+//
+// What it does not bound: a call that has its request and whose response
+// the client reads slowly or never (a server stream blocks on HTTP/2 flow
+// control) — MaxConnectionAge and MaxConnectionAgeGrace bound those, by
+// closing every connection after that long; and a handler that never
+// returns, which is the application's business.
+type GRPCServer struct {
+	*grpc.Server
+	calls *grpcCalls
+}
+
+// GRPCServer returns a gRPC server with the limits applied
+// (GRPCServerOptions, then opts) and the request deadline described at
+// the type. Register services on its Server.
+func (l ServeLimits) GRPCServer(opts ...grpc.ServerOption) *GRPCServer {
+	l.EnsureDefaults()
+	calls := newGRPCCalls(l.ReadTimeout)
+	return &GRPCServer{Server: grpc.NewServer(append(l.grpcOptions(calls), opts...)...), calls: calls}
+}
+
+// GracefulStop cancels the calls still waiting for their request, refuses
+// new ones, then stops the server as grpc.Server.GracefulStop does:
+// it stops accepting and waits for the calls whose handlers run.
+func (s *GRPCServer) GracefulStop() {
+	s.calls.drain()
+	s.Server.GracefulStop()
+}
+
+// Receiving returns the number of calls waiting for their request message.
+func (s *GRPCServer) Receiving() int {
+	s.calls.mu.Lock()
+	defer s.calls.mu.Unlock()
+	return len(s.calls.mu.waiting)
+}
+
+// Causes of the cancellation of a call still waiting for its request.
+var (
+	errRequestTimeout = errors.New("a2aserver: gRPC request not received within the read timeout")
+	errDraining       = errors.New("a2aserver: gRPC server stopping")
+)
+
+// grpcCalls tracks the calls of one server that wait for their request.
+type grpcCalls struct {
+	timeout time.Duration
+	mu      struct {
+		sync.Mutex
+		waiting  map[*waitingCall]struct{}
+		draining bool
+	}
+}
+
+// waitingCall is one call from its stream's opening until its request has
+// been read (or it ended).
+type waitingCall struct {
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+type waitingCallKey struct{}
+
+func newGRPCCalls(timeout time.Duration) *grpcCalls {
+	c := &grpcCalls{timeout: timeout}
+	c.mu.waiting = make(map[*waitingCall]struct{})
+	return c
+}
+
+// options are the server options that install the tracking.
+func (c *grpcCalls) options() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.InTapHandle(c.opened),
+		grpc.ChainUnaryInterceptor(c.unary),
+		grpc.ChainStreamInterceptor(c.stream),
+	}
+}
+
+// opened runs in the connection's reader goroutine when a stream opens;
+// the context it returns is the stream's.
+func (c *grpcCalls) opened(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.draining {
+		return nil, status.Error(codes.Unavailable, "server stopping")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &waitingCall{cancel: cancel}
+	w.timer = time.AfterFunc(c.timeout, func() { cancel(errRequestTimeout) })
+	c.mu.waiting[w] = struct{}{}
+	// However the call ends, it waits no more.
+	context.AfterFunc(ctx, func() { c.received(w) })
+	return context.WithValue(ctx, waitingCallKey{}, w), nil
+}
+
+// received ends w's wait (again: no-op).
+func (c *grpcCalls) received(w *waitingCall) {
+	w.timer.Stop()
+	c.mu.Lock()
+	delete(c.mu.waiting, w)
+	c.mu.Unlock()
+}
+
+func (c *grpcCalls) receivedIn(ctx context.Context) {
+	if w, ok := ctx.Value(waitingCallKey{}).(*waitingCall); ok {
+		c.received(w)
+	}
+}
+
+// unary runs once grpc-go has read the request message and the end of the
+// stream.
+func (c *grpcCalls) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	c.receivedIn(ctx)
+	return next(ctx, req)
+}
+
+func (c *grpcCalls) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+	return next(srv, &receivingStream{ServerStream: ss, calls: c})
+}
+
+// receivingStream ends the wait when the handler's RecvMsg returns: for
+// the server-streaming methods of A2A (one request message), once the
+// request and the end of the stream have arrived.
+type receivingStream struct {
+	grpc.ServerStream
+	calls *grpcCalls
+}
+
+func (s *receivingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	s.calls.receivedIn(s.Context())
+	return err
+}
+
+// drain cancels every waiting call and refuses new ones.
+func (c *grpcCalls) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.draining = true
+	for w := range c.mu.waiting {
+		w.cancel(errDraining)
+	}
+}
