@@ -43,7 +43,9 @@
 // order, "C" collation on id, btree, valid, not partial) whatever their
 // names, that the owner column is text NOT NULL, and that the counter
 // table, its trigger functions (their bodies as this release writes them)
-// and enabled triggers are in place, and otherwise fails naming the
+// and triggers are in place — each trigger of its type, without a WHEN
+// condition, enabled as CREATE TRIGGER enables it or ENABLE ALWAYS (not
+// disabled, not ENABLE REPLICA) — and otherwise fails naming the
 // migration file to run: pgstore/migrations/001_ordering_indexes.sql,
 // which holds exactly the statements of P2, then
 // pgstore/migrations/003_owner_and_counts.sql, which holds the statements

@@ -144,10 +144,18 @@ WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 
 		}
 	}
 
-	// Triggers: exactly one enabled trigger per function, of the right
-	// type (and, for UPDATE, firing on at least state, context_id, owner).
+	// Triggers: exactly one trigger per function, of the right type (and,
+	// for UPDATE, firing on at least state, context_id, owner), without a
+	// WHEN condition, firing for ordinary sessions: enabled as CREATE
+	// TRIGGER enables it ('O', fires unless session_replication_role is
+	// replica) or ENABLE ALWAYS ('A', fires for every session, replica role
+	// included, which keeps the counters exact for even more writers).
+	// Disabled ('D') and ENABLE REPLICA ('R', fires only in replica role)
+	// triggers do not count ordinary writes; neither does one whose WHEN
+	// condition can be false.
 	rows, err = db.Query(ctx, `
-SELECT p.proname::text, t.tgtype, t.tgenabled <> 'D', coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
+SELECT p.proname::text, t.tgtype, t.tgenabled IN ('O', 'A') AND t.tgqual IS NULL,
+       coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
        ARRAY(SELECT a.attname::text FROM unnest(t.tgattr::int2[]) k(attnum)
              JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = k.attnum)
 FROM pg_trigger t
@@ -161,7 +169,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.n
 	}
 	type trig struct {
 		tgtype           int16
-		enabled          bool
+		enabled          bool // fires for ordinary sessions, unconditionally
 		oldTable, newTab string
 		cols             []string
 	}

@@ -11,7 +11,9 @@
 -- function with the same text, and the owner backfill runs only in the
 -- transaction that adds the column. Startup (P3) checks all of it — the
 -- column, both indexes by definition, the counter table, the function
--- bodies and the triggers — and names this file when something is missing.
+-- bodies and the triggers (their events, no WHEN condition, enabled as
+-- CREATE TRIGGER enables them or ENABLE ALWAYS) — and names this file when
+-- something is missing or different.
 -- The managed schema (the default) runs the same statements at startup.
 --
 -- Roles that write a2a_tasks need SELECT, INSERT, UPDATE and DELETE on
