@@ -31,10 +31,13 @@
 // format 2. Open creates a new database in format 2. A database of format
 // 1 (written before stores recorded owners: no format key, no owner
 // indexes, owners kept by engine/authz's OwnerPolicy in task metadata under
-// "a2astore.owner") is upgraded in place by Open before it returns: every
-// record and index value is rewritten with the owner found in that
-// metadata key (Options.UpgradeOwnerKey; a value that is no string, or an
-// owner over engine.MaxOwnerBytes, which no list could name, leaves the
+// "a2astore.owner" or the key its former MetadataKey option named) is
+// upgraded in place by Open before it returns: every record and index
+// value is rewritten with the owner found in that metadata key
+// (Options.UpgradeOwnerKey, which a deployment that stamped another key
+// must set, since "a2astore.owner" was then client metadata;
+// Options.UpgradeWithoutOwners records none; a value that is no string, or
+// an owner over engine.MaxOwnerBytes, which no list could name, leaves the
 // task without owner), the owner indexes and counters are built, and the
 // format key is written last. Metadata is left as it is. The upgrade runs
 // in synced batches, each atomic: a crash leaves every task either not yet

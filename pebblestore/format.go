@@ -54,9 +54,9 @@ func (s *Store) openFormat(dir string, opts *Options) (err error) {
 			"(back it up first: releases before format %d cannot read the upgraded database): %w: %w",
 			dir, formatVersion, formatVersion, ErrOldFormat, engine.ErrInternal)
 	}
-	key := opts.UpgradeOwnerKey
-	if key == "" {
-		key = defaultUpgradeOwnerKey
+	key, err := opts.upgradeOwnerKey()
+	if err != nil {
+		return err
 	}
 	return s.upgradeFromV1(dir, key)
 }

@@ -51,8 +51,32 @@ type Options struct {
 	// UpgradeOwnerKey is the task metadata key whose string value the
 	// upgrade from format 1 records as the task's owner: where
 	// engine/authz's OwnerPolicy kept owners before stores recorded them.
-	// Default: "a2astore.owner" (the key OwnerPolicy used).
+	// Default: "a2astore.owner", the key OwnerPolicy used by default. A
+	// deployment whose OwnerPolicy recorded owners under another key (its
+	// former MetadataKey option) must name that key: there
+	// "a2astore.owner" was ordinary metadata that any client could set,
+	// and the upgrade would give the task to whoever the client named.
 	UpgradeOwnerKey string
+	// UpgradeWithoutOwners, when true, makes the upgrade from format 1
+	// record no owners: every task written before is left without owner.
+	// Set it when no OwnerPolicy recorded owners in metadata (then any
+	// owner key in metadata was written by clients). It cannot be combined
+	// with UpgradeOwnerKey.
+	UpgradeWithoutOwners bool
+}
+
+// upgradeOwnerKey is the metadata key the upgrade reads owners from (""
+// = none).
+func (o *Options) upgradeOwnerKey() (string, error) {
+	switch {
+	case o.UpgradeWithoutOwners && o.UpgradeOwnerKey != "":
+		return "", fmt.Errorf("pebblestore: Options.UpgradeOwnerKey and UpgradeWithoutOwners are both set: %w", engine.ErrInvalidArgument)
+	case o.UpgradeWithoutOwners:
+		return "", nil
+	case o.UpgradeOwnerKey == "":
+		return defaultUpgradeOwnerKey, nil
+	}
+	return o.UpgradeOwnerKey, nil
 }
 
 // stripes is the number of per-task write locks.
@@ -104,6 +128,9 @@ var (
 // fails with ErrOldFormat. A database of a format newer than this build's
 // fails with ErrNewFormat. See the package documentation.
 func Open(dir string, opts Options) (*Store, error) {
+	if _, err := opts.upgradeOwnerKey(); err != nil {
+		return nil, err
+	}
 	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync}
 	if s.clock == nil {
 		s.clock = engine.WallClock

@@ -20,7 +20,8 @@ import (
 // with no owner, no leading version byte, no o or p index keys, no owner
 // counters and no format key. Owners, if any, were recorded by
 // engine/authz's OwnerPolicy in task metadata, as a JSON string under
-// "a2astore.owner" (Options.UpgradeOwnerKey).
+// "a2astore.owner" or the key its former MetadataKey option named
+// (Options.UpgradeOwnerKey; Options.UpgradeWithoutOwners: none).
 //
 // The upgrade rewrites the records in batches of upgradeChunk: each batch
 // turns its format-1 records, their global and context index values, into
@@ -37,8 +38,8 @@ import (
 // rather than misreading it. Bodies and the format-1 counters are left as
 // they are; task metadata too (the owner key stays in it).
 
-// defaultUpgradeOwnerKey is authz.OwnerMetadataKey, which this package
-// does not import.
+// defaultUpgradeOwnerKey is the metadata key where engine/authz's
+// OwnerPolicy kept owners by default before stores recorded them.
 const defaultUpgradeOwnerKey = "a2astore.owner"
 
 // upgradeChunk is how many format-1 records one upgrade batch rewrites.
@@ -54,9 +55,13 @@ type upgradeStats struct {
 }
 
 // upgradeFromV1 upgrades a format-1 (or partly upgraded) database to format
-// 2, reading owners from metadata key ownerKey.
+// 2, reading owners from metadata key ownerKey ("": none).
 func (s *Store) upgradeFromV1(dir, ownerKey string) error {
-	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (task owners from metadata key %q)", dir, formatVersion, ownerKey)
+	from := fmt.Sprintf("task owners from metadata key %q", ownerKey)
+	if ownerKey == "" {
+		from = "no task owners: Options.UpgradeWithoutOwners"
+	}
+	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (%s)", dir, formatVersion, from)
 	var st upgradeStats
 	for from := []byte{tagRecord}; from != nil; {
 		var err error
@@ -124,7 +129,10 @@ func upgradeRecord(b *pebble.Batch, id a2a.TaskID, v []byte, ownerKey string, st
 		return fmt.Errorf("record %q: metadata: %v: %w", id, err, engine.ErrInternal)
 	}
 	// OwnerPolicy recorded a string; anything else gave no access to anyone.
-	owner, _ := md[ownerKey].(string)
+	var owner string
+	if ownerKey != "" {
+		owner, _ = md[ownerKey].(string)
+	}
 	if engine.ValidateOwner(owner) != nil {
 		// No list can name an owner this long (O1): left unowned, the task
 		// stays where every unscoped list sees it.

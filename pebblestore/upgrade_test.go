@@ -401,6 +401,42 @@ func TestUpgradeFixture(t *testing.T) {
 	checkOwners(t, s, after)
 }
 
+// TestUpgradeOwnerKeyOptions: the upgrade reads owners from the key the
+// deployment's OwnerPolicy wrote (Options.UpgradeOwnerKey; in the fixture
+// only t13 has an "owner" key), or records none (UpgradeWithoutOwners);
+// "a2astore.owner" is then ordinary metadata and gives no task an owner.
+func TestUpgradeOwnerKeyOptions(t *testing.T) {
+	all := slices.Concat(fixtureOwners["alice"], fixtureOwners["bob"], fixtureOwners["carol"], fixtureOwners[""])
+	for _, c := range []struct {
+		opts Options
+		want map[string][]a2a.TaskID
+	}{
+		{Options{UpgradeOwnerKey: "owner"}, map[string][]a2a.TaskID{
+			"mallory": {"t13"}, "": slices.DeleteFunc(slices.Clone(all), func(id a2a.TaskID) bool { return id == "t13" })}},
+		{Options{UpgradeWithoutOwners: true}, map[string][]a2a.TaskID{"": all}},
+	} {
+		t.Run(fmt.Sprintf("%+v", c.opts), func(t *testing.T) {
+			c.opts.Logger = pebblelog.Quiet{}
+			s, err := Open(copyFixture(t), c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mustCheck(t, s)
+			checkOwners(t, s, c.want)
+			for _, o := range []string{"alice", "bob"} {
+				if got, total := listOwners(t, s, engine.ListRequest{Owner: o}); len(got) != 0 || total != 0 {
+					t.Errorf("owner %q: %v, total %d", o, taskIDsOf(got), total)
+				}
+			}
+		})
+	}
+	_, err := Open(copyFixture(t), Options{UpgradeOwnerKey: "owner", UpgradeWithoutOwners: true, Logger: pebblelog.Quiet{}})
+	if !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("both options: %v", err)
+	}
+}
+
 // maps2 copies an owner map.
 func maps2(m map[string][]a2a.TaskID) map[string][]a2a.TaskID {
 	out := map[string][]a2a.TaskID{}

@@ -102,12 +102,18 @@
 // engine.ErrInvalidArgument.
 //
 // Before owners had a column, engine/authz's OwnerPolicy recorded them in
-// task metadata under "a2astore.owner". When the column is added, the same
+// task metadata, under "a2astore.owner" unless its former MetadataKey
+// option named another key. When the column is added, the same
 // transaction copies such owners into it (valid owners only), once: the
 // metadata is left as it is, and after the upgrade it is only the
-// client's. The copy reads taskcodec's binary metadata in PL/pgSQL
-// (a2a_taskcodec_metadata_string, kept installed for a custom
-// OwnerPolicy.MetadataKey).
+// client's. The copy reads Options.UpgradeOwnerKey (default
+// "a2astore.owner"); Options.UpgradeWithoutOwners turns it off. Only the
+// key OwnerPolicy wrote may be trusted — any other was metadata a client
+// could set — so a deployment that stamped another key must name it, and
+// one that kept no owners in metadata must turn the copy off. The
+// migration file takes the key from the setting a2astore.upgrade_owner_key
+// (PGOPTIONS, or an edit of its set_config line). The copy reads
+// taskcodec's binary metadata in PL/pgSQL (a2a_taskcodec_metadata_string).
 //
 // # Time (S1–S5, P1)
 //

@@ -260,17 +260,23 @@ func (s *Store) checkExtras(ctx context.Context) error {
 func (s *Store) ensureExtras(ctx context.Context) error {
 	steps := []struct {
 		needed func(*extrasState) bool
+		before func(pgx.Tx) error // runs first, after the advisory lock
 		stmts  func(qs string) []string
 	}{
-		{func(st *extrasState) bool { return !st.ownerColumn }, ownerColumnInstallSQL},
-		{func(st *extrasState) bool { return len(st.ownerIndexes) > 0 }, func(qs string) []string {
+		{func(st *extrasState) bool { return !st.ownerColumn }, func(tx pgx.Tx) error {
+			// The backfill's key, which ownerColumnInstallSQL's default
+			// then leaves as it is.
+			_, err := tx.Exec(ctx, `SELECT set_config('`+upgradeOwnerKeySetting+`', $1, true)`, s.upgradeOwnerKey)
+			return err
+		}, ownerColumnInstallSQL},
+		{func(st *extrasState) bool { return len(st.ownerIndexes) > 0 }, nil, func(qs string) []string {
 			var stmts []string
 			for _, stmt := range ownerIndexesSQL {
 				stmts = append(stmts, render(stmt, qs))
 			}
 			return stmts
 		}},
-		{func(st *extrasState) bool { return len(st.counts) > 0 }, countsInstallSQL},
+		{func(st *extrasState) bool { return len(st.counts) > 0 }, nil, countsInstallSQL},
 	}
 	st, err := s.inspectExtras(ctx, s.pool)
 	if err != nil || st.complete() {
@@ -287,6 +293,11 @@ func (s *Store) ensureExtras(ctx context.Context) error {
 			now, err := s.inspectExtras(ctx, tx)
 			if err != nil || !step.needed(now) {
 				return err
+			}
+			if step.before != nil {
+				if err := step.before(tx); err != nil {
+					return err
+				}
 			}
 			for _, stmt := range step.stmts(s.qschema) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -78,12 +78,15 @@ func CallerFrom(ctx context.Context) (id string, ok bool) {
 // the mutations answer it not found, as for a missing task (A6).
 //
 // Migration: versions before #15 recorded the owner in the task's metadata
-// under the key "a2astore.owner". Nothing reads or writes that key any
-// more; each backend moves existing owners from it into the store (Pebble
-// upgrades its database on open; PostgreSQL backfills the owner column
-// from it, see pgstore's migrations). A task whose metadata still carries
-// the key keeps it as ordinary, client-visible metadata that grants
-// nothing.
+// under the key "a2astore.owner", or the key the removed MetadataKey field
+// named. Nothing reads or writes that key any more; each backend moves
+// existing owners from it into the store (Pebble upgrades its database on
+// open; PostgreSQL backfills the owner column from it, see pgstore's
+// migrations). Both read "a2astore.owner" unless their Options name
+// another key (UpgradeOwnerKey, required where MetadataKey was set, since
+// "a2astore.owner" was then client metadata) or none
+// (UpgradeWithoutOwners). A task whose metadata still carries the key keeps
+// it as ordinary, client-visible metadata that grants nothing.
 //
 // The zero value is ready to use: identities come from CallerFrom.
 type OwnerPolicy struct {

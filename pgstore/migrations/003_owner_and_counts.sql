@@ -24,14 +24,27 @@
 -- 1. The owner column (text NOT NULL DEFAULT '': '' is "no owner"). ALTER
 --    TABLE ... ADD COLUMN takes ACCESS EXCLUSIVE (reads and writes wait)
 --    until COMMIT. Adding a column with a constant default is instant, but
---    the same transaction copies owners recorded in task metadata under
---    "a2astore.owner" (where engine/authz's OwnerPolicy kept them before
---    this column existed) into the column, so the lock lasts for one scan
---    of the table plus an update of each such row. Stop servers of older
---    releases that create tasks through OwnerPolicy before running it:
---    tasks they create afterwards get no owner. Metadata is left as it is.
---    The a2a_taskcodec_* functions read taskcodec's binary metadata form;
---    they stay installed for a custom OwnerPolicy.MetadataKey (README).
+--    the same transaction copies owners recorded in task metadata (where
+--    engine/authz's OwnerPolicy kept them before this column existed) into
+--    the column, so the lock lasts for one scan of the table plus an update
+--    of each such row. Stop servers of older releases that create tasks
+--    through OwnerPolicy before running it: tasks they create afterwards
+--    get no owner. Metadata is left as it is. The a2a_taskcodec_* functions
+--    read taskcodec's binary metadata form.
+--
+--    THE BACKFILL'S KEY. The owner is copied from metadata key
+--    "a2astore.owner", OwnerPolicy's default. Only the key OwnerPolicy
+--    wrote may be trusted: any other key was ordinary metadata a client
+--    could set. If your OwnerPolicy used another key (its former
+--    MetadataKey option, e.g. "tenant"), "a2astore.owner" was client
+--    metadata and copying it would give a task to whoever the client
+--    named: name your key instead. If no OwnerPolicy kept owners in
+--    metadata, turn the backfill off (''). Either run the file with
+--
+--      PGOPTIONS='-c a2astore.upgrade_owner_key=tenant' psql ...   (or =)
+--
+--    or edit the set_config line before the DO block below. (A managed
+--    schema takes pgstore.Options.UpgradeOwnerKey / UpgradeWithoutOwners.)
 -- 2. The owner ordering indexes. CREATE INDEX takes SHARE (writes wait,
 --    reads go on) while each index is built. To build them without
 --    blocking writes, first run the same two statements with CREATE INDEX
@@ -210,16 +223,25 @@ BEGIN
 	RETURN public.a2a_taskcodec_text(found);
 END
 $fn$;
+-- The metadata key of the owner backfill (see above): 'a2astore.owner'
+-- unless the session set a2astore.upgrade_owner_key (PGOPTIONS). To use
+-- another key, edit 'a2astore.owner' on the next line, or set it to '' for
+-- no backfill.
+SELECT set_config('a2astore.upgrade_owner_key', coalesce(current_setting('a2astore.upgrade_owner_key', true), 'a2astore.owner'), true);
 DO $do$
+DECLARE
+	k text := current_setting('a2astore.upgrade_owner_key', true); -- the metadata key; '' or NULL: none
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_attribute
 	               WHERE attrelid = 'public.a2a_tasks'::regclass AND attname = 'owner' AND NOT attisdropped) THEN
 		ALTER TABLE public.a2a_tasks ADD COLUMN owner text NOT NULL DEFAULT '';
-		UPDATE public.a2a_tasks AS t SET owner = m.owner
-		FROM (SELECT id, public.a2a_taskcodec_metadata_string(metadata, 'a2astore.owner') AS owner
-		      FROM public.a2a_tasks
-		      WHERE position(convert_to('a2astore.owner', 'UTF8') IN metadata) > 0) AS m
-		WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND 1024;
+		IF k <> '' THEN
+			UPDATE public.a2a_tasks AS t SET owner = m.owner
+			FROM (SELECT id, public.a2a_taskcodec_metadata_string(metadata, k) AS owner
+			      FROM public.a2a_tasks
+			      WHERE position(convert_to(k, 'UTF8') IN metadata) > 0) AS m
+			WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND 1024;
+		END IF;
 	END IF;
 END
 $do$;
