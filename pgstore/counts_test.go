@@ -229,6 +229,7 @@ FOR EACH ROW WHEN (OLD.owner = NEW.owner) EXECUTE FUNCTION a2a_task_counts_on_up
 			`DELETE FROM a2a_tasks`},
 		{"counter table written", ``, `UPDATE a2a_task_counts SET n = n + 1 WHERE kind = 1`},
 		{"zero row left", ``, `INSERT INTO a2a_task_counts VALUES (2, 'nobody', 'TASK_STATE_WORKING', 0, 0)`},
+		{"count in another shard", ``, `UPDATE a2a_task_counts SET shard = (shard + 1) % 16 WHERE kind = 2`},
 		{"replica role", ``, `SET session_replication_role = replica; ` + ins + `; SET session_replication_role = origin`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -288,6 +289,79 @@ func TestCountTriggerEnabledAlways(t *testing.T) {
 	must(t)(ext.CreateOwned(ctx, task("t", "c1", a2a.TaskStateWorking), "o1"))
 	checkInvariants(t, ext)
 	checkShapes(t, ext, conn)
+}
+
+// shardOf is the counter shard of a task ID, as the triggers compute it.
+func shardOf(t testing.TB, conn *pgx.Conn, id string) int {
+	t.Helper()
+	var sh int
+	if err := conn.QueryRow(context.Background(), `SELECT (hashtext($1::text) & 2147483647) % $2`, id, pgstore.CountShards).Scan(&sh); err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// Review of issues 11 and 15: a busy owner's (or context's) counter rows
+// are sharded by task ID like the global ones. While a transaction that
+// created a task of owner o is open, another create of o (in another
+// context, state and shard) does not wait for it; one in the same shard
+// does. Each shard row counts the tasks of its shard, so tasks created
+// through one session and deleted through another leave no row behind.
+func TestCountShardsOneOwner(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := open(t)
+	conn := connect(t, dsn)
+	var other, same string
+	held := "held"
+	for i := 0; other == "" || same == ""; i++ {
+		id := fmt.Sprint("t", i)
+		switch sh := shardOf(t, conn, id); {
+		case sh != shardOf(t, conn, held) && other == "":
+			other = id
+		case sh == shardOf(t, conn, held) && same == "":
+			same = id
+		}
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner) VALUES ($1, 'c1', 1, 'TASK_STATE_SUBMITTED', 'o')`, held); err != nil {
+		t.Fatal(err)
+	}
+	// Were o's rows one row per state, this would wait for tx: bound it.
+	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	must(t)(s.CreateOwned(bounded, task(other, "c2", a2a.TaskStateSubmitted), "o"))
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreateOwned(ctx, task(same, "c3", a2a.TaskStateSubmitted), "o")
+		done <- err
+	}()
+	admin := connect(t, dsn)
+	waitFor(t, "a create in the held task's shard to wait", func() bool { return len(blocked(t, admin)) == 1 })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, s)
+	checkTotal(t, s, engine.ListRequest{Owner: "o"}, 3)
+
+	// Created through the pool, deleted through another session: no row
+	// of owner o or its contexts is left.
+	execSQL(t, conn, `DELETE FROM a2a_tasks WHERE owner = 'o'`)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM a2a_task_counts WHERE kind > 0`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d owner and context rows left", left)
+	}
+	checkInvariants(t, s)
 }
 
 // Updates that change no counted column do not touch the counter table:

@@ -56,8 +56,8 @@
 //
 // Every total of the shapes none, state, context, context+state, owner and
 // owner+state is read from a2a_task_counts, not counted: at most a row per
-// state and shard (16 per state for the unfiltered and state-filtered
-// totals, one per state for a context or an owner). An owner+context total
+// state and shard (16 shards per state, for the unfiltered, a context's
+// and an owner's totals alike). An owner+context total
 // (with or without a state) counts that owner's tasks in that context in
 // the owner+context index, reading nothing of other owners; a total with
 // StatusTimestampAfter counts the matching rows and may scan (C4).
@@ -69,16 +69,17 @@
 // it. INSERT and DELETE triggers run once per statement on its transition
 // table, so a bulk load or a retention DELETE costs one upsert per
 // counter row touched; the UPDATE trigger runs per row and only for
-// updates that set state, context_id or owner (AppendHistory fires
+// updates that set id, state, context_id or owner (AppendHistory fires
 // nothing), returning at once when they are unchanged. Each trigger
 // upserts its counter rows in one statement in key order, so
-// single-statement writers never deadlock on them. The unfiltered and
-// per-state counts are split over 16 rows per state, chosen by the writing
-// backend's pid, so concurrent writers do not queue on one hot row;
-// context and owner rows are not split (a context or an owner whose tasks
-// are written by many sessions at once queues on its row). Context and
-// owner rows that reach zero are deleted by the statement that zeroed
-// them. Writes that bypass triggers (session_replication_role = replica,
+// single-statement writers never deadlock on them. Every count — the
+// unfiltered and per-state ones, and those of each context and owner — is
+// split over 16 rows per state, the task's row chosen by a hash of its ID,
+// so concurrent writers of different tasks rarely queue on one row, also
+// when they all write one busy owner's or context's tasks; a total sums
+// its shards. A task stays in its shard for life, so each shard row is an
+// exact count of its tasks, and context and owner rows that reach zero
+// are deleted by the statement that zeroed them. Writes that bypass triggers (session_replication_role = replica,
 // ALTER TABLE … DISABLE TRIGGER) make the counters wrong: CheckInvariants
 // compares every counter with a recount from one snapshot (ErrCountDrift,
 // CountDrifts), and SELECT <schema>.a2a_task_counts_rebuild() recounts
