@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
+	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/engine/memstore"
 )
@@ -228,8 +230,8 @@ func TestTaskGuard(t *testing.T) {
 }
 
 // TestHeaderIdentity: one header value is the caller; a repeated header is
-// refused rather than trusting either value; Required refuses calls with
-// no identity.
+// refused rather than trusting either value, and so is one longer than any
+// owner can be; Required refuses calls with no identity.
 func TestHeaderIdentity(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -245,6 +247,8 @@ func TestHeaderIdentity(t *testing.T) {
 		{"missing, required", nil, true, "", errNoIdentity},
 		{"empty, required", []string{""}, true, "", errNoIdentity},
 		{"one value, required", []string{"alice"}, true, "alice", nil},
+		{"longest", []string{strings.Repeat("x", engine.MaxOwnerBytes)}, true, strings.Repeat("x", engine.MaxOwnerBytes), nil},
+		{"over-long", []string{strings.Repeat("x", engine.MaxOwnerBytes+1)}, false, "", errLongIdentity},
 	} {
 		params := map[string][]string{}
 		if c.values != nil {

@@ -2,9 +2,12 @@ package a2aserver
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
 // HeaderIdentity is an a2asrv.CallInterceptor that takes the caller's
@@ -18,6 +21,10 @@ import (
 // overwriting any the client sent. A request carrying the header more than
 // once (as a proxy that appends instead of overwriting would forward it) is
 // rejected with a2a.ErrUnauthenticated rather than trusting either value.
+//
+// An identity longer than engine.MaxOwnerBytes, which no task owner can be,
+// is rejected with a2a.ErrUnauthenticated on every method (engine/authz's
+// OwnerPolicy counts such an identity as none, whoever set it).
 //
 // A request without the header (or with an empty one) keeps whatever user
 // earlier middleware set. With Required, when that leaves no authenticated,
@@ -38,6 +45,7 @@ var _ a2asrv.CallInterceptor = HeaderIdentity{}
 var (
 	errRepeatedIdentity = a2a.NewError(a2a.ErrUnauthenticated, "caller identity header repeated")
 	errNoIdentity       = a2a.NewError(a2a.ErrUnauthenticated, "caller identity required")
+	errLongIdentity     = a2a.NewError(a2a.ErrUnauthenticated, fmt.Sprintf("caller identity longer than %d bytes", engine.MaxOwnerBytes))
 )
 
 // Before implements a2asrv.CallInterceptor.
@@ -46,6 +54,8 @@ func (h HeaderIdentity) Before(ctx context.Context, callCtx *a2asrv.CallContext,
 	switch {
 	case len(vals) > 1:
 		return ctx, nil, errRepeatedIdentity
+	case len(vals) == 1 && len(vals[0]) > engine.MaxOwnerBytes:
+		return ctx, nil, errLongIdentity
 	case len(vals) == 1 && vals[0] != "":
 		callCtx.User = a2asrv.NewAuthenticatedUser(vals[0], nil)
 	case h.Required && (callCtx.User == nil || !callCtx.User.Authenticated || callCtx.User.Name == ""):

@@ -1,12 +1,15 @@
 package a2aserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -62,6 +65,70 @@ func newHeldAgentDone() *heldAgent {
 	a := newHeldAgent()
 	close(a.release)
 	return a
+}
+
+// userInterceptor sets the call's authenticated user, as an
+// authenticating middleware before the handler would.
+type userInterceptor struct {
+	a2asrv.PassthroughCallInterceptor
+	name string
+}
+
+func (u userInterceptor) Before(ctx context.Context, callCtx *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
+	callCtx.User = a2asrv.NewAuthenticatedUser(u.name, nil)
+	return ctx, nil, nil
+}
+
+// levelRecorder records the highest level logged.
+type levelRecorder struct {
+	mu  sync.Mutex
+	max slog.Level
+	msg []string
+}
+
+func (r *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *levelRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.max = max(r.max, rec.Level)
+	r.msg = append(r.msg, rec.Level.String()+" "+rec.Message)
+	return nil
+}
+func (r *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *levelRecorder) WithGroup(string) slog.Handler      { return r }
+
+// TestOverlongIdentity: an identity longer than engine.MaxOwnerBytes, which
+// no owner can be, is unauthenticated on every method — refused by
+// HeaderIdentity, and no identity to OwnerPolicy when other middleware
+// authenticated it — never an internal error (which the server would log
+// at ERROR) on one method and invalid params on another. Nothing is stored.
+func TestOverlongIdentity(t *testing.T) {
+	long := strings.Repeat("x", engine.MaxOwnerBytes+1)
+	for name, identify := range map[string]a2asrv.CallInterceptor{
+		"HeaderIdentity":           HeaderIdentity{Header: callerHeader},
+		"HeaderIdentity, required": HeaderIdentity{Header: callerHeader, Required: true},
+		"authenticated user":       userInterceptor{name: long},
+	} {
+		mem := memstore.New(memstore.Options{})
+		ts := TaskStore(authz.New(mem, authz.OwnerPolicy{}))
+		logs := &levelRecorder{max: slog.LevelDebug}
+		h := a2asrv.NewHandler(newHeldAgentDone(), a2asrv.WithTaskStore(ts), a2asrv.WithLogger(slog.New(logs)),
+			a2asrv.WithCallInterceptors(identify, TaskGuard(ts)))
+		ctx := caller(t.Context(), long)
+		_, err := h.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))})
+		if !errors.Is(err, a2a.ErrUnauthenticated) {
+			t.Errorf("%s: SendMessage: %v; want unauthenticated", name, err)
+		}
+		if _, err := h.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnauthenticated) {
+			t.Errorf("%s: ListTasks: %v; want unauthenticated", name, err)
+		}
+		if logs.max >= slog.LevelError {
+			t.Errorf("%s: logged at ERROR: %q", name, logs.msg)
+		}
+		if resp, err := mem.List(t.Context(), &engine.ListRequest{IncludeTotalSize: true}); err != nil || resp.TotalSize != 0 {
+			t.Errorf("%s: stored %d tasks (%v)", name, resp.TotalSize, err)
+		}
+	}
 }
 
 // TestUnauthenticatedCaller: a call without identity to a store that needs

@@ -31,21 +31,46 @@
 // format 2. Open creates a new database in format 2. A database of format
 // 1 (written before stores recorded owners: no format key, no owner
 // indexes, owners kept by engine/authz's OwnerPolicy in task metadata under
-// "a2astore.owner") is upgraded in place by Open before it returns: every
-// record and index value is rewritten with the owner found in that
-// metadata key (Options.UpgradeOwnerKey; a value that is no string, or an
-// owner over engine.MaxOwnerBytes, which no list could name, leaves the
+// "a2astore.owner" or the key its former MetadataKey option named) is
+// upgraded in place by Open before it returns: every record and index
+// value is rewritten with the owner found in that metadata key
+// (Options.UpgradeOwnerKey, which a deployment that stamped another key
+// must set, since "a2astore.owner" was then client metadata;
+// Options.UpgradeWithoutOwners records none; a value that is no string, or
+// an owner over engine.MaxOwnerBytes, which no list could name, leaves the
 // task without owner), the owner indexes and counters are built, and the
 // format key is written last. Metadata is left as it is. The upgrade runs
 // in synced batches, each atomic: a crash leaves every task either not yet
 // upgraded or upgraded with all of its keys, never a mix, and the next Open
 // finishes the upgrade (skipping upgraded tasks) before anything is served.
-// Format-2 values start with a byte no format-1 reader accepts, so a
-// release before format 2 fails on an upgraded (or half-upgraded) database
-// rather than misreading it: back up before upgrading if you may go back.
 // With Options.NoUpgrade, Open refuses a format-1 database with
 // ErrOldFormat and changes nothing. A database of a newer format fails
 // Open with ErrNewFormat. Both errors say what to do.
+//
+// # The rollback guard
+//
+// Releases before format 2 must not open a format-2 database: they would
+// create tasks in format 1 in it, which this build cannot read. This build
+// keeps the database's write-ahead log in the subdirectory wal of dir, and
+// Pebble records that in the database's OPTIONS file; a release before
+// the guard opens the database with the log in dir itself, and Pebble
+// refuses to open it ("directory .../wal may contain relevant WALs but is
+// not in WALRecoveryDirs") before reading or writing anything. (Renaming
+// the merge operator would not do: Pebble records its name in every
+// sstable and reads sstables only under the configured name.) A new
+// database is guarded from its first Open. A database last opened without
+// the guard — a format-1 database, or a format-2 one that the format-2
+// build before the guard upgraded, which the format-1 release may have
+// opened since and written tasks into — is scanned by Open for format-1
+// tasks, which are upgraded as the upgrade would (owners from
+// Options.UpgradeOwnerKey), and then guarded; an interrupted scan is
+// finished by the next Open (the file A2ASTORE-SCAN-PENDING in dir says
+// one is due). Rolling back to an older release therefore means restoring
+// a backup taken before the upgrade: back up before upgrading if you may
+// go back. A value in format 1 met anyway is reported as such (an
+// engine.ErrInternal naming Options.RepairFormat1, which makes Open scan
+// and upgrade it). Open holds Pebble's directory lock from before it
+// reads the OPTIONS file until Close.
 //
 // # Guarantees
 //

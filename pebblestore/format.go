@@ -24,41 +24,77 @@ var (
 	ErrNewFormat = errors.New("pebblestore: database format newer than this build's")
 )
 
+// formatAction is what Open does about a database's format.
+type formatAction int
+
+const (
+	formatCurrent formatAction = iota // nothing
+	formatNew                         // an empty database: record the format
+	formatUpgrade                     // format 1 (or partly upgraded): upgrade
+	formatRepair                      // format 2: scan for format-1 records
+)
+
 // openFormat checks the format of the database just opened from dir: it
 // writes the current one into a new database and upgrades (or, with
-// NoUpgrade, refuses) an older one.
-func (s *Store) openFormat(dir string, opts *Options) (err error) {
+// NoUpgrade, refuses) an older one. scan says the database was last opened
+// without the rollback guard (guard.go), or such an Open's scan is not
+// done: a format-2 database is then scanned for format-1 records a release
+// before format 2 may have written, which are upgraded (NoUpgrade or not:
+// the format stays 2).
+func (s *Store) openFormat(dir string, opts *Options, scan bool) (err error) {
+	defer s.catch("open", &err)
+	action, err := s.checkFormat(dir, opts, scan)
+	if err != nil {
+		return err
+	}
+	key, err := opts.upgradeOwnerKey()
+	if err != nil {
+		return err
+	}
+	switch action {
+	case formatNew:
+		return s.writeFormat(dir)
+	case formatUpgrade:
+		return s.upgradeFromV1(dir, key)
+	case formatRepair:
+		return s.repairV1(dir, key)
+	}
+	return nil
+}
+
+// checkFormat reads the format of the database just opened from dir and
+// returns what openFormat must do about it, or the error of a database it
+// must refuse. It writes nothing.
+func (s *Store) checkFormat(dir string, opts *Options, scan bool) (action formatAction, err error) {
 	defer s.catch("open", &err)
 	v, found, err := s.readFormat()
 	switch {
 	case err != nil:
-		return fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+		return 0, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+	case found && v == formatVersion && scan:
+		return formatRepair, nil
 	case found && v == formatVersion:
-		return nil
+		return formatCurrent, nil
 	case found && v > formatVersion:
-		return fmt.Errorf("pebblestore: open %s: the database has format %d, this build reads format %d: "+
+		return 0, fmt.Errorf("pebblestore: open %s: the database has format %d, this build reads format %d: "+
 			"open it with the a2astore release that wrote it, or a newer one: %w: %w", dir, v, formatVersion, ErrNewFormat, engine.ErrInternal)
 	case found:
-		return fmt.Errorf("pebblestore: open %s: unknown database format %d: %w", dir, v, engine.ErrInternal)
+		return 0, fmt.Errorf("pebblestore: open %s: unknown database format %d: %w", dir, v, engine.ErrInternal)
 	}
 	empty, err := s.empty()
 	if err != nil {
-		return fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+		return 0, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
 	}
 	if empty {
-		return s.writeFormat(dir)
+		return formatNew, nil
 	}
 	if opts.NoUpgrade {
-		return fmt.Errorf("pebblestore: open %s: the database has format 1 (written before stores recorded task owners), "+
+		return 0, fmt.Errorf("pebblestore: open %s: the database has format 1 (written before stores recorded task owners), "+
 			"this build reads format %d: open it once without Options.NoUpgrade to upgrade it in place "+
 			"(back it up first: releases before format %d cannot read the upgraded database): %w: %w",
 			dir, formatVersion, formatVersion, ErrOldFormat, engine.ErrInternal)
 	}
-	key := opts.UpgradeOwnerKey
-	if key == "" {
-		key = defaultUpgradeOwnerKey
-	}
-	return s.upgradeFromV1(dir, key)
+	return formatUpgrade, nil
 }
 
 // readFormat returns the stored format version, if any.

@@ -300,9 +300,18 @@ func (l *light) append(dst []byte) []byte {
 
 var errCorruptValue = fmt.Errorf("pebblestore: corrupt value: %w", engine.ErrInternal)
 
+// errFormat1Value is the error of a format-1 value where format 2 is read:
+// a task written into this database by an a2astore release before format
+// 2, past the rollback guard (guard.go).
+var errFormat1Value = fmt.Errorf("pebblestore: a format-1 value (a task written by an a2astore release before format 2) "+
+	"in a format-2 database: open the database with Options.RepairFormat1 to upgrade such tasks: %w", engine.ErrInternal)
+
 // decodeLight decodes a format-2 light value. The slices alias b.
 func decodeLight(b []byte) (light, error) {
 	if len(b) < 1 || b[0] != lightV2 {
+		if _, err := decodeLightV1(b); err == nil {
+			return light{}, errFormat1Value
+		}
 		return light{}, errCorruptValue
 	}
 	return decodeLightFields(b[1:], true)

@@ -40,19 +40,57 @@ type Options struct {
 	Logger pebble.Logger
 	// Tune, if set, is called with the Pebble options just before the
 	// database is opened (benchmarks use it to tune compactions). Default: nil.
+	// Changing WALDir there moves the write-ahead log (from where OPTIONS
+	// last recorded it); a database whose log is not in the subdirectory
+	// wal is not protected by the rollback guard (see the package
+	// documentation).
 	Tune func(*pebble.Options)
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
 	Limits engine.Limits
 	// NoUpgrade, when true, makes Open fail with ErrOldFormat on a database
-	// of an older format instead of upgrading it in place (see Open).
-	// Default (false): upgrade.
+	// of an older format instead of upgrading it in place (see Open); the
+	// refused database is left as it was, older releases can open it.
+	// Default (false): upgrade. (The repair scan of a format-2 database
+	// last opened without the rollback guard runs either way: the format
+	// stays 2.)
 	NoUpgrade bool
 	// UpgradeOwnerKey is the task metadata key whose string value the
 	// upgrade from format 1 records as the task's owner: where
 	// engine/authz's OwnerPolicy kept owners before stores recorded them.
-	// Default: "a2astore.owner" (the key OwnerPolicy used).
+	// Default: "a2astore.owner", the key OwnerPolicy used by default. A
+	// deployment whose OwnerPolicy recorded owners under another key (its
+	// former MetadataKey option) must name that key: there
+	// "a2astore.owner" was ordinary metadata that any client could set,
+	// and the upgrade would give the task to whoever the client named.
 	UpgradeOwnerKey string
+	// UpgradeWithoutOwners, when true, makes the upgrade from format 1
+	// record no owners: every task written before is left without owner.
+	// Set it when no OwnerPolicy recorded owners in metadata (then any
+	// owner key in metadata was written by clients). It cannot be combined
+	// with UpgradeOwnerKey.
+	UpgradeWithoutOwners bool // RepairFormat1, when true, makes Open scan a format-2 database for
+	// tasks stored in format 1 — written by an a2astore release before
+	// format 2, which the store reports as "a format-1 value" — and
+	// upgrade them as the upgrade from format 1 does (owners from
+	// UpgradeOwnerKey). Open does so by itself for a database last opened
+	// without the rollback guard (see the package documentation). It
+	// reads every record once.
+	RepairFormat1 bool
+}
+
+// upgradeOwnerKey is the metadata key the upgrade reads owners from (""
+// = none).
+func (o *Options) upgradeOwnerKey() (string, error) {
+	switch {
+	case o.UpgradeWithoutOwners && o.UpgradeOwnerKey != "":
+		return "", fmt.Errorf("pebblestore: Options.UpgradeOwnerKey and UpgradeWithoutOwners are both set: %w", engine.ErrInvalidArgument)
+	case o.UpgradeWithoutOwners:
+		return "", nil
+	case o.UpgradeOwnerKey == "":
+		return defaultUpgradeOwnerKey, nil
+	}
+	return o.UpgradeOwnerKey, nil
 }
 
 // stripes is the number of per-task write locks.
@@ -75,6 +113,7 @@ const stripes = 256
 // compaction goroutine still panics.
 type Store struct {
 	db     *pebble.DB
+	lock   *pebble.Lock // the directory lock, held until Close
 	clock  engine.Clock
 	limits engine.Limits
 	wo     *pebble.WriteOptions
@@ -103,7 +142,15 @@ var (
 // place before Open returns, unless Options.NoUpgrade is set: then Open
 // fails with ErrOldFormat. A database of a format newer than this build's
 // fails with ErrNewFormat. See the package documentation.
+//
+// Open holds Pebble's lock on dir until Close. A database last opened by a
+// release without the rollback guard (see the package documentation) is
+// scanned for format-1 records first, and Open then moves its write-ahead
+// log into dir/wal, which releases before the guard refuse to open.
 func Open(dir string, opts Options) (*Store, error) {
+	if _, err := opts.upgradeOwnerKey(); err != nil {
+		return nil, err
+	}
 	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync}
 	if s.clock == nil {
 		s.clock = engine.WallClock
@@ -122,12 +169,39 @@ func Open(dir string, opts Options) (*Store, error) {
 		base = pebble.DefaultLogger
 	}
 	s.logger = base
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	lock, err := lockDir(dir, fs)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+	}
+	s.lock = lock
+	if err := s.open(dir, fs, cache, &opts); err != nil {
+		s.life.closed = true
+		if s.failed.Load() == nil {
+			if s.db != nil {
+				_ = s.db.Close()
+			}
+			_ = lock.Close()
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens the database in dir (s.db) and checks its format (upgrading
+// or repairing it), under the rollback guard (guard.go).
+func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) error {
 	po := &pebble.Options{
-		FS:                 opts.FS,
+		FS:                 fs,
 		Cache:              cache,
 		Merger:             counterMerger,
-		Logger:             &fatalLogger{base: base, s: s},
+		Logger:             &fatalLogger{base: s.logger, s: s},
 		FormatMajorVersion: pebble.FormatNewest,
+		Lock:               s.lock,
+		WALDir:             walDir,
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -135,19 +209,68 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Tune != nil {
 		opts.Tune(po)
 	}
-	db, err := openCatching(dir, po)
+	target := po.WALDir
+	internal := func(err error) error {
+		return fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+	}
+	prior, exists, err := recordedWAL(dir, fs)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+		return internal(fmt.Errorf("read its options: %v", err))
 	}
-	s.db = db
-	if err := s.openFormat(dir, &opts); err != nil {
-		s.life.closed = true
-		if s.failed.Load() == nil {
-			_ = db.Close()
+	if exists && resolveStorePath(dir, prior) != resolveStorePath(dir, target) {
+		// Last opened without the guard: open it as it was, decide (a
+		// refusal changes nothing), note the scan it needs, and close it
+		// without writing, so that the guarded Open below has no log
+		// to replay (see closeDB).
+		if err := walOptions(po, dir, fs, prior, target); err != nil {
+			return internal(err)
 		}
-		return nil, err
+		if s.db, err = openCatching(dir, po); err != nil {
+			return internal(err)
+		}
+		if _, err := s.checkFormat(dir, opts, true); err != nil {
+			return err
+		}
+		if err := markScan(dir, fs); err != nil {
+			return internal(err)
+		}
+		if err := s.closeDB(); err != nil {
+			return internal(err)
+		}
 	}
-	return s, nil
+	if err := walOptions(po, dir, fs, target, storePath, prior); err != nil {
+		return internal(err)
+	}
+	if s.db, err = openCatching(dir, po); err != nil {
+		return internal(err)
+	}
+	scan, err := scanMarked(dir, fs)
+	if err != nil {
+		return internal(err)
+	}
+	if err := s.openFormat(dir, opts, scan || opts.RepairFormat1); err != nil {
+		return err
+	}
+	if scan {
+		if err := unmarkScan(dir, fs); err != nil {
+			return internal(err)
+		}
+	}
+	return nil
+}
+
+// closeDB closes s.db for a reopen. Nothing is written before: Pebble
+// v2.1.7 flushes the log it replays during Open, the flush may start a
+// compaction, and an Open that then fails (creating its new log) closes
+// the file cache under that compaction, which panics in the compaction's
+// goroutine. (Flushing here instead is no way out: a failing flush panics
+// through Fatalf with Pebble's mutex in a state its deferred unlock
+// cannot handle.)
+func (s *Store) closeDB() (err error) {
+	defer s.catch("open", &err)
+	db := s.db
+	s.db = nil
+	return db.Close()
 }
 
 func openCatching(dir string, po *pebble.Options) (db *pebble.DB, err error) {
@@ -200,6 +323,9 @@ func (s *Store) Close() (err error) {
 	defer s.catch("close", &err)
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %v: %w", err, engine.ErrInternal)
+	}
+	if err := s.lock.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: release the lock: %v: %w", err, engine.ErrInternal)
 	}
 	return nil
 }

@@ -20,7 +20,8 @@ import (
 // with no owner, no leading version byte, no o or p index keys, no owner
 // counters and no format key. Owners, if any, were recorded by
 // engine/authz's OwnerPolicy in task metadata, as a JSON string under
-// "a2astore.owner" (Options.UpgradeOwnerKey).
+// "a2astore.owner" or the key its former MetadataKey option named
+// (Options.UpgradeOwnerKey; Options.UpgradeWithoutOwners: none).
 //
 // The upgrade rewrites the records in batches of upgradeChunk: each batch
 // turns its format-1 records, their global and context index values, into
@@ -32,13 +33,16 @@ import (
 // last, once no format-1 record remains. Open serves the
 // database only after that, so a crash mid-upgrade leaves a database that
 // the next Open upgrades further (format-2 records are skipped) before
-// anything is listed; and a release before format 2 that opens it reads a
-// format-2 value as corrupt (its leading byte is no state code) and fails
-// rather than misreading it. Bodies and the format-1 counters are left as
-// they are; task metadata too (the owner key stays in it).
+// anything is listed. The upgrade runs with the rollback guard in place
+// (guard.go): no release before format 2 can open the database once it
+// has begun. (Had one, it would read a format-2 value as corrupt — its
+// leading byte is no state code — rather than misread it, and write its
+// tasks in format 1, which the repair scan upgrades.) Bodies and the
+// format-1 counters are left as they are; task metadata too (the owner
+// key stays in it).
 
-// defaultUpgradeOwnerKey is authz.OwnerMetadataKey, which this package
-// does not import.
+// defaultUpgradeOwnerKey is the metadata key where engine/authz's
+// OwnerPolicy kept owners by default before stores recorded them.
 const defaultUpgradeOwnerKey = "a2astore.owner"
 
 // upgradeChunk is how many format-1 records one upgrade batch rewrites.
@@ -54,22 +58,57 @@ type upgradeStats struct {
 }
 
 // upgradeFromV1 upgrades a format-1 (or partly upgraded) database to format
-// 2, reading owners from metadata key ownerKey.
+// 2, reading owners from metadata key ownerKey ("": none).
 func (s *Store) upgradeFromV1(dir, ownerKey string) error {
-	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (task owners from metadata key %q)", dir, formatVersion, ownerKey)
-	var st upgradeStats
-	for from := []byte{tagRecord}; from != nil; {
-		var err error
-		if from, err = s.upgradeChunkFromV1(from, ownerKey, &st); err != nil {
-			return fmt.Errorf("pebblestore: open %s: upgrade to format %d: %w", dir, formatVersion, err)
-		}
-	}
-	if err := s.writeFormat(dir); err != nil {
+	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (%s)", dir, formatVersion, ownersFrom(ownerKey))
+	st, err := s.upgradeRecords(dir, ownerKey)
+	if err != nil {
 		return err
 	}
 	s.logger.Infof("pebblestore: %s: upgraded to format %d: %d tasks rewritten (%d with an owner; %d owners over %d bytes left unowned), %d already upgraded",
 		dir, formatVersion, st.upgraded, st.owned, st.overLong, engine.MaxOwnerBytes, st.skipped)
 	return nil
+}
+
+// repairV1 is the upgrade's scan of a format-2 database last opened
+// without the rollback guard: a release before format 2 may have opened
+// it and created tasks in format 1, which this build could not read. They
+// are upgraded as the upgrade would (their owners from metadata key
+// ownerKey); format-2 records are left as they are.
+func (s *Store) repairV1(dir, ownerKey string) error {
+	s.logger.Infof("pebblestore: %s: the database was last opened by a release without the rollback guard: "+
+		"checking it for tasks written in format 1 by a release before format %d", dir, formatVersion)
+	st, err := s.upgradeRecords(dir, ownerKey)
+	if err != nil {
+		return err
+	}
+	if st.upgraded > 0 {
+		s.logger.Infof("pebblestore: %s: %d tasks written in format 1 after the upgrade to format %d (a release before format %d opened the database) "+
+			"were upgraded (%s; %d with an owner; %d owners over %d bytes left unowned)",
+			dir, st.upgraded, formatVersion, formatVersion, ownersFrom(ownerKey), st.owned, st.overLong, engine.MaxOwnerBytes)
+	}
+	return nil
+}
+
+// ownersFrom says where the upgrade takes owners from.
+func ownersFrom(ownerKey string) string {
+	if ownerKey == "" {
+		return "no task owners: Options.UpgradeWithoutOwners"
+	}
+	return fmt.Sprintf("task owners from metadata key %q", ownerKey)
+}
+
+// upgradeRecords rewrites every format-1 record into format 2 and then
+// records the format.
+func (s *Store) upgradeRecords(dir, ownerKey string) (upgradeStats, error) {
+	var st upgradeStats
+	for from := []byte{tagRecord}; from != nil; {
+		var err error
+		if from, err = s.upgradeChunkFromV1(from, ownerKey, &st); err != nil {
+			return st, fmt.Errorf("pebblestore: open %s: upgrade to format %d: %w", dir, formatVersion, err)
+		}
+	}
+	return st, s.writeFormat(dir)
 }
 
 // upgradeChunkFromV1 rewrites the next upgradeChunk format-1 records at or
@@ -124,7 +163,10 @@ func upgradeRecord(b *pebble.Batch, id a2a.TaskID, v []byte, ownerKey string, st
 		return fmt.Errorf("record %q: metadata: %v: %w", id, err, engine.ErrInternal)
 	}
 	// OwnerPolicy recorded a string; anything else gave no access to anyone.
-	owner, _ := md[ownerKey].(string)
+	var owner string
+	if ownerKey != "" {
+		owner, _ = md[ownerKey].(string)
+	}
 	if engine.ValidateOwner(owner) != nil {
 		// No list can name an owner this long (O1): left unowned, the task
 		// stays where every unscoped list sees it.

@@ -52,15 +52,37 @@ var fixtureOwners = map[string][]a2a.TaskID{
 	"":      {"t14", "t08", "t05", "t04"},
 }
 
+// rawOpen opens the database in dir on fs with Pebble alone, without
+// Open: no format check, no upgrade, no rollback guard; its log where its
+// OPTIONS file says it is, so that Pebble's checks pass.
+func rawOpen(t testing.TB, fs vfs.FS, dir string, readOnly bool) *pebble.DB {
+	t.Helper()
+	wal, _, err := recordedWAL(dir, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, Merger: counterMerger, Logger: pebblelog.Quiet{}, ReadOnly: readOnly, WALDir: wal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// oldOpen opens the database in dir on fs as the releases before the
+// rollback guard did (format 1 at commit 732c0ca, and format 2 before the
+// guard): Pebble's options with the store's merger, the log in the store
+// directory.
+func oldOpen(fs vfs.FS, dir string) (*pebble.DB, error) {
+	return pebble.Open(dir, &pebble.Options{FS: fs, Merger: counterMerger, Logger: pebblelog.Quiet{},
+		FormatMajorVersion: pebble.FormatNewest})
+}
+
 // rawKeys returns every key of the database in dir on fs with its value as
 // an iterator reads it (counters merged), opened read-only without Open:
 // no format check, no upgrade.
 func rawKeys(t testing.TB, fs vfs.FS, dir string) map[string]string {
 	t.Helper()
-	db, err := pebble.Open(dir, &pebble.Options{FS: fs, Merger: counterMerger, Logger: pebblelog.Quiet{}, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := rawOpen(t, fs, dir, true)
 	defer db.Close()
 	it, err := db.NewIter(nil)
 	if err != nil {
@@ -130,24 +152,24 @@ func putV1(t testing.TB, b *pebble.Batch, rec engine.Record) {
 	}
 }
 
-// writeV1 writes a format-1 database of recs in dir on fs: a store's
-// database (same Pebble options and merger) without its format key.
+// writeV1 writes recs in format 1 into the database in dir on fs (a new
+// one: a format-1 database), opened as the format-1 code opened it
+// (oldOpen).
 func writeV1(t testing.TB, fs vfs.FS, dir string, recs []engine.Record) {
 	t.Helper()
-	s, err := Open(dir, Options{FS: fs, Logger: pebblelog.Quiet{}})
+	db, err := oldOpen(fs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := s.db.NewBatch()
+	b := db.NewBatch()
 	for _, r := range recs {
 		putV1(t, b, r)
 	}
-	_ = b.Delete(formatKey, nil)
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	if err := s.Close(); err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -401,6 +423,42 @@ func TestUpgradeFixture(t *testing.T) {
 	checkOwners(t, s, after)
 }
 
+// TestUpgradeOwnerKeyOptions: the upgrade reads owners from the key the
+// deployment's OwnerPolicy wrote (Options.UpgradeOwnerKey; in the fixture
+// only t13 has an "owner" key), or records none (UpgradeWithoutOwners);
+// "a2astore.owner" is then ordinary metadata and gives no task an owner.
+func TestUpgradeOwnerKeyOptions(t *testing.T) {
+	all := slices.Concat(fixtureOwners["alice"], fixtureOwners["bob"], fixtureOwners["carol"], fixtureOwners[""])
+	for _, c := range []struct {
+		opts Options
+		want map[string][]a2a.TaskID
+	}{
+		{Options{UpgradeOwnerKey: "owner"}, map[string][]a2a.TaskID{
+			"mallory": {"t13"}, "": slices.DeleteFunc(slices.Clone(all), func(id a2a.TaskID) bool { return id == "t13" })}},
+		{Options{UpgradeWithoutOwners: true}, map[string][]a2a.TaskID{"": all}},
+	} {
+		t.Run(fmt.Sprintf("%+v", c.opts), func(t *testing.T) {
+			c.opts.Logger = pebblelog.Quiet{}
+			s, err := Open(copyFixture(t), c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mustCheck(t, s)
+			checkOwners(t, s, c.want)
+			for _, o := range []string{"alice", "bob"} {
+				if got, total := listOwners(t, s, engine.ListRequest{Owner: o}); len(got) != 0 || total != 0 {
+					t.Errorf("owner %q: %v, total %d", o, taskIDsOf(got), total)
+				}
+			}
+		})
+	}
+	_, err := Open(copyFixture(t), Options{UpgradeOwnerKey: "owner", UpgradeWithoutOwners: true, Logger: pebblelog.Quiet{}})
+	if !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("both options: %v", err)
+	}
+}
+
 // maps2 copies an owner map.
 func maps2(m map[string][]a2a.TaskID) map[string][]a2a.TaskID {
 	out := map[string][]a2a.TaskID{}
@@ -473,10 +531,7 @@ func TestFormatVersions(t *testing.T) {
 	}
 	setFormat := func(v []byte) {
 		t.Helper()
-		raw, err := pebble.Open("db", &pebble.Options{FS: fs, Merger: counterMerger, Logger: pebblelog.Quiet{}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := rawOpen(t, fs, "db", false)
 		if err := raw.Set(formatKey, v, pebble.Sync); err != nil {
 			t.Fatal(err)
 		}
@@ -635,9 +690,9 @@ func counts(kind byte) [3]bool {
 // TestUpgradeCrash interrupts an upgrade after each of its batches with a
 // crash (a crash clone of the filesystem keeping a random part of the
 // unsynced writes). Every crashed database is a consistent mix of format-1
-// and fully upgraded records (checkPartialUpgrade), and opening it
-// finishes the upgrade: the invariants hold and every owner lists exactly
-// its tasks.
+// and fully upgraded records (checkPartialUpgrade) that no release before
+// format 2 can open (the rollback guard), and opening it finishes the
+// upgrade: the invariants hold and every owner lists exactly its tasks.
 func TestUpgradeCrash(t *testing.T) {
 	seed := testSeed(t)
 	recs, want := upgradeSet(300, seed)
@@ -678,6 +733,7 @@ func TestUpgradeCrash(t *testing.T) {
 		if i < len(whole) && n != min(16*(i+1), len(recs)) {
 			t.Errorf("%s: %d records upgraded, want %d", what, n, min(16*(i+1), len(recs)))
 		}
+		oldRefuses(t, c, "db", what) // the guard is up before the first batch
 		s, err := Open("db", Options{FS: c, Logger: pebblelog.Quiet{}})
 		if err != nil {
 			t.Fatalf("%s (%d records upgraded): reopen: %v", what, n, err)

@@ -338,15 +338,17 @@ func BenchmarkFirstPage(b *testing.B) {
 }
 
 // BenchmarkCountWrites: write throughput with the counters' triggers
-// (counts=sharded, as installed: CountShards rows per state), with one
-// row per state (counts=hot: every writer updates the same global row)
-// and without triggers (counts=none), from 1, 4 and 16 concurrent writers
-// on their own connections. op=create creates owned tasks in random
-// contexts (the created tasks are deleted afterwards, untimed); op=replace
-// flips a random task's state (its context and owner rows move too).
-// Contexts and owners are drawn uniformly, so the global rows are the only
-// ones all writers share. Target: sharded loses at most 20% against none
-// at 4 writers.
+// (counts=sharded, as installed: CountShards rows per (kind, name, state),
+// chosen by task ID), with one row per (kind, name, state) (counts=hot:
+// every writer updates the same global row) and without triggers
+// (counts=none), from 1, 4 and 16 concurrent writers on their own
+// connections. op=create creates owned tasks in random contexts (the
+// created tasks are deleted afterwards, untimed), with owners drawn
+// uniformly from 1,000 (owners=1000: the global rows are the only ones all
+// writers share) or all of one owner (owners=1: every writer also updates
+// that owner's rows, the skew a busy tenant brings); op=replace flips a
+// random task's state (its context and owner rows move too). Target:
+// sharded loses at most 20% against none at 4 writers.
 func BenchmarkCountWrites(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
@@ -358,12 +360,16 @@ func BenchmarkCountWrites(b *testing.B) {
 	}
 	var seq atomic.Int64
 	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}
-	ops := map[string]func(rng *rand.Rand) error{
-		"create": func(rng *rand.Rand) error {
+	create := func(owners int) func(rng *rand.Rand) error {
+		return func(rng *rand.Rand) error {
 			tk := task(fmt.Sprint("bench-", seq.Add(1)), fmt.Sprint("ctx-", rng.IntN(n/20)), a2a.TaskStateSubmitted)
-			_, err := ws.CreateOwned(ctx, tk, fmt.Sprintf("owner-%03d", rng.IntN(1000)))
+			_, err := ws.CreateOwned(ctx, tk, fmt.Sprintf("owner-%03d", rng.IntN(owners)))
 			return err
-		},
+		}
+	}
+	ops := map[string]func(rng *rand.Rand) error{
+		"create/owners=1000": create(1000),
+		"create/owners=1":    create(1),
 		"replace": func(rng *rand.Rand) error {
 			c := f.order[rng.IntN(n)]
 			tk := task(string(c.ID), fmt.Sprint("ctx-", rng.IntN(n/20)), states[rng.IntN(2)])
@@ -382,7 +388,7 @@ func BenchmarkCountWrites(b *testing.B) {
 				exec("DROP TRIGGER a2a_task_counts_" + tg + " ON a2a_tasks")
 			}
 		}
-		for _, op := range []string{"create", "replace"} {
+		for _, op := range []string{"create/owners=1000", "create/owners=1", "replace"} {
 			for _, writers := range []int{1, 4, 16} {
 				b.Run(fmt.Sprintf("backend=pg/op=%s/n=%d/writers=%d/counts=%s", op, n, writers, counts), func(b *testing.B) {
 					var next atomic.Int64

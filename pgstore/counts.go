@@ -20,43 +20,52 @@ import (
 //
 // <schema>.a2a_task_counts holds one row per (kind, name, state, shard):
 //
-//	kind 0 (all tasks): name '', one row per state and shard; the shard
-//	       (0..countShards-1) is the writing backend's pid modulo
-//	       countShards, so concurrent writers update different rows
-//	       instead of queueing on one. A shard row may be negative (a task
-//	       counted in one shard is deleted through another); only the sum
-//	       over shards means anything.
-//	kind 1 (by context): name = the context ID, shard 0. Tasks without a
-//	       context ('') are not counted here: "" filters nothing.
-//	kind 2 (by owner):   name = the owner, shard 0. Tasks without an owner
-//	       ('') are not counted here either.
+//	kind 0 (all tasks): name ''.
+//	kind 1 (by context): name = the context ID. Tasks without a context
+//	       ('') are not counted here: "" filters nothing.
+//	kind 2 (by owner):   name = the owner. Tasks without an owner ('') are
+//	       not counted here either.
+//
+// Every kind is split over countShards rows per (name, state): a task
+// counts in the shard of its ID (countShardSQL: hashtext of the ID,
+// modulo countShards), so concurrent writers of different tasks mostly update
+// different rows instead of queueing on one — for the global and
+// per-state counts, and as much for one busy owner or context. A task's
+// shard never changes (it follows the ID), so its create, its state or
+// context changes and its delete all move the same shard row: each row is
+// the exact count of its (kind, name, state) among the tasks of its shard,
+// never negative, and a total is the sum over the shards (a read of at
+// most countShards rows per state).
 //
 // Rows of kinds 1 and 2 that reach zero are deleted by the statement that
-// zeroed them, so the table holds one row per live (context, state) and
-// (owner, state) pair and does not grow with contexts or owners that are
-// gone; kind 0 rows (at most countShards per state) stay.
+// zeroed them, so the table holds a row per live (context, state, shard)
+// and (owner, state, shard) and does not grow with contexts or owners that
+// are gone; kind 0 rows (at most countShards per state) stay.
 //
-// Shapes read from it: none (kind 0, every row), state (kind 0, one state:
-// countShards rows), context and owner (kind 1/2, one name: a row per
-// state), context+state and owner+state (one row). Every other shape with a
-// total counts matching rows: owner+context (±state) through the
-// owner+context index, so it reads only that owner's tasks in that context,
-// and anything with StatusTimestampAfter, which may scan (C4).
+// Shapes read from it: none (kind 0, every row), state (kind 0, one state),
+// context and owner (kind 1/2, one name: the rows of every state), and
+// context+state and owner+state (kind 1/2, one name and state): at most
+// countShards rows per state, whatever the table holds. Every other shape
+// with a total counts matching rows: owner+context (±state) through the
+// owner+context index, so it reads only that owner's tasks in that
+// context, and anything with StatusTimestampAfter, which may scan (C4).
 //
 // Triggers:
 //
 //	a2a_task_counts_insert   AFTER INSERT, FOR EACH STATEMENT, transition table
 //	a2a_task_counts_delete   AFTER DELETE, FOR EACH STATEMENT, transition table
-//	a2a_task_counts_update   AFTER UPDATE OF state, context_id, owner, FOR EACH ROW
+//	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW
 //	a2a_task_counts_truncate AFTER TRUNCATE, FOR EACH STATEMENT
 //
 // INSERT (COPY included) and DELETE aggregate a whole statement's rows
 // before touching the counters, so bulk loads and retention deletes cost one
 // upsert per affected counter row, not per task. UPDATE is per row because
 // a statement-level UPDATE trigger cannot name columns: with UPDATE OF, an
-// update that sets none of state, context_id and owner (AppendHistory)
+// update that sets none of id, state, context_id and owner (AppendHistory)
 // fires nothing at all, and the function returns at once when the values
-// it sets are unchanged (a Replace that keeps state and context). Every
+// it sets are unchanged (a Replace that keeps state and context). (The
+// store never changes an ID; hand-written SQL that does moves the task's
+// counts to its new shard.) Every
 // trigger upserts its counter rows in one statement, ordered by the
 // table's key, so two single-statement writers never deadlock on counter
 // rows; one UPDATE statement that changes many rows locks their counter
@@ -64,8 +73,13 @@ import (
 // then aborts one of them; counts are never wrong). TRUNCATE empties the
 // counters.
 
-// countShards is the number of kind-0 rows per state.
+// countShards is the number of rows per (kind, name, state).
 const countShards = 16
+
+// countShardSQL is the shard of the task whose ID is column id: its
+// hashtext, made non-negative, modulo {shards}. Triggers and the recount
+// must agree.
+const countShardSQL = `((hashtext(id) & 2147483647) % {shards})::smallint`
 
 // Counter kinds.
 const (
@@ -100,37 +114,41 @@ const countDelta = `WITH up AS (
 		HAVING sum(d) <> 0
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
-		RETURNING kind, name, state, n)
-	SELECT array_agg(kind), array_agg(name), array_agg(state) INTO zk, zn, zs
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard) INTO zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
 		DELETE FROM {schema}.a2a_task_counts c
-		USING unnest(zk, zn, zs) AS z (kind, name, state)
-		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = 0 AND c.n = 0;
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;`
 
 // countTransition is the delta source of a statement trigger: every row
-// of transition table {rows} counts {d}.
+// of transition table {rows} counts {d} in its shard, under each kind.
+// The transition table is read once.
 const countTransition = `
-			SELECT 0::smallint, ''::text, state, (pg_backend_pid() % {shards})::smallint, {d} FROM {rows}
-			UNION ALL SELECT 1::smallint, context_id, state, 0::smallint, {d} FROM {rows}
-			UNION ALL SELECT 2::smallint, owner, state, 0::smallint, {d} FROM {rows}`
+			SELECT k.kind, k.name, r.state, r.shard, {d}
+			FROM (SELECT state, context_id, owner, ` + countShardSQL + ` AS shard FROM {rows}) AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)`
 
 // countRow is the delta source of the row trigger on UPDATE.
 const countRow = `VALUES
-			(0::smallint, ''::text, OLD.state, my_shard, -1), (0::smallint, ''::text, NEW.state, my_shard, 1),
-			(1::smallint, OLD.context_id, OLD.state, 0::smallint, -1), (1::smallint, NEW.context_id, NEW.state, 0::smallint, 1),
-			(2::smallint, OLD.owner, OLD.state, 0::smallint, -1), (2::smallint, NEW.owner, NEW.state, 0::smallint, 1)`
+			(0::smallint, ''::text, OLD.state, old_shard, -1), (0::smallint, ''::text, NEW.state, new_shard, 1),
+			(1::smallint, OLD.context_id, OLD.state, old_shard, -1), (1::smallint, NEW.context_id, NEW.state, new_shard, 1),
+			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1)`
 
 const countDeclare = `
 DECLARE
 	zk smallint[];
 	zn text[];
-	zs text[];`
+	zs text[];
+	zh smallint[];`
 
 // countFunctions are the trigger functions, by name, with their bodies.
 // The bodies are compared with the database's at startup (P3), so any
-// change here needs a new migration file.
+// change here must be made in OwnerCountsMigrationFile too (a test checks
+// it holds them); running that file again replaces the functions and
+// triggers and recounts.
 var countFunctions = []struct{ name, body string }{
 	{"a2a_task_counts_on_insert", countDeclare + `
 BEGIN
@@ -145,10 +163,11 @@ BEGIN
 END
 `},
 	{"a2a_task_counts_on_update", countDeclare + `
-	my_shard smallint := pg_backend_pid() % {shards};
+	old_shard smallint := ` + strings.ReplaceAll(countShardSQL, "(id)", "(OLD.id)") + `;
+	new_shard smallint := ` + strings.ReplaceAll(countShardSQL, "(id)", "(NEW.id)") + `;
 BEGIN
 	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
-			AND OLD.owner IS NOT DISTINCT FROM NEW.owner THEN
+			AND OLD.owner IS NOT DISTINCT FROM NEW.owner AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
 		RETURN NULL;
 	END IF;
 	` + strings.NewReplacer("{delta}", countRow).Replace(countDelta) + `
@@ -176,8 +195,8 @@ var countTriggers = []struct {
 	{"a2a_task_counts_delete", "a2a_task_counts_on_delete",
 		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil},
 	{"a2a_task_counts_update", "a2a_task_counts_on_update",
-		"AFTER UPDATE OF state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW", tgRow | tgUpdate, "", "",
-		[]string{"state", "context_id", "owner"}},
+		"AFTER UPDATE OF id, state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW", tgRow | tgUpdate, "", "",
+		[]string{"id", "state", "context_id", "owner"}},
 	{"a2a_task_counts_truncate", "a2a_task_counts_on_truncate",
 		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil},
 }
@@ -194,13 +213,13 @@ const (
 )
 
 // recountSQL counts a2a_tasks the way the triggers do, in one scan:
-// (kind, name, state, n) per group; groups of kinds 1 and 2 with an empty
-// name are not counters.
+// (kind, name, state, shard, n) per group; groups of kinds 1 and 2 with an
+// empty name are not counters.
 const recountSQL = `SELECT CASE WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
 		CASE WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
-		state COLLATE "C" AS state, count(*) AS n
-	FROM {schema}.a2a_tasks
-	GROUP BY GROUPING SETS ((state), (context_id, state), (owner, state))`
+		state COLLATE "C" AS state, shard, count(*) AS n
+	FROM (SELECT context_id, owner, state, ` + countShardSQL + ` AS shard FROM {schema}.a2a_tasks) AS t
+	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard))`
 
 // rebuildBody recomputes every counter. It locks a2a_tasks against writes
 // (SHARE ROW EXCLUSIVE: reads go on) until the calling transaction ends,
@@ -210,7 +229,7 @@ BEGIN
 	LOCK TABLE {schema}.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
 	DELETE FROM {schema}.a2a_task_counts;
 	INSERT INTO {schema}.a2a_task_counts (kind, name, state, shard, n)
-	SELECT kind, name, state, 0, n FROM (
+	SELECT kind, name, state, shard, n FROM (
 	` + recountSQL + `
 	) AS g
 	WHERE kind = 0 OR name <> '';
@@ -287,12 +306,19 @@ type CountDrift struct {
 	// ZeroRows reports a context or owner row left at zero, which the
 	// triggers delete.
 	ZeroRows bool
+	// Shards reports shard rows that differ from a recount of their
+	// shard (each row counts the tasks whose ID hashes to it), even
+	// where the sum agrees.
+	Shards bool
 }
 
 func (d CountDrift) String() string {
 	s := fmt.Sprintf("%s %q state %s: counter %d, recount %d", d.Kind, d.Name, d.State, d.Have, d.Want)
 	if d.ZeroRows {
 		s += " (zero row left)"
+	}
+	if d.Shards {
+		s += " (shard rows differ)"
 	}
 	return s
 }
@@ -304,8 +330,9 @@ func (d CountDrift) String() string {
 // SELECT <schema>.a2a_task_counts_rebuild() to repair.
 var ErrCountDrift = errors.New("pgstore: task counters differ from a recount")
 
-// checkCounts compares every counter with a recount, both read from one
-// REPEATABLE READ snapshot, and returns the differences (at most limit).
+// checkCounts compares every counter row with a recount of its shard,
+// both read from one REPEATABLE READ snapshot, and returns the
+// differences per (kind, name, state) (at most limit).
 func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -313,14 +340,15 @@ func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error
 	}
 	defer tx.Rollback(ctx)
 	rows, err := tx.Query(ctx, `WITH want AS (`+render(recountSQL, s.qschema)+`),
-have AS (
-	SELECT kind, name, state, sum(n)::bigint AS n, bool_or(kind > 0 AND n = 0) AS zero
-	FROM `+s.sql.counts+` GROUP BY kind, name, state)
-SELECT coalesce(w.kind, h.kind), coalesce(w.name, h.name), coalesce(w.state, h.state),
-       coalesce(h.n, 0), coalesce(w.n, 0), coalesce(h.zero, false)
-FROM (SELECT * FROM want WHERE kind = 0 OR name <> '') w
-FULL JOIN have h ON h.kind = w.kind AND h.name = w.name AND h.state = w.state
-WHERE coalesce(h.n, 0) <> coalesce(w.n, 0) OR coalesce(h.zero, false)
+pairs AS (
+	SELECT coalesce(w.kind, h.kind) AS kind, coalesce(w.name, h.name) AS name, coalesce(w.state, h.state) AS state,
+	       coalesce(h.n, 0) AS have, coalesce(w.n, 0) AS want, coalesce(h.kind > 0 AND h.n = 0, false) AS zero
+	FROM (SELECT * FROM want WHERE kind = 0 OR name <> '') w
+	FULL JOIN `+s.sql.counts+` h ON h.kind = w.kind AND h.name = w.name AND h.state = w.state AND h.shard = w.shard)
+SELECT kind, name, state, sum(have)::bigint, sum(want)::bigint, bool_or(zero), bool_or(have <> want)
+FROM pairs
+GROUP BY kind, name, state
+HAVING sum(have) <> sum(want) OR bool_or(zero) OR bool_or(have <> want)
 ORDER BY 1, 2, 3
 LIMIT $1`, limit)
 	if err != nil {
@@ -330,7 +358,9 @@ LIMIT $1`, limit)
 	drift, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CountDrift, error) {
 		var d CountDrift
 		var kind int16
-		err := r.Scan(&kind, &d.Name, &d.State, &d.Have, &d.Want, &d.ZeroRows)
+		var shards bool
+		err := r.Scan(&kind, &d.Name, &d.State, &d.Have, &d.Want, &d.ZeroRows, &shards)
+		d.Shards = shards && d.Have == d.Want
 		d.Kind = strconv.Itoa(int(kind))
 		if int(kind) < len(kinds) && kind >= 0 {
 			d.Kind = kinds[kind]

@@ -199,10 +199,12 @@ WHEN NOT MATCHED THEN INSERT (id, context_id, revision, state, owner) VALUES (v.
 	}
 }
 
-// The counters' guards: a write that bypasses one trigger, a disabled or
+// The counters' guards: a write that bypasses one trigger (dropped,
+// disabled, enabled for replicas only, or given a WHEN condition), an
 // altered trigger function, or a write with triggers switched off is
 // caught — by the startup check (naming the migration file) or by the
-// drift check — and a2a_task_counts_rebuild repairs the counts.
+// drift check. A managed startup reinstalls a broken guard with a
+// recount; a2a_task_counts_rebuild repairs the counts.
 func TestCountGuards(t *testing.T) {
 	ctx := context.Background()
 	ins := `INSERT INTO a2a_tasks (id, context_id, revision, state, owner) VALUES ('g', 'c1', 1, 'TASK_STATE_WORKING', 'o1')`
@@ -218,10 +220,16 @@ func TestCountGuards(t *testing.T) {
 FOR EACH ROW EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SET owner = 'o2'`},
 		{"truncate trigger", `DROP TRIGGER a2a_task_counts_truncate ON a2a_tasks`, `TRUNCATE a2a_tasks`},
 		{"disabled trigger", `ALTER TABLE a2a_tasks DISABLE TRIGGER a2a_task_counts_insert`, ins},
+		{"replica-only trigger", `ALTER TABLE a2a_tasks ENABLE REPLICA TRIGGER a2a_task_counts_insert`, ins},
+		{"insert trigger WHEN false", `CREATE OR REPLACE TRIGGER a2a_task_counts_insert AFTER INSERT ON a2a_tasks
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION a2a_task_counts_on_insert()`, ins},
+		{"update trigger WHEN owner unchanged", `CREATE OR REPLACE TRIGGER a2a_task_counts_update AFTER UPDATE OF state, context_id, owner ON a2a_tasks
+FOR EACH ROW WHEN (OLD.owner = NEW.owner) EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SET owner = 'o2'`},
 		{"function body", `CREATE OR REPLACE FUNCTION a2a_task_counts_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`,
 			`DELETE FROM a2a_tasks`},
 		{"counter table written", ``, `UPDATE a2a_task_counts SET n = n + 1 WHERE kind = 1`},
 		{"zero row left", ``, `INSERT INTO a2a_task_counts VALUES (2, 'nobody', 'TASK_STATE_WORKING', 0, 0)`},
+		{"count in another shard", ``, `UPDATE a2a_task_counts SET shard = (shard + 1) % 16 WHERE kind = 2`},
 		{"replica role", ``, `SET session_replication_role = replica; ` + ins + `; SET session_replication_role = origin`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,16 +254,114 @@ FOR EACH ROW EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SE
 				t.Fatal("CheckInvariants passed with a broken guard")
 			}
 			t.Logf("caught: %v", err)
-			// A managed startup reinstalls; the rebuild makes counts exact.
+			// A managed startup reinstalls a broken guard, recounting; the
+			// rebuild makes counts exact when the guards were whole.
 			s2, err := pgstore.Open(ctx, dsn, pgstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s2.Close()
+			if c.breakSQL != "" {
+				checkInvariants(t, s2)
+			}
 			execSQL(t, conn, `SELECT a2a_task_counts_rebuild()`)
 			checkShapes(t, s2, conn)
 		})
 	}
+}
+
+// A counter trigger enabled ALWAYS fires for ordinary sessions too, so
+// startup accepts it; it also counts writes made in replica role.
+func TestCountTriggerEnabledAlways(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := open(t)
+	conn := connect(t, dsn)
+	must(t)(s.CreateOwned(ctx, task("seed", "c1", a2a.TaskStateWorking), "o1"))
+	execSQL(t, conn, `ALTER TABLE a2a_tasks ENABLE ALWAYS TRIGGER a2a_task_counts_insert`)
+	ext, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
+	if err != nil {
+		t.Fatalf("startup with an ALWAYS trigger: %v", err)
+	}
+	defer ext.Close()
+	execSQL(t, conn, `SET session_replication_role = replica; `+
+		`INSERT INTO a2a_tasks (id, context_id, revision, state, owner) VALUES ('r', 'c1', 1, 'TASK_STATE_WORKING', 'o1'); `+
+		`SET session_replication_role = origin`)
+	must(t)(ext.CreateOwned(ctx, task("t", "c1", a2a.TaskStateWorking), "o1"))
+	checkInvariants(t, ext)
+	checkShapes(t, ext, conn)
+}
+
+// shardOf is the counter shard of a task ID, as the triggers compute it.
+func shardOf(t testing.TB, conn *pgx.Conn, id string) int {
+	t.Helper()
+	var sh int
+	if err := conn.QueryRow(context.Background(), `SELECT (hashtext($1::text) & 2147483647) % $2`, id, pgstore.CountShards).Scan(&sh); err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// Review of issues 11 and 15: a busy owner's (or context's) counter rows
+// are sharded by task ID like the global ones. While a transaction that
+// created a task of owner o is open, another create of o (in another
+// context, state and shard) does not wait for it; one in the same shard
+// does. Each shard row counts the tasks of its shard, so tasks created
+// through one session and deleted through another leave no row behind.
+func TestCountShardsOneOwner(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := open(t)
+	conn := connect(t, dsn)
+	var other, same string
+	held := "held"
+	for i := 0; other == "" || same == ""; i++ {
+		id := fmt.Sprint("t", i)
+		switch sh := shardOf(t, conn, id); {
+		case sh != shardOf(t, conn, held) && other == "":
+			other = id
+		case sh == shardOf(t, conn, held) && same == "":
+			same = id
+		}
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner) VALUES ($1, 'c1', 1, 'TASK_STATE_SUBMITTED', 'o')`, held); err != nil {
+		t.Fatal(err)
+	}
+	// Were o's rows one row per state, this would wait for tx: bound it.
+	bounded, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	must(t)(s.CreateOwned(bounded, task(other, "c2", a2a.TaskStateSubmitted), "o"))
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreateOwned(ctx, task(same, "c3", a2a.TaskStateSubmitted), "o")
+		done <- err
+	}()
+	admin := connect(t, dsn)
+	waitFor(t, "a create in the held task's shard to wait", func() bool { return len(blocked(t, admin)) == 1 })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, s)
+	checkTotal(t, s, engine.ListRequest{Owner: "o"}, 3)
+
+	// Created through the pool, deleted through another session: no row
+	// of owner o or its contexts is left.
+	execSQL(t, conn, `DELETE FROM a2a_tasks WHERE owner = 'o'`)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM a2a_task_counts WHERE kind > 0`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d owner and context rows left", left)
+	}
+	checkInvariants(t, s)
 }
 
 // Updates that change no counted column do not touch the counter table:

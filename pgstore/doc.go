@@ -43,7 +43,9 @@
 // order, "C" collation on id, btree, valid, not partial) whatever their
 // names, that the owner column is text NOT NULL, and that the counter
 // table, its trigger functions (their bodies as this release writes them)
-// and enabled triggers are in place, and otherwise fails naming the
+// and triggers are in place — each trigger of its type, without a WHEN
+// condition, enabled as CREATE TRIGGER enables it or ENABLE ALWAYS (not
+// disabled, not ENABLE REPLICA) — and otherwise fails naming the
 // migration file to run: pgstore/migrations/001_ordering_indexes.sql,
 // which holds exactly the statements of P2, then
 // pgstore/migrations/003_owner_and_counts.sql, which holds the statements
@@ -54,8 +56,8 @@
 //
 // Every total of the shapes none, state, context, context+state, owner and
 // owner+state is read from a2a_task_counts, not counted: at most a row per
-// state and shard (16 per state for the unfiltered and state-filtered
-// totals, one per state for a context or an owner). An owner+context total
+// state and shard (16 shards per state, for the unfiltered, a context's
+// and an owner's totals alike). An owner+context total
 // (with or without a state) counts that owner's tasks in that context in
 // the owner+context index, reading nothing of other owners; a total with
 // StatusTimestampAfter counts the matching rows and may scan (C4).
@@ -67,16 +69,17 @@
 // it. INSERT and DELETE triggers run once per statement on its transition
 // table, so a bulk load or a retention DELETE costs one upsert per
 // counter row touched; the UPDATE trigger runs per row and only for
-// updates that set state, context_id or owner (AppendHistory fires
+// updates that set id, state, context_id or owner (AppendHistory fires
 // nothing), returning at once when they are unchanged. Each trigger
 // upserts its counter rows in one statement in key order, so
-// single-statement writers never deadlock on them. The unfiltered and
-// per-state counts are split over 16 rows per state, chosen by the writing
-// backend's pid, so concurrent writers do not queue on one hot row;
-// context and owner rows are not split (a context or an owner whose tasks
-// are written by many sessions at once queues on its row). Context and
-// owner rows that reach zero are deleted by the statement that zeroed
-// them. Writes that bypass triggers (session_replication_role = replica,
+// single-statement writers never deadlock on them. Every count — the
+// unfiltered and per-state ones, and those of each context and owner — is
+// split over 16 rows per state, the task's row chosen by a hash of its ID,
+// so concurrent writers of different tasks rarely queue on one row, also
+// when they all write one busy owner's or context's tasks; a total sums
+// its shards. A task stays in its shard for life, so each shard row is an
+// exact count of its tasks, and context and owner rows that reach zero
+// are deleted by the statement that zeroed them. Writes that bypass triggers (session_replication_role = replica,
 // ALTER TABLE … DISABLE TRIGGER) make the counters wrong: CheckInvariants
 // compares every counter with a recount from one snapshot (ErrCountDrift,
 // CountDrifts), and SELECT <schema>.a2a_task_counts_rebuild() recounts
@@ -100,12 +103,18 @@
 // engine.ErrInvalidArgument.
 //
 // Before owners had a column, engine/authz's OwnerPolicy recorded them in
-// task metadata under "a2astore.owner". When the column is added, the same
+// task metadata, under "a2astore.owner" unless its former MetadataKey
+// option named another key. When the column is added, the same
 // transaction copies such owners into it (valid owners only), once: the
 // metadata is left as it is, and after the upgrade it is only the
-// client's. The copy reads taskcodec's binary metadata in PL/pgSQL
-// (a2a_taskcodec_metadata_string, kept installed for a custom
-// OwnerPolicy.MetadataKey).
+// client's. The copy reads Options.UpgradeOwnerKey (default
+// "a2astore.owner"); Options.UpgradeWithoutOwners turns it off. Only the
+// key OwnerPolicy wrote may be trusted — any other was metadata a client
+// could set — so a deployment that stamped another key must name it, and
+// one that kept no owners in metadata must turn the copy off. The
+// migration file takes the key from the setting a2astore.upgrade_owner_key
+// (PGOPTIONS, or an edit of its set_config line). The copy reads
+// taskcodec's binary metadata in PL/pgSQL (a2a_taskcodec_metadata_string).
 //
 // # Time (S1–S5, P1)
 //

@@ -42,8 +42,8 @@ func (s *Store) ScanCountSQL(req *engine.ListRequest) (string, []any, error) {
 
 // CountFunctionsSQL returns the CREATE OR REPLACE FUNCTION statements of
 // the trigger functions for schema public with the given number of shards
-// per state (the store installs countShards): the benchmarks compare one
-// hot row per state with the sharded rows.
+// per (kind, name, state) (the store installs countShards): the
+// benchmarks compare one hot row with the sharded rows.
 func CountFunctionsSQL(shards int) []string {
 	var stmts []string
 	for _, f := range countFunctions {
@@ -53,5 +53,6 @@ func CountFunctionsSQL(shards int) []string {
 	return stmts
 }
 
-// CountShards is the number of rows per state the store's counters use.
+// CountShards is the number of rows per (kind, name, state) the store's
+// counters use.
 const CountShards = countShards

@@ -144,10 +144,18 @@ WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 
 		}
 	}
 
-	// Triggers: exactly one enabled trigger per function, of the right
-	// type (and, for UPDATE, firing on at least state, context_id, owner).
+	// Triggers: exactly one trigger per function, of the right type (and,
+	// for UPDATE, firing on at least state, context_id, owner), without a
+	// WHEN condition, firing for ordinary sessions: enabled as CREATE
+	// TRIGGER enables it ('O', fires unless session_replication_role is
+	// replica) or ENABLE ALWAYS ('A', fires for every session, replica role
+	// included, which keeps the counters exact for even more writers).
+	// Disabled ('D') and ENABLE REPLICA ('R', fires only in replica role)
+	// triggers do not count ordinary writes; neither does one whose WHEN
+	// condition can be false.
 	rows, err = db.Query(ctx, `
-SELECT p.proname::text, t.tgtype, t.tgenabled <> 'D', coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
+SELECT p.proname::text, t.tgtype, t.tgenabled IN ('O', 'A') AND t.tgqual IS NULL,
+       coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
        ARRAY(SELECT a.attname::text FROM unnest(t.tgattr::int2[]) k(attnum)
              JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = k.attnum)
 FROM pg_trigger t
@@ -161,7 +169,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.n
 	}
 	type trig struct {
 		tgtype           int16
-		enabled          bool
+		enabled          bool // fires for ordinary sessions, unconditionally
 		oldTable, newTab string
 		cols             []string
 	}
@@ -252,17 +260,23 @@ func (s *Store) checkExtras(ctx context.Context) error {
 func (s *Store) ensureExtras(ctx context.Context) error {
 	steps := []struct {
 		needed func(*extrasState) bool
+		before func(pgx.Tx) error // runs first, after the advisory lock
 		stmts  func(qs string) []string
 	}{
-		{func(st *extrasState) bool { return !st.ownerColumn }, ownerColumnInstallSQL},
-		{func(st *extrasState) bool { return len(st.ownerIndexes) > 0 }, func(qs string) []string {
+		{func(st *extrasState) bool { return !st.ownerColumn }, func(tx pgx.Tx) error {
+			// The backfill's key, which ownerColumnInstallSQL's default
+			// then leaves as it is.
+			_, err := tx.Exec(ctx, `SELECT set_config('`+upgradeOwnerKeySetting+`', $1, true)`, s.upgradeOwnerKey)
+			return err
+		}, ownerColumnInstallSQL},
+		{func(st *extrasState) bool { return len(st.ownerIndexes) > 0 }, nil, func(qs string) []string {
 			var stmts []string
 			for _, stmt := range ownerIndexesSQL {
 				stmts = append(stmts, render(stmt, qs))
 			}
 			return stmts
 		}},
-		{func(st *extrasState) bool { return len(st.counts) > 0 }, countsInstallSQL},
+		{func(st *extrasState) bool { return len(st.counts) > 0 }, nil, countsInstallSQL},
 	}
 	st, err := s.inspectExtras(ctx, s.pool)
 	if err != nil || st.complete() {
@@ -279,6 +293,11 @@ func (s *Store) ensureExtras(ctx context.Context) error {
 			now, err := s.inspectExtras(ctx, tx)
 			if err != nil || !step.needed(now) {
 				return err
+			}
+			if step.before != nil {
+				if err := step.before(tx); err != nil {
+					return err
+				}
 			}
 			for _, stmt := range step.stmts(s.qschema) {
 				if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -281,6 +281,93 @@ func TestManagedUpgrade(t *testing.T) {
 	checkOwners(t, conn, []ownerCase{{id: "forged", want: ""}, {id: "plain", want: "alice"}})
 }
 
+// Review of issue 15: the owner backfill reads the metadata key the
+// deployment's OwnerPolicy wrote, or none. Under OwnerPolicy{MetadataKey:
+// "tenant"} (the previous release's option), "a2astore.owner" was client
+// metadata: mallory planted it naming alice on its own task. With the key
+// named (managed: Options.UpgradeOwnerKey; migration file: the setting
+// a2astore.upgrade_owner_key, as PGOPTIONS sets it) the task stays
+// mallory's; with the backfill off no task gets an owner.
+func TestUpgradeOwnerKey(t *testing.T) {
+	ctx := context.Background()
+	rows := func(t *testing.T) (dsn string, conn *pgx.Conn) {
+		dsn = pgtest.DSN(t)
+		conn = connect(t, dsn)
+		oldRelease(t, conn)
+		execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, metadata) VALUES
+('planted', 'c', 1, 'TASK_STATE_WORKING', $1), ('alices', 'c', 1, 'TASK_STATE_WORKING', $2), ('other', 'c', 1, 'TASK_STATE_WORKING', $3)`,
+			meta(t, map[string]any{"tenant": "mallory", "a2astore.owner": "alice"}),
+			meta(t, map[string]any{"tenant": "alice"}),
+			meta(t, map[string]any{"a2astore.owner": "bob"}))
+		return dsn, conn
+	}
+	byTenant := []ownerCase{{id: "planted", want: "mallory"}, {id: "alices", want: "alice"}, {id: "other", want: ""}}
+	none := []ownerCase{{id: "planted", want: ""}, {id: "alices", want: ""}, {id: "other", want: ""}}
+	check := func(t *testing.T, dsn string, conn *pgx.Conn, want []ownerCase) {
+		t.Helper()
+		checkOwners(t, conn, want)
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		checkInvariants(t, s)
+	}
+	for _, c := range []struct {
+		name string
+		opts pgstore.Options
+		want []ownerCase
+	}{
+		{"managed, key named", pgstore.Options{UpgradeOwnerKey: "tenant"}, byTenant},
+		{"managed, backfill off", pgstore.Options{UpgradeWithoutOwners: true}, none},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn, conn := rows(t)
+			s, err := pgstore.Open(ctx, dsn, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			check(t, dsn, conn, c.want)
+		})
+	}
+	for _, c := range []struct {
+		key  string
+		want []ownerCase
+	}{{"tenant", byTenant}, {"", none}} {
+		t.Run(fmt.Sprintf("migration file, setting %q", c.key), func(t *testing.T) {
+			dsn, conn := rows(t)
+			execSQL(t, conn, `SELECT set_config('a2astore.upgrade_owner_key', $1, false)`, c.key)
+			runMigration003(t, conn)
+			check(t, dsn, conn, c.want)
+		})
+		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
+			psql := findPsql()
+			if psql == "" {
+				t.Skip("no psql binary")
+			}
+			dsn, conn := rows(t)
+			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
+			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("psql: %v\n%s", err, out)
+			}
+			check(t, dsn, conn, c.want)
+		})
+	}
+	t.Run("bad options", func(t *testing.T) {
+		dsn := pgtest.DSN(t)
+		for _, opts := range []pgstore.Options{
+			{UpgradeOwnerKey: "tenant", UpgradeWithoutOwners: true},
+			{UpgradeOwnerKey: "a\x00b"},
+		} {
+			if _, err := pgstore.Open(ctx, dsn, opts); !errors.Is(err, engine.ErrInvalidArgument) {
+				t.Errorf("Open(%+v): %v", opts, err)
+			}
+		}
+	})
+}
+
 // The PL/pgSQL reader of stored metadata agrees with taskcodec on random
 // metadata and on random corruptions of it: where Go decodes a top-level
 // string that PostgreSQL text can hold, SQL returns it; otherwise NULL —

@@ -25,26 +25,39 @@ import (
 // tasks other owners have there (O6).
 //
 // Before this column existed, engine/authz's OwnerPolicy recorded the
-// owner in task metadata under "a2astore.owner" (a JSON string). When the
-// column is added — by the managed schema on first startup, or by the
-// migration file — the same transaction copies that value into the column
-// for every row that has it (a string of 1..MaxOwnerBytes bytes, valid
-// UTF-8 without NUL; other values leave the row ownerless). It runs only
-// then, never again: after the upgrade, metadata is the client's and a
-// task's owner is whatever CreateOwned recorded. The metadata itself is
-// left as it is. Metadata is stored in taskcodec's binary form (bytea), so
-// the copy is done by a PL/pgSQL reader of that form,
-// a2a_taskcodec_metadata_string(metadata, key), installed beside the table
-// (with its helpers a2a_taskcodec_uvarint and a2a_taskcodec_text) and
-// usable by hand for a custom OwnerPolicy.MetadataKey:
-//
-//	UPDATE a2a_tasks SET owner = a2a_taskcodec_metadata_string(metadata, 'tenant')
-//	WHERE owner = '' AND a2a_taskcodec_metadata_string(metadata, 'tenant') <> '';
+// owner in task metadata, under "a2astore.owner" by default or under the
+// key its former MetadataKey option named. When the column is added — by
+// the managed schema on first startup, or by the migration file — the
+// same transaction copies the string value of one metadata key into the
+// column for every row that has it (a string of 1..MaxOwnerBytes bytes,
+// valid UTF-8 without NUL; other values leave the row ownerless): the key
+// is Options.UpgradeOwnerKey (default "a2astore.owner"), and with
+// Options.UpgradeWithoutOwners nothing is copied. The migration file reads
+// the key from the setting a2astore.upgrade_owner_key (see its header).
+// Only the key OwnerPolicy itself wrote may be trusted: any other metadata
+// key was the client's, so a deployment that used another key must name
+// it, and one that never kept owners in metadata must turn the backfill
+// off. It runs only then, never again: after the upgrade, metadata is the
+// client's and a task's owner is whatever CreateOwned recorded. The
+// metadata itself is left as it is. Metadata is stored in taskcodec's
+// binary form (bytea), so the copy is done by a PL/pgSQL reader of that
+// form, a2a_taskcodec_metadata_string(metadata, key), installed beside the
+// table (with its helpers a2a_taskcodec_uvarint and a2a_taskcodec_text).
 
-// ownerMetadataKey is the metadata key of engine/authz.OwnerPolicy before
-// owners had a column (authz.OwnerMetadataKey; pgstore does not import
-// the dispatcher).
-const ownerMetadataKey = "a2astore.owner"
+// defaultUpgradeOwnerKey is the metadata key where engine/authz's
+// OwnerPolicy kept owners by default before owners had a column (pgstore
+// does not import the dispatcher).
+const defaultUpgradeOwnerKey = "a2astore.owner"
+
+// upgradeOwnerKeySetting is the (transaction-local) setting the owner
+// backfill reads its metadata key from: "" or unset = no backfill.
+const upgradeOwnerKeySetting = "a2astore.upgrade_owner_key"
+
+// upgradeOwnerKeyDefaultSQL sets the backfill's key to the default unless
+// the session set it already (the managed schema sets it first; psql users
+// may set it with PGOPTIONS or edit the default in the migration file).
+const upgradeOwnerKeyDefaultSQL = `SELECT set_config('` + upgradeOwnerKeySetting + `', ` +
+	`coalesce(current_setting('` + upgradeOwnerKeySetting + `', true), '` + defaultUpgradeOwnerKey + `'), true)`
 
 // codecFunctionsSQL create the PL/pgSQL reader of taskcodec's stored
 // metadata used by the owner backfill ({schema} as in render).
@@ -220,15 +233,19 @@ $fn$`,
 // table locked against reads and writes. Rows are found by a byte search
 // for the key and decoded only then.
 const ownerColumnSQL = `DO $do$
+DECLARE
+	k text := current_setting('{setting}', true); -- the metadata key; '' or NULL: none
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_attribute
 	               WHERE attrelid = '{schema}.a2a_tasks'::regclass AND attname = 'owner' AND NOT attisdropped) THEN
 		ALTER TABLE {schema}.a2a_tasks ADD COLUMN owner text NOT NULL DEFAULT '';
-		UPDATE {schema}.a2a_tasks AS t SET owner = m.owner
-		FROM (SELECT id, {schema}.a2a_taskcodec_metadata_string(metadata, '{key}') AS owner
-		      FROM {schema}.a2a_tasks
-		      WHERE position(convert_to('{key}', 'UTF8') IN metadata) > 0) AS m
-		WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND {max};
+		IF k <> '' THEN
+			UPDATE {schema}.a2a_tasks AS t SET owner = m.owner
+			FROM (SELECT id, {schema}.a2a_taskcodec_metadata_string(metadata, k) AS owner
+			      FROM {schema}.a2a_tasks
+			      WHERE position(convert_to(k, 'UTF8') IN metadata) > 0) AS m
+			WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND {max};
+		END IF;
 	END IF;
 END
 $do$`
@@ -242,16 +259,17 @@ var ownerIndexesSQL = []string{
 }
 
 // ownerColumnInstallSQL is the owner column's installation for schema qs:
-// the codec functions, then the column with its one-time backfill. It runs
-// in one transaction.
+// the codec functions, the backfill's key (the default unless already
+// set), then the column with its one-time backfill. It runs in one
+// transaction.
 func ownerColumnInstallSQL(qs string) []string {
 	var stmts []string
 	for _, f := range codecFunctionsSQL {
 		stmts = append(stmts, render(f, qs))
 	}
 	col := render(ownerColumnSQL, qs)
-	col = replaceAll(col, "{key}", ownerMetadataKey, "{max}", fmt.Sprint(engine.MaxOwnerBytes))
-	return append(stmts, col)
+	col = replaceAll(col, "{setting}", upgradeOwnerKeySetting, "{max}", fmt.Sprint(engine.MaxOwnerBytes))
+	return append(stmts, upgradeOwnerKeyDefaultSQL, col)
 }
 
 // isOwnerIndex matches (owner, updated_at DESC, id COLLATE "C" DESC).

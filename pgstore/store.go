@@ -34,6 +34,38 @@ type Options struct {
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
 	Limits engine.Limits
+	// UpgradeOwnerKey is the task metadata key whose string value the
+	// one-time owner backfill copies into the owner column when the
+	// managed schema adds it (see Owners in the package documentation):
+	// where engine/authz's OwnerPolicy kept owners before stores recorded
+	// them. Default: "a2astore.owner", the key OwnerPolicy used by
+	// default. A deployment whose OwnerPolicy recorded owners under
+	// another key (its former MetadataKey option) must name that key: in
+	// such a deployment "a2astore.owner" was ordinary metadata that any
+	// client could set, and copying it would give the task to whoever the
+	// client named. It must be valid UTF-8 without NUL.
+	UpgradeOwnerKey string
+	// UpgradeWithoutOwners, when true, skips the owner backfill: every
+	// task written before the owner column existed is left without owner.
+	// Set it when no OwnerPolicy recorded owners in metadata (then any
+	// owner key in metadata was written by clients). It cannot be combined
+	// with UpgradeOwnerKey.
+	UpgradeWithoutOwners bool
+}
+
+// upgradeOwnerKey is the key the owner backfill reads ("" = no backfill).
+func (o *Options) upgradeOwnerKey() (string, error) {
+	switch {
+	case o.UpgradeWithoutOwners && o.UpgradeOwnerKey != "":
+		return "", fmt.Errorf("pgstore: Options.UpgradeOwnerKey and UpgradeWithoutOwners are both set: %w", engine.ErrInvalidArgument)
+	case o.UpgradeWithoutOwners:
+		return "", nil
+	case o.UpgradeOwnerKey == "":
+		return defaultUpgradeOwnerKey, nil
+	case !storable(o.UpgradeOwnerKey):
+		return "", fmt.Errorf("pgstore: Options.UpgradeOwnerKey with NUL or invalid UTF-8: %w", engine.ErrInvalidArgument)
+	}
+	return o.UpgradeOwnerKey, nil
 }
 
 // Store is an engine.Store on PostgreSQL. It is safe for concurrent use.
@@ -44,6 +76,9 @@ type Store struct {
 	qschema  string // schema as quote_ident writes it, for generated DDL
 	sql      statements
 	limits   engine.Limits
+	// upgradeOwnerKey is the metadata key of the owner backfill ("":
+	// none), used only when the managed schema adds the owner column.
+	upgradeOwnerKey string
 }
 
 var (
@@ -210,6 +245,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema), limits: opts.Limits}
 	var err error
+	if s.upgradeOwnerKey, err = opts.upgradeOwnerKey(); err != nil {
+		return nil, err
+	}
 	if s.qschema, err = quoteSchema(ctx, pool, s.schema); err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,22 +230,44 @@ func TestExactScopeChecksEveryTask(t *testing.T) {
 // cannot list (ErrUnauthenticated, an invalid argument), as a2a-go's
 // taskstore.InMemory refuses; the store is not read, except to judge a
 // page token, so a bad token still fails alike for every caller (T4).
-// Reads of a task answer not found, as for a missing one (A6).
+// Reads of a task answer not found, as for a missing one (A6), and Create
+// is ErrUnauthenticated. An empty identity is no identity, also from a
+// custom Caller that says it identified one (else it would list with no
+// owner filter: everyone's tasks and totals); so is an identity no owner
+// can be (over engine.MaxOwnerBytes), which would otherwise be a server
+// fault on Create and an invalid owner filter on List.
 func TestUnauthenticatedList(t *testing.T) {
 	mem := ownerStore(t, 10)
 	bg := context.Background()
 	anonUser, cc := a2asrv.NewCallContext(bg, nil)
 	cc.User = &a2asrv.User{Name: "alice"} // named, not authenticated
+	long := strings.Repeat("x", engine.MaxOwnerBytes+1)
+	longUser, cc := a2asrv.NewCallContext(bg, nil)
+	cc.User = a2asrv.NewAuthenticatedUser(long, nil)
 	first, err := mem.List(bg, &engine.ListRequest{PageSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, ctx := range map[string]context.Context{
-		"no caller": bg, "empty caller": authz.WithCaller(bg, ""), "unauthenticated user": anonUser,
+	end := engine.EncodeToken(engine.Cursor{UpdatedAt: 0, ID: "\x00"}) // past every task: an empty page
+	says := func(id string) authz.OwnerPolicy {
+		return authz.OwnerPolicy{Caller: func(context.Context) (string, bool) { return id, true }}
+	}
+	for name, c := range map[string]struct {
+		ctx    context.Context
+		policy authz.OwnerPolicy
+	}{
+		"no caller":                {bg, authz.OwnerPolicy{}},
+		"empty caller":             {authz.WithCaller(bg, ""), authz.OwnerPolicy{}},
+		"unauthenticated user":     {anonUser, authz.OwnerPolicy{}},
+		"Caller says empty":        {bg, says("")},
+		"over-long caller":         {authz.WithCaller(bg, long), authz.OwnerPolicy{}},
+		"over-long user":           {longUser, authz.OwnerPolicy{}},
+		"Caller says over-long id": {bg, says(long)},
 	} {
-		for _, tok := range []string{"", first.NextPageToken} {
+		ctx := c.ctx
+		for _, tok := range []string{"", first.NextPageToken, end} {
 			pr := &probe{Store: mem}
-			resp, err := authz.New(pr, authz.OwnerPolicy{}).List(ctx, &engine.ListRequest{PageToken: tok, IncludeTotalSize: true})
+			resp, err := authz.New(pr, c.policy).List(ctx, &engine.ListRequest{PageToken: tok, IncludeTotalSize: true})
 			if resp != nil || !errors.Is(err, authz.ErrUnauthenticated) || !errors.Is(err, engine.ErrInvalidArgument) {
 				t.Errorf("%s, token %q: %v, %v; want ErrUnauthenticated", name, tok, resp, err)
 			}
@@ -252,11 +275,17 @@ func TestUnauthenticatedList(t *testing.T) {
 				t.Errorf("%s, token %q: %d store lists, want %d (only to judge the token)", name, tok, len(pr.lists), want)
 			}
 		}
-		if _, err := authz.New(mem, authz.OwnerPolicy{}).List(ctx, &engine.ListRequest{PageToken: "v1.bogus"}); err != engine.ErrInvalidPageToken {
+		if _, err := authz.New(mem, c.policy).List(ctx, &engine.ListRequest{PageToken: "v1.bogus"}); err != engine.ErrInvalidPageToken {
 			t.Errorf("%s, bad token: %v, want the generic token error", name, err)
 		}
-		if _, err := authz.New(mem, authz.OwnerPolicy{}).Get(ctx, "a000"); !errors.Is(err, engine.ErrNotFound) {
+		if _, err := authz.New(mem, c.policy).Get(ctx, "a000"); !errors.Is(err, engine.ErrNotFound) {
 			t.Errorf("%s, Get: %v, want not found", name, err)
+		}
+		if _, err := authz.New(mem, c.policy).Create(ctx, working(a2a.TaskID("new-"+name), "c")); !errors.Is(err, authz.ErrUnauthenticated) {
+			t.Errorf("%s, Create: %v, want ErrUnauthenticated", name, err)
+		}
+		if c.policy.ScopeIsExact(ctx, engine.ListRequest{}) {
+			t.Errorf("%s: a scope without owner is exact", name)
 		}
 	}
 }

@@ -75,19 +75,25 @@ func CallerFrom(ctx context.Context) (id string, ok bool) {
 //
 // A caller without identity cannot list (ErrUnauthenticated, as a2a-go's
 // own taskstore.InMemory refuses) nor create (ErrUnauthenticated); Get and
-// the mutations answer it not found, as for a missing task (A6).
+// the mutations answer it not found, as for a missing task (A6). An empty
+// identity is no identity, even when Caller reports one, and so is an
+// identity longer than engine.MaxOwnerBytes, which no owner can be.
 //
 // Migration: versions before #15 recorded the owner in the task's metadata
-// under the key "a2astore.owner". Nothing reads or writes that key any
-// more; each backend moves existing owners from it into the store (Pebble
-// upgrades its database on open; PostgreSQL backfills the owner column
-// from it, see pgstore's migrations). A task whose metadata still carries
-// the key keeps it as ordinary, client-visible metadata that grants
-// nothing.
+// under the key "a2astore.owner", or the key the removed MetadataKey field
+// named. Nothing reads or writes that key any more; each backend moves
+// existing owners from it into the store (Pebble upgrades its database on
+// open; PostgreSQL backfills the owner column from it, see pgstore's
+// migrations). Both read "a2astore.owner" unless their Options name
+// another key (UpgradeOwnerKey, required where MetadataKey was set, since
+// "a2astore.owner" was then client metadata) or none
+// (UpgradeWithoutOwners). A task whose metadata still carries the key keeps
+// it as ordinary, client-visible metadata that grants nothing.
 //
 // The zero value is ready to use: identities come from CallerFrom.
 type OwnerPolicy struct {
-	// Caller returns the caller's identity. nil = CallerFrom.
+	// Caller returns the caller's identity. nil = CallerFrom. An id that
+	// is empty or longer than engine.MaxOwnerBytes counts as none.
 	Caller func(ctx context.Context) (id string, ok bool)
 }
 
@@ -98,11 +104,23 @@ var (
 	_ ExactScoper   = OwnerPolicy{}
 )
 
+// caller returns the caller's identity. An empty identity is no identity
+// (whatever Caller says: as an owner filter "" would match every task),
+// and neither is one that no owner can be (longer than
+// engine.MaxOwnerBytes): such a caller is unauthenticated everywhere,
+// rather than a server fault on Create and an invalid filter on List.
 func (p OwnerPolicy) caller(ctx context.Context) (string, bool) {
+	var id string
+	var ok bool
 	if p.Caller != nil {
-		return p.Caller(ctx)
+		id, ok = p.Caller(ctx)
+	} else {
+		id, ok = CallerFrom(ctx)
 	}
-	return CallerFrom(ctx)
+	if !ok || id == "" || engine.ValidateOwner(id) != nil {
+		return "", false
+	}
+	return id, true
 }
 
 // ScopeTaskList narrows req to the caller's tasks (Owner). A caller without
@@ -121,10 +139,11 @@ func (p OwnerPolicy) ScopeTaskList(ctx context.Context, req engine.ListRequest) 
 }
 
 // ScopeIsExact reports that a scope naming the caller as owner is exact:
-// every task of that owner is one CanAccessOwned allows.
+// every task of that owner is one CanAccessOwned allows. A scope without
+// an owner filter never is.
 func (p OwnerPolicy) ScopeIsExact(ctx context.Context, scoped engine.ListRequest) bool {
 	caller, ok := p.caller(ctx)
-	return ok && scoped.Owner == caller
+	return ok && scoped.Owner != "" && scoped.Owner == caller
 }
 
 // CanAccessTask cannot decide: the owner is not part of the task. It

@@ -11,7 +11,9 @@
 -- function with the same text, and the owner backfill runs only in the
 -- transaction that adds the column. Startup (P3) checks all of it — the
 -- column, both indexes by definition, the counter table, the function
--- bodies and the triggers — and names this file when something is missing.
+-- bodies and the triggers (their events, no WHEN condition, enabled as
+-- CREATE TRIGGER enables them or ENABLE ALWAYS) — and names this file when
+-- something is missing or different.
 -- The managed schema (the default) runs the same statements at startup.
 --
 -- Roles that write a2a_tasks need SELECT, INSERT, UPDATE and DELETE on
@@ -22,14 +24,27 @@
 -- 1. The owner column (text NOT NULL DEFAULT '': '' is "no owner"). ALTER
 --    TABLE ... ADD COLUMN takes ACCESS EXCLUSIVE (reads and writes wait)
 --    until COMMIT. Adding a column with a constant default is instant, but
---    the same transaction copies owners recorded in task metadata under
---    "a2astore.owner" (where engine/authz's OwnerPolicy kept them before
---    this column existed) into the column, so the lock lasts for one scan
---    of the table plus an update of each such row. Stop servers of older
---    releases that create tasks through OwnerPolicy before running it:
---    tasks they create afterwards get no owner. Metadata is left as it is.
---    The a2a_taskcodec_* functions read taskcodec's binary metadata form;
---    they stay installed for a custom OwnerPolicy.MetadataKey (README).
+--    the same transaction copies owners recorded in task metadata (where
+--    engine/authz's OwnerPolicy kept them before this column existed) into
+--    the column, so the lock lasts for one scan of the table plus an update
+--    of each such row. Stop servers of older releases that create tasks
+--    through OwnerPolicy before running it: tasks they create afterwards
+--    get no owner. Metadata is left as it is. The a2a_taskcodec_* functions
+--    read taskcodec's binary metadata form.
+--
+--    THE BACKFILL'S KEY. The owner is copied from metadata key
+--    "a2astore.owner", OwnerPolicy's default. Only the key OwnerPolicy
+--    wrote may be trusted: any other key was ordinary metadata a client
+--    could set. If your OwnerPolicy used another key (its former
+--    MetadataKey option, e.g. "tenant"), "a2astore.owner" was client
+--    metadata and copying it would give a task to whoever the client
+--    named: name your key instead. If no OwnerPolicy kept owners in
+--    metadata, turn the backfill off (''). Either run the file with
+--
+--      PGOPTIONS='-c a2astore.upgrade_owner_key=tenant' psql ...   (or =)
+--
+--    or edit the set_config line before the DO block below. (A managed
+--    schema takes pgstore.Options.UpgradeOwnerKey / UpgradeWithoutOwners.)
 -- 2. The owner ordering indexes. CREATE INDEX takes SHARE (writes wait,
 --    reads go on) while each index is built. To build them without
 --    blocking writes, first run the same two statements with CREATE INDEX
@@ -208,16 +223,25 @@ BEGIN
 	RETURN public.a2a_taskcodec_text(found);
 END
 $fn$;
+-- The metadata key of the owner backfill (see above): 'a2astore.owner'
+-- unless the session set a2astore.upgrade_owner_key (PGOPTIONS). To use
+-- another key, edit 'a2astore.owner' on the next line, or set it to '' for
+-- no backfill.
+SELECT set_config('a2astore.upgrade_owner_key', coalesce(current_setting('a2astore.upgrade_owner_key', true), 'a2astore.owner'), true);
 DO $do$
+DECLARE
+	k text := current_setting('a2astore.upgrade_owner_key', true); -- the metadata key; '' or NULL: none
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_attribute
 	               WHERE attrelid = 'public.a2a_tasks'::regclass AND attname = 'owner' AND NOT attisdropped) THEN
 		ALTER TABLE public.a2a_tasks ADD COLUMN owner text NOT NULL DEFAULT '';
-		UPDATE public.a2a_tasks AS t SET owner = m.owner
-		FROM (SELECT id, public.a2a_taskcodec_metadata_string(metadata, 'a2astore.owner') AS owner
-		      FROM public.a2a_tasks
-		      WHERE position(convert_to('a2astore.owner', 'UTF8') IN metadata) > 0) AS m
-		WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND 1024;
+		IF k <> '' THEN
+			UPDATE public.a2a_tasks AS t SET owner = m.owner
+			FROM (SELECT id, public.a2a_taskcodec_metadata_string(metadata, k) AS owner
+			      FROM public.a2a_tasks
+			      WHERE position(convert_to(k, 'UTF8') IN metadata) > 0) AS m
+			WHERE t.id = m.id AND octet_length(m.owner) BETWEEN 1 AND 1024;
+		END IF;
 	END IF;
 END
 $do$;
@@ -245,25 +269,26 @@ DECLARE
 	zk smallint[];
 	zn text[];
 	zs text[];
+	zh smallint[];
 BEGIN
 	WITH up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
 		SELECT kind, name, state, shard, sum(d) FROM (
-			SELECT 0::smallint, ''::text, state, (pg_backend_pid() % 16)::smallint, 1 FROM new_rows
-			UNION ALL SELECT 1::smallint, context_id, state, 0::smallint, 1 FROM new_rows
-			UNION ALL SELECT 2::smallint, owner, state, 0::smallint, 1 FROM new_rows) AS delta (kind, name, state, shard, d)
+			SELECT k.kind, k.name, r.state, r.shard, 1
+			FROM (SELECT state, context_id, owner, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM new_rows) AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
-		RETURNING kind, name, state, n)
-	SELECT array_agg(kind), array_agg(name), array_agg(state) INTO zk, zn, zs
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard) INTO zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
 		DELETE FROM public.a2a_task_counts c
-		USING unnest(zk, zn, zs) AS z (kind, name, state)
-		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = 0 AND c.n = 0;
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;
 	RETURN NULL;
 END
@@ -273,25 +298,26 @@ DECLARE
 	zk smallint[];
 	zn text[];
 	zs text[];
+	zh smallint[];
 BEGIN
 	WITH up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
 		SELECT kind, name, state, shard, sum(d) FROM (
-			SELECT 0::smallint, ''::text, state, (pg_backend_pid() % 16)::smallint, -1 FROM old_rows
-			UNION ALL SELECT 1::smallint, context_id, state, 0::smallint, -1 FROM old_rows
-			UNION ALL SELECT 2::smallint, owner, state, 0::smallint, -1 FROM old_rows) AS delta (kind, name, state, shard, d)
+			SELECT k.kind, k.name, r.state, r.shard, -1
+			FROM (SELECT state, context_id, owner, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM old_rows) AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
-		RETURNING kind, name, state, n)
-	SELECT array_agg(kind), array_agg(name), array_agg(state) INTO zk, zn, zs
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard) INTO zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
 		DELETE FROM public.a2a_task_counts c
-		USING unnest(zk, zn, zs) AS z (kind, name, state)
-		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = 0 AND c.n = 0;
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;
 	RETURN NULL;
 END
@@ -301,30 +327,32 @@ DECLARE
 	zk smallint[];
 	zn text[];
 	zs text[];
-	my_shard smallint := pg_backend_pid() % 16;
+	zh smallint[];
+	old_shard smallint := ((hashtext(OLD.id) & 2147483647) % 16)::smallint;
+	new_shard smallint := ((hashtext(NEW.id) & 2147483647) % 16)::smallint;
 BEGIN
 	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
-			AND OLD.owner IS NOT DISTINCT FROM NEW.owner THEN
+			AND OLD.owner IS NOT DISTINCT FROM NEW.owner AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
 		RETURN NULL;
 	END IF;
 	WITH up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
 		SELECT kind, name, state, shard, sum(d) FROM (VALUES
-			(0::smallint, ''::text, OLD.state, my_shard, -1), (0::smallint, ''::text, NEW.state, my_shard, 1),
-			(1::smallint, OLD.context_id, OLD.state, 0::smallint, -1), (1::smallint, NEW.context_id, NEW.state, 0::smallint, 1),
-			(2::smallint, OLD.owner, OLD.state, 0::smallint, -1), (2::smallint, NEW.owner, NEW.state, 0::smallint, 1)) AS delta (kind, name, state, shard, d)
+			(0::smallint, ''::text, OLD.state, old_shard, -1), (0::smallint, ''::text, NEW.state, new_shard, 1),
+			(1::smallint, OLD.context_id, OLD.state, old_shard, -1), (1::smallint, NEW.context_id, NEW.state, new_shard, 1),
+			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
-		RETURNING kind, name, state, n)
-	SELECT array_agg(kind), array_agg(name), array_agg(state) INTO zk, zn, zs
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard) INTO zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
 		DELETE FROM public.a2a_task_counts c
-		USING unnest(zk, zn, zs) AS z (kind, name, state)
-		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = 0 AND c.n = 0;
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;
 	RETURN NULL;
 END
@@ -340,19 +368,19 @@ BEGIN
 	LOCK TABLE public.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
 	DELETE FROM public.a2a_task_counts;
 	INSERT INTO public.a2a_task_counts (kind, name, state, shard, n)
-	SELECT kind, name, state, 0, n FROM (
+	SELECT kind, name, state, shard, n FROM (
 	SELECT CASE WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
 		CASE WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
-		state COLLATE "C" AS state, count(*) AS n
-	FROM public.a2a_tasks
-	GROUP BY GROUPING SETS ((state), (context_id, state), (owner, state))
+		state COLLATE "C" AS state, shard, count(*) AS n
+	FROM (SELECT context_id, owner, state, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM public.a2a_tasks) AS t
+	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard))
 	) AS g
 	WHERE kind = 0 OR name <> '';
 END
 $fn$;
 CREATE OR REPLACE TRIGGER a2a_task_counts_insert AFTER INSERT ON public.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.a2a_task_counts_on_insert();
 CREATE OR REPLACE TRIGGER a2a_task_counts_delete AFTER DELETE ON public.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.a2a_task_counts_on_delete();
-CREATE OR REPLACE TRIGGER a2a_task_counts_update AFTER UPDATE OF state, context_id, owner ON public.a2a_tasks FOR EACH ROW EXECUTE FUNCTION public.a2a_task_counts_on_update();
+CREATE OR REPLACE TRIGGER a2a_task_counts_update AFTER UPDATE OF id, state, context_id, owner ON public.a2a_tasks FOR EACH ROW EXECUTE FUNCTION public.a2a_task_counts_on_update();
 CREATE OR REPLACE TRIGGER a2a_task_counts_truncate AFTER TRUNCATE ON public.a2a_tasks FOR EACH STATEMENT EXECUTE FUNCTION public.a2a_task_counts_on_truncate();
 SELECT public.a2a_task_counts_rebuild();
 COMMIT;
