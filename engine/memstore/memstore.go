@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -212,7 +213,8 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	e := encoded{lightFields: lightFields{contextID: t.ContextID, state: t.Status.State, meta: meta}, body: body}
+	// The encoder's buffer is larger than most bodies: keep an exact copy.
+	e := encoded{lightFields: lightFields{contextID: t.ContextID, state: t.Status.State, meta: meta}, body: bytes.Clone(body)}
 	if t.Status.Timestamp != nil {
 		e.statusTime, e.hasStatus = *t.Status.Timestamp, true
 	}
