@@ -9,7 +9,9 @@ import (
 )
 
 // CheckInvariants verifies the store's internal consistency against the
-// entries in the ID map: every entry is in the global index and in the
+// entries in the ID map: every entry's content is well formed (a status
+// time that decodes, metadata within the body), it is in the global index
+// and in the
 // context index under its context, and an entry with an owner in the
 // owner and (owner, context) indexes, each time at its current cursor;
 // the indexes hold nothing else; the interned contexts and owners are
@@ -38,7 +40,6 @@ func (s *Store) CheckInvariants() error {
 			c = &counts{}
 			m[id] = c
 		}
-		c.tasks++
 		c.states[st]++
 	}
 	for id, e := range s.mu.byID {
@@ -48,6 +49,12 @@ func (s *Store) CheckInvariants() error {
 		if e.revision < 1 || int(e.state) >= numStates {
 			fail("task %q: revision %d, state number %d", id, e.revision, e.state)
 			continue
+		}
+		if _, ok := e.status.time(); !ok && e.status != (stamp{}) {
+			fail("task %q: its status time does not decode", id)
+		}
+		if int(e.metaLen) > len(e.body) {
+			fail("task %q: %d bytes of metadata in a body of %d", id, e.metaLen, len(e.body))
 		}
 		if it, ok := s.mu.order.Get(e.item()); !ok || it.e != e {
 			fail("task %q missing from the global index at its cursor", id)
@@ -116,8 +123,8 @@ func (s *Store) CheckInvariants() error {
 	}
 	errs = append(errs, s.mu.contexts.check("context", contexts)...)
 	errs = append(errs, s.mu.owners.check("owner", owners)...)
-	if !maps.Equal(ownerCtx, s.mu.ownerCtx) {
-		fail("(owner, context) counters %v, recount %v", s.mu.ownerCtx, ownerCtx)
+	if counted := s.mu.ownerCtx.all(); !maps.Equal(ownerCtx, counted) {
+		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
 	}
 	return errors.Join(errs...)
 }

@@ -19,6 +19,8 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 		want   string
 	}{
 		{"stored under another ID", func(s *Store, a, _, _ *entry) { s.mu.byID["other"] = a }, "stored under"},
+		{"status time corrupt", func(s *Store, a, _, _ *entry) { a.status[0] = 7 }, "status time does not decode"},
+		{"metadata beyond the body", func(s *Store, _, b, _ *entry) { b.metaLen = 1 }, "bytes of metadata"},
 		{"missing from the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Delete(a.item()) }, "missing from the global index"},
 		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(item{a.updatedAt + 1, a}) }, "not stored there"},
 		{"missing from the context index", func(s *Store, _, _, p *entry) { s.mu.byCtx.Delete(p.keyed(uint64(p.ctx))) }, "missing from the context index"},
@@ -35,12 +37,12 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 			s.mu.byOwnerCtx.Set(k)
 		}, "not stored there"},
 		{"state counter off", func(s *Store, a, _, _ *entry) { s.mu.states[a.state]++ }, "state TASK_STATE_WORKING counter"},
-		{"context count off", func(s *Store, a, _, _ *entry) { s.mu.contexts.count[a.ctx].tasks++ }, `context "c" counts`},
+		{"context count off", func(s *Store, a, _, _ *entry) { s.mu.contexts.count[a.ctx].states[a.state]++ }, `context "c" counts`},
 		{"(context, state) count off", func(s *Store, _, _, p *entry) { s.mu.contexts.count[p.ctx].states[p.state]-- }, `context "d" counts`},
-		{"owner count off", func(s *Store, a, _, _ *entry) { s.mu.owners.count[a.owner].tasks-- }, `owner "alice" counts`},
+		{"owner count off", func(s *Store, a, _, _ *entry) { s.mu.owners.count[a.owner].states[a.state]-- }, `owner "alice" counts`},
 		{"(owner, state) count off", func(s *Store, _, b, _ *entry) { s.mu.owners.count[b.owner].states[0]++ }, `owner "bob" counts`},
-		{"(owner, context) counter off", func(s *Store, a, _, _ *entry) { s.mu.ownerCtx[ownerCtxKey(a.owner, a.ctx)]++ }, "(owner, context) counters"},
-		{"stale (owner, context) counter", func(s *Store, a, _, p *entry) { s.mu.ownerCtx[ownerCtxKey(a.owner, p.ctx)] = 1 }, "(owner, context) counters"},
+		{"(owner, context) home counter off", func(s *Store, a, _, _ *entry) { s.mu.ownerCtx.home[a.owner].n++ }, "(owner, context) counters"},
+		{"(owner, context) counter off", func(s *Store, a, _, p *entry) { s.mu.ownerCtx.rest[ownerCtxKey(a.owner, p.ctx)] = 1 }, "(owner, context) counters"},
 		{"context kept with no task", func(s *Store, _, _, _ *entry) { s.mu.contexts.intern("nobody") }, "no task has it"},
 		{"owner kept with no task", func(s *Store, _, _, _ *entry) { s.mu.owners.intern("nobody") }, "no task has it"},
 		{"context interned under another's sym", func(s *Store, a, _, p *entry) { s.mu.contexts.ids["c"] = p.ctx }, "names another"},

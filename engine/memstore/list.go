@@ -16,10 +16,9 @@ import (
 // under one shared lock from the one index that holds only candidates: the
 // (owner, context) range, the owner's, the context's or the global index.
 // The index decides the owner and context filters, so a visited entry is
-// checked for the state and status time only. A light page is built under
-// the lock (no decoding: the light fields are stored as they are
-// returned); a full page keeps references to the stored bodies and decodes
-// them after the lock is released.
+// checked for the state and status time only. Under the lock a page builds
+// each task's light fields; after it, it decodes the stored bodies: only
+// metadata for a light page, and the rest of each task for a full one.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -44,7 +43,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 			more = true
 			return false
 		}
-		pg.add(e, &s.mu.contexts, &s.mu.owners, light)
+		s.addLocked(&pg, e)
 		return true
 	}
 
@@ -136,89 +135,77 @@ func (r keyRange) scan(after *engine.Cursor, visit func(e *entry) bool) {
 	r.idx.Ascend(from, func(k keyed) bool { return k.key == r.key && visit(k.e) })
 }
 
-// page collects a page under the lock: light tasks built in place (the
-// page's tasks and timestamps share one allocation each), or the stored
-// bodies of a full page.
+// page collects a page. Under the lock it builds each task's light fields
+// into the page's tasks (the tasks and their status timestamps share one
+// allocation each) and keeps a reference to the bodies it must decode: the
+// metadata of a light page, the metadata and rest of a full one. The
+// bodies are decoded after the lock is released.
 type page struct {
+	light   bool
 	cursors []engine.Cursor
 	owners  []string
-	tasks   []a2a.Task  // light
-	times   []time.Time // light: status timestamps, cap fixed so pointers stay valid
-	metas   []metaRef   // light: tasks with metadata, decoded after the lock
-	bodies  [][]byte    // full
+	tasks   []a2a.Task
+	times   []time.Time // cap fixed so pointers stay valid
+	bodies  []bodyRef
+}
+
+// bodyRef is a body to decode into tasks[i].
+type bodyRef struct {
+	i       int
+	body    string
+	metaLen uint32
 }
 
 func (p *page) init(size int, light bool) {
+	p.light = light
 	p.cursors = make([]engine.Cursor, 0, size)
 	p.owners = make([]string, 0, size)
-	if light {
-		p.tasks = make([]a2a.Task, 0, size)
-		p.times = make([]time.Time, 0, size)
-	} else {
-		p.bodies = make([][]byte, 0, size)
-	}
+	p.tasks = make([]a2a.Task, 0, size)
+	p.times = make([]time.Time, 0, size)
 }
 
-type metaRef struct {
-	i    int
-	meta []byte
-}
-
-// add appends the task of e to the page: a light page reads e's light
-// fields and owner, a full page its owner and body.
+// addLocked appends the task of e to p.
 // REQUIRES: s.mu held.
-func (p *page) add(e *entry, contexts, owners *symbols, light bool) {
+func (s *Store) addLocked(p *page, e *entry) {
 	p.cursors = append(p.cursors, e.cursor())
-	p.owners = append(p.owners, owners.names[e.owner])
-	if !light {
-		p.bodies = append(p.bodies, e.body)
-		return
-	}
-	p.tasks = append(p.tasks, a2a.Task{ID: e.id, ContextID: contexts.names[e.ctx], Status: a2a.TaskStatus{State: states[e.state]}})
-	if e.hasStatus {
-		p.times = append(p.times, e.statusTime)
-		p.tasks[len(p.tasks)-1].Status.Timestamp = &p.times[len(p.times)-1]
-	}
-	if e.meta != nil {
-		p.metas = append(p.metas, metaRef{len(p.tasks) - 1, e.meta})
+	p.owners = append(p.owners, s.mu.owners.names[e.owner])
+	i := len(p.tasks)
+	p.tasks = append(p.tasks, a2a.Task{})
+	p.times = append(p.times, time.Time{})
+	fillLight(&p.tasks[i], &p.times[i], e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
+	if needsDecoding(e.body, e.metaLen, p.light) {
+		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
 	}
 }
 
-// finish decodes what could not be built under the lock and returns the
-// page's tasks.
+// finish decodes the bodies and returns the page's tasks, shaped by q
+// when whole.
 func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
-	out := make([]*a2a.Task, len(p.cursors))
-	if p.bodies == nil {
-		for _, m := range p.metas {
-			md, err := taskcodec.DecodeMetadata(m.meta)
-			if err != nil {
-				return nil, err
-			}
-			p.tasks[m.i].Metadata = md
-		}
-		for i := range p.tasks {
-			out[i] = &p.tasks[i]
-		}
-		return out, nil
-	}
-	for i, body := range p.bodies {
-		t, err := taskcodec.DecodeTask(body)
-		if err != nil {
+	var d *taskcodec.Decoder // one for the page
+	for _, b := range p.bodies {
+		if err := decodeBody(&p.tasks[b.i], b.body, b.metaLen, p.light, &d); err != nil {
 			return nil, err
 		}
-		listpage.Shape(q, t)
-		out[i] = t
+	}
+	out := make([]*a2a.Task, len(p.tasks))
+	for i := range p.tasks {
+		if !p.light {
+			listpage.Shape(q, &p.tasks[i])
+		}
+		out[i] = &p.tasks[i]
 	}
 	return out, nil
 }
 
 // matches applies q's state and status time filters (listpage.Matches) to
 // the task of e; q has no owner or context filter (the index decides
-// those).
+// those). The status time is decoded only for a status time filter.
 func matches(q *engine.Query, e *entry) bool {
 	var ts *time.Time
-	if e.hasStatus {
-		ts = &e.statusTime
+	if q.StatusAfter != nil {
+		if at, ok := e.status.time(); ok {
+			ts = &at
+		}
 	}
 	return listpage.Matches(q, "", "", states[e.state], ts)
 }
@@ -254,12 +241,12 @@ func (s *Store) keyedTotalLocked(q, rest *engine.Query, r keyRange) (total, insp
 	case q.StatusAfter != nil, q.Owner != "" && q.ContextID != "" && q.Status != "":
 		return countMatches(func(visit func(*entry) bool) { r.scan(nil, visit) }, rest)
 	case q.Owner != "" && q.ContextID != "":
-		return s.mu.ownerCtx[r.key], 0
+		return s.mu.ownerCtx.get(sym(r.key>>32), sym(r.key)), 0
 	case q.Status != "":
 		st, _ := stateNumber(q.Status)
 		return int(counted.count[r.key].states[st]), 0
 	}
-	return int(counted.count[r.key].tasks), 0
+	return counted.count[r.key].total(), 0
 }
 
 // countMatches counts the entries that scanAll offers and that match rest.

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -39,11 +37,11 @@ type Store struct {
 		byOwner    *btree.BTreeG[keyed] // tasks with an owner: owner, then list order
 		byOwnerCtx *btree.BTreeG[keyed] // tasks with an owner: (owner, context), then list order
 		// contexts and owners intern the strings tasks carry and count
-		// their tasks, per state too (totals by context, context+state,
-		// owner, owner+state); ownerCtx counts per (owner, context).
+		// their tasks per state (totals by context, context+state, owner,
+		// owner+state); ownerCtx counts per (owner, context).
 		contexts symbols
 		owners   symbols
-		ownerCtx map[uint64]int
+		ownerCtx pairCounts
 		states   [numStates]int // tasks per state
 		closed   bool
 	}
@@ -54,21 +52,21 @@ var (
 	_ engine.Checker    = (*Store)(nil)
 )
 
-// entry is one stored task, shared by the ID map and every index. Its
-// fields change only under s.mu (write); a body or meta slice is never
-// modified once stored, so readers may keep a reference past the lock.
-// A seek probe is an entry with revision 0 (a stored one has 1 or more).
+// entry is one stored task, shared by the ID map and every index: 80
+// bytes, two pointers (the ID and the body). Its fields change only under
+// s.mu (write); a body is never modified once stored, so readers may keep
+// it past the lock. A seek probe is an entry with revision 0 (a stored one
+// has 1 or more).
 type entry struct {
-	id         a2a.TaskID
-	updatedAt  int64
-	revision   int64
-	ctx        sym   // interned context ID
-	owner      sym   // interned owner, fixed at Create (O1, O2); noOwner = none
-	state      uint8 // number in states
-	hasStatus  bool
-	statusTime time.Time // zero: no status timestamp
-	meta       []byte    // taskcodec.EncodeMetadata: nil = none
-	body       []byte    // taskcodec.EncodeTask: the whole task, binary
+	id        a2a.TaskID
+	body      string // metadata, then the rest of the task (content.go)
+	updatedAt int64
+	revision  int64
+	status    stamp  // status timestamp
+	ctx       sym    // interned context ID
+	owner     sym    // interned owner, fixed at Create (O1, O2); noOwner = none
+	metaLen   uint32 // bytes of body that are metadata
+	state     uint8  // number in states
 }
 
 // item is an entry of the global index: the task's time and the task,
@@ -138,7 +136,7 @@ func New(opts Options) *Store {
 	s.mu.byOwnerCtx = newIndex(keyedLess)
 	s.mu.contexts = newSymbols()
 	s.mu.owners = newSymbols()
-	s.mu.ownerCtx = make(map[uint64]int)
+	s.mu.ownerCtx = newPairCounts()
 	return s
 }
 
@@ -147,7 +145,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.closed = true
-	s.mu.byID, s.mu.ownerCtx = nil, nil
+	s.mu.byID, s.mu.ownerCtx = nil, newPairCounts()
 	s.mu.order = newIndex(itemLess)
 	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(keyedLess), newIndex(keyedLess), newIndex(keyedLess)
 	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
@@ -161,54 +159,10 @@ func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updat
 func (e *entry) item() item             { return item{e.updatedAt, e} }
 func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e} }
 
-// encoded is a task's stored form, prepared outside the lock.
-type encoded struct {
-	contextID  string
-	state      uint8
-	hasStatus  bool
-	statusTime time.Time
-	meta       []byte
-	body       []byte
-}
-
-func (s *Store) encode(t *a2a.Task) (encoded, error) {
-	if err := s.limits.ValidateTask(t); err != nil {
-		return encoded{}, err
-	}
-	st, ok := stateNumber(t.Status.State)
-	if !ok {
-		return encoded{}, fmt.Errorf("memstore: task state %q: %w", t.Status.State, engine.ErrInvalidArgument)
-	}
-	body, err := taskcodec.EncodeTask(t)
-	if err != nil {
-		return encoded{}, err
-	}
-	meta, err := taskcodec.EncodeMetadata(t.Metadata)
-	if err != nil {
-		return encoded{}, err
-	}
-	// The encoder's buffer is larger than most bodies: keep an exact copy.
-	e := encoded{contextID: t.ContextID, state: st, meta: meta, body: bytes.Clone(body)}
-	if t.Status.Timestamp != nil {
-		e.statusTime, e.hasStatus = *t.Status.Timestamp, true
-	}
-	return e, nil
-}
-
 // snapshotLocked is what a caller needs of e after the lock is released.
 // REQUIRES: s.mu held.
-func (s *Store) snapshotLocked(e *entry) (engine.Record, []byte) {
-	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, e.body
-}
-
-// decoded finishes a snapshot outside the lock.
-func decoded(rec engine.Record, body []byte) (engine.Record, error) {
-	t, err := taskcodec.DecodeTask(body)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	rec.Task = t
-	return rec, nil
+func (s *Store) snapshotLocked(e *entry) (engine.Record, content) {
+	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, s.contentLocked(e)
 }
 
 // Create stores a new task without an owner (S2, S4, S7, O1).
@@ -240,9 +194,9 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	s.setLocked(e, enc)
 	s.mu.byID[e.id] = e
 	s.indexLocked(e)
-	rec, body := s.snapshotLocked(e)
+	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
 // lockOpen takes s.mu for writing, or fails (not holding it) when the
@@ -260,8 +214,7 @@ func (s *Store) lockOpen() error {
 // REQUIRES: s.mu held for writing, e not indexed.
 func (s *Store) setLocked(e *entry, enc encoded) {
 	e.ctx = s.mu.contexts.intern(enc.contextID)
-	e.state, e.hasStatus, e.statusTime = enc.state, enc.hasStatus, enc.statusTime
-	e.meta, e.body = enc.meta, enc.body
+	e.state, e.status, e.metaLen, e.body = enc.state, enc.status, enc.metaLen, enc.body
 }
 
 // indexLocked adds e to the indexes and counters; a task without an owner
@@ -276,7 +229,7 @@ func (s *Store) indexLocked(e *entry) {
 		s.mu.byOwner.Set(e.keyed(uint64(e.owner)))
 		s.mu.byOwnerCtx.Set(e.keyed(ownerCtxKey(e.owner, e.ctx)))
 		s.mu.owners.add(e.owner, e.state, 1)
-		s.mu.ownerCtx[ownerCtxKey(e.owner, e.ctx)]++
+		s.mu.ownerCtx.add(e.owner, e.ctx, 1)
 	}
 }
 
@@ -293,12 +246,7 @@ func (s *Store) unindexLocked(e *entry) {
 		s.mu.byOwner.Delete(e.keyed(uint64(e.owner)))
 		s.mu.byOwnerCtx.Delete(e.keyed(ownerCtxKey(e.owner, e.ctx)))
 		s.mu.owners.add(e.owner, e.state, -1)
-		k := ownerCtxKey(e.owner, e.ctx)
-		if s.mu.ownerCtx[k] <= 1 {
-			delete(s.mu.ownerCtx, k)
-		} else {
-			s.mu.ownerCtx[k]--
-		}
+		s.mu.ownerCtx.add(e.owner, e.ctx, -1)
 	}
 }
 
@@ -314,24 +262,24 @@ func (s *Store) releaseLocked(ctx, owner sym) {
 
 // Get returns the whole task.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	_, rec, body, err := s.read(id)
+	_, rec, c, err := s.read(id)
 	if err != nil {
 		return engine.Record{}, err
 	}
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
 // read returns the entry of id and a snapshot of it, under the shared
 // lock.
-func (s *Store) read(id a2a.TaskID) (*entry, engine.Record, []byte, error) {
+func (s *Store) read(id a2a.TaskID) (*entry, engine.Record, content, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, err := s.findLocked(id)
 	if err != nil {
-		return nil, engine.Record{}, nil, err
+		return nil, engine.Record{}, content{}, err
 	}
-	rec, body := s.snapshotLocked(e)
-	return e, rec, body, nil
+	rec, c := s.snapshotLocked(e)
+	return e, rec, c, nil
 }
 
 // findLocked returns the entry of id.
@@ -373,9 +321,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		return engine.Record{}, err
 	}
 	s.advanceLocked(e, enc, at)
-	rec, body := s.snapshotLocked(e)
+	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
 // advanceLocked moves e to new content at time at, one revision on, in
@@ -398,11 +346,11 @@ func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
 // first, modify starts over on the new content.
 func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
 	for {
-		e, rec, body, err := s.read(id)
+		e, rec, c, err := s.read(id)
 		if err != nil {
 			return engine.Record{}, err
 		}
-		cur, err := decoded(rec, body)
+		cur, err := decoded(rec, c)
 		if err != nil {
 			return engine.Record{}, err
 		}
@@ -427,9 +375,9 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 			continue
 		}
 		s.advanceLocked(e, enc, at)
-		rec, body = s.snapshotLocked(e)
+		rec, c = s.snapshotLocked(e)
 		s.mu.Unlock()
-		return decoded(rec, body)
+		return decoded(rec, c)
 	}
 }
 

@@ -40,11 +40,19 @@ func stateNumber(st a2a.TaskState) (n uint8, ok bool) {
 	return n, ok
 }
 
-// counts are the tasks of one interned string: in all, and per state
-// (int32: 36 bytes per string; a store holds far fewer than 2^31 tasks).
+// counts are the tasks of one interned string per state (int32: 32 bytes
+// per string; a store holds far fewer than 2^31 tasks).
 type counts struct {
-	tasks  int32
 	states [numStates]int32
+}
+
+// total is the number of tasks counted.
+func (c *counts) total() int {
+	n := 0
+	for _, k := range c.states {
+		n += int(k)
+	}
+	return n
 }
 
 // symbols interns strings, and counts the tasks that carry each: the
@@ -89,18 +97,75 @@ func (s *symbols) lookup(name string) (sym, bool) {
 
 // add counts delta tasks in state st for id.
 func (s *symbols) add(id sym, st uint8, delta int32) {
-	c := &s.count[id]
-	c.tasks += delta
-	c.states[st] += delta
+	s.count[id].states[st] += delta
 }
 
 // release drops id once no task carries it.
 func (s *symbols) release(id sym) {
-	if s.count[id].tasks != 0 {
+	if s.count[id].total() != 0 {
 		return
 	}
 	delete(s.ids, s.names[id])
 	s.names[id] = ""
 	s.count[id] = counts{}
 	s.free = append(s.free, id)
+}
+
+// pairCounts counts the tasks per (owner, context). Most owners keep their
+// tasks in few contexts, often one: each owner's first context with tasks
+// (its home) is counted in a slice by owner sym, and only the owner's
+// other contexts take map entries. A pair is counted in one place only.
+type pairCounts struct {
+	home []pair           // by owner sym
+	rest map[uint64]int32 // other pairs with tasks, by ownerCtxKey
+}
+
+// pair is an owner's home context and its tasks (none: n == 0).
+type pair struct {
+	ctx sym
+	n   int32
+}
+
+func newPairCounts() pairCounts { return pairCounts{rest: map[uint64]int32{}} }
+
+// add counts delta tasks of owner in ctx.
+func (p *pairCounts) add(owner, ctx sym, delta int32) {
+	for int(owner) >= len(p.home) {
+		p.home = append(p.home, pair{})
+	}
+	h := &p.home[owner]
+	k := ownerCtxKey(owner, ctx)
+	switch {
+	case h.n != 0 && h.ctx == ctx:
+		h.n += delta
+	case h.n == 0: // a free home: the pair moves in, with what the map held
+		h.ctx, h.n = ctx, p.rest[k]+delta
+		delete(p.rest, k)
+	case p.rest[k]+delta == 0:
+		delete(p.rest, k)
+	default:
+		p.rest[k] += delta
+	}
+}
+
+// get returns the tasks of owner in ctx.
+func (p *pairCounts) get(owner, ctx sym) int {
+	if int(owner) < len(p.home) && p.home[owner].n != 0 && p.home[owner].ctx == ctx {
+		return int(p.home[owner].n)
+	}
+	return int(p.rest[ownerCtxKey(owner, ctx)])
+}
+
+// all returns every pair counted, by ownerCtxKey (for CheckInvariants).
+func (p *pairCounts) all() map[uint64]int {
+	m := make(map[uint64]int, len(p.rest))
+	for owner, h := range p.home {
+		if h.n != 0 {
+			m[ownerCtxKey(sym(owner), h.ctx)] += int(h.n)
+		}
+	}
+	for k, n := range p.rest {
+		m[k] += int(n)
+	}
+	return m
 }
