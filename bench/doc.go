@@ -9,11 +9,12 @@
 //
 // so that `go tool benchstat -col /backend` pivots them. Peers run in the
 // same group, on the same fixture, and add one key: impl=btree (the bare
-// B-tree floor), impl=noctx (no context index), impl=a2a-inmemory (a2a-go's
-// taskstore.InMemory), scheme=offset (the old PostgreSQL scheme),
-// indexes=none (PostgreSQL writes without the ordering indexes) and
-// impl=scan (PostgreSQL totals counted by count(*), as before the store
-// kept counters). op=list-wire is a ListTasks page as a server answers it:
+// B-tree floors: light fields inline for a light page; the a2a tasks
+// themselves, deep-copied page-wide, for a full page), impl=noctx (no
+// context index), impl=a2a-inmemory (a2a-go's taskstore.InMemory),
+// scheme=offset (the old PostgreSQL scheme), indexes=none (PostgreSQL
+// writes without the ordering indexes) and impl=scan (PostgreSQL totals
+// counted by count(*), as before the store kept counters). op=list-wire is a ListTasks page as a server answers it:
 // through the a2aserver adapter, total included, encoded to JSON.
 //
 // BenchmarkTenancyAuthz (tenancy_authz_test.go, #15) measures per-owner
@@ -22,6 +23,12 @@
 // the owner policy before #15 (impl=metadata-scan: the owner in task
 // metadata, every list a scan), on a fixture of its own with 1,000
 // Zipf-skewed owners, at the run's sizes from 1e5 up.
+//
+// On mem, op=page also runs on a fixture of light tasks (tasks=light: a
+// 36-byte ID, 16 contexts, a state and a status timestamp, #16), beside
+// both floors. BenchmarkMemHeap (#16) reports memstore's live heap per task
+// beside a bare-tree floor built in the same process, for light and
+// realistic tasks, at the run's sizes from 1e5 up.
 //
 // Fixtures come from internal/taskgen with fixed seeds and are built once
 // per (backend, n) on first use. Sizes are 1e3..1e5 by default; BENCH_FULL=1

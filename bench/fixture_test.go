@@ -73,15 +73,44 @@ type env struct {
 }
 
 // fixtureKey names a fixture: n tasks, without owners or with owners (a
-// Zipf draw over that many) recorded by CreateOwned.
-type fixtureKey struct{ n, owners int }
+// Zipf draw over that many) recorded by CreateOwned; realistic tasks, or
+// light ones (lightTask).
+type fixtureKey struct {
+	n, owners int
+	light     bool
+}
 
-// name is the key's name in paths and schemas: n100000, n100000_owners1000.
+// name is the key's name in paths and schemas: n100000, n100000_owners1000,
+// n100000_light.
 func (k fixtureKey) name() string {
-	if k.owners == 0 {
-		return fmt.Sprintf("n%d", k.n)
+	name := fmt.Sprintf("n%d", k.n)
+	if k.owners > 0 {
+		name += fmt.Sprintf("_owners%d", k.owners)
 	}
-	return fmt.Sprintf("n%d_owners%d", k.n, k.owners)
+	if k.light {
+		name += "_light"
+	}
+	return name
+}
+
+// task returns the fixture's i-th task: gen.Task(i), or lightTask(i).
+func (k fixtureKey) task(gen *taskgen.Gen, i int) *a2a.Task {
+	if k.light {
+		return lightTask(i)
+	}
+	return gen.Task(i)
+}
+
+// lightTask is the i-th light task (#16): a 36-byte ID, one of 16
+// contexts (each task's context its own string, as a decoded request
+// carries it), the working state and a status timestamp; nothing else.
+func lightTask(i int) *a2a.Task {
+	ts := time.Unix(1_700_000_000+int64(i), 0).UTC()
+	return &a2a.Task{
+		ID:        a2a.TaskID(fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)),
+		ContextID: fmt.Sprintf("ctx-%02d", i%16),
+		Status:    a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &ts},
+	}
 }
 
 // backends lists the backends of the shared suite. setup runs once per
@@ -221,6 +250,12 @@ func (e *env) fixture(tb testing.TB, n int) *fixture {
 	return e.fixtureOf(tb, fixtureKey{n: n})
 }
 
+// lightFixture returns the group's fixture of n light tasks (lightTask),
+// loading it on first use.
+func (e *env) lightFixture(tb testing.TB, n int) *fixture {
+	return e.fixtureOf(tb, fixtureKey{n: n, light: true})
+}
+
 // ownedFixture returns the group's fixture of n tasks with owners, loading
 // it on first use after releasing the group's other fixtures (memory: they
 // are not used again). It skips tb when the store records no owners.
@@ -327,7 +362,7 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 			})
 		}
 		for i := range n {
-			tasks <- item{gen.Task(i), i}
+			tasks <- item{k.task(gen, i), i}
 		}
 		close(tasks)
 		wg.Wait()
@@ -338,7 +373,7 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 		}
 	} else {
 		for i := range n {
-			if err := create(ctx, gen.Task(i), i); err != nil {
+			if err := create(ctx, k.task(gen, i), i); err != nil {
 				return nil, err
 			}
 		}

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,44 +25,26 @@ import (
 //	pg:  op=total/…/impl=scan                    count(*) over the matching rows, not the counters
 //	pg:  op=replace|create/…/indexes=none        both ordering indexes dropped
 
-// bareItem is what a minimal ordered index must hold to serve a light page.
-type bareItem struct {
-	at    int64
-	id    a2a.TaskID
+// bareLight is what a minimal ordered index must hold, beside the key, to
+// serve a light page: bareItem is its item.
+type bareLight struct {
 	ctx   string
 	state a2a.TaskState
 	ts    time.Time
 }
 
-func bareLess(a, b bareItem) bool {
-	if a.at != b.at {
-		return a.at > b.at
-	}
-	return strings.Compare(string(a.id), string(b.id)) > 0
-}
+type bareItem = floorItem[bareLight]
 
-var (
-	bareMu    sync.Mutex
-	bareTrees = map[*fixture]*btree.BTreeG[bareItem]{}
-)
+var bareTrees treeCache[bareLight]
 
 // bareTree is one global list-order B-tree of the fixture's light fields,
 // built once per fixture.
 func bareTree(fx *fixture) *btree.BTreeG[bareItem] {
-	bareMu.Lock()
-	defer bareMu.Unlock()
-	if tr := bareTrees[fx]; tr != nil {
-		return tr
-	}
-	for k := range bareTrees { // one at a time
-		delete(bareTrees, k)
-	}
-	tr := btree.NewBTreeGOptions(bareLess, btree.Options{NoLocks: true})
-	for i, c := range fx.order {
-		tr.Set(bareItem{c.UpdatedAt, c.ID, fx.ctx[i], fx.state[i], fx.stamp[i]})
-	}
-	bareTrees[fx] = tr
-	return tr
+	return bareTrees.get(fx, func(tr *btree.BTreeG[bareItem]) {
+		for i, c := range fx.order {
+			tr.Set(bareItem{c.UpdatedAt, c.ID, bareLight{fx.ctx[i], fx.state[i], fx.stamp[i]}})
+		}
+	})
 }
 
 // barePage serves a light page of up to page tasks strictly after the
@@ -72,23 +52,38 @@ func bareTree(fx *fixture) *btree.BTreeG[bareItem] {
 // a scan, then the least copying any store must do (fresh light tasks in
 // three allocations). It returns the entries examined.
 func barePage(tr *btree.BTreeG[bareItem], at bareItem, ctx string, page int) int {
+	keep := func(v bareLight) bool { return ctx == "" || v.ctx == ctx }
+	return floorPage(tr, at, page, keep, func(dst *a2a.Task, it bareItem, times *[]time.Time) {
+		*times = append(*times, it.v.ts)
+		*dst = a2a.Task{ID: it.id, ContextID: it.v.ctx,
+			Status: a2a.TaskStatus{State: it.v.state, Timestamp: &(*times)[len(*times)-1]}}
+	})
+}
+
+// floorPage serves a floor's page of up to page tasks strictly after the
+// boundary at that keep accepts: one seek, a scan, and fill to copy each
+// task into the page's task slice (times is the page's timestamp slice,
+// whose capacity is the page's, so pointers into it stay valid). It
+// returns the entries examined.
+func floorPage[V any](tr *btree.BTreeG[floorItem[V]], at floorItem[V], page int, keep func(V) bool,
+	fill func(dst *a2a.Task, it floorItem[V], times *[]time.Time),
+) int {
 	tasks := make([]a2a.Task, 0, page)
 	times := make([]time.Time, 0, page)
 	examined := 0
-	tr.Ascend(at, func(it bareItem) bool {
+	tr.Ascend(at, func(it floorItem[V]) bool {
 		if it.at == at.at && it.id == at.id {
 			return true // the boundary itself (a store's seek lands after it)
 		}
 		examined++
-		if ctx != "" && it.ctx != ctx {
+		if !keep(it.v) {
 			return true
 		}
 		if len(tasks) == page {
 			return false // the look-ahead entry
 		}
-		times = append(times, it.ts)
-		tasks = append(tasks, a2a.Task{ID: it.id, ContextID: it.ctx,
-			Status: a2a.TaskStatus{State: it.state, Timestamp: &times[len(times)-1]}})
+		tasks = append(tasks, a2a.Task{})
+		fill(&tasks[len(tasks)-1], it, &times)
 		return true
 	})
 	ptrs := make([]*a2a.Task, len(tasks))
@@ -103,21 +98,38 @@ var sink any
 
 // benchBtreeFloor: the floor under memstore's light page (issue 2: memstore
 // ≤ 1.5× this): the same random cursors on a bare tidwall/btree.
-func benchBtreeFloor(b *testing.B, e *env) {
-	forSizes(b, e, func(n int) string {
-		return fmt.Sprintf("op=page/n=%d/page=50/proj=light/impl=btree", n)
-	}, func(b *testing.B, fx *fixture) {
+func benchBtreeFloor(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, tasks string) {
+	benchFloorPage(b, e, fixtureOf, "light"+tasks, func(fx *fixture) func(c engine.Cursor) int {
 		tr := bareTree(fx)
-		pos := fx.positions(1024, 50, 7) // the store's page uses the same
-		b.ReportAllocs()
-		i, examined := 0, 0
-		for b.Loop() {
-			c := fx.order[pos[i%len(pos)]-1+boolInt(pos[i%len(pos)] == 0)]
-			examined += barePage(tr, bareItem{at: c.UpdatedAt, id: c.ID}, "", 50)
-			i++
-		}
-		b.ReportMetric(float64(examined)/float64(i), "examined/page")
+		return func(c engine.Cursor) int { return barePage(tr, bareItem{at: c.UpdatedAt, id: c.ID}, "", 50) }
 	})
+}
+
+// benchFloorPage runs a floor's page of 50 (op=page/…/proj=P/impl=btree,
+// where proj may carry further keys) on the fixtures of fixtureOf, from the
+// random cursors of the store's op=page; serve returns the fixture's page
+// function, which returns the entries it examined.
+func benchFloorPage(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, proj string,
+	serve func(fx *fixture) func(c engine.Cursor) int,
+) {
+	for _, n := range sizes() {
+		b.Run(fmt.Sprintf("op=page/n=%d/page=50/proj=%s/impl=btree", n, proj), func(b *testing.B) {
+			pageFloorLoop(b, fixtureOf(b, n), serve)
+		})
+	}
+}
+
+func pageFloorLoop(b *testing.B, fx *fixture, serve func(fx *fixture) func(c engine.Cursor) int) {
+	page := serve(fx)
+	pos := fx.positions(1024, 50, 7) // the store's page uses the same
+	b.ReportAllocs()
+	i, examined := 0, 0
+	for b.Loop() {
+		c := fx.order[pos[i%len(pos)]-1+boolInt(pos[i%len(pos)] == 0)]
+		examined += page(c)
+		i++
+	}
+	b.ReportMetric(float64(examined)/float64(i), "examined/page")
 }
 
 func boolInt(v bool) int {
@@ -143,13 +155,13 @@ func benchMemWithoutContextIndex(b *testing.B, e *env) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pivots[i] = bareItem{at: c.UpdatedAt, id: c.ID, ctx: r.ContextID}
+			pivots[i] = bareItem{at: c.UpdatedAt, id: c.ID, v: bareLight{ctx: r.ContextID}}
 		}
 		b.ReportAllocs()
 		i, examined := 0, 0
 		for b.Loop() {
 			p := pivots[i%len(pivots)]
-			examined += barePage(tr, p, p.ctx, 50)
+			examined += barePage(tr, p, p.v.ctx, 50)
 			i++
 		}
 		b.ReportMetric(float64(examined)/float64(i), "examined/page")

@@ -43,6 +43,7 @@ type op struct {
 
 var ops = []op{
 	{"", benchPage},
+	{"mem", benchPageLightTasks},
 	{"", benchPageDepth},
 	{"", benchPageContext},
 	{"", benchPageAfter},
@@ -103,24 +104,41 @@ func projName(p engine.Projection) string {
 
 // benchPage: a page of 50 from a random cursor (C2: one O(log n) seek, then
 // PageSize+1 entries), light and full projection. The light page also
-// reports the store's footprint in bytes per task.
+// reports the store's footprint in bytes per task. On mem, each is
+// followed by its floor (impl=btree).
 func benchPage(b *testing.B, e *env) {
+	pages(b, e, e.fixture, "")
+}
+
+// benchPageLightTasks (mem, #16): op=page on a fixture of light tasks
+// (lightTask: the measure), keyed tasks=light, each beside its
+// floor.
+func benchPageLightTasks(b *testing.B, e *env) {
+	pages(b, e, e.lightFixture, "/tasks=light")
+}
+
+// pages runs op=page on the fixtures of fixtureOf, tasks naming them.
+func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, tasks string) {
 	for _, proj := range []engine.Projection{engine.ProjectionLight, engine.ProjectionFull} {
-		forSizes(b, e, func(n int) string {
-			return fmt.Sprintf("op=page/n=%d/page=50/proj=%s", n, projName(proj))
-		}, func(b *testing.B, fx *fixture) {
-			pos := fx.positions(1024, 50, 7)
-			reqs := make([]engine.ListRequest, len(pos))
-			for i, p := range pos {
-				reqs[i] = engine.ListRequest{PageSize: 50, PageToken: fx.token(p), Projection: proj, IncludeArtifacts: true}
-			}
-			benchList(b, fx.store, func(i int) *engine.ListRequest { return &reqs[i%len(reqs)] })
-			if proj == engine.ProjectionLight {
-				b.ReportMetric(fx.bytesPerTask, "bytes/task")
-			}
-		})
+		for _, n := range sizes() {
+			b.Run(fmt.Sprintf("op=page/n=%d/page=50/proj=%s%s", n, projName(proj), tasks), func(b *testing.B) {
+				fx := fixtureOf(b, n)
+				pos := fx.positions(1024, 50, 7)
+				reqs := make([]engine.ListRequest, len(pos))
+				for i, p := range pos {
+					reqs[i] = engine.ListRequest{PageSize: 50, PageToken: fx.token(p), Projection: proj, IncludeArtifacts: true}
+				}
+				benchList(b, fx.store, func(i int) *engine.ListRequest { return &reqs[i%len(reqs)] })
+				if proj == engine.ProjectionLight {
+					b.ReportMetric(fx.bytesPerTask, "bytes/task")
+				}
+			})
+		}
 		if e.name == "mem" && proj == engine.ProjectionLight {
-			benchBtreeFloor(b, e)
+			benchBtreeFloor(b, e, fixtureOf, tasks)
+		}
+		if e.name == "mem" && proj == engine.ProjectionFull {
+			benchFullFloor(b, e, fixtureOf, tasks)
 		}
 	}
 }

@@ -3,16 +3,22 @@ package memstore
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/tidwall/btree"
 )
 
-// CheckInvariants verifies the store's internal consistency: every record is
-// in the global index and in its context's index under its current cursor,
-// a record with an owner is in its owner's index and its
-// (owner, context) index too, the indexes hold nothing else (no empty
-// index is kept), and every counter equals a recount. It is meant for
-// tests (storetest calls it at cleanup).
+// CheckInvariants verifies the store's internal consistency against the
+// entries in the ID map: every entry's content is well formed (a status
+// time that decodes, metadata within the body), it is in the global index
+// and in the
+// context index under its context, and an entry with an owner in the
+// owner and (owner, context) indexes, each time at its current cursor;
+// the indexes hold nothing else; the interned contexts and owners are
+// exactly those the entries carry, each with its task counts (in all and
+// per state) equal to a recount, as are the per-state and (owner,
+// context) counters. It is meant for tests (storetest calls it at
+// cleanup).
 func (s *Store) CheckInvariants() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -20,103 +26,136 @@ func (s *Store) CheckInvariants() error {
 		return nil
 	}
 	var errs []error
-	if n, m := s.mu.order.Len(), len(s.mu.byID); n != m {
-		errs = append(errs, fmt.Errorf("global index has %d entries, %d tasks", n, m))
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	// Recount from the entries.
+	var perState [numStates]int
+	contexts := map[sym]*counts{}
+	owners := map[sym]*counts{}
+	ownerCtx := map[uint64]int{}
+	owned := 0
+	recount := func(m map[sym]*counts, id sym, st uint8) {
+		c := m[id]
+		if c == nil {
+			c = &counts{}
+			m[id] = c
+		}
+		c.states[st]++
 	}
-	inCtx := 0
-	for c, t := range s.mu.byCtx {
-		inCtx += t.Len()
-		t.Scan(func(e entry) bool {
-			if e.rec.contextID != c {
-				errs = append(errs, fmt.Errorf("task %q indexed under context %q, has %q", e.id, c, e.rec.contextID))
+	for id, e := range s.mu.byID {
+		if e.id != id {
+			fail("task %q stored under %q", e.id, id)
+		}
+		if e.revision < 1 || int(e.state) >= numStates {
+			fail("task %q: revision %d, state number %d", id, e.revision, e.state)
+			continue
+		}
+		if _, ok := e.status.time(); !ok && e.status != (stamp{}) {
+			fail("task %q: its status time does not decode", id)
+		}
+		if int(e.metaLen) > len(e.body) {
+			fail("task %q: %d bytes of metadata in a body of %d", id, e.metaLen, len(e.body))
+		}
+		if it, ok := s.mu.order.Get(e.item()); !ok || it.e != e {
+			fail("task %q missing from the global index at its cursor", id)
+		}
+		if k, ok := s.mu.byCtx.Get(e.keyed(uint64(e.ctx))); !ok || k.e != e {
+			fail("task %q missing from the context index at its context and cursor", id)
+		}
+		perState[e.state]++
+		recount(contexts, e.ctx, e.state)
+		if e.owner == noOwner {
+			continue
+		}
+		owned++
+		recount(owners, e.owner, e.state)
+		ownerCtx[ownerCtxKey(e.owner, e.ctx)]++
+		if k, ok := s.mu.byOwner.Get(e.keyed(uint64(e.owner))); !ok || k.e != e {
+			fail("task %q missing from the owner index at its owner and cursor", id)
+		}
+		if k, ok := s.mu.byOwnerCtx.Get(e.keyed(ownerCtxKey(e.owner, e.ctx))); !ok || k.e != e {
+			fail("task %q missing from the (owner, context) index at its owner, context and cursor", id)
+		}
+	}
+
+	// The indexes hold nothing else: as many items as entries, each at
+	// a stored entry's cursor and key.
+	live := func(e *entry, at int64) bool { return e != nil && s.mu.byID[e.id] == e && e.updatedAt == at }
+	if n, m := s.mu.order.Len(), len(s.mu.byID); n != m {
+		fail("global index holds %d items, %d tasks", n, m)
+	}
+	s.mu.order.Scan(func(it item) bool {
+		if !live(it.e, it.at) {
+			fail("global index: an item at %d for a task not stored there", it.at)
+		}
+		return true
+	})
+	for _, ix := range []struct {
+		name string
+		idx  *btree.BTreeG[keyed]
+		n    int
+		key  func(e *entry) (uint64, bool)
+	}{
+		{"context", s.mu.byCtx, len(s.mu.byID), func(e *entry) (uint64, bool) { return uint64(e.ctx), true }},
+		{"owner", s.mu.byOwner, owned, func(e *entry) (uint64, bool) { return uint64(e.owner), e.owner != noOwner }},
+		{"(owner, context)", s.mu.byOwnerCtx, owned, func(e *entry) (uint64, bool) {
+			return ownerCtxKey(e.owner, e.ctx), e.owner != noOwner
+		}},
+	} {
+		if n := ix.idx.Len(); n != ix.n {
+			fail("%s index holds %d items, want %d", ix.name, n, ix.n)
+		}
+		ix.idx.Scan(func(k keyed) bool {
+			if !live(k.e, k.at) {
+				fail("%s index: an item at %d for a task not stored there", ix.name, k.at)
+			} else if key, ok := ix.key(k.e); !ok || key != k.key {
+				fail("%s index: task %q under key %#x, which is not its own", ix.name, k.e.id, k.key)
 			}
 			return true
 		})
 	}
-	if inCtx != len(s.mu.byID) {
-		errs = append(errs, fmt.Errorf("context indexes hold %d entries, %d tasks", inCtx, len(s.mu.byID)))
-	}
-	owned, inOwner, inOwnerCtx := 0, 0, 0
-	for o, t := range s.mu.byOwner {
-		inOwner += t.Len()
-		errs = append(errs, checkRefs(t, func(r *record) bool { return r.owner == o }, fmt.Sprintf("owner %q", o))...)
-	}
-	for k, t := range s.mu.byOwnerCtx {
-		inOwnerCtx += t.Len()
-		errs = append(errs, checkRefs(t, func(r *record) bool { return r.owner == k.owner && r.contextID == k.ctx }, fmt.Sprintf("owner %q context %q", k.owner, k.ctx))...)
-	}
-	states := map[string]int{}
-	pairs := map[ctxState]int{}
-	ownerStates := map[ownerState]int{}
-	for id, r := range s.mu.byID {
-		if r.id != id {
-			errs = append(errs, fmt.Errorf("record %q stored under %q", r.id, id))
-		}
-		if e, ok := s.mu.order.Get(r.entry()); !ok || e.rec != r {
-			errs = append(errs, fmt.Errorf("task %q missing from the global index at its cursor", id))
-		}
-		if t := s.mu.byCtx[r.contextID]; t == nil {
-			errs = append(errs, fmt.Errorf("task %q: no index for its context", id))
-		} else if e, ok := t.Get(r.entry()); !ok || e.rec != r {
-			errs = append(errs, fmt.Errorf("task %q missing from its context index", id))
-		}
-		states[string(r.state)]++
-		pairs[ctxState{r.contextID, r.state}]++
-		if r.owner == "" {
-			continue
-		}
-		owned++
-		ownerStates[ownerState{r.owner, r.state}]++
-		if t := s.mu.byOwner[r.owner]; t == nil {
-			errs = append(errs, fmt.Errorf("task %q: no index for its owner", id))
-		} else if e, ok := t.Get(r.ref()); !ok || e.rec != r {
-			errs = append(errs, fmt.Errorf("task %q missing from its owner's index", id))
-		}
-		if t := s.mu.byOwnerCtx[ownerCtx{r.owner, r.contextID}]; t == nil {
-			errs = append(errs, fmt.Errorf("task %q: no index for its owner and context", id))
-		} else if e, ok := t.Get(r.ref()); !ok || e.rec != r {
-			errs = append(errs, fmt.Errorf("task %q missing from its (owner, context) index", id))
-		}
-	}
-	if inOwner != owned || inOwnerCtx != owned {
-		errs = append(errs, fmt.Errorf("owner indexes hold %d entries, (owner, context) indexes %d, %d tasks have an owner", inOwner, inOwnerCtx, owned))
-	}
-	for k, n := range s.mu.ownerStates {
-		if ownerStates[k] != n {
-			errs = append(errs, fmt.Errorf("owner %q state %s counter %d, recount %d", k.owner, k.state, n, ownerStates[k]))
-		}
-	}
-	if len(ownerStates) != len(s.mu.ownerStates) {
-		errs = append(errs, fmt.Errorf("owner counters hold stale keys or miss some"))
-	}
+
+	// Counters and interned strings.
 	for st, n := range s.mu.states {
-		if states[string(st)] != n {
-			errs = append(errs, fmt.Errorf("state %s counter %d, recount %d", st, n, states[string(st)]))
+		if perState[st] != n {
+			fail("state %s counter %d, recount %d", states[st], n, perState[st])
 		}
 	}
-	if len(states) != len(s.mu.states) || len(pairs) != len(s.mu.pairs) {
-		errs = append(errs, fmt.Errorf("counter maps hold stale keys"))
-	}
-	for k, n := range s.mu.pairs {
-		if pairs[k] != n {
-			errs = append(errs, fmt.Errorf("context %q state %s counter %d, recount %d", k.ctx, k.state, n, pairs[k]))
-		}
+	errs = append(errs, s.mu.contexts.check("context", contexts)...)
+	errs = append(errs, s.mu.owners.check("owner", owners)...)
+	if counted := s.mu.ownerCtx.all(); !maps.Equal(ownerCtx, counted) {
+		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
 	}
 	return errors.Join(errs...)
 }
 
-// checkRefs checks the owner index named where: not empty, and every ref
-// at its record's cursor, for a record that belongs there.
-func checkRefs(t *btree.BTreeG[ref], belongs func(*record) bool, where string) []error {
+// check compares the interned strings with those the entries carry, and
+// their counts with want (a recount): every sym in use is interned under
+// its name, holds its tasks, and nothing else is kept.
+func (s *symbols) check(what string, want map[sym]*counts) []error {
 	var errs []error
-	if t.Len() == 0 {
-		errs = append(errs, fmt.Errorf("empty index kept for %s", where))
-	}
-	t.Scan(func(e ref) bool {
-		if e.at != e.rec.updatedAt || !belongs(e.rec) {
-			errs = append(errs, fmt.Errorf("task %q indexed under %s at %d does not belong there", e.rec.id, where, e.at))
+	for name, id := range s.ids {
+		if int(id) >= len(s.names) || id == 0 || s.names[id] != name {
+			errs = append(errs, fmt.Errorf("%s %q interned as %d, which names another", what, name, id))
+			continue
 		}
-		return true
-	})
+		if want[id] == nil {
+			errs = append(errs, fmt.Errorf("%s %q (%d) interned, but no task has it", what, name, id))
+		}
+	}
+	for id, c := range want {
+		if int(id) >= len(s.names) || s.ids[s.names[id]] != id {
+			errs = append(errs, fmt.Errorf("a task's %s %d is not interned", what, id))
+			continue
+		}
+		if s.count[id] != *c {
+			errs = append(errs, fmt.Errorf("%s %q counts %+v, recount %+v", what, s.names[id], s.count[id], *c))
+		}
+	}
+	for _, id := range s.free {
+		if s.names[id] != "" || s.count[id] != (counts{}) || want[id] != nil {
+			errs = append(errs, fmt.Errorf("%s %d released but still in use", what, id))
+		}
+	}
 	return errs
 }

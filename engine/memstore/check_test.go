@@ -6,46 +6,60 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/tidwall/btree"
 )
 
-// TestCheckInvariantsFindsOwnerDamage: each kind of damage to the owner
-// indexes and counters is reported, and an intact store passes.
-func TestCheckInvariantsFindsOwnerDamage(t *testing.T) {
+// TestCheckInvariantsFindsDamage: each kind of damage to each index, each
+// counter and the interned strings is reported, and an intact store
+// passes. The store holds a task of alice and one of bob in context "c",
+// and one without an owner in context "d".
+func TestCheckInvariantsFindsDamage(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		damage func(s *Store, alice, plain *record)
+		damage func(s *Store, alice, bob, plain *entry)
 		want   string
 	}{
-		{"missing from the owner index", func(s *Store, a, _ *record) { s.mu.byOwner["alice"].Delete(a.ref()) }, "missing from its owner's index"},
-		{"missing from the (owner, context) index", func(s *Store, a, _ *record) {
-			s.mu.byOwnerCtx[ownerCtx{"alice", "c"}].Delete(a.ref())
-		}, "missing from its (owner, context) index"},
-		{"under another owner", func(s *Store, a, _ *record) { indexSet(s.mu.byOwner, "bob", a.ref(), refLess) }, "does not belong there"},
-		{"unowned task in an owner index", func(s *Store, _, p *record) { s.mu.byOwner["alice"].Set(p.ref()) }, "does not belong there"},
-		{"stale cursor", func(s *Store, a, _ *record) {
-			r := a.ref()
-			r.at++
-			s.mu.byOwnerCtx[ownerCtx{"alice", "c"}].Set(r)
-		}, "does not belong there"},
-		{"empty index kept", func(s *Store, _, _ *record) {
-			s.mu.byOwner["nobody"] = btree.NewBTreeGOptions(refLess, btree.Options{NoLocks: true})
-		}, "empty index kept"},
-		{"owner counter off", func(s *Store, a, _ *record) { s.mu.ownerStates[ownerState{"alice", a.state}]++ }, "counter"},
-		{"stale owner counter", func(s *Store, _, _ *record) { s.mu.ownerStates[ownerState{"nobody", a2a.TaskStateWorking}] = 1 }, "owner counters"},
+		{"stored under another ID", func(s *Store, a, _, _ *entry) { s.mu.byID["other"] = a }, "stored under"},
+		{"status time corrupt", func(s *Store, a, _, _ *entry) { a.status[0] = 7 }, "status time does not decode"},
+		{"metadata beyond the body", func(s *Store, _, b, _ *entry) { b.metaLen = 1 }, "bytes of metadata"},
+		{"missing from the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Delete(a.item()) }, "missing from the global index"},
+		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(item{a.updatedAt + 1, a}) }, "not stored there"},
+		{"missing from the context index", func(s *Store, _, _, p *entry) { s.mu.byCtx.Delete(p.keyed(uint64(p.ctx))) }, "missing from the context index"},
+		{"under another context", func(s *Store, a, _, p *entry) { s.mu.byCtx.Set(a.keyed(uint64(p.ctx))) }, "not its own"},
+		{"missing from the owner index", func(s *Store, a, _, _ *entry) { s.mu.byOwner.Delete(a.keyed(uint64(a.owner))) }, "missing from the owner index"},
+		{"under another owner", func(s *Store, a, b, _ *entry) { s.mu.byOwner.Set(a.keyed(uint64(b.owner))) }, "not its own"},
+		{"unowned task in the owner index", func(s *Store, a, _, p *entry) { s.mu.byOwner.Set(p.keyed(uint64(a.owner))) }, "not its own"},
+		{"missing from the (owner, context) index", func(s *Store, a, _, _ *entry) {
+			s.mu.byOwnerCtx.Delete(a.keyed(ownerCtxKey(a.owner, a.ctx)))
+		}, "missing from the (owner, context) index"},
+		{"stale cursor in the (owner, context) index", func(s *Store, a, _, _ *entry) {
+			k := a.keyed(ownerCtxKey(a.owner, a.ctx))
+			k.at++
+			s.mu.byOwnerCtx.Set(k)
+		}, "not stored there"},
+		{"state counter off", func(s *Store, a, _, _ *entry) { s.mu.states[a.state]++ }, "state TASK_STATE_WORKING counter"},
+		{"context count off", func(s *Store, a, _, _ *entry) { s.mu.contexts.count[a.ctx].states[a.state]++ }, `context "c" counts`},
+		{"(context, state) count off", func(s *Store, _, _, p *entry) { s.mu.contexts.count[p.ctx].states[p.state]-- }, `context "d" counts`},
+		{"owner count off", func(s *Store, a, _, _ *entry) { s.mu.owners.count[a.owner].states[a.state]-- }, `owner "alice" counts`},
+		{"(owner, state) count off", func(s *Store, _, b, _ *entry) { s.mu.owners.count[b.owner].states[0]++ }, `owner "bob" counts`},
+		{"(owner, context) home counter off", func(s *Store, a, _, _ *entry) { s.mu.ownerCtx.home[a.owner].n++ }, "(owner, context) counters"},
+		{"(owner, context) counter off", func(s *Store, a, _, p *entry) { s.mu.ownerCtx.rest[ownerCtxKey(a.owner, p.ctx)] = 1 }, "(owner, context) counters"},
+		{"context kept with no task", func(s *Store, _, _, _ *entry) { s.mu.contexts.intern("nobody") }, "no task has it"},
+		{"owner kept with no task", func(s *Store, _, _, _ *entry) { s.mu.owners.intern("nobody") }, "no task has it"},
+		{"context interned under another's sym", func(s *Store, a, _, p *entry) { s.mu.contexts.ids["c"] = p.ctx }, "names another"},
+		{"released sym still in use", func(s *Store, _, b, _ *entry) { s.mu.owners.free = append(s.mu.owners.free, b.owner) }, "released but still in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := New(Options{})
 			ctx := context.Background()
-			for _, o := range []string{"alice", ""} {
-				if _, err := s.CreateOwned(ctx, &a2a.Task{ID: a2a.TaskID("t-" + o), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, o); err != nil {
+			for _, task := range []struct{ id, owner, ctx string }{{"t-alice", "alice", "c"}, {"t-bob", "bob", "c"}, {"t-", "", "d"}} {
+				if _, err := s.CreateOwned(ctx, &a2a.Task{ID: a2a.TaskID(task.id), ContextID: task.ctx, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, task.owner); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if err := s.CheckInvariants(); err != nil {
 				t.Fatalf("intact store: %v", err)
 			}
-			c.damage(s, s.mu.byID["t-alice"], s.mu.byID["t-"])
+			c.damage(s, s.mu.byID["t-alice"], s.mu.byID["t-bob"], s.mu.byID["t-"])
 			if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("CheckInvariants = %v, want a report containing %q", err, c.want)
 			}

@@ -1,7 +1,8 @@
-// Package memstore is the in-memory a2astore backend: every task lives in a
-// map by ID, and ordered indexes on github.com/tidwall/btree keep list
-// order — one global, one per context ID, and for tasks with an owner one
-// per owner and one per (owner, context ID).
+// Package memstore is the in-memory a2astore backend: every task is one
+// entry, held by a map by ID and by ordered indexes on
+// github.com/tidwall/btree — one global index in list order, and keyed
+// indexes in (key, list order): by context ID, and for tasks with an owner
+// by owner and by (owner, context ID).
 //
 // Store is an engine.OwnerStore: CreateOwned records a task's owner beside
 // the task (never in its metadata), Record.Owner and ListResponse.TaskOwners
@@ -11,23 +12,30 @@
 // Guarantees beyond the engine contract:
 //   - Writes maintain the indexes in O(log n) (C1).
 //   - An unfiltered, context-filtered, owner-filtered or owner-and-context
-//     filtered page seeks once in O(log n) in the one index that holds only
-//     candidates and visits exactly PageSize+1 index entries when the page
-//     is full (C2, O6); ListResponse.Stats reports the count. An owner's
-//     pages and totals never read another owner's tasks, whatever their
-//     number.
+//     filtered page seeks once in O(log n) into the one index range that
+//     holds only candidates and visits exactly PageSize+1 index entries
+//     when the page is full (C2, O6); ListResponse.Stats reports the
+//     count. An owner's pages and totals never read another owner's tasks,
+//     whatever their number.
 //   - Totals are O(1) for every filter shape except StatusTimestampAfter
-//     (counters per context, per state and per context+state; index
-//     lengths per owner and per owner+context; counters per owner+state),
-//     which scans the matching index, and owner+context+state, which scans
-//     that owner's tasks in the context.
+//     (counts per state, per context and context+state, per owner and
+//     owner+state, per owner+context), which scans the matching index
+//     range, and owner+context+state, which scans that owner's tasks in the
+//     context.
 //   - Count and page are read under one shared lock (L8).
 //   - Tasks are stored encoded (taskcodec's binary form), so the garbage
 //     collector scans no task internals, a task passed in is never retained,
 //     and every returned task is a fresh copy (L9).
-//   - The owner indexes are small: their items are a time and a pointer to
-//     the record (16 bytes), not copies of the light fields, so an owner's
-//     pages read each visited task through its record.
+//
+// # Representation
+//
+// An entry holds the task's ID, time, revision, state, status time,
+// metadata and body, and its context and owner as interned numbers
+// (syms): each context ID and owner is stored once, with the counts of
+// its tasks in all and per state. Index items are a time and a pointer to
+// the entry (16 bytes; keyed ones add the key: 24), so each task's light
+// fields are stored once and the indexes stay small: a light page reads
+// each visited entry through its pointer.
 //
 // IDs and owners may hold any bytes, NUL and invalid UTF-8 included (S8,
 // O1).

@@ -14,33 +14,36 @@ import (
 
 // List returns one page (L1–L9, O3–O5). The total and the page are read
 // under one shared lock from the one index that holds only candidates: the
-// (owner, context) index, the owner's, the context's or the global one. A
-// light page is built under the lock (no decoding: the light fields are
-// stored as they are returned); a full page keeps references to the stored
-// bodies and decodes them after the lock is released.
+// (owner, context) range, the owner's, the context's or the global index.
+// The index decides the owner and context filters, so a visited entry is
+// checked for the state and status time only. Under the lock a page builds
+// each task's light fields; after it, it decodes the stored bodies: only
+// metadata for a light page, and the rest of each task for a full one.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
 		return nil, err
 	}
+	// rest is q without the filters the index decides.
+	rest := q
+	rest.Owner, rest.ContextID = "", ""
 	light := q.Projection == engine.ProjectionLight
 	var pg page
 	pg.init(q.PageSize, light)
 	more, examined, counted, total := false, 0, 0, 0
-	// visit offers the page the task at (at, id) of record rec, whose light
-	// fields are lf (the index's copy, or the record's), and reports whether
-	// the scan goes on: until the page is full and one more match (the
-	// look-ahead) is found.
-	visit := func(at int64, id a2a.TaskID, lf *lightFields, rec *record) bool {
+	// visit offers the page the entry e and reports whether the scan goes
+	// on: until the page is full and one more match (the look-ahead) is
+	// found.
+	visit := func(e *entry) bool {
 		examined++
-		if !matches(&q, rec, lf) {
+		if !matches(&rest, e) {
 			return true
 		}
 		if len(pg.cursors) == q.PageSize {
 			more = true
 			return false
 		}
-		pg.add(at, id, lf, rec, light)
+		s.addLocked(&pg, e)
 		return true
 	}
 
@@ -49,38 +52,18 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		s.mu.RUnlock()
 		return nil, errClosed
 	}
-	if q.Owner != "" {
-		idx := s.mu.byOwner[q.Owner] // nil: the owner has no task
-		if q.ContextID != "" {
-			idx = s.mu.byOwnerCtx[ownerCtx{q.Owner, q.ContextID}]
-		}
+	if r, ok := s.rangeLocked(&q); !ok {
+		// No task has q's owner or context: an empty page, total 0.
+	} else if r.idx == nil {
 		if q.IncludeTotalSize {
-			total, counted = s.ownerTotalLocked(&q, idx)
+			total, counted = s.totalLocked(&q, &rest)
 		}
-		if idx != nil {
-			visitRef := func(r ref) bool { return visit(r.at, r.rec.id, &r.rec.lightFields, r.rec) }
-			if q.After != nil {
-				idx.Ascend(probeAfter(q.After), visitRef)
-			} else {
-				idx.Scan(visitRef)
-			}
-		}
+		scan(s.mu.order, q.After, visit)
 	} else {
-		idx := s.mu.order
-		if q.ContextID != "" {
-			idx = s.mu.byCtx[q.ContextID] // nil: no task has this context
-		}
 		if q.IncludeTotalSize {
-			total, counted = s.totalLocked(&q, idx)
+			total, counted = s.keyedTotalLocked(&q, &rest, r)
 		}
-		if idx != nil {
-			visitEntry := func(e entry) bool { return visit(e.at, e.id, &e.lightFields, e.rec) }
-			if q.After != nil {
-				idx.Ascend(entry{at: q.After.UpdatedAt, id: q.After.ID}, visitEntry)
-			} else {
-				idx.Scan(visitEntry)
-			}
-		}
+		r.scan(q.After, visit)
 	}
 	s.mu.RUnlock()
 
@@ -95,143 +78,183 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-// page collects a page under the lock: light tasks built in place (the
-// page's tasks and timestamps share one allocation each), or the stored
-// bodies of a full page.
+// keyRange is the entries of one key of a keyed index: the tasks of a
+// context, of an owner, or of an owner in a context.
+type keyRange struct {
+	idx *btree.BTreeG[keyed] // nil: the global index
+	key uint64
+}
+
+// rangeLocked returns the range of the index that holds only q's
+// candidates (a nil idx for the global index); ok is false when no task
+// has q's owner or context.
+// REQUIRES: s.mu held.
+func (s *Store) rangeLocked(q *engine.Query) (r keyRange, ok bool) {
+	var ctx, owner sym
+	if q.ContextID != "" {
+		if ctx, ok = s.mu.contexts.lookup(q.ContextID); !ok {
+			return keyRange{}, false
+		}
+	}
+	if q.Owner != "" {
+		if owner, ok = s.mu.owners.lookup(q.Owner); !ok {
+			return keyRange{}, false
+		}
+	}
+	switch {
+	case q.Owner != "" && q.ContextID != "":
+		return keyRange{s.mu.byOwnerCtx, ownerCtxKey(owner, ctx)}, true
+	case q.Owner != "":
+		return keyRange{s.mu.byOwner, uint64(owner)}, true
+	case q.ContextID != "":
+		return keyRange{s.mu.byCtx, uint64(ctx)}, true
+	}
+	return keyRange{}, true
+}
+
+// scan visits the global index from just after the boundary (nil: from
+// the start) until visit returns false.
+// REQUIRES: s.mu held.
+func scan(idx *btree.BTreeG[item], after *engine.Cursor, visit func(e *entry) bool) {
+	fn := func(it item) bool { return visit(it.e) }
+	if after != nil {
+		idx.Ascend(item{after.UpdatedAt, probeAfter(after)}, fn)
+	} else {
+		idx.Scan(fn)
+	}
+}
+
+// scan visits r's entries from just after the boundary (nil: from the
+// start) until visit returns false or the range ends.
+// REQUIRES: s.mu held.
+func (r keyRange) scan(after *engine.Cursor, visit func(e *entry) bool) {
+	from := keyed{key: r.key} // the start of the range
+	if after != nil {
+		from = keyed{r.key, after.UpdatedAt, probeAfter(after)}
+	}
+	r.idx.Ascend(from, func(k keyed) bool { return k.key == r.key && visit(k.e) })
+}
+
+// page collects a page. Under the lock it builds each task's light fields
+// into the page's tasks (the tasks and their status timestamps share one
+// allocation each) and keeps a reference to the bodies it must decode: the
+// metadata of a light page, the metadata and rest of a full one. The
+// bodies are decoded after the lock is released.
 type page struct {
+	light   bool
 	cursors []engine.Cursor
 	owners  []string
-	tasks   []a2a.Task  // light
-	times   []time.Time // light: status timestamps, cap fixed so pointers stay valid
-	metas   []metaRef   // light: tasks with metadata, decoded after the lock
-	bodies  [][]byte    // full
+	tasks   []a2a.Task
+	times   []time.Time // cap fixed so pointers stay valid
+	bodies  []bodyRef
+}
+
+// bodyRef is a body to decode into tasks[i].
+type bodyRef struct {
+	i       int
+	body    string
+	metaLen uint32
 }
 
 func (p *page) init(size int, light bool) {
+	p.light = light
 	p.cursors = make([]engine.Cursor, 0, size)
 	p.owners = make([]string, 0, size)
-	if light {
-		p.tasks = make([]a2a.Task, 0, size)
-		p.times = make([]time.Time, 0, size)
-	} else {
-		p.bodies = make([][]byte, 0, size)
-	}
+	p.tasks = make([]a2a.Task, 0, size)
+	p.times = make([]time.Time, 0, size)
 }
 
-type metaRef struct {
-	i    int
-	meta []byte
-}
-
-// add appends the task at (at, id) of record rec, whose light fields are
-// lf, to the page: a light page reads lf and the owner, a full page the
-// owner and the body.
+// addLocked appends the task of e to p.
 // REQUIRES: s.mu held.
-func (p *page) add(at int64, id a2a.TaskID, lf *lightFields, rec *record, light bool) {
-	p.cursors = append(p.cursors, engine.Cursor{UpdatedAt: at, ID: id})
-	p.owners = append(p.owners, rec.owner)
-	if !light {
-		p.bodies = append(p.bodies, rec.body)
-		return
-	}
-	p.tasks = append(p.tasks, a2a.Task{ID: id, ContextID: lf.contextID, Status: a2a.TaskStatus{State: lf.state}})
-	if lf.hasStatus {
-		p.times = append(p.times, lf.statusTime)
-		p.tasks[len(p.tasks)-1].Status.Timestamp = &p.times[len(p.times)-1]
-	}
-	if lf.meta != nil {
-		p.metas = append(p.metas, metaRef{len(p.tasks) - 1, lf.meta})
+func (s *Store) addLocked(p *page, e *entry) {
+	p.cursors = append(p.cursors, e.cursor())
+	p.owners = append(p.owners, s.mu.owners.names[e.owner])
+	i := len(p.tasks)
+	p.tasks = append(p.tasks, a2a.Task{})
+	p.times = append(p.times, time.Time{})
+	fillLight(&p.tasks[i], &p.times[i], e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
+	if needsDecoding(e.body, e.metaLen, p.light) {
+		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
 	}
 }
 
-// finish decodes what could not be built under the lock and returns the
-// page's tasks.
+// finish decodes the bodies and returns the page's tasks, shaped by q
+// when whole.
 func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
-	out := make([]*a2a.Task, len(p.cursors))
-	if p.bodies == nil {
-		for _, m := range p.metas {
-			md, err := taskcodec.DecodeMetadata(m.meta)
-			if err != nil {
-				return nil, err
-			}
-			p.tasks[m.i].Metadata = md
-		}
-		for i := range p.tasks {
-			out[i] = &p.tasks[i]
-		}
-		return out, nil
-	}
-	for i, body := range p.bodies {
-		t, err := taskcodec.DecodeTask(body)
-		if err != nil {
+	var d *taskcodec.Decoder // one for the page
+	for _, b := range p.bodies {
+		if err := decodeBody(&p.tasks[b.i], b.body, b.metaLen, p.light, &d); err != nil {
 			return nil, err
 		}
-		listpage.Shape(q, t)
-		out[i] = t
+	}
+	out := make([]*a2a.Task, len(p.tasks))
+	for i := range p.tasks {
+		if !p.light {
+			listpage.Shape(q, &p.tasks[i])
+		}
+		out[i] = &p.tasks[i]
 	}
 	return out, nil
 }
 
-// matches applies q's filters (listpage.Matches) to the task of rec, whose
-// light fields are lf. It reads the record (a pointer chase from an index
-// entry) only for an owner filter.
-func matches(q *engine.Query, rec *record, lf *lightFields) bool {
+// matches applies q's state and status time filters (listpage.Matches) to
+// the task of e; q has no owner or context filter (the index decides
+// those). The status time is decoded only for a status time filter.
+func matches(q *engine.Query, e *entry) bool {
 	var ts *time.Time
-	if lf.hasStatus {
-		ts = &lf.statusTime
+	if q.StatusAfter != nil {
+		if at, ok := e.status.time(); ok {
+			ts = &at
+		}
 	}
-	owner := ""
-	if q.Owner != "" {
-		owner = rec.owner
-	}
-	return listpage.Matches(q, owner, lf.contextID, lf.state, ts)
+	return listpage.Matches(q, "", "", states[e.state], ts)
 }
 
-// totalLocked counts the tasks matching q, ignoring the boundary (L5): from
-// the counters, or by scanning idx when the status timestamp filter is set.
-// It returns the total and the entries it inspected.
-// REQUIRES: s.mu held, q.Owner empty.
-func (s *Store) totalLocked(q *engine.Query, idx *btree.BTreeG[entry]) (total, inspected int) {
+// totalLocked counts the tasks matching q, ignoring the boundary (L5), when
+// q has no owner or context filter: from the counters, or by scanning the
+// global index when the status timestamp filter is set. rest is q without
+// owner and context. It returns the total and the entries it inspected.
+// REQUIRES: s.mu held.
+func (s *Store) totalLocked(q, rest *engine.Query) (total, inspected int) {
 	switch {
 	case q.StatusAfter != nil:
-		return countMatches(idx, func(e entry) bool { return matches(q, e.rec, &e.lightFields) })
-	case q.ContextID != "" && q.Status != "":
-		return s.mu.pairs[ctxState{q.ContextID, q.Status}], 0
+		return countMatches(func(visit func(*entry) bool) { scan(s.mu.order, nil, visit) }, rest)
 	case q.Status != "":
-		return s.mu.states[q.Status], 0
-	case idx != nil:
-		return idx.Len(), 0
+		st, _ := stateNumber(q.Status)
+		return s.mu.states[st], 0
 	}
-	return 0, 0
+	return len(s.mu.byID), 0
 }
 
-// ownerTotalLocked counts the tasks of q.Owner matching q, ignoring the
-// boundary (L5, O4), reading only that owner's tasks (O6): the owner's count
-// or its (owner, context) count is idx's length, (owner, state) has a
-// counter; owner, context and state together, and the status timestamp
-// filter, scan idx (the owner's or the (owner, context) index).
-// REQUIRES: s.mu held, q.Owner set.
-func (s *Store) ownerTotalLocked(q *engine.Query, idx *btree.BTreeG[ref]) (total, inspected int) {
+// keyedTotalLocked counts the tasks of r matching q, ignoring the boundary
+// (L5, O4), reading only r's entries (O6): the task counts of a context
+// or an owner, and per state, and the (owner, context) counts are kept;
+// owner, context and state together, and the status timestamp filter,
+// scan r. rest is q without owner and context.
+// REQUIRES: s.mu held, r from rangeLocked(q).
+func (s *Store) keyedTotalLocked(q, rest *engine.Query, r keyRange) (total, inspected int) {
+	counted := &s.mu.contexts
+	if q.Owner != "" {
+		counted = &s.mu.owners
+	}
 	switch {
-	case q.StatusAfter != nil, q.ContextID != "" && q.Status != "":
-		return countMatches(idx, func(r ref) bool { return matches(q, r.rec, &r.rec.lightFields) })
+	case q.StatusAfter != nil, q.Owner != "" && q.ContextID != "" && q.Status != "":
+		return countMatches(func(visit func(*entry) bool) { r.scan(nil, visit) }, rest)
+	case q.Owner != "" && q.ContextID != "":
+		return s.mu.ownerCtx.get(sym(r.key>>32), sym(r.key)), 0
 	case q.Status != "":
-		return s.mu.ownerStates[ownerState{q.Owner, q.Status}], 0
-	case idx != nil:
-		return idx.Len(), 0
+		st, _ := stateNumber(q.Status)
+		return int(counted.count[r.key].states[st]), 0
 	}
-	return 0, 0
+	return counted.count[r.key].total(), 0
 }
 
-// countMatches scans idx (nil: empty) and counts the items that match.
+// countMatches counts the entries that scanAll offers and that match rest.
 // REQUIRES: s.mu held.
-func countMatches[T any](idx *btree.BTreeG[T], match func(T) bool) (total, inspected int) {
-	if idx == nil {
-		return 0, 0
-	}
-	idx.Scan(func(item T) bool {
+func countMatches(scanAll func(visit func(*entry) bool), rest *engine.Query) (total, inspected int) {
+	scanAll(func(e *entry) bool {
 		inspected++
-		if match(item) {
+		if matches(rest, e) {
 			total++
 		}
 		return true

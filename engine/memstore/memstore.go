@@ -11,7 +11,6 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -30,17 +29,21 @@ type Store struct {
 
 	mu struct {
 		sync.RWMutex
-		byID   map[a2a.TaskID]*record
-		order  *btree.BTreeG[entry]            // every task, list order
-		byCtx  map[string]*btree.BTreeG[entry] // per context ID, list order
-		states map[a2a.TaskState]int           // tasks per state
-		pairs  map[ctxState]int                // tasks per (context, state)
-		// The owner indexes hold the tasks that have an owner, as refs
-		// (O6): one task in each.
-		byOwner     map[string]*btree.BTreeG[ref]   // per owner, list order
-		byOwnerCtx  map[ownerCtx]*btree.BTreeG[ref] // per (owner, context ID), list order
-		ownerStates map[ownerState]int              // tasks per (owner, state)
-		closed      bool
+		byID map[a2a.TaskID]*entry
+		// The indexes hold each task once, as a time and a pointer (the
+		// keyed ones with their key first): one task, every index.
+		order      *btree.BTreeG[item]  // every task, list order
+		byCtx      *btree.BTreeG[keyed] // every task: context, then list order
+		byOwner    *btree.BTreeG[keyed] // tasks with an owner: owner, then list order
+		byOwnerCtx *btree.BTreeG[keyed] // tasks with an owner: (owner, context), then list order
+		// contexts and owners intern the strings tasks carry and count
+		// their tasks per state (totals by context, context+state, owner,
+		// owner+state); ownerCtx counts per (owner, context).
+		contexts symbols
+		owners   symbols
+		ownerCtx pairCounts
+		states   [numStates]int // tasks per state
+		closed   bool
 	}
 }
 
@@ -49,112 +52,75 @@ var (
 	_ engine.Checker    = (*Store)(nil)
 )
 
-// record is one stored task. Its fields change only under s.mu (write); a
-// body or meta slice is never modified once stored, so readers may keep a
-// reference past the lock.
-type record struct {
-	id    a2a.TaskID
-	owner string // fixed at Create (O1, O2); "" = none
-	lightFields
+// entry is one stored task, shared by the ID map and every index: 80
+// bytes, two pointers (the ID and the body). Its fields change only under
+// s.mu (write); a body is never modified once stored, so readers may keep
+// it past the lock. A seek probe is an entry with revision 0 (a stored one
+// has 1 or more).
+type entry struct {
+	id        a2a.TaskID
+	body      string // metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
-	body      []byte // taskcodec.EncodeTask: the whole task, binary
+	status    stamp  // status timestamp
+	ctx       sym    // interned context ID
+	owner     sym    // interned owner, fixed at Create (O1, O2); noOwner = none
+	metaLen   uint32 // bytes of body that are metadata
+	state     uint8  // number in states
 }
 
-// lightFields are what filters and light pages read (ProjectionLight).
-type lightFields struct {
-	contextID  string
-	state      a2a.TaskState
-	statusTime time.Time // zero: no status timestamp
-	hasStatus  bool
-	meta       []byte // taskcodec.EncodeMetadata: nil = none
-}
-
-// entry is an item of the global and per-context indexes: the list-order
-// key and a copy of the light fields inline, so filtering and light pages
-// read the index, not a record per task, and the record it points to, for
-// full pages and owners. An entry is never modified: every mutation moves
-// the task to a new key. A seek probe has no record and sorts just after
-// the entry with the same key, so a page starts strictly after its
-// boundary.
-type entry struct {
+// item is an entry of the global index: the task's time and the task,
+// whose ID breaks ties. An item is never modified: every mutation moves
+// the task to a new key.
+type item struct {
 	at int64
-	id a2a.TaskID
-	lightFields
-	rec *record
+	e  *entry
 }
 
-// ref is an item of the owner indexes: the task's time and its record,
-// whose ID breaks ties. The owner indexes stay small by keeping no copy of
-// the ID or the light fields: ties, filters and pages read them through the
-// record. A seek probe's record has revision 0 (a stored record has 1 or
-// more) and sorts just after the ref with the same key, as for entry.
-type ref struct {
+// keyed is an entry of a keyed index: the key (a context sym, an owner
+// sym, or both: ownerCtxKey), then as item. A keyed with no task is the
+// start of its key's range: it sorts before the key's entries.
+type keyed struct {
+	key uint64
 	at  int64
-	rec *record
+	e   *entry
 }
 
-type ctxState struct {
-	ctx   string
-	state a2a.TaskState
-}
+func ownerCtxKey(owner, ctx sym) uint64 { return uint64(owner)<<32 | uint64(ctx) }
 
-type ownerCtx struct{ owner, ctx string }
-
-type ownerState struct {
-	owner string
-	state a2a.TaskState
-}
-
-// less is list order (S6): time descending, then ID bytes descending;
-// then a probe (no record) after the entry with the same key.
-func less(a, b entry) bool {
-	if a.at != b.at {
-		return a.at > b.at
+// before is list order (S6): time descending, then ID bytes descending;
+// then a probe (revision 0) after the task with the same key, so a page
+// starts strictly after its boundary.
+func before(aAt int64, a *entry, bAt int64, b *entry) bool {
+	if aAt != bAt {
+		return aAt > bAt
+	}
+	if a == b {
+		return false
 	}
 	if c := strings.Compare(string(a.id), string(b.id)); c != 0 {
 		return c > 0
 	}
-	return a.rec != nil && b.rec == nil
+	return a.revision != 0 && b.revision == 0
 }
 
-// refLess is less for refs: the record is read only on equal times, and
-// a probe (revision 0) sorts after the ref with the same key.
-func refLess(a, b ref) bool {
-	if a.at != b.at {
-		return a.at > b.at
+func itemLess(a, b item) bool { return before(a.at, a.e, b.at, b.e) }
+
+func keyedLess(a, b keyed) bool {
+	if a.key != b.key {
+		return a.key < b.key
 	}
-	if c := strings.Compare(string(a.rec.id), string(b.rec.id)); c != 0 {
-		return c > 0
+	if a.e == nil || b.e == nil {
+		return a.e == nil && b.e != nil
 	}
-	return a.rec.revision != 0 && b.rec.revision == 0
+	return before(a.at, a.e, b.at, b.e)
 }
 
-// probeAfter is the seek probe that sorts just after cursor c's ref.
-func probeAfter(c *engine.Cursor) ref { return ref{at: c.UpdatedAt, rec: &record{id: c.ID}} }
+// probeAfter is the seek probe that sorts just after cursor c's entry.
+func probeAfter(c *engine.Cursor) *entry { return &entry{id: c.ID} }
 
 func newIndex[T any](less func(a, b T) bool) *btree.BTreeG[T] {
 	return btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})
-}
-
-// indexSet adds item to m[k], creating that index if needed.
-func indexSet[K comparable, T any](m map[K]*btree.BTreeG[T], k K, item T, less func(a, b T) bool) {
-	t := m[k]
-	if t == nil {
-		t = newIndex(less)
-		m[k] = t
-	}
-	t.Set(item)
-}
-
-// indexDelete removes item from m[k], dropping that index once it is empty.
-func indexDelete[K comparable, T any](m map[K]*btree.BTreeG[T], k K, item T) {
-	if t := m[k]; t != nil {
-		t.Delete(item)
-		if t.Len() == 0 {
-			delete(m, k)
-		}
-	}
 }
 
 // New returns an empty store.
@@ -163,14 +129,14 @@ func New(opts Options) *Store {
 	if s.clock == nil {
 		s.clock = engine.WallClock
 	}
-	s.mu.byID = make(map[a2a.TaskID]*record)
-	s.mu.order = newIndex(less)
-	s.mu.byCtx = make(map[string]*btree.BTreeG[entry])
-	s.mu.states = make(map[a2a.TaskState]int)
-	s.mu.pairs = make(map[ctxState]int)
-	s.mu.byOwner = make(map[string]*btree.BTreeG[ref])
-	s.mu.byOwnerCtx = make(map[ownerCtx]*btree.BTreeG[ref])
-	s.mu.ownerStates = make(map[ownerState]int)
+	s.mu.byID = make(map[a2a.TaskID]*entry)
+	s.mu.order = newIndex(itemLess)
+	s.mu.byCtx = newIndex(keyedLess)
+	s.mu.byOwner = newIndex(keyedLess)
+	s.mu.byOwnerCtx = newIndex(keyedLess)
+	s.mu.contexts = newSymbols()
+	s.mu.owners = newSymbols()
+	s.mu.ownerCtx = newPairCounts()
 	return s
 }
 
@@ -179,59 +145,24 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.closed = true
-	s.mu.byID, s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = nil, nil, nil, nil
-	s.mu.order = newIndex(less)
+	s.mu.byID, s.mu.ownerCtx = nil, newPairCounts()
+	s.mu.order = newIndex(itemLess)
+	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(keyedLess), newIndex(keyedLess), newIndex(keyedLess)
+	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
 	return nil
 }
 
 var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
-func (r *record) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: r.updatedAt, ID: r.id} }
+func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} }
 
-func (r *record) entry() entry {
-	return entry{at: r.updatedAt, id: r.id, lightFields: r.lightFields, rec: r}
-}
+func (e *entry) item() item             { return item{e.updatedAt, e} }
+func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e} }
 
-func (r *record) ref() ref { return ref{at: r.updatedAt, rec: r} }
-
-// encoded is a task's stored form, prepared outside the lock.
-type encoded struct {
-	lightFields
-	body []byte
-}
-
-func (s *Store) encode(t *a2a.Task) (encoded, error) {
-	if err := s.limits.ValidateTask(t); err != nil {
-		return encoded{}, err
-	}
-	body, err := taskcodec.EncodeTask(t)
-	if err != nil {
-		return encoded{}, err
-	}
-	meta, err := taskcodec.EncodeMetadata(t.Metadata)
-	if err != nil {
-		return encoded{}, err
-	}
-	e := encoded{lightFields: lightFields{contextID: t.ContextID, state: t.Status.State, meta: meta}, body: body}
-	if t.Status.Timestamp != nil {
-		e.statusTime, e.hasStatus = *t.Status.Timestamp, true
-	}
-	return e, nil
-}
-
-// snapshot is what a caller needs of a record after the lock is released.
-func (r *record) snapshot() (engine.Record, []byte) {
-	return engine.Record{Revision: r.revision, Cursor: r.cursor(), Owner: r.owner}, r.body
-}
-
-// decoded finishes a snapshot outside the lock.
-func decoded(rec engine.Record, body []byte) (engine.Record, error) {
-	t, err := taskcodec.DecodeTask(body)
-	if err != nil {
-		return engine.Record{}, err
-	}
-	rec.Task = t
-	return rec, nil
+// snapshotLocked is what a caller needs of e after the lock is released.
+// REQUIRES: s.mu held.
+func (s *Store) snapshotLocked(e *entry) (engine.Record, content) {
+	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, s.contentLocked(e)
 }
 
 // Create stores a new task without an owner (S2, S4, S7, O1).
@@ -256,13 +187,16 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 		s.mu.Unlock()
 		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
 	}
-	r := &record{id: task.ID, owner: owner, updatedAt: engine.CreateTime(s.clock()), revision: 1}
-	r.setLocked(enc)
-	s.mu.byID[r.id] = r
-	s.indexLocked(r)
-	rec, body := r.snapshot()
+	e := &entry{id: task.ID, updatedAt: engine.CreateTime(s.clock()), revision: 1}
+	if owner != "" {
+		e.owner = s.mu.owners.intern(owner)
+	}
+	s.setLocked(e, enc)
+	s.mu.byID[e.id] = e
+	s.indexLocked(e)
+	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
 // lockOpen takes s.mu for writing, or fails (not holding it) when the
@@ -276,84 +210,92 @@ func (s *Store) lockOpen() error {
 	return nil
 }
 
-// setLocked stores enc's content in r.
-// REQUIRES: s.mu held for writing, r not indexed.
-func (r *record) setLocked(enc encoded) {
-	r.lightFields, r.body = enc.lightFields, enc.body
+// setLocked stores enc's content in e, interning its context.
+// REQUIRES: s.mu held for writing, e not indexed.
+func (s *Store) setLocked(e *entry, enc encoded) {
+	e.ctx = s.mu.contexts.intern(enc.contextID)
+	e.state, e.status, e.metaLen, e.body = enc.state, enc.status, enc.metaLen, enc.body
 }
 
-// indexLocked adds r to the indexes and counters; a task without an owner
+// indexLocked adds e to the indexes and counters; a task without an owner
 // is in no owner index.
 // REQUIRES: s.mu held for writing.
-func (s *Store) indexLocked(r *record) {
-	s.mu.order.Set(r.entry())
-	indexSet(s.mu.byCtx, r.contextID, r.entry(), less)
-	s.mu.states[r.state]++
-	s.mu.pairs[ctxState{r.contextID, r.state}]++
-	if r.owner != "" {
-		indexSet(s.mu.byOwner, r.owner, r.ref(), refLess)
-		indexSet(s.mu.byOwnerCtx, ownerCtx{r.owner, r.contextID}, r.ref(), refLess)
-		s.mu.ownerStates[ownerState{r.owner, r.state}]++
+func (s *Store) indexLocked(e *entry) {
+	s.mu.order.Set(e.item())
+	s.mu.byCtx.Set(e.keyed(uint64(e.ctx)))
+	s.mu.states[e.state]++
+	s.mu.contexts.add(e.ctx, e.state, 1)
+	if e.owner != noOwner {
+		s.mu.byOwner.Set(e.keyed(uint64(e.owner)))
+		s.mu.byOwnerCtx.Set(e.keyed(ownerCtxKey(e.owner, e.ctx)))
+		s.mu.owners.add(e.owner, e.state, 1)
+		s.mu.ownerCtx.add(e.owner, e.ctx, 1)
 	}
 }
 
-// unindexLocked removes r from the indexes and counters.
+// unindexLocked removes e from the indexes and counters. The context and
+// owner stay interned: the caller releases them (releaseLocked) once e
+// holds its new content, or is gone.
 // REQUIRES: s.mu held for writing.
-func (s *Store) unindexLocked(r *record) {
-	s.mu.order.Delete(r.entry())
-	indexDelete(s.mu.byCtx, r.contextID, r.entry())
-	decr(s.mu.states, r.state)
-	decr(s.mu.pairs, ctxState{r.contextID, r.state})
-	if r.owner != "" {
-		indexDelete(s.mu.byOwner, r.owner, r.ref())
-		indexDelete(s.mu.byOwnerCtx, ownerCtx{r.owner, r.contextID}, r.ref())
-		decr(s.mu.ownerStates, ownerState{r.owner, r.state})
+func (s *Store) unindexLocked(e *entry) {
+	s.mu.order.Delete(e.item())
+	s.mu.byCtx.Delete(e.keyed(uint64(e.ctx)))
+	s.mu.states[e.state]--
+	s.mu.contexts.add(e.ctx, e.state, -1)
+	if e.owner != noOwner {
+		s.mu.byOwner.Delete(e.keyed(uint64(e.owner)))
+		s.mu.byOwnerCtx.Delete(e.keyed(ownerCtxKey(e.owner, e.ctx)))
+		s.mu.owners.add(e.owner, e.state, -1)
+		s.mu.ownerCtx.add(e.owner, e.ctx, -1)
 	}
 }
 
-func decr[K comparable](m map[K]int, k K) {
-	if m[k] <= 1 {
-		delete(m, k)
-	} else {
-		m[k]--
+// releaseLocked drops the interned context ctx and owner (noOwner: none)
+// if no task carries them any more.
+// REQUIRES: s.mu held for writing.
+func (s *Store) releaseLocked(ctx, owner sym) {
+	s.mu.contexts.release(ctx)
+	if owner != noOwner {
+		s.mu.owners.release(owner)
 	}
 }
 
 // Get returns the whole task.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	_, rec, body, err := s.read(id)
+	_, rec, c, err := s.read(id)
 	if err != nil {
 		return engine.Record{}, err
 	}
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
-// read returns the record of id and a snapshot of it, under the shared lock.
-func (s *Store) read(id a2a.TaskID) (*record, engine.Record, []byte, error) {
+// read returns the entry of id and a snapshot of it, under the shared
+// lock.
+func (s *Store) read(id a2a.TaskID) (*entry, engine.Record, content, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r, err := s.findLocked(id)
+	e, err := s.findLocked(id)
 	if err != nil {
-		return nil, engine.Record{}, nil, err
+		return nil, engine.Record{}, content{}, err
 	}
-	rec, body := r.snapshot()
-	return r, rec, body, nil
+	rec, c := s.snapshotLocked(e)
+	return e, rec, c, nil
 }
 
-// findLocked returns the record of id.
+// findLocked returns the entry of id.
 // REQUIRES: s.mu held.
-func (s *Store) findLocked(id a2a.TaskID) (*record, error) {
+func (s *Store) findLocked(id a2a.TaskID) (*entry, error) {
 	if s.mu.closed {
 		return nil, errClosed
 	}
 	if err := engine.ValidateID(id); err != nil {
 		return nil, err
 	}
-	r, ok := s.mu.byID[id]
+	e, ok := s.mu.byID[id]
 	if !ok {
 		return nil, fmt.Errorf("memstore: %w", engine.ErrNotFound)
 	}
-	return r, nil
+	return e, nil
 }
 
 // Replace stores task as the new content of task.ID (S2, S7).
@@ -366,33 +308,35 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		return engine.Record{}, err
 	}
 	s.mu.Lock()
-	r, err := s.findLocked(task.ID)
-	if err == nil && expectedRevision != 0 && expectedRevision != r.revision {
+	e, err := s.findLocked(task.ID)
+	if err == nil && expectedRevision != 0 && expectedRevision != e.revision {
 		err = fmt.Errorf("memstore: replace: %w", engine.ErrRevisionConflict)
 	}
 	var at int64
 	if err == nil {
-		at, err = engine.NextTime(r.updatedAt, s.clock()) // S4, S5
+		at, err = engine.NextTime(e.updatedAt, s.clock()) // S4, S5
 	}
 	if err != nil {
 		s.mu.Unlock()
 		return engine.Record{}, err
 	}
-	s.advanceLocked(r, enc, at)
-	rec, body := r.snapshot()
+	s.advanceLocked(e, enc, at)
+	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	return decoded(rec, body)
+	return decoded(rec, c)
 }
 
-// advanceLocked moves r to new content at time at, one revision on, in
-// the record and the indexes.
+// advanceLocked moves e to new content at time at, one revision on, in
+// the entry and the indexes.
 // REQUIRES: s.mu held for writing.
-func (s *Store) advanceLocked(r *record, enc encoded, at int64) {
-	s.unindexLocked(r)
-	r.setLocked(enc)
-	r.updatedAt = at
-	r.revision++
-	s.indexLocked(r)
+func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
+	s.unindexLocked(e)
+	old := e.ctx
+	s.setLocked(e, enc)
+	e.updatedAt = at
+	e.revision++
+	s.indexLocked(e)
+	s.releaseLocked(old, noOwner)
 }
 
 // modify applies edit to a decoded copy of the task and stores the result,
@@ -402,11 +346,11 @@ func (s *Store) advanceLocked(r *record, enc encoded, at int64) {
 // first, modify starts over on the new content.
 func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
 	for {
-		r, rec, body, err := s.read(id)
+		e, rec, c, err := s.read(id)
 		if err != nil {
 			return engine.Record{}, err
 		}
-		cur, err := decoded(rec, body)
+		cur, err := decoded(rec, c)
 		if err != nil {
 			return engine.Record{}, err
 		}
@@ -426,14 +370,14 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 		if err := s.lockOpen(); err != nil {
 			return engine.Record{}, err
 		}
-		if s.mu.byID[id] != r || r.revision != rec.Revision {
+		if s.mu.byID[id] != e || e.revision != rec.Revision {
 			s.mu.Unlock()
 			continue
 		}
-		s.advanceLocked(r, enc, at)
-		rec, body = r.snapshot()
+		s.advanceLocked(e, enc, at)
+		rec, c = s.snapshotLocked(e)
 		s.mu.Unlock()
-		return decoded(rec, body)
+		return decoded(rec, c)
 	}
 }
 
@@ -469,11 +413,12 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.findLocked(id)
+	e, err := s.findLocked(id)
 	if err != nil {
 		return err
 	}
-	s.unindexLocked(r)
+	s.unindexLocked(e)
 	delete(s.mu.byID, id)
+	s.releaseLocked(e.ctx, e.owner)
 	return nil
 }

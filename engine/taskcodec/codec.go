@@ -99,14 +99,20 @@ func DecodeArtifacts(b []byte) ([]*a2a.Artifact, error) {
 	return t.Artifacts, nil
 }
 
-// decode decodes a stored task into t.
+// decode decodes a stored task into t, each value allocated on its own.
 func decode(b []byte, what string, t *a2a.Task) error {
-	if len(b) == 0 || b[0] != version {
-		return fmt.Errorf("taskcodec: decode %s: unknown format: %w", what, engine.ErrInternal)
-	}
 	// One string holds every string of the task: one allocation, not one
 	// per field.
-	r := reader{s: string(b[1:])}
+	return decodeString(string(b), what, t, &Decoder{exact: true})
+}
+
+// decodeString decodes a stored task held in s into t, allocating from d;
+// t's strings share s's bytes.
+func decodeString(s, what string, t *a2a.Task, d *Decoder) error {
+	if len(s) == 0 || s[0] != version {
+		return fmt.Errorf("taskcodec: decode %s: unknown format: %w", what, engine.ErrInternal)
+	}
+	r := reader{s: s[1:], d: d}
 	r.task(t)
 	if r.err == nil && r.off != len(r.s) {
 		r.err = errors.New("trailing bytes")
@@ -378,6 +384,7 @@ type reader struct {
 	s   string
 	off int
 	err error
+	d   *Decoder // where values are allocated
 }
 
 func (r *reader) fail(msg string) {
@@ -432,7 +439,7 @@ func (r *reader) strs() []string {
 	if n == 0 {
 		return nil
 	}
-	ss := make([]string, n)
+	ss := r.d.strs.take(n, r.d.exact)
 	for i := range ss {
 		ss[i] = r.str()
 	}
@@ -443,7 +450,7 @@ func (r *reader) time() *time.Time {
 	if r.byte() == 0 {
 		return nil
 	}
-	t := new(time.Time)
+	t := &r.d.times.take(1, r.d.exact)[0]
 	if err := t.UnmarshalBinary([]byte(r.str())); err != nil {
 		r.fail("bad time")
 	}
@@ -457,13 +464,13 @@ func (r *reader) task(t *a2a.Task) {
 	t.Status.Timestamp = r.time()
 	t.Status.Message = r.message()
 	if n := r.count(); n > 0 {
-		t.History = make([]*a2a.Message, n)
+		t.History = r.d.msgPtrs.take(n, r.d.exact)
 		for i := range t.History {
 			t.History[i] = r.message()
 		}
 	}
 	if n := r.count(); n > 0 {
-		t.Artifacts = make([]*a2a.Artifact, n)
+		t.Artifacts = r.d.artPtrs.take(n, r.d.exact)
 		for i := range t.Artifacts {
 			t.Artifacts[i] = r.artifact()
 		}
@@ -529,7 +536,9 @@ func (r *reader) message() *a2a.Message {
 	if r.byte() == 0 {
 		return nil
 	}
-	m := &a2a.Message{ID: r.str(), ContextID: r.str(), Extensions: r.strs(), Metadata: r.meta()}
+	m := &r.d.msgs.take(1, r.d.exact)[0]
+	m.ID, m.ContextID = r.str(), r.str()
+	m.Extensions, m.Metadata = r.strs(), r.meta()
 	m.Parts = r.parts()
 	if n := r.count(); n > 0 {
 		m.ReferenceTasks = make([]a2a.TaskID, n)
@@ -546,7 +555,9 @@ func (r *reader) artifact() *a2a.Artifact {
 	if r.byte() == 0 {
 		return nil
 	}
-	a := &a2a.Artifact{ID: a2a.ArtifactID(r.str()), Description: r.str(), Extensions: r.strs(), Metadata: r.meta()}
+	a := &r.d.arts.take(1, r.d.exact)[0]
+	a.ID, a.Description = a2a.ArtifactID(r.str()), r.str()
+	a.Extensions, a.Metadata = r.strs(), r.meta()
 	a.Name = r.str()
 	a.Parts = r.parts()
 	return a
@@ -557,9 +568,9 @@ func (r *reader) parts() a2a.ContentParts {
 	if n == 0 {
 		return nil
 	}
-	ps := make(a2a.ContentParts, n)
-	// One allocation for all parts of the list.
-	backing := make([]a2a.Part, n)
+	ps := a2a.ContentParts(r.d.partPtrs.take(n, r.d.exact))
+	// One allocation for all parts of the list (at most).
+	backing := r.d.parts.take(n, r.d.exact)
 	for i := range ps {
 		kind := r.byte()
 		if kind == nilPart {

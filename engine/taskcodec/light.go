@@ -29,10 +29,16 @@ func DecodeMetadata(b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if b[0] != version {
+	return decodeMetadata(string(b), &Decoder{exact: true})
+}
+
+// decodeMetadata decodes EncodeMetadata's form held in s (not empty),
+// allocating from d.
+func decodeMetadata(s string, d *Decoder) (map[string]any, error) {
+	if s[0] != version {
 		return nil, fmt.Errorf("taskcodec: decode metadata: unknown format: %w", engine.ErrInternal)
 	}
-	r := reader{s: string(b[1:])}
+	r := reader{s: s[1:], d: d}
 	m, _ := r.value().(map[string]any)
 	if r.err == nil && (m == nil || r.off != len(r.s)) {
 		r.err = errors.New("not a map")

@@ -92,7 +92,11 @@ func TestRunEmbedded(t *testing.T) {
 					case "list-deep":
 						cfg.Ops = 400 // 40% are full traversals of everything
 					}
-					assertClean(t, smallRun(t, cfg))
+					res := smallRun(t, cfg)
+					assertClean(t, res)
+					if res.GC == nil {
+						t.Error("an embedded run reports no GC figures")
+					}
 				})
 			}
 		})

@@ -139,6 +139,28 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestPauseQuantiles: quantiles of a pause histogram are the upper bounds
+// of their buckets, the open last bucket gives its lower bound, and an
+// empty histogram gives zeros.
+func TestPauseQuantiles(t *testing.T) {
+	buckets := []float64{0, 1e-5, 1e-4, 1e-3, 1e-2, math.Inf(1)}
+	for _, c := range []struct {
+		counts             []uint64
+		n                  uint64
+		p50, p99, maxPause float64
+	}{
+		{[]uint64{0, 0, 0, 0, 0}, 0, 0, 0, 0},
+		{[]uint64{0, 98, 1, 1, 0}, 100, 0.1, 1, 10},
+		{[]uint64{0, 50, 49, 0, 1}, 100, 0.1, 1, 10},
+		{[]uint64{10, 0, 0, 0, 0}, 10, 0.01, 0.01, 0.01},
+	} {
+		n, p50, p99, mx := pauseQuantiles(c.counts, buckets)
+		if n != c.n || p50 != c.p50 || p99 != c.p99 || mx != c.maxPause {
+			t.Errorf("%v: n %d p50 %v p99 %v max %v ms, want %d %v %v %v", c.counts, n, p50, p99, mx, c.n, c.p50, c.p99, c.maxPause)
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	for _, c := range []struct {
 		err  error

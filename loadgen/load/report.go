@@ -45,6 +45,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.ViolationCount > int64(len(r.Violations)) {
 		fmt.Fprintf(w, "… and %d more violations\n", r.ViolationCount-int64(len(r.Violations)))
 	}
+	if g := r.GC; g != nil {
+		fmt.Fprintf(w, "gc: %d cycles, %d pauses p50 %s ms p99 %s ms max %s ms, %.2f s CPU (%.1f%%), live heap %.1f MiB at end\n",
+			g.Cycles, g.Pauses, fmtMillis(g.PauseP50Ms, 2), fmtMillis(g.PauseP99Ms, 2), fmtMillis(g.PauseMaxMs, 2),
+			g.CPUSec, 100*g.CPUShare, float64(g.HeapLive)/(1<<20))
+	}
 	_, err := fmt.Fprintf(w, "machine: %s/%s, %d CPUs, load average %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.LoadAvg)
 	return err
 }
@@ -87,6 +92,8 @@ func fmtErrors(m map[string]int64) string {
 //	BenchmarkLoadgen/target=mem/workload=write-heavy/op=get  12345  2100 ns/op  4.10 p99-µs  5878 ops/s
 //
 // ns/op is the mean latency; a "total" line carries the run's throughput.
+// An embedded run adds an op=gc line: the pauses as its count, their
+// quantiles, the collector's CPU share and the live heap at the end.
 func (r *Result) WriteBench(w io.Writer) error {
 	target := r.Target
 	if r.Transport != "" {
@@ -103,6 +110,10 @@ func (r *Result) WriteBench(w io.Writer) error {
 		}
 	}
 	line("total", r.Total)
+	if g := r.GC; g != nil {
+		fmt.Fprintf(w, "BenchmarkLoadgen/target=%s/workload=%s/op=gc-%d\t%d\t%.1f pause-p50-µs\t%.1f pause-p99-µs\t%.1f pause-max-µs\t%.2f gc-cpu-%%\t%d heap-live-bytes\n",
+			target, r.Workload, r.Concurrency, g.Pauses, g.PauseP50Ms*1e3, g.PauseP99Ms*1e3, g.PauseMaxMs*1e3, 100*g.CPUShare, g.HeapLive)
+	}
 	return nil
 }
 

@@ -57,6 +57,10 @@ type Result struct {
 	Violations     []Violation `json:"violations,omitempty"` // the first 100
 	LiveTasks      int         `json:"live_tasks_at_end"`
 
+	// GC is the collector's work during the run, in this process: set for
+	// embedded targets only (then it is the store's process).
+	GC *GCStats `json:"gc,omitempty"`
+
 	Machine Machine `json:"machine"`
 }
 
@@ -104,6 +108,7 @@ type runner struct {
 	compared   atomic.Int64
 	stopping   atomic.Bool
 	start      time.Time
+	gcStart    gcSample // the collector's counters at start
 
 	vmu struct {
 		sync.Mutex
@@ -294,6 +299,7 @@ func (r *runner) run(ctx context.Context) *Result {
 	// Operations in flight finish on their own context: only the caller's
 	// ctx cuts them; the duration and op count stop new ones.
 	opCtx := ctx
+	r.gcStart = readGC()
 	r.start = time.Now()
 	var timer *time.Timer
 	if r.cfg.Duration > 0 {
@@ -492,6 +498,8 @@ func (r *runner) result(elapsed time.Duration) *Result {
 	}
 	if r.cfg.Remote() {
 		res.Transport = r.cfg.Transport
+	} else {
+		res.GC = readGC().since(r.gcStart)
 	}
 	all := newHist()
 	errs := map[string]int64{}

@@ -1,0 +1,173 @@
+package memstore
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/taskcodec"
+)
+
+// A task's content is stored in its entry once: the ID, context, state
+// and status time as entry fields (the light fields: filters and light
+// pages read nothing else), and the rest in one string, the body: the
+// metadata (taskcodec.EncodeMetadata's form, metaLen bytes), then the
+// task without its light fields and metadata (taskcodec.EncodeTask's
+// form), or nothing when the task has nothing else (no status message,
+// history or artifacts): a light task's body is empty, or its metadata.
+// A body is never modified once stored, and decoded tasks share its bytes
+// (taskcodec.Decoder): strings are immutable.
+
+// stamp is a status timestamp in 16 bytes without a pointer: time's
+// binary form (taskcodec.AppendTimestamp: 15 or 16 bytes, whose first
+// byte is 1 or 2), or all zero for none. It decodes to the instant and
+// zone offset it was given, as the full stored form does.
+type stamp [16]byte
+
+func stampOf(t *time.Time) stamp {
+	var s stamp
+	if t != nil {
+		copy(s[:], taskcodec.AppendTimestamp(s[:0], *t))
+	}
+	return s
+}
+
+// time returns the timestamp; ok is false for none (or a stamp that does
+// not decode, which CheckInvariants reports).
+func (s *stamp) time() (t time.Time, ok bool) {
+	n := 15
+	switch s[0] {
+	case 0:
+		return time.Time{}, false
+	case 2:
+		n = 16
+	}
+	return t, t.UnmarshalBinary(s[:n]) == nil
+}
+
+// emptyRest is the stored form of a task with nothing but light fields and
+// metadata: a body ends there instead.
+var emptyRest, _ = taskcodec.EncodeTask(&a2a.Task{})
+
+// encoded is a task's stored form, prepared outside the lock.
+type encoded struct {
+	contextID string
+	state     uint8
+	status    stamp
+	metaLen   uint32
+	body      string
+}
+
+func (s *Store) encode(t *a2a.Task) (encoded, error) {
+	if err := s.limits.ValidateTask(t); err != nil {
+		return encoded{}, err
+	}
+	st, ok := stateNumber(t.Status.State)
+	if !ok {
+		return encoded{}, fmt.Errorf("memstore: task state %q: %w", t.Status.State, engine.ErrInvalidArgument)
+	}
+	meta, err := taskcodec.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return encoded{}, err
+	}
+	if len(meta) > math.MaxUint32 {
+		return encoded{}, fmt.Errorf("memstore: metadata over 4 GiB: %w", engine.ErrLimitExceeded)
+	}
+	rest := *t // the task without what the entry holds
+	rest.ID, rest.ContextID, rest.Status.State, rest.Status.Timestamp, rest.Metadata = "", "", "", nil, nil
+	restForm, err := taskcodec.EncodeTask(&rest)
+	if err != nil {
+		return encoded{}, err
+	}
+	if bytes.Equal(restForm, emptyRest) {
+		restForm = nil
+	}
+	var body strings.Builder // one allocation, exactly sized
+	body.Grow(len(meta) + len(restForm))
+	body.Write(meta)
+	body.Write(restForm)
+	return encoded{contextID: t.ContextID, state: st, status: stampOf(t.Status.Timestamp),
+		metaLen: uint32(len(meta)), body: body.String()}, nil
+}
+
+// content is a task's content as read under the lock: what builds the task
+// once the lock is released.
+type content struct {
+	id      a2a.TaskID
+	ctx     string
+	state   uint8
+	status  stamp
+	metaLen uint32
+	body    string
+}
+
+// contentLocked reads e's content.
+// REQUIRES: s.mu held.
+func (s *Store) contentLocked(e *entry) content {
+	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}
+}
+
+// build fills t with the task — its light fields and metadata only when
+// light — decoding with *d (allocated on first use). *ts receives the
+// status timestamp, which t.Status.Timestamp then points to.
+func (c *content) build(t *a2a.Task, ts *time.Time, d **taskcodec.Decoder, light bool) error {
+	fillLight(t, ts, c.id, c.ctx, c.state, &c.status)
+	return decodeBody(t, c.body, c.metaLen, light, d)
+}
+
+// fillLight sets t to a task of these light fields; *ts receives the
+// status timestamp, which t.Status.Timestamp then points to.
+func fillLight(t *a2a.Task, ts *time.Time, id a2a.TaskID, ctx string, state uint8, status *stamp) {
+	*t = a2a.Task{ID: id, ContextID: ctx, Status: a2a.TaskStatus{State: states[state]}}
+	if at, ok := status.time(); ok {
+		*ts = at
+		t.Status.Timestamp = ts
+	}
+}
+
+// needsDecoding reports whether decodeBody has anything to decode.
+func needsDecoding(body string, metaLen uint32, light bool) bool {
+	return metaLen > 0 || !light && len(body) > int(metaLen)
+}
+
+// decodeBody decodes a body (metaLen bytes of metadata, then the rest of
+// the task) into t, whose light fields fillLight has set: the metadata,
+// and unless light the rest. It decodes with *d, allocated on first use.
+func decodeBody(t *a2a.Task, body string, metaLen uint32, light bool, d **taskcodec.Decoder) error {
+	if !needsDecoding(body, metaLen, light) {
+		return nil
+	}
+	if *d == nil {
+		*d = new(taskcodec.Decoder)
+	}
+	if rest := body[metaLen:]; rest != "" && !light {
+		head := *t
+		if err := (*d).Task(rest, t); err != nil {
+			return err
+		}
+		t.ID, t.ContextID, t.Status.State, t.Status.Timestamp = head.ID, head.ContextID, head.Status.State, head.Status.Timestamp
+	}
+	md, err := (*d).Metadata(body[:metaLen])
+	t.Metadata = md
+	return err
+}
+
+// decoded returns rec with the whole task of c.
+func decoded(rec engine.Record, c content) (engine.Record, error) {
+	// The task and its status timestamp in one allocation.
+	v := new(struct {
+		task a2a.Task
+		ts   time.Time
+	})
+	var d *taskcodec.Decoder
+	if err := c.build(&v.task, &v.ts, &d, false); err != nil {
+		return engine.Record{}, err
+	}
+	rec.Task = &v.task
+	return rec, nil
+}
