@@ -160,7 +160,8 @@ func ownedFixture(b *testing.B, e *env, n int) *owned {
 	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 4}
 	// A name of its own, so the shared fixtures' stores (same directory
 	// or schema naming) are never reused.
-	s, err := e.open(b, fmt.Sprintf("n%d_authz", n), clock.Now)
+	name := fmt.Sprintf("n%d_authz", n)
+	s, err := e.open(b, name, clock.Now)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func ownedFixture(b *testing.B, e *env, n int) *owned {
 		b.Fatal(err)
 	}
 	if e.pool != nil {
-		if _, err := e.pool.Exec(context.Background(), "VACUUM ANALYZE "+pgTable(n+1)); err != nil {
+		if _, err := e.pool.Exec(context.Background(), "VACUUM ANALYZE "+pgTableNamed(name)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,9 +2,9 @@ package pebblestore
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -72,10 +72,43 @@ func resolveStorePath(dir, p string) string {
 
 // lockDir creates dir if needed and takes Pebble's lock on it.
 func lockDir(dir string, fs vfs.FS) (*pebble.Lock, error) {
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllSynced(dir, fs); err != nil {
 		return nil, err
 	}
 	return pebble.LockDirectory(dir, fs)
+}
+
+// mkdirAllSynced creates dir and its missing parents, and syncs the parent
+// of each directory it creates, so that a store created in new
+// directories survives a crash as it does when Pebble creates them (its
+// Open syncs only the parent of the store directory once that exists).
+func mkdirAllSynced(dir string, fs vfs.FS) error {
+	var created []string
+	for d := dir; ; d = fs.PathDir(d) {
+		_, err := fs.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if fs.PathDir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := syncDir(fs.PathDir(d), fs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recordedWAL returns the log directory the database in dir was last
@@ -99,20 +132,44 @@ func recordedWAL(dir string, fs vfs.FS) (walDir string, exists bool, err error) 
 	if err != nil {
 		return "", true, err
 	}
-	var o pebble.Options
-	if err := o.Parse(string(b), nil); err != nil {
-		return "", true, fmt.Errorf("%s: %v", desc.OptionsFilename, err)
+	return optionsWALDir(string(b)), true, nil
+}
+
+// optionsWALDir returns wal_dir of the [Options] section of a Pebble
+// OPTIONS file ("" when it has none), read as Pebble reads the file
+// (options.go, parseOptions). It reads nothing else: options this build
+// does not know, such as a newer Pebble's keys or a user-defined
+// compression profile, must not stop an Open, as they do not stop
+// Pebble's own (Options.Parse refuses them).
+func optionsWALDir(file string) string {
+	section := ""
+	for line := range strings.Lines(file) {
+		line = strings.TrimSpace(line)
+		n := len(line)
+		switch {
+		case n == 0 || line[0] == ';' || line[0] == '#':
+		case line[0] == '[' && line[n-1] == ']':
+			section = line[1 : n-1]
+		case section == "Options" || section == `CFOptions "default"`:
+			if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "wal_dir" {
+				return strings.TrimSpace(v)
+			}
+		}
 	}
-	return o.WALDir, true, nil
+	return ""
 }
 
 // walOptions sets po's log directory to walDir and lists as recovery
-// directories every other one that may hold logs: each of others (log
-// directories of earlier opens) that differs from walDir and exists.
-func walOptions(po *pebble.Options, dir string, fs vfs.FS, walDir string, others ...string) error {
+// directories, besides those tuned (Options.Tune), every other one that
+// may hold logs: each of others (log directories of earlier opens) that
+// differs from walDir and the tuned ones and exists.
+func walOptions(po *pebble.Options, tuned []wal.Dir, dir string, fs vfs.FS, walDir string, others ...string) error {
 	po.WALDir = walDir
-	po.WALRecoveryDirs = nil
+	po.WALRecoveryDirs = slices.Clone(tuned)
 	seen := map[string]bool{resolveStorePath(dir, walDir): true}
+	for _, d := range tuned {
+		seen[resolveStorePath(dir, d.Dirname)] = true
+	}
 	for _, o := range others {
 		p := resolveStorePath(dir, o)
 		if seen[p] {
@@ -172,4 +229,73 @@ func syncDir(dir string, fs vfs.FS) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// setAsideDir is the subdirectory of the store directory that receives
+// logs set aside by setAsideDuplicateLogs.
+const setAsideDir = "wal-set-aside"
+
+// setAsideDuplicateLogs handles a database last opened without the guard
+// (its logs in prior) that also has logs in target, the guarded log
+// directory: a first guarded Open crashed before it recorded target in
+// OPTIONS, and a release before the guard then opened the database. That
+// release's log numbers follow its own MANIFEST, so one may repeat the
+// number of a log the crashed Open created in target, and Pebble refuses
+// to replay two logs of one number. The crashed Open's logs hold nothing
+// acknowledged (Pebble writes OPTIONS before its Open returns, and only
+// then do writes begin), the older release's do: each log in target whose
+// number a log in prior also has is moved to setAsideDir (kept, not
+// deleted), durably, and logged.
+func setAsideDuplicateLogs(dir string, fs vfs.FS, prior, target string, logger pebble.Logger) error {
+	from, to := resolveStorePath(dir, target), resolveStorePath(dir, prior)
+	inTarget, err := logNumbers(fs, from)
+	if err != nil || len(inTarget) == 0 {
+		return err
+	}
+	inPrior, err := logNumbers(fs, to)
+	if err != nil {
+		return err
+	}
+	aside := fs.PathJoin(dir, setAsideDir)
+	moved := false
+	for num, names := range inTarget {
+		if _, dup := inPrior[num]; !dup {
+			continue
+		}
+		if err := mkdirAllSynced(aside, fs); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := fs.Rename(fs.PathJoin(from, name), fs.PathJoin(aside, name)); err != nil {
+				return err
+			}
+			logger.Infof("pebblestore: %s: log %s repeats a log number of %s (a crashed first Open of this release, then an older release): set aside in %s", dir, name, to, aside)
+		}
+		moved = true
+	}
+	if !moved {
+		return nil
+	}
+	return errors.Join(syncDir(from, fs), syncDir(aside, fs))
+}
+
+// logNumbers lists the write-ahead logs in dir by number ("000012.log" and
+// its failover segments "000012-001.log" share the number 000012); none
+// when dir does not exist.
+func logNumbers(fs vfs.FS, dir string) (map[string][]string, error) {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	logs := map[string][]string{}
+	for _, name := range names {
+		if base, ok := strings.CutSuffix(name, ".log"); ok {
+			num, _, _ := strings.Cut(base, "-")
+			logs[num] = append(logs[num], name)
+		}
+	}
+	return logs, nil
 }

@@ -180,12 +180,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.lock = lock
 	if err := s.open(dir, fs, cache, &opts); err != nil {
 		s.life.closed = true
-		if s.failed.Load() == nil {
-			if s.db != nil {
-				_ = s.db.Close()
-			}
-			_ = lock.Close()
+		if s.db != nil && s.failed.Load() == nil {
+			_ = s.db.Close()
 		}
+		// Our reference to the lock; a database that failed fatally
+		// keeps its own, so the directory stays locked while it lives.
+		_ = lock.Close()
 		return nil, err
 	}
 	return s, nil
@@ -209,7 +209,7 @@ func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) 
 	if opts.Tune != nil {
 		opts.Tune(po)
 	}
-	target := po.WALDir
+	target, tuned := po.WALDir, po.WALRecoveryDirs
 	internal := func(err error) error {
 		return fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
 	}
@@ -222,7 +222,10 @@ func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) 
 		// refusal changes nothing), note the scan it needs, and close it
 		// without writing, so that the guarded Open below has no log
 		// to replay (see closeDB).
-		if err := walOptions(po, dir, fs, prior, target); err != nil {
+		if err := setAsideDuplicateLogs(dir, fs, prior, target, s.logger); err != nil {
+			return internal(err)
+		}
+		if err := walOptions(po, tuned, dir, fs, prior, target); err != nil {
 			return internal(err)
 		}
 		if s.db, err = openCatching(dir, po); err != nil {
@@ -238,7 +241,7 @@ func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) 
 			return internal(err)
 		}
 	}
-	if err := walOptions(po, dir, fs, target, storePath, prior); err != nil {
+	if err := walOptions(po, tuned, dir, fs, target, storePath, prior); err != nil {
 		return internal(err)
 	}
 	if s.db, err = openCatching(dir, po); err != nil {
@@ -317,15 +320,19 @@ func (s *Store) Close() (err error) {
 		return fmt.Errorf("pebblestore: already closed: %w", engine.ErrInternal)
 	}
 	s.life.closed = true
+	// Our reference to the lock goes whatever happens; the database
+	// holds its own until it is closed.
+	defer func() {
+		if lerr := s.lock.Close(); lerr != nil && err == nil {
+			err = fmt.Errorf("pebblestore: close: release the lock: %v: %w", lerr, engine.ErrInternal)
+		}
+	}()
 	if msg := s.failed.Load(); msg != nil {
 		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
 	}
 	defer s.catch("close", &err)
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %v: %w", err, engine.ErrInternal)
-	}
-	if err := s.lock.Close(); err != nil {
-		return fmt.Errorf("pebblestore: close: release the lock: %v: %w", err, engine.ErrInternal)
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ import (
 //	       ('') are not counted here: "" filters nothing.
 //	kind 2 (by owner):   name = the owner. Tasks without an owner ('') are
 //	       not counted here either.
+//	kind 3 (by owner and context): name = the owner's length in bytes,
+//	       ':', the owner, then the context ID (ownerContextName; the
+//	       length keeps every pair's name distinct). Only tasks with both
+//	       an owner and a context are counted here.
 //
 // Every kind is split over countShards rows per (name, state): a task
 // counts in the shard of its ID (countShardSQL: hashtext of the ID,
@@ -37,18 +41,17 @@ import (
 // never negative, and a total is the sum over the shards (a read of at
 // most countShards rows per state).
 //
-// Rows of kinds 1 and 2 that reach zero are deleted by the statement that
-// zeroed them, so the table holds a row per live (context, state, shard)
-// and (owner, state, shard) and does not grow with contexts or owners that
-// are gone; kind 0 rows (at most countShards per state) stay.
+// Rows of kinds 1 to 3 that reach zero are deleted by the statement that
+// zeroed them, so the table holds a row per live (context, state, shard),
+// (owner, state, shard) and (owner, context, state, shard) and does not
+// grow with contexts or owners that are gone; kind 0 rows (at most
+// countShards per state) stay.
 //
 // Shapes read from it: none (kind 0, every row), state (kind 0, one state),
-// context and owner (kind 1/2, one name: the rows of every state), and
-// context+state and owner+state (kind 1/2, one name and state): at most
-// countShards rows per state, whatever the table holds. Every other shape
-// with a total counts matching rows: owner+context (±state) through the
-// owner+context index, so it reads only that owner's tasks in that
-// context, and anything with StatusTimestampAfter, which may scan (C4).
+// context, owner and owner+context (kinds 1 to 3, one name: the rows of
+// every state), and each of those with a state (one name and state): at
+// most countShards rows per state, whatever the table holds. A total with
+// StatusTimestampAfter counts the matching rows and may scan (C4).
 //
 // Triggers:
 //
@@ -86,7 +89,25 @@ const (
 	countAll     = 0
 	countContext = 1
 	countOwner   = 2
+	// countOwnerContext counts by (owner, context); see ownerContextName.
+	countOwnerContext = 3
 )
+
+// ownerContextNameSQL is the kind-3 name of owner {o} and context {c}:
+// ownerContextName in SQL (” when either is empty: not counted).
+const ownerContextNameSQL = `CASE WHEN {o} <> '' AND {c} <> '' THEN octet_length({o})::text || ':' || {o} || {c} ELSE '' END`
+
+func ownerContextNameOf(o, c string) string {
+	return replaceAll(ownerContextNameSQL, "{o}", o, "{c}", c)
+}
+
+// ownerContextName is the kind-3 counter name of an owner and a context,
+// both non-empty: the owner's length in bytes, ':', the owner, the
+// context. (A name must be text: an owner and a context may hold any
+// character but NUL, so no separator alone would do.)
+func ownerContextName(owner, contextID string) string {
+	return strconv.Itoa(len(owner)) + ":" + owner + contextID
+}
 
 // The SQL below is written for schema {schema} (replaced by the schema as
 // quote_ident quotes it); {shards} is countShards.
@@ -104,7 +125,7 @@ const countsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_counts (
 
 // countDelta is the statement every trigger function runs: it adds the
 // deltas of its rows, summed per counter row, in key order, and deletes
-// the rows of kinds 1 and 2 it brought to zero. {delta} is the source of
+// the rows of kinds 1 to 3 it brought to zero. {delta} is the source of
 // (kind, name, state, shard, d) rows.
 const countDelta = `WITH up AS (
 		INSERT INTO {schema}.a2a_task_counts AS c (kind, name, state, shard, n)
@@ -126,16 +147,19 @@ const countDelta = `WITH up AS (
 // countTransition is the delta source of a statement trigger: every row
 // of transition table {rows} counts {d} in its shard, under each kind.
 // The transition table is read once.
-const countTransition = `
+var countTransition = `
 			SELECT k.kind, k.name, r.state, r.shard, {d}
 			FROM (SELECT state, context_id, owner, ` + countShardSQL + ` AS shard FROM {rows}) AS r
-			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)`
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, ` + ownerContextNameOf("r.owner", "r.context_id") + `)) AS k (kind, name)`
 
 // countRow is the delta source of the row trigger on UPDATE.
-const countRow = `VALUES
+var countRow = `VALUES
 			(0::smallint, ''::text, OLD.state, old_shard, -1), (0::smallint, ''::text, NEW.state, new_shard, 1),
 			(1::smallint, OLD.context_id, OLD.state, old_shard, -1), (1::smallint, NEW.context_id, NEW.state, new_shard, 1),
-			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1)`
+			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1),
+			(3::smallint, ` + ownerContextNameOf("OLD.owner", "OLD.context_id") + `, OLD.state, old_shard, -1),
+			(3::smallint, ` + ownerContextNameOf("NEW.owner", "NEW.context_id") + `, NEW.state, new_shard, 1)`
 
 const countDeclare = `
 DECLARE
@@ -213,18 +237,20 @@ const (
 )
 
 // recountSQL counts a2a_tasks the way the triggers do, in one scan:
-// (kind, name, state, shard, n) per group; groups of kinds 1 and 2 with an
+// (kind, name, state, shard, n) per group; groups of kinds 1 to 3 with an
 // empty name are not counters.
-const recountSQL = `SELECT CASE WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
-		CASE WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
+var recountSQL = `SELECT CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN 3
+			WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
+		CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN ` + ownerContextNameOf("owner", "context_id") + `
+			WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
 		state COLLATE "C" AS state, shard, count(*) AS n
 	FROM (SELECT context_id, owner, state, ` + countShardSQL + ` AS shard FROM {schema}.a2a_tasks) AS t
-	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard))`
+	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard), (owner, context_id, state, shard))`
 
 // rebuildBody recomputes every counter. It locks a2a_tasks against writes
 // (SHARE ROW EXCLUSIVE: reads go on) until the calling transaction ends,
 // so no write falls between the recount and the triggers.
-const rebuildBody = `
+var rebuildBody = `
 BEGIN
 	LOCK TABLE {schema}.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
 	DELETE FROM {schema}.a2a_task_counts;
@@ -279,12 +305,14 @@ func countsInstallSQL(qs string) []string {
 // countQuery returns the SQL and arguments that read q's total from the
 // counter table, or ok = false when q's shape is not counted there.
 func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
-	if q.StatusAfter != nil || (q.Owner != "" && q.ContextID != "") {
+	if q.StatusAfter != nil {
 		return "", nil, false
 	}
 	var a sqlArgs
 	where := []string{"kind = " + strconv.Itoa(countAll), "name = ''"}
 	switch {
+	case q.Owner != "" && q.ContextID != "":
+		where = []string{"kind = " + strconv.Itoa(countOwnerContext), "name = " + a.add(ownerContextName(q.Owner, q.ContextID))}
 	case q.ContextID != "":
 		where = []string{"kind = " + strconv.Itoa(countContext), "name = " + a.add(q.ContextID)}
 	case q.Owner != "":
@@ -298,8 +326,8 @@ func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.
 type CountDrift struct {
-	Kind  string // "all", "context" or "owner"
-	Name  string // the context ID or owner; "" for "all"
+	Kind  string // "all", "context", "owner" or "owner+context"
+	Name  string // the context ID, owner, or kind-3 name; "" for "all"
 	State string
 	Have  int64 // what the counter table says (summed over shards)
 	Want  int64 // what a recount says
@@ -354,7 +382,7 @@ LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
 	}
-	kinds := []string{countAll: "all", countContext: "context", countOwner: "owner"}
+	kinds := []string{countAll: "all", countContext: "context", countOwner: "owner", countOwnerContext: "owner+context"}
 	drift, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CountDrift, error) {
 		var d CountDrift
 		var kind int16

@@ -54,13 +54,12 @@
 //
 // # Totals (L5, L8, C4)
 //
-// Every total of the shapes none, state, context, context+state, owner and
-// owner+state is read from a2a_task_counts, not counted: at most a row per
-// state and shard (16 shards per state, for the unfiltered, a context's
-// and an owner's totals alike). An owner+context total
-// (with or without a state) counts that owner's tasks in that context in
-// the owner+context index, reading nothing of other owners; a total with
-// StatusTimestampAfter counts the matching rows and may scan (C4).
+// Every total of the shapes none, context, owner and owner+context, each
+// with or without a state, is read from a2a_task_counts, not counted: at
+// most a row per state and shard (16 shards per state, for the
+// unfiltered, a context's, an owner's and an owner's context's totals
+// alike). A total with StatusTimestampAfter counts the matching rows and
+// may scan (C4).
 // ListStats.Counted is 0 when the counters answered.
 //
 // The counters are kept inside every writing transaction by triggers, so

@@ -20,9 +20,9 @@ import (
 //	idx_a2a_tasks_owner_updated         (owner, updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_owner_context_updated (owner, context_id, updated_at DESC, id COLLATE "C" DESC)
 //
-// The second makes an owner+context page (and its total, which is counted
-// in the index) read only that owner's tasks in that context, however many
-// tasks other owners have there (O6).
+// The second makes an owner+context page read only that owner's tasks in
+// that context, however many tasks other owners have there (O6); its total
+// comes from the counters (counts.go).
 //
 // Before this column existed, engine/authz's OwnerPolicy recorded the
 // owner in task metadata, under "a2astore.owner" by default or under the

@@ -185,10 +185,10 @@ func TestPlans(t *testing.T) {
 	}
 }
 
-// L5, C4, O6: a total of a counted shape reads only a2a_task_counts; an
-// owner+context total counts in the owner+context index alone; a total
-// with a status-time filter may scan a2a_tasks (C4). Under custom and
-// generic plans, on the 100k-row fixture.
+// L5, C4, O6: a total of a counted shape (every shape without a status
+// time filter) reads only a2a_task_counts; a total with a status-time
+// filter may scan a2a_tasks (C4). Under custom and generic plans, on the
+// 100k-row fixture.
 func TestCountPlans(t *testing.T) {
 	s, f, conn := planFixture(t)
 	hot := f.hot[0]
@@ -196,7 +196,7 @@ func TestCountPlans(t *testing.T) {
 	cases := []struct {
 		name  string
 		req   engine.ListRequest
-		index string // "" = the counter table only
+		index string // "" = the counter table only, "*" = may scan
 	}{
 		{"none", engine.ListRequest{}, ""},
 		{"state", engine.ListRequest{Status: a2a.TaskStateWorking}, ""},
@@ -204,9 +204,9 @@ func TestCountPlans(t *testing.T) {
 		{"context_state", engine.ListRequest{ContextID: hot, Status: a2a.TaskStateWorking}, ""},
 		{"owner", engine.ListRequest{Owner: "owner-000"}, ""},
 		{"owner_state", engine.ListRequest{Owner: "owner-000", Status: a2a.TaskStateWorking}, ""},
-		{"owner_context", engine.ListRequest{Owner: "owner-000", ContextID: hot}, "idx_a2a_tasks_owner_context_updated"},
-		{"small_owner_hot_context", engine.ListRequest{Owner: "owner-500", ContextID: hot}, "idx_a2a_tasks_owner_context_updated"},
-		{"owner_context_state", engine.ListRequest{Owner: "owner-000", ContextID: hot, Status: a2a.TaskStateWorking}, "idx_a2a_tasks_owner_context_updated"},
+		{"owner_context", engine.ListRequest{Owner: "owner-000", ContextID: hot}, ""},
+		{"small_owner_hot_context", engine.ListRequest{Owner: "owner-500", ContextID: hot}, ""},
+		{"owner_context_state", engine.ListRequest{Owner: "owner-000", ContextID: hot, Status: a2a.TaskStateWorking}, ""},
 		{"status_time", engine.ListRequest{StatusTimestampAfter: &statusAfter}, "*"},
 	}
 	for _, mode := range []string{"custom", "generic"} {
@@ -234,17 +234,6 @@ func TestCountPlans(t *testing.T) {
 						t.Errorf("count reads %v, want a2a_task_counts only", relations)
 					}
 				case "*":
-				default:
-					if !slices.Equal(indexes, []string{tc.index}) || slices.ContainsFunc(relations, func(r string) bool { return r != "a2a_tasks" }) {
-						t.Errorf("count uses indexes %v on %v, want %s alone", indexes, relations, tc.index)
-					}
-					// Heap rows are read (for the state) only as found in
-					// that index: that owner's tasks in that context.
-					plan.walk(func(p *planNode) {
-						if strings.Contains(p.NodeType, "Seq Scan") {
-							t.Errorf("plan has a %s node", p.NodeType)
-						}
-					})
 				}
 				t.Logf("reads %v via %v", relations, indexes)
 			})

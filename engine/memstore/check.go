@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/tidwall/btree"
+
+	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
 // CheckInvariants verifies the store's internal consistency against the
@@ -53,8 +56,8 @@ func (s *Store) CheckInvariants() error {
 		if _, ok := e.status.time(); !ok && e.status != (stamp{}) {
 			fail("task %q: its status time does not decode", id)
 		}
-		if int(e.metaLen) > len(e.body) {
-			fail("task %q: %d bytes of metadata in a body of %d", id, e.metaLen, len(e.body))
+		if err := checkBody(e); err != nil {
+			fail("task %q: body: %v", id, err)
 		}
 		if it, ok := s.mu.order.Get(e.item()); !ok || it.e != e {
 			fail("task %q missing from the global index at its cursor", id)
@@ -126,7 +129,59 @@ func (s *Store) CheckInvariants() error {
 	if counted := s.mu.ownerCtx.all(); !maps.Equal(ownerCtx, counted) {
 		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
 	}
+	errs = append(errs, s.mu.ownerCtx.check(ownerCtx)...)
 	return errors.Join(errs...)
+}
+
+// checkBody decodes e's body: its metadata, and a rest (when there is
+// one) that is not the empty rest and holds no light field, which the
+// entry holds instead.
+func checkBody(e *entry) error {
+	if int(e.metaLen) > len(e.body) {
+		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(e.body))
+	}
+	var d taskcodec.Decoder
+	if _, err := d.Metadata(e.body[:e.metaLen]); err != nil {
+		return err
+	}
+	rest := e.body[e.metaLen:]
+	if rest == "" {
+		return nil
+	}
+	if rest == string(emptyRest) {
+		return errors.New("an empty rest is stored")
+	}
+	var t a2a.Task
+	if err := d.Task(rest, &t); err != nil {
+		return err
+	}
+	if t.ID != "" || t.ContextID != "" || t.Status.State != "" || t.Status.Timestamp != nil || t.Metadata != nil {
+		return errors.New("the rest holds light fields")
+	}
+	return nil
+}
+
+// check compares p with want (a recount by ownerCtxKey): get returns each
+// pair's count, and no pair is counted both in its owner's home and in
+// the map, nor as zero in the map.
+func (p *pairCounts) check(want map[uint64]int) []error {
+	var errs []error
+	for k, n := range want {
+		if got := p.get(sym(k>>32), sym(k)); got != n {
+			errs = append(errs, fmt.Errorf("(owner, context) %#x counts %d, recount %d", k, got, n))
+		}
+	}
+	for owner, h := range p.home {
+		if _, ok := p.rest[ownerCtxKey(sym(owner), h.ctx)]; ok && h.n != 0 {
+			errs = append(errs, fmt.Errorf("(owner, context) %#x counted in the home and in the map", ownerCtxKey(sym(owner), h.ctx)))
+		}
+	}
+	for k, n := range p.rest {
+		if n == 0 {
+			errs = append(errs, fmt.Errorf("(owner, context) %#x kept at zero", k))
+		}
+	}
+	return errs
 }
 
 // check compares the interned strings with those the entries carry, and
@@ -152,10 +207,15 @@ func (s *symbols) check(what string, want map[sym]*counts) []error {
 			errs = append(errs, fmt.Errorf("%s %q counts %+v, recount %+v", what, s.names[id], s.count[id], *c))
 		}
 	}
+	freed := make(map[sym]bool, len(s.free))
 	for _, id := range s.free {
-		if s.names[id] != "" || s.count[id] != (counts{}) || want[id] != nil {
+		switch {
+		case id == 0 || int(id) >= len(s.names) || freed[id]:
+			errs = append(errs, fmt.Errorf("%s %d on the free list: reserved, unknown or twice", what, id))
+		case s.names[id] != "" || s.count[id] != (counts{}) || want[id] != nil:
 			errs = append(errs, fmt.Errorf("%s %d released but still in use", what, id))
 		}
+		freed[id] = true
 	}
 	return errs
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -47,8 +48,26 @@ func (s *stamp) time() (t time.Time, ok bool) {
 	case 2:
 		n = 16
 	}
-	return t, t.UnmarshalBinary(s[:n]) == nil
+	err := t.UnmarshalBinary(s[:n])
+	return t, err == nil
 }
+
+// instant returns the timestamp's instant (in UTC, not its zone: no zone
+// is looked up or allocated), for comparisons; ok is false for none.
+func (s *stamp) instant() (t time.Time, ok bool) {
+	if s[0] == 0 {
+		return time.Time{}, false
+	}
+	// The form: a version byte, seconds since year 1 (int64), nanoseconds
+	// (int32), both big-endian (time.MarshalBinary).
+	sec := int64(binary.BigEndian.Uint64(s[1:9]))
+	nsec := int64(int32(binary.BigEndian.Uint32(s[9:13])))
+	return time.Unix(sec-secondsToUnix, nsec).UTC(), true
+}
+
+// secondsToUnix is the seconds from year 1 to 1970 (time's internal
+// epoch to Unix's).
+const secondsToUnix = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
 
 // emptyRest is the stored form of a task with nothing but light fields and
 // metadata: a body ends there instead.
@@ -75,7 +94,7 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	if len(meta) > math.MaxUint32 {
+	if uint64(len(meta)) > math.MaxUint32 {
 		return encoded{}, fmt.Errorf("memstore: metadata over 4 GiB: %w", engine.ErrLimitExceeded)
 	}
 	rest := *t // the task without what the entry holds

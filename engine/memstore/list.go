@@ -199,11 +199,12 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 
 // matches applies q's state and status time filters (listpage.Matches) to
 // the task of e; q has no owner or context filter (the index decides
-// those). The status time is decoded only for a status time filter.
+// those). The status time's instant is read only for a status time
+// filter.
 func matches(q *engine.Query, e *entry) bool {
 	var ts *time.Time
 	if q.StatusAfter != nil {
-		if at, ok := e.status.time(); ok {
+		if at, ok := e.status.instant(); ok {
 			ts = &at
 		}
 	}

@@ -227,6 +227,29 @@ func testLight(t testing.TB, e *env) { // L4, ProjectionLight
 	}
 }
 
+// testEmptyMetadata: a task's metadata that is an empty map reads back as
+// an empty map, not as none, from Get and from full and light pages alike
+// (none stays none: testLight).
+func testEmptyMetadata(t testing.TB, e *env) { // L4
+	tk := spec{id: "e1", ctx: "ctx-e", state: a2a.TaskStateWorking, tag: "v1"}.build()
+	tk.Metadata = map[string]any{}
+	e.mustCreate(t, tk)
+	check := func(how string, got *a2a.Task) {
+		t.Helper()
+		if got.Metadata == nil || len(got.Metadata) != 0 {
+			t.Errorf("%s: metadata %#v, want an empty map", how, got.Metadata)
+		}
+	}
+	check("Get", e.mustGet(t, "e1").Task)
+	for _, proj := range []engine.Projection{engine.ProjectionFull, engine.ProjectionLight} {
+		resp := e.mustList(t, engine.ListRequest{ContextID: "ctx-e", Projection: proj})
+		if len(resp.Tasks) != 1 {
+			t.Fatalf("projection %v: %d tasks, want 1", proj, len(resp.Tasks))
+		}
+		check(fmt.Sprintf("List, projection %v", proj), resp.Tasks[0])
+	}
+}
+
 func testTotalSize(t testing.TB, e *env) { // L5
 	resp := e.mustList(t, engine.ListRequest{IncludeTotalSize: true})
 	if resp.TotalSize != 0 {

@@ -158,6 +158,9 @@ func clone(t *a2a.Task) *a2a.Task {
 		panic(err)
 	}
 	c.ID, c.ContextID = t.ID, t.ContextID
+	if t.Metadata != nil && len(t.Metadata) == 0 {
+		c.Metadata = map[string]any{} // JSON leaves an empty map out
+	}
 	return c
 }
 

@@ -44,6 +44,9 @@ type modelEntry struct {
 	state a2a.TaskState
 	ts    *time.Time // status timestamp, for filters without decoding
 	data  []byte     // the task's JSON; ID and context ID are cur.ID and ctx
+	// emptyMeta: the task's metadata is an empty map, which JSON leaves out
+	// (a store returns it as it was given).
+	emptyMeta bool
 }
 
 var errModelInvalid = fmt.Errorf("model: %w", engine.ErrInvalidArgument)
@@ -54,7 +57,8 @@ func newEntry(t *a2a.Task, owner string, at, rev int64) (*modelEntry, error) {
 		// What the wire cannot carry (a NaN, a channel) no store can keep.
 		return nil, fmt.Errorf("model: task cannot be encoded: %v: %w", err, engine.ErrInvalidArgument)
 	}
-	e := &modelEntry{cur: engine.Cursor{UpdatedAt: at, ID: t.ID}, rev: rev, owner: owner, ctx: t.ContextID, state: t.Status.State, data: data}
+	e := &modelEntry{cur: engine.Cursor{UpdatedAt: at, ID: t.ID}, rev: rev, owner: owner, ctx: t.ContextID, state: t.Status.State, data: data,
+		emptyMeta: t.Metadata != nil && len(t.Metadata) == 0}
 	if t.Status.Timestamp != nil {
 		ts := *t.Status.Timestamp
 		e.ts = &ts
@@ -143,6 +147,9 @@ func (e *modelEntry) task() *a2a.Task {
 		panic(err)
 	}
 	t.ID, t.ContextID = e.cur.ID, e.ctx
+	if e.emptyMeta {
+		t.Metadata = map[string]any{}
+	}
 	return t
 }
 

@@ -132,6 +132,7 @@ var clauses = []clause{
 	{name: "L4/history-artifacts", fn: testShape},
 	{name: "L4/history-length-huge", fn: testHugeHistoryLength},
 	{name: "L4/projection-light", fn: testLight},
+	{name: "L4/empty-metadata", fn: testEmptyMetadata},
 	{name: "L5/total-size", fn: testTotalSize},
 	{name: "L6/cursors", fn: testCursors},
 	{name: "L7/live-traversal", fn: testLiveTraversal},

@@ -11,11 +11,13 @@ import (
 )
 
 // EncodeMetadata returns the stored form of task metadata for light reads
-// (engine.ProjectionLight), nil for none: the version byte and the binary
-// value form the task codec uses, so a light page decodes metadata without
-// parsing JSON. A value it cannot hold is engine.ErrInvalidArgument.
+// (engine.ProjectionLight), nil for none (a nil map): the version byte and
+// the binary value form the task codec uses, so a light page decodes
+// metadata without parsing JSON. An empty map has a form of its own and
+// decodes to an empty map, as in a whole task (EncodeTask). A value it
+// cannot hold is engine.ErrInvalidArgument.
 func EncodeMetadata(m map[string]any) ([]byte, error) {
-	if len(m) == 0 {
+	if m == nil {
 		return nil, nil
 	}
 	w := newWriter(64)
@@ -24,7 +26,7 @@ func EncodeMetadata(m map[string]any) ([]byte, error) {
 }
 
 // DecodeMetadata decodes the output of EncodeMetadata into a new map (nil
-// for none).
+// for none, empty for an empty map).
 func DecodeMetadata(b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return nil, nil
@@ -70,8 +72,13 @@ func LightTask(id a2a.TaskID, contextID string, status a2a.TaskStatus, metadata 
 // binary form (MarshalBinary), which keeps the instant, the nanoseconds and
 // the zone offset. An offset that form cannot hold (beyond ±32767 minutes,
 // or exactly -1 minute, which marks UTC) is stored as the same instant in
-// UTC.
+// UTC; so is a negative offset with a seconds part (a historical local
+// mean time such as -4:56:02), which Go's decoder reads back as a
+// different offset (it takes the seconds byte as unsigned).
 func AppendTimestamp(dst []byte, t time.Time) []byte {
+	if _, off := t.Zone(); off%60 < 0 {
+		t = t.UTC()
+	}
 	if b, err := t.AppendBinary(dst); err == nil {
 		return b
 	}

@@ -276,7 +276,8 @@ BEGIN
 		SELECT kind, name, state, shard, sum(d) FROM (
 			SELECT k.kind, k.name, r.state, r.shard, 1
 			FROM (SELECT state, context_id, owner, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM new_rows) AS r
-			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, CASE WHEN r.owner <> '' AND r.context_id <> '' THEN octet_length(r.owner)::text || ':' || r.owner || r.context_id ELSE '' END)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
@@ -305,7 +306,8 @@ BEGIN
 		SELECT kind, name, state, shard, sum(d) FROM (
 			SELECT k.kind, k.name, r.state, r.shard, -1
 			FROM (SELECT state, context_id, owner, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM old_rows) AS r
-			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, CASE WHEN r.owner <> '' AND r.context_id <> '' THEN octet_length(r.owner)::text || ':' || r.owner || r.context_id ELSE '' END)) AS k (kind, name)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
@@ -340,7 +342,9 @@ BEGIN
 		SELECT kind, name, state, shard, sum(d) FROM (VALUES
 			(0::smallint, ''::text, OLD.state, old_shard, -1), (0::smallint, ''::text, NEW.state, new_shard, 1),
 			(1::smallint, OLD.context_id, OLD.state, old_shard, -1), (1::smallint, NEW.context_id, NEW.state, new_shard, 1),
-			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1)) AS delta (kind, name, state, shard, d)
+			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1),
+			(3::smallint, CASE WHEN OLD.owner <> '' AND OLD.context_id <> '' THEN octet_length(OLD.owner)::text || ':' || OLD.owner || OLD.context_id ELSE '' END, OLD.state, old_shard, -1),
+			(3::smallint, CASE WHEN NEW.owner <> '' AND NEW.context_id <> '' THEN octet_length(NEW.owner)::text || ':' || NEW.owner || NEW.context_id ELSE '' END, NEW.state, new_shard, 1)) AS delta (kind, name, state, shard, d)
 		WHERE kind = 0 OR name <> ''
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
@@ -369,11 +373,13 @@ BEGIN
 	DELETE FROM public.a2a_task_counts;
 	INSERT INTO public.a2a_task_counts (kind, name, state, shard, n)
 	SELECT kind, name, state, shard, n FROM (
-	SELECT CASE WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
-		CASE WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
+	SELECT CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN 3
+			WHEN grouping(context_id) = 0 THEN 1 WHEN grouping(owner) = 0 THEN 2 ELSE 0 END::smallint AS kind,
+		CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN CASE WHEN owner <> '' AND context_id <> '' THEN octet_length(owner)::text || ':' || owner || context_id ELSE '' END
+			WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
 		state COLLATE "C" AS state, shard, count(*) AS n
 	FROM (SELECT context_id, owner, state, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM public.a2a_tasks) AS t
-	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard))
+	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard), (owner, context_id, state, shard))
 	) AS g
 	WHERE kind = 0 OR name <> '';
 END
