@@ -218,13 +218,24 @@ func createForged(t testing.TB, s *pgstore.Store) {
 	must(t)(s.Create(context.Background(), forged))
 }
 
+// needPsql returns the psql binary, or skips t without one — fails it
+// under CI=true, where a skipped migration test would hide a broken file.
+func needPsql(t *testing.T) string {
+	t.Helper()
+	psql := findPsql()
+	if psql == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no psql binary (CI=true, so this fails instead of skipping)")
+		}
+		t.Skip("no psql binary")
+	}
+	return psql
+}
+
 // The README runs the file with psql -f: psql splits it into statements
 // itself (dollar-quoted bodies, the DO block), stopping at the first error.
 func TestMigration003WithPsql(t *testing.T) {
-	psql := findPsql()
-	if psql == "" {
-		t.Skip("no psql binary")
-	}
+	psql := needPsql(t)
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
 		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
@@ -342,10 +353,7 @@ func TestUpgradeOwnerKey(t *testing.T) {
 			check(t, dsn, conn, c.want)
 		})
 		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
-			psql := findPsql()
-			if psql == "" {
-				t.Skip("no psql binary")
-			}
+			psql := needPsql(t)
 			dsn, conn := rows(t)
 			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
 			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)

@@ -20,9 +20,6 @@ func TestStampDecodeAllocs(t *testing.T) {
 	const n = 2000
 	ctx := context.Background()
 	for _, zone := range []*time.Location{time.UTC, time.FixedZone("IST", 5*3600+30*60)} {
-		if _, off := time.Date(2025, 1, 1, 0, 0, 0, 0, time.Local).Zone(); off == 5*3600+30*60 {
-			t.Skip("Local is +05:30: UnmarshalBinary returns Local without allocating")
-		}
 		s := New(Options{})
 		ts := time.Date(2025, 1, 1, 0, 0, 0, 0, zone)
 		for i := range n {
