@@ -1,14 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"regexp"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,82 +21,33 @@ import (
 	"github.com/a2astore/a2astore/pgstore"
 )
 
-// childServer is an a2astore-server process.
-type childServer struct {
-	base   string // http://host:port
-	cmd    *exec.Cmd
-	exited chan error
-}
-
-var servingLine = regexp.MustCompile(`msg=serving .*http=(\S+)`)
-
 // startChildServer starts a server process with args (listening on free
-// loopback ports) and waits until it logs that it serves. It is stopped
-// with SIGTERM at t's cleanup (and killed if the test binary dies). It
-// may run on any goroutine: it reports failure as an error.
-func startChildServer(t *testing.T, args ...string) (*childServer, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+// loopback ports) and waits until it serves. It is stopped with SIGTERM at
+// t's cleanup, which requires a clean exit. It may run on any goroutine:
+// it reports failure as an error.
+func startChildServer(t *testing.T, args ...string) (*child, error) {
 	args = append(args, "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-metrics", "")
-	argsJSON, _ := json.Marshal(args)
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(argsJSON))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
+	c, err := spawn(args...)
 	if err != nil {
 		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	cs := &childServer{cmd: cmd, exited: make(chan error, 1)}
-	addr := make(chan string, 1)
-	var logMu sync.Mutex
-	var logTail []string
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			logMu.Lock()
-			logTail = append(logTail, line)
-			logMu.Unlock()
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		cs.exited <- cmd.Wait()
-	}()
-	select {
-	case a := <-addr:
-		cs.base = "http://" + a
-	case err := <-cs.exited:
-		logMu.Lock()
-		defer logMu.Unlock()
-		return nil, fmt.Errorf("server exited before serving: %v\n%v", err, logTail)
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("server did not start serving within 2 minutes")
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-cs.exited:
+		case err := <-c.done:
 			if err != nil {
-				t.Errorf("server %s: %v", cs.base, err)
+				t.Errorf("server %s: %v\n%s", c.base, err, c.logs())
 			}
 		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			t.Errorf("server %s did not stop within a minute", cs.base)
+			_ = c.cmd.Process.Kill()
+			t.Errorf("server %s did not stop within a minute", c.base)
 		}
 	})
-	return cs, nil
+	return c, nil
 }
 
 // client returns an a2a-go client of the server over transport tr.
-func (cs *childServer) client(t *testing.T, tr a2a.TransportProtocol) *a2aclient.Client {
+func (cs *child) client(t *testing.T, tr a2a.TransportProtocol) *a2aclient.Client {
 	t.Helper()
 	var card a2a.AgentCard
 	getJSON(t, cs.base+a2asrv.WellKnownAgentCardPath, &card)
@@ -129,7 +74,7 @@ func TestTwoServers(t *testing.T) {
 		t.Skip("starts two server processes and runs load")
 	}
 	dsn := pgtest.DSN(t)
-	servers := make([]*childServer, 2)
+	servers := make([]*child, 2)
 	startErrs := make([]error, len(servers))
 	var starts sync.WaitGroup
 	for i := range servers {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -55,18 +56,21 @@ type child struct {
 
 var servingHTTP = regexp.MustCompile(`msg=serving .*\bhttp=(\S+)`)
 
-// startChild starts the server with args and waits until it serves.
-func startChild(t *testing.T, args ...string) *child {
-	t.Helper()
+// spawn starts the server with args as a process of the test binary (it
+// dies with the binary) and waits until it logs that it serves, at most
+// two minutes. It reports failure as an error, so it may run on any
+// goroutine.
+func spawn(args ...string) (*child, error) {
 	argsJSON, _ := json.Marshal(args)
-	c := &child{cmd: exec.Command(os.Args[0]), done: make(chan error, 1)}
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan error, 1)}
 	c.cmd.Env = append(os.Environ(), childEnv+"="+string(argsJSON))
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	serving := make(chan string, 1)
 	go func() {
@@ -80,14 +84,31 @@ func startChild(t *testing.T, args ...string) *child {
 				serving <- m[1]
 			}
 		}
+		_, _ = io.Copy(io.Discard, stderr)
 		c.done <- c.cmd.Wait()
 		close(serving)
 	}()
-	addr, ok := <-serving
-	if !ok {
-		t.Fatalf("server did not start:\n%s", c.logs())
+	select {
+	case addr, ok := <-serving:
+		if !ok {
+			return nil, fmt.Errorf("server exited before serving:\n%s", c.logs())
+		}
+		c.base = "http://" + addr
+		return c, nil
+	case <-time.After(2 * time.Minute):
+		_ = c.cmd.Process.Kill()
+		return nil, fmt.Errorf("server did not start serving within 2 minutes:\n%s", c.logs())
 	}
-	c.base = "http://" + addr
+}
+
+// startChild starts the server with args and waits until it serves; it is
+// killed at t's cleanup unless it has exited.
+func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	c, err := spawn(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if c.cmd.ProcessState == nil {
 			_ = c.cmd.Process.Kill()
