@@ -44,13 +44,19 @@ else
   SIZES_1E6=${RESULTS_1E6:-mem}
 fi
 SERVER_WORKERS=${RESULTS_SERVER_WORKERS:-50} # the cross-SDK benchmark's 50 connections
+# For working on this script: RESULTS_SKIP_BENCH=1 skips steps 1 and 2,
+# RESULTS_OUT=dir records there instead of results/runs/<id> (and the page
+# is not regenerated), RESULTS_LOADGEN_FOR / RESULTS_SERVER_FOR shorten the loads.
+LOADGEN_FOR=${RESULTS_LOADGEN_FOR:-$LOADGEN_FOR}
+SERVER_FOR=${RESULTS_SERVER_FOR:-$SERVER_FOR}
+SKIP_BENCH=${RESULTS_SKIP_BENCH:-0}
 
 commit=$(git rev-parse --short=12 HEAD)
 dirty=""
 git diff --quiet HEAD -- . ':!results' || dirty=-dirty
 id=$commit$dirty
 [ "$MODE" = quick ] && id=$id-quick
-out=results/runs/$id
+out=${RESULTS_OUT:-results/runs/$id}
 rm -rf "$out"
 mkdir -p "$out/loadgen" "$out/server"
 log() { echo "results: $*" >&2; }
@@ -83,11 +89,14 @@ trap cleanup EXIT
 
 step build go build -o "$work/loadgen" ./loadgen
 step build-server go build -o "$work/a2astore-server" ./cmd/a2astore-server
+if [ "$SKIP_BENCH" != 1 ]; then
 step build-bench go test -c -o "$work/bench.test" ./bench
 step build-pgstore go test -c -o "$work/pgstore.test" ./pgstore
 
 # 1. The shared suite. Run from the package directory, as go test does.
 bench() { # sizes, pattern, count
+  printf '  = (cd bench && BENCH_SIZES=%s bench.test -test.run '"'^\$'"' -test.bench '"'%s'"' -test.benchmem -test.count %s -test.benchtime %s -test.timeout 120m)\n' \
+    "$1" "$2" "$3" "$BENCH_TIME_RUN" >>"$out/commands.txt"
   (cd bench && BENCH_SIZES=$1 "$work/bench.test" -test.run '^$' -test.bench "$2" -test.benchmem \
     -test.count "$3" -test.benchtime "$BENCH_TIME_RUN" -test.timeout 120m) >>"$out/bench.txt"
 }
@@ -100,7 +109,8 @@ fi
 # 2. pgstore's write benchmarks: counters, and lifecycle when it exists.
 pgbench='CountWrites'
 if grep -q '^func Benchmark[A-Za-z]*Lifecycle' pgstore/*_test.go; then pgbench="$pgbench|Lifecycle"; fi
-step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$PWD/$out/pgstore.txt'"
+step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$(realpath "$out")/pgstore.txt'"
+fi
 
 # A PostgreSQL cluster for loadgen and the server.
 mkdir -p "$work/pg"
@@ -110,16 +120,16 @@ asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&
 asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$work/pg/log" -w -o "-p $PGPORT -k $work/pg -c listen_addresses=''" start >/dev/null
 DSN="host=$work/pg port=$PGPORT user=postgres dbname=postgres"
 resetdb() {
-  asuser "$PGBIN/psql" -q -h "$work/pg" -p "$PGPORT" -U postgres -d postgres \
+  PGOPTIONS='-c client_min_messages=warning' asuser "$PGBIN/psql" -q -h "$work/pg" -p "$PGPORT" -U postgres -d postgres \
     -c 'DROP SCHEMA public CASCADE' -c 'CREATE SCHEMA public' >/dev/null
 }
 
 # 3. Embedded loadgen per backend.
 LG=(-workload traversal-under-churn -duration "$LOADGEN_FOR" -concurrency 8 -seed 42 -quiet)
-step loadgen-mem "$work/loadgen" "${LG[@]}" -target mem -json "$out/loadgen/mem.json"
-step loadgen-pebble "$work/loadgen" "${LG[@]}" -target pebble -dir "$work/lg-pebble" -json "$out/loadgen/pebble.json"
+step loadgen-mem "$work/loadgen" "${LG[@]}" -target mem -json "$out/loadgen/mem.json" >"$out/loadgen/mem.txt"
+step loadgen-pebble "$work/loadgen" "${LG[@]}" -target pebble -dir "$work/lg-pebble" -json "$out/loadgen/pebble.json" >"$out/loadgen/pebble.txt"
 resetdb
-step loadgen-pg "$work/loadgen" "${LG[@]}" -target pg -dsn "$DSN" -json "$out/loadgen/pg.json"
+step loadgen-pg "$work/loadgen" "${LG[@]}" -target pg -dsn "$DSN" -json "$out/loadgen/pg.json" >"$out/loadgen/pg.txt"
 
 # 4. The server with an echo agent, per backend and transport.
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
@@ -181,4 +191,6 @@ JSON
 log "run recorded in $out ($(( $(date +%s) - $(date -d "$started" +%s) )) s)"
 
 # 5. The page.
-step generate go run ./cmd/benchplot -runs results/runs -o results
+if [ -z "${RESULTS_OUT:-}" ]; then
+  step generate go run ./cmd/benchplot -runs results/runs -o results
+fi
