@@ -49,6 +49,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "usage: benchplot -runs results/runs [-o results]")
 			os.Exit(2)
 		}
+		alsoPNG = *png
 		files, err := generatePage(*runs, *out)
 		if err != nil {
 			fail(err)

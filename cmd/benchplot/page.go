@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -63,6 +65,10 @@ func pgChart(f func(*data) (*plot.Plot, vg.Length, vg.Length, error)) func(*run,
 	}
 }
 
+// alsoPNG (-png) writes each chart as PNG beside the SVG too, for a quick
+// look; the page links only the SVGs.
+var alsoPNG bool
+
 // sectionNames are the generated sections every page must hold.
 var sectionNames = []string{"headline", "run", "peers", "server", "loadgen", "history", "charts"}
 
@@ -86,12 +92,20 @@ func generatePage(runsDir, out string) ([]string, error) {
 		if err := p.Save(w, h, filepath.Join(out, c.file)); err != nil {
 			return nil, err
 		}
+		if alsoPNG {
+			if err := p.Save(w, h, filepath.Join(out, strings.TrimSuffix(c.file, ".svg")+".png")); err != nil {
+				return nil, err
+			}
+		}
 		written = append(written, c.file)
 		charts = append(charts, c)
 	}
 	if newest.Bench != nil {
 		var buf bytes.Buffer
 		summary(&buf, newest.Bench, rel+"/bench.txt")
+		if newest.PG != nil {
+			pgSummary(&buf, newest.PG, rel+"/pgstore.txt")
+		}
 		if err := os.WriteFile(filepath.Join(out, "summary.md"), buf.Bytes(), 0o644); err != nil {
 			return nil, err
 		}
@@ -204,4 +218,19 @@ func checkPage(page []byte, written []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pgSummary appends the medians of pgstore's write benchmarks.
+func pgSummary(w io.Writer, d *data, source string) {
+	fmt.Fprintf(w, "\n## pgstore write benchmarks (%s)\n\n| benchmark | µs/op | writes/s | runs |\n|---|---:|---:|---:|\n", source)
+	for _, name := range d.names {
+		cell := func(unit string, scale float64) string {
+			v, ok := d.median(name, unit)
+			if !ok {
+				return ""
+			}
+			return strconv.FormatFloat(v*scale, 'g', 4, 64)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d |\n", name, cell("sec/op", 1e6), cell("writes/s", 1), len(d.vals[name]["sec/op"]))
+	}
 }
