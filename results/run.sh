@@ -50,14 +50,21 @@ SERVER_WORKERS=${RESULTS_SERVER_WORKERS:-50} # the cross-SDK benchmark's 50 conn
 LOADGEN_FOR=${RESULTS_LOADGEN_FOR:-$LOADGEN_FOR}
 SERVER_FOR=${RESULTS_SERVER_FOR:-$SERVER_FOR}
 SKIP_BENCH=${RESULTS_SKIP_BENCH:-0}
+# RESULTS_BENCH_COUNT / RESULTS_BENCH_TIME override the suite's samples
+# (e.g. a shorter full run on a slow machine; commands.txt records them).
+BENCH_COUNT_RUN=${RESULTS_BENCH_COUNT:-$BENCH_COUNT_RUN}
+BENCH_TIME_RUN=${RESULTS_BENCH_TIME:-$BENCH_TIME_RUN}
 
 commit=$(git rev-parse --short=12 HEAD)
 dirty=""
 git diff --quiet HEAD -- . ':!results' || dirty=-dirty
 id=$commit$dirty
 [ "$MODE" = quick ] && id=$id-quick
-out=${RESULTS_OUT:-results/runs/$id}
-rm -rf "$out"
+final=${RESULTS_OUT:-results/runs/$id}
+# The run is written to <dir>.partial and renamed when it is complete, so an
+# interrupted run never passes for history (the generator ignores *.partial).
+out=$final.partial
+rm -rf "$out" "$final"
 mkdir -p "$out/loadgen" "$out/server"
 log() { echo "results: $*" >&2; }
 log "writing $out ($MODE)"
@@ -188,6 +195,7 @@ cat >"$out/run.json" <<JSON
   "note": "$(json "$NOTE")"
 }
 JSON
+mv "$out" "$final"; out=$final
 log "run recorded in $out ($(( $(date +%s) - $(date -d "$started" +%s) )) s)"
 
 # 5. The page.

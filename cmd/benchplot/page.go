@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,13 +176,7 @@ func replaceSections(page []byte, sections map[string]string) ([]byte, error) {
 		out.Write(rest[end[0]:end[1]])
 		rest = rest[end[1]:]
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range sections {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
 		if !seen[name] {
 			return nil, fmt.Errorf("generated section %q is missing (add its BEGIN/END markers)", name)
 		}

@@ -247,3 +247,41 @@ func TestServerCPU(t *testing.T) {
 		t.Errorf("a missing tick file: ok=%v err=%v, want no figure and no error", ok, err)
 	}
 }
+
+// TestReadRunsSkipsPartial: a run in progress (<id>.partial) is left out of
+// the history; any other directory without run.json is an error, and so is
+// a run.json without its required fields.
+func TestReadRunsSkipsPartial(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name, runJSON string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if runJSON != "" {
+			if err := os.WriteFile(filepath.Join(dir, name, "run.json"), []byte(runJSON), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("a", `{"commit": "abc", "mode": "quick", "started": "2026-12-01T10:00:00Z"}`)
+	mk("b.partial", "")
+	runs, err := readRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != "a" {
+		t.Fatalf("runs %v, want only a", runs)
+	}
+	mk("c", "")
+	if _, err := readRuns(dir); err == nil {
+		t.Fatal("a run without run.json was read")
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "c")); err != nil {
+		t.Fatal(err)
+	}
+	mk("d", `{"commit": "abc"}`)
+	if _, err := readRuns(dir); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Fatalf("a run.json without mode and start: %v", err)
+	}
+}

@@ -111,8 +111,9 @@ func (r *run) Loaded() bool {
 }
 
 // readRuns reads every run under dir (results/runs), oldest first by start
-// time. A directory without run.json is an error: a run that did not finish
-// must not be mistaken for history.
+// time. A run in progress or interrupted is <id>.partial (run.sh renames
+// it when complete) and is ignored; any other directory without run.json is
+// an error.
 func readRuns(dir string) ([]*run, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -121,6 +122,10 @@ func readRuns(dir string) ([]*run, error) {
 	var runs []*run
 	for _, e := range ents {
 		if !e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(e.Name(), ".partial") {
+			fmt.Fprintf(os.Stderr, "benchplot: %s: a run in progress or interrupted (ignored)\n", e.Name())
 			continue
 		}
 		r, err := readRun(filepath.Join(dir, e.Name()))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,7 +124,7 @@ func serverSection(r *run) string {
 			method = s.Workload
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Backend, method, s.Transport,
-			commas(t.OpsPerSec), fmtMillis(t.P50Ms, 2), fmtMillis(t.P95Ms, 2), fmtMillis(t.P99Ms, 2), fmtMillis(t.P999Ms, 2), cpu, fmtErrs(t.Errors))
+			commas(t.OpsPerSec), load.FormatMillis(t.P50Ms, 2), load.FormatMillis(t.P95Ms, 2), load.FormatMillis(t.P99Ms, 2), load.FormatMillis(t.P999Ms, 2), cpu, fmtErrs(t.Errors))
 	}
 	return b.String()
 }
@@ -133,28 +134,10 @@ func fmtErrs(m map[string]int64) string {
 		return "0"
 	}
 	var parts []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// fmtMillis formats a latency in milliseconds (as loadgen's table does).
-func fmtMillis(ms float64, mid int) string {
-	prec := 0
-	switch {
-	case ms < 1:
-		prec = 3
-	case ms < 100:
-		prec = mid
-	}
-	return fmt.Sprintf("%.*f", prec, ms)
 }
 
 func loadgenSection(r *run) string {
@@ -174,13 +157,7 @@ func loadgenSection(r *run) string {
 			any.Workload, any.Concurrency, any.Seed, any.ElapsedSec, any.Initial)
 	}
 	b.WriteString("| backend | ops | ops/s | p50 ms | p99 ms | create p99 ms | page p99 ms | traversals checked | violations | GC CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range r.Loadgen {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(r.Loadgen))
 	slices.SortStableFunc(names, func(a, b string) int { return orderOf(backendOrder, a) - orderOf(backendOrder, b) })
 	for _, be := range names {
 		res := r.Loadgen[be]
@@ -189,8 +166,8 @@ func loadgenSection(r *run) string {
 			gc = fmt.Sprintf("%.1f %%", 100*res.GC.CPUShare)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", be,
-			commas(float64(res.Total.Count)), commas(res.Total.OpsPerSec), fmtMillis(res.Total.P50Ms, 2), fmtMillis(res.Total.P99Ms, 2),
-			fmtMillis(res.Ops[load.OpCreate].P99Ms, 2), fmtMillis(res.Ops[load.OpPage].P99Ms, 2),
+			commas(float64(res.Total.Count)), commas(res.Total.OpsPerSec), load.FormatMillis(res.Total.P50Ms, 2), load.FormatMillis(res.Total.P99Ms, 2),
+			load.FormatMillis(res.Ops[load.OpCreate].P99Ms, 2), load.FormatMillis(res.Ops[load.OpPage].P99Ms, 2),
 			commas(float64(res.Traversals)), res.ViolationCount, gc)
 	}
 	return b.String()
