@@ -93,8 +93,9 @@ bench-plot:
 
 # The published page (results/README.md, #23). `make results` runs the whole
 # lab once at HEAD into results/runs/<commit>/ and regenerates every table and
-# chart of the page from it (full: about 35-40 min on 2 quiet cores, budget
-# 45; RESULTS_QUICK=1: about 6-9 min, recorded as a quick run).
+# chart of the page from it (full: estimated 25-35 min on 2 quiet cores,
+# budget 45; RESULTS_QUICK=1: 500 s measured under load, recorded as a
+# quick run).
 # `make results-page` regenerates the page from the recorded runs only.
 # `make results-check` (.ci/run): the generator end to end on the tiny
 # fixture run in results/testdata, and the committed page is what the

@@ -3,8 +3,14 @@
 # recorded under results/runs/<commit>[-quick][-dirty]/, then the page
 # regenerated from it (go run ./cmd/benchplot -runs results/runs -o results).
 #
-#   make results                 # full run: about 35-40 min on 2 quiet cores (budget 45)
-#   RESULTS_QUICK=1 make results # quick run: about 6-9 min; recorded, marked quick
+#   make results                 # full run: estimated 25-35 min on 2 quiet cores (budget 45)
+#   RESULTS_QUICK=1 make results # quick run: 500 s measured with load average 8-12; recorded, marked quick
+#
+# The full run has not been timed yet: the estimate is the suite at 1e3..1e5
+# (count 6 × 100 ms; 556 s at load ~10 for the smaller suite of e87b0fa),
+# mem at 1e6 (~3 min), CountWrites at 1 s per cell (~1.5 min), 3 × 30 s of
+# loadgen and 3 × (seed + 6 × 15 s) of server rows (~8 min), builds (~1.5 min).
+# steps.log times every step, so the first full run shows where the time goes.
 #
 # Steps (each timed in steps.log, each command in commands.txt):
 #   1. go test ./bench: BenchmarkStore and its peers and floors on mem,

@@ -83,13 +83,14 @@ func writesCounters(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 	return p, 8 * vg.Inch, 5 * vg.Inch, nil
 }
 
-// lifecycle: every pgstore benchmark named Lifecycle…, its writes/s (or
+// lifecycle: every pgstore benchmark whose name has "Lifecycle" in it
+// (BenchmarkLifecycle, BenchmarkWriteLifecycle…), its writes/s (or
 // operations/s), as horizontal bars.
 func lifecycle(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 	var vals plotter.Values
 	var labels []string
 	for _, name := range d.names {
-		if !strings.HasPrefix(name, "Lifecycle") {
+		if !strings.Contains(keys(name)[""], "Lifecycle") {
 			continue
 		}
 		v, ok := throughput(d, name)

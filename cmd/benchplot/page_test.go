@@ -197,7 +197,8 @@ func TestCheckPageCatches(t *testing.T) {
 func TestLifecycleChart(t *testing.T) {
 	in := "goos: linux\npkg: x\n" +
 		"BenchmarkLifecycle/backend=pg/writers=1-2 100 1000000 ns/op 950 writes/s\n" +
-		"BenchmarkLifecycle/backend=pg/writers=4-2 100 500000 ns/op\n"
+		"BenchmarkWriteLifecycle/backend=pg/writers=4-2 100 500000 ns/op\n" +
+		"BenchmarkCountWrites/backend=pg/op=replace/n=100000/writers=1/counts=none-2 100 300000 ns/op\n"
 	d, err := read(strings.NewReader(in), "x")
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +219,9 @@ func TestLifecycleChart(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("lifecycle chart lacks %q", want)
 		}
+	}
+	if strings.Contains(buf.String(), "CountWrites") {
+		t.Error("lifecycle chart shows a benchmark that is not a lifecycle one")
 	}
 	if _, _, _, err := lifecycle(&data{vals: map[string]map[string][]float64{}}); err == nil {
 		t.Error("a chart with no lifecycle results")

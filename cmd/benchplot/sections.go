@@ -35,7 +35,7 @@ func headlineSection(r *run, rel string) string {
 				ns = short(n)
 			}
 		}
-		if !ok && !f.Sized {
+		if !f.Sized {
 			ns = ""
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Label, ns, cell, f.Target)
