@@ -359,6 +359,15 @@ func ratios(d *data) []struct {
 				depthName(n, depth, "offset"), depthName(n, depth, "keyset"), t})
 		}
 	}
+	for _, scheme := range []struct{ name, label string }{
+		{"or-cursor", "OR-expanded cursor"},
+		{"lookup", "boundary lookup + OR cursor (a2a-python shape)"},
+	} {
+		if n := largest(func(n int) string { return depthName(n, 50, scheme.name) }); n > 0 {
+			add(ratio{fmt.Sprintf("pg %s / keyset, depth 50%%, n=%s", scheme.label, short(n)),
+				depthName(n, 50, scheme.name), depthName(n, 50, "keyset"), ""})
+		}
+	}
 	for _, be := range []string{"mem", "pg"} {
 		ctx := func(n int) string {
 			return fmt.Sprintf("Store/backend=%s/op=page-context/n=%d/page=50/impl=noctx", be, n)
