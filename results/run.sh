@@ -24,7 +24,8 @@
 #   4. a2astore-server per backend with an echo agent (no updates, no
 #      artifact, think time 0), loadgen on loopback: send-only (SendMessage)
 #      and list-only (ListTasks) on each transport (15 s full, 4 s quick),
-#      the server's CPU from /proc/<pid>/stat before and after each run.
+#      the server's CPU from /proc/<pid>/stat before and after each run
+#      (and, on pg, the PostgreSQL cluster's).
 #   5. the generator rewrites every table and chart of the page.
 #
 # PostgreSQL: the bench and pgstore steps start their own throwaway cluster
@@ -146,6 +147,16 @@ step loadgen-pg "$work/loadgen" "${LG[@]}" -target pg -dsn "$DSN" -json "$out/lo
 
 # 4. The server with an echo agent, per backend and transport.
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
+# pgticks: CPU of the whole PostgreSQL cluster: the postmaster's own and its
+# reaped children's (utime + stime + cutime + cstime), plus its live children.
+pgticks() {
+  local pm; pm=$(head -1 "$pgdata/postmaster.pid")
+  local t; t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
+    t=$(( t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0) ))
+  done
+  echo "$t"
+}
 hz=$(getconf CLK_TCK)
 serve() { # backend, args…
   local backend=$1; shift
@@ -168,9 +179,12 @@ serve() { # backend, args…
     for workload in send-only list-only; do
       local f=$out/server/$backend-$transport-$workload
       local before; before=$(cputicks "$server_pid")
+      local dbbefore=""
+      if [ "$backend" = pg ]; then dbbefore=$(pgticks); fi
       step "server-$backend-$transport-$workload" "$work/loadgen" -target "$url" -transport "$transport" -workload "$workload" \
         -initial -1 -duration "$SERVER_FOR" -concurrency "$SERVER_WORKERS" -seed 42 -quiet -json "$f.json" >/dev/null
       echo "$before $(cputicks "$server_pid") $hz" >"$f.cpu"
+      if [ "$backend" = pg ]; then echo "$dbbefore $(pgticks) $hz" >"$f.dbcpu"; fi
     done
   done
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""

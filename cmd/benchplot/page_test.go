@@ -65,7 +65,7 @@ func TestPageFromFixture(t *testing.T) {
 	// Figures the fixture holds show up where they belong.
 	for name, want := range map[string][]string{
 		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
-		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |"},
+		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
 		"loadgen":  {"| mem |", "| pebble |"},
 		"history":  {"e87b0fa (imported)", "(fixture)"},
 		"charts":   {"![history](history.svg)", "![wire-latency](wire-latency.svg)"},
@@ -75,6 +75,16 @@ func TestPageFromFixture(t *testing.T) {
 			if !strings.Contains(body, w) {
 				t.Errorf("section %s lacks %q:\n%s", name, w, body)
 			}
+		}
+	}
+	// The PostgreSQL cluster's CPU is shown for pg rows only.
+	for _, line := range strings.Split(section(t, page, "server"), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 12 || (cells[1] != " pg " && cells[1] != " mem ") {
+			continue
+		}
+		if hasDB := strings.TrimSpace(cells[10]) != "—"; hasDB != (cells[1] == " pg ") {
+			t.Errorf("PostgreSQL CPU cell %q in row %s", cells[10], line)
 		}
 	}
 	if strings.Contains(section(t, page, "charts"), "lifecycle.svg") {

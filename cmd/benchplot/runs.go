@@ -27,6 +27,7 @@ import (
 //	                  transport t, workload w)
 //	server/<b>-<t>-<w>.cpu   the server process's CPU ticks before and after
 //	                  that loadgen run, and the clock tick: "before after hz"
+//	server/pg-<t>-<w>.dbcpu  the same for the PostgreSQL cluster
 //
 // Every file but run.json is optional: a run imported from an older raw file
 // (mode "imported") has only bench.txt, and a figure a run lacks is left blank.
@@ -58,6 +59,17 @@ type serverRun struct {
 	Res                          *load.Result
 	CPUSec                       float64 // server process CPU (user+system) during the run
 	HasCPU                       bool
+	DBCPUSec                     float64 // pg: the PostgreSQL cluster's CPU during the run
+	HasDBCPU                     bool
+}
+
+// DBCPUPerRequest is the database's CPU time per completed request, in µs
+// (pg: the PostgreSQL processes serving the server's connections).
+func (s serverRun) DBCPUPerRequest() (float64, bool) {
+	if !s.HasDBCPU || s.Res.Total.Count == 0 {
+		return 0, false
+	}
+	return s.DBCPUSec / float64(s.Res.Total.Count) * 1e6, true
 }
 
 // CPUPerRequest is the server's CPU time per completed request, in µs.
@@ -186,6 +198,9 @@ func readRun(dir string) (*run, error) {
 		}
 		s := serverRun{Backend: parts[0], Transport: parts[1], Workload: parts[2], Res: res}
 		if s.CPUSec, s.HasCPU, err = readCPU(strings.TrimSuffix(f, ".json") + ".cpu"); err != nil {
+			return nil, err
+		}
+		if s.DBCPUSec, s.HasDBCPU, err = readCPU(strings.TrimSuffix(f, ".json") + ".dbcpu"); err != nil {
 			return nil, err
 		}
 		r.Server = append(r.Server, s)

@@ -110,21 +110,25 @@ func serverSection(r *run) string {
 	}
 	var b strings.Builder
 	first := r.Server[0].Res
-	fmt.Fprintf(&b, "loadgen on loopback, %d closed-loop workers, %.1f s per row, seed %d; the server's CPU is its process's user + system time over the row's run.\n\n",
+	fmt.Fprintf(&b, "loadgen on loopback, %d closed-loop workers, %.1f s per row, seed %d; the server's CPU is its process's user + system time over the row's run; PostgreSQL's is the whole cluster's (postmaster, backends, reaped children).\n\n",
 		first.Concurrency, first.ElapsedSec, first.Seed)
-	b.WriteString("| backend | method | transport | round trips/s | p50 ms | p95 ms | p99 ms | p99.9 ms | server CPU µs/request | errors |\n|---|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| backend | method | transport | round trips/s | p50 ms | p95 ms | p99 ms | p99.9 ms | server CPU µs/request | PostgreSQL CPU µs/request | errors |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range sortedServer(r) {
 		t := s.Res.Total
 		cpu := "—"
 		if v, ok := s.CPUPerRequest(); ok {
 			cpu = formatSig(v)
 		}
+		dbcpu := "—"
+		if v, ok := s.DBCPUPerRequest(); ok {
+			dbcpu = formatSig(v)
+		}
 		method := workloadMethod[s.Workload]
 		if method == "" {
 			method = s.Workload
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Backend, method, s.Transport,
-			commas(t.OpsPerSec), load.FormatMillis(t.P50Ms, 2), load.FormatMillis(t.P95Ms, 2), load.FormatMillis(t.P99Ms, 2), load.FormatMillis(t.P999Ms, 2), cpu, fmtErrs(t.Errors))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Backend, method, s.Transport,
+			commas(t.OpsPerSec), load.FormatMillis(t.P50Ms, 2), load.FormatMillis(t.P95Ms, 2), load.FormatMillis(t.P99Ms, 2), load.FormatMillis(t.P999Ms, 2), cpu, dbcpu, fmtErrs(t.Errors))
 	}
 	return b.String()
 }
