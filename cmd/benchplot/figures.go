@@ -16,6 +16,7 @@ type figure struct {
 	Target string // the issue's target, if any
 	Sized  bool   // measured at several n (bench figures)
 	Chart  bool   // drawn on the history chart (µs figures)
+	Source string // where in the run it comes from (benchmark name or file)
 	get    func(r *run, n int) (float64, bool)
 }
 
@@ -82,39 +83,39 @@ const (
 
 // figures are the headline, in table order.
 var figures = []figure{
-	{Key: "mem-page-light", Label: "mem: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+	{Key: "mem-page-light", Source: "`Store/backend=mem/op=page/…/proj=light`", Label: "mem: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(lightPage, "mem"), "sec/op", 1e6)},
-	{Key: "mem-page-floor", Label: "mem light page / bare B-tree + copies floor", Unit: "×", Target: "≤ 1.5×", Sized: true,
+	{Key: "mem-page-floor", Source: "`…/proj=light` ÷ `…/proj=light/impl=btree`", Label: "mem light page / bare B-tree + copies floor", Unit: "×", Target: "≤ 1.5×", Sized: true,
 		get: benchRatio(fmt.Sprintf(lightPage, "mem"), fmt.Sprintf(lightPage, "mem")+"/impl=btree")},
-	{Key: "mem-replace", Label: "mem: Replace moving a task to the head", Unit: "µs", Target: "≤ 5 µs at 1e6", Sized: true, Chart: true,
+	{Key: "mem-replace", Source: "`Store/backend=mem/op=replace`", Label: "mem: Replace moving a task to the head", Unit: "µs", Target: "≤ 5 µs at 1e6", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(replaceOp, "mem"), "sec/op", 1e6)},
-	{Key: "a2a-inmemory", Label: "a2a-go taskstore.InMemory / memstore, first page + total", Unit: "×", Target: "≥ 1000× at 1e5", Sized: true,
+	{Key: "a2a-inmemory", Source: "`op=list-first/…/impl=a2a-inmemory` ÷ `op=list-first`", Label: "a2a-go taskstore.InMemory / memstore, first page + total", Unit: "×", Target: "≥ 1000× at 1e5", Sized: true,
 		get: benchRatio("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", "Store/backend=mem/op=list-first/n=%d/page=50")},
-	{Key: "pebble-page-light", Label: "pebble: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+	{Key: "pebble-page-light", Source: "`Store/backend=pebble/op=page/…/proj=light`", Label: "pebble: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(lightPage, "pebble"), "sec/op", 1e6)},
-	{Key: "pebble-replace", Label: "pebble: Replace (NoSync)", Unit: "µs", Target: "≤ 10 µs", Sized: true, Chart: true,
+	{Key: "pebble-replace", Source: "`Store/backend=pebble/op=replace`", Label: "pebble: Replace (NoSync)", Unit: "µs", Target: "≤ 10 µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(replaceOp, "pebble"), "sec/op", 1e6)},
-	{Key: "pg-page-light", Label: "pg: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+	{Key: "pg-page-light", Source: "`Store/backend=pg/op=page/…/proj=light`", Label: "pg: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(lightPage, "pg"), "sec/op", 1e6)},
-	{Key: "pg-keyset-d90", Label: "pg: keyset page at depth 90 %", Unit: "µs", Target: "≤ 500 µs", Sized: true,
+	{Key: "pg-keyset-d90", Source: "`op=page-depth/…/depth=90/scheme=keyset`", Label: "pg: keyset page at depth 90 %", Unit: "µs", Target: "≤ 500 µs", Sized: true,
 		get: benchMedian("Store/backend=pg/op=page-depth/n=%d/page=50/depth=90/scheme=keyset", "sec/op", 1e6)},
-	{Key: "pg-offset-d50", Label: "pg: OFFSET / keyset page at depth 50 %", Unit: "×", Target: "≥ 1000× at 1e6", Sized: true,
+	{Key: "pg-offset-d50", Source: "`…/depth=50/scheme=offset` ÷ `…/scheme=keyset`", Label: "pg: OFFSET / keyset page at depth 50 %", Unit: "×", Target: "≥ 1000× at 1e6", Sized: true,
 		get: benchRatio("Store/backend=pg/op=page-depth/n=%d/page=50/depth=50/scheme=offset", "Store/backend=pg/op=page-depth/n=%d/page=50/depth=50/scheme=keyset")},
-	{Key: "pg-count-scan", Label: "pg: count(*) / counters, total with no filter", Unit: "×", Sized: true,
+	{Key: "pg-count-scan", Source: "`op=total/…/filter=none/impl=scan` ÷ `…/filter=none`", Label: "pg: count(*) / counters, total with no filter", Unit: "×", Sized: true,
 		get: benchRatio("Store/backend=pg/op=total/n=%d/filter=none/impl=scan", "Store/backend=pg/op=total/n=%d/filter=none")},
-	{Key: "pg-replace-indexes", Label: "pg: Replace with / without the ordering indexes", Unit: "×", Target: "anchor ≈ 1.3–1.4×", Sized: true,
+	{Key: "pg-replace-indexes", Source: "`op=replace` ÷ `op=replace/…/indexes=none`", Label: "pg: Replace with / without the ordering indexes", Unit: "×", Target: "anchor ≈ 1.3–1.4×", Sized: true,
 		get: benchRatio(fmt.Sprintf(replaceOp, "pg"), fmt.Sprintf(replaceOp, "pg")+"/indexes=none")},
-	{Key: "server-send-rps", Label: "server (mem, JSON-RPC): SendMessage round trips", Unit: "/s",
+	{Key: "server-send-rps", Source: "`server/mem-jsonrpc-send-only.json`", Label: "server (mem, JSON-RPC): SendMessage round trips", Unit: "/s",
 		get: serverFigure("mem", "jsonrpc", "send-only", false)},
-	{Key: "server-send-cpu", Label: "server (mem, JSON-RPC): server CPU per SendMessage", Unit: "µs", Chart: true,
+	{Key: "server-send-cpu", Source: "`server/mem-jsonrpc-send-only.{json,cpu}`", Label: "server (mem, JSON-RPC): server CPU per SendMessage", Unit: "µs", Chart: true,
 		get: serverFigure("mem", "jsonrpc", "send-only", true)},
-	{Key: "server-list-rps", Label: "server (mem, JSON-RPC): ListTasks round trips", Unit: "/s",
+	{Key: "server-list-rps", Source: "`server/mem-jsonrpc-list-only.json`", Label: "server (mem, JSON-RPC): ListTasks round trips", Unit: "/s",
 		get: serverFigure("mem", "jsonrpc", "list-only", false)},
-	{Key: "server-list-cpu", Label: "server (mem, JSON-RPC): server CPU per ListTasks", Unit: "µs", Chart: true,
+	{Key: "server-list-cpu", Source: "`server/mem-jsonrpc-list-only.{json,cpu}`", Label: "server (mem, JSON-RPC): server CPU per ListTasks", Unit: "µs", Chart: true,
 		get: serverFigure("mem", "jsonrpc", "list-only", true)},
-	{Key: "loadgen-mem", Label: "loadgen traversal-under-churn, mem", Unit: "ops/s", get: loadgenOps("mem")},
-	{Key: "loadgen-pebble", Label: "loadgen traversal-under-churn, pebble (fsync)", Unit: "ops/s", get: loadgenOps("pebble")},
-	{Key: "loadgen-pg", Label: "loadgen traversal-under-churn, pg", Unit: "ops/s", get: loadgenOps("pg")},
+	{Key: "loadgen-mem", Source: "`loadgen/mem.json`", Label: "loadgen traversal-under-churn, mem", Unit: "ops/s", get: loadgenOps("mem")},
+	{Key: "loadgen-pebble", Source: "`loadgen/pebble.json`", Label: "loadgen traversal-under-churn, pebble (fsync)", Unit: "ops/s", get: loadgenOps("pebble")},
+	{Key: "loadgen-pg", Source: "`loadgen/pg.json`", Label: "loadgen traversal-under-churn, pg", Unit: "ops/s", get: loadgenOps("pg")},
 }
 
 // value is f for r: at the largest n that has it (n = 0 when not sized).

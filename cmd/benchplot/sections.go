@@ -25,7 +25,7 @@ func headlineSection(r *run, rel string) string {
 		fmt.Fprintf(&b, " %s", r.Meta.Note)
 	}
 	fmt.Fprintf(&b, " Commands: [`commands.txt`](%s/commands.txt).\n\n", rel)
-	b.WriteString("| figure | n | value | target |\n|---|---:|---:|---|\n")
+	b.WriteString("| figure | n | value | target | from |\n|---|---:|---:|---|---|\n")
 	for _, f := range figures {
 		v, n, ok := f.value(r)
 		cell, ns := "—", "—"
@@ -38,7 +38,7 @@ func headlineSection(r *run, rel string) string {
 		if !f.Sized {
 			ns = ""
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Label, ns, cell, f.Target)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Label, ns, cell, f.Target, f.Source)
 	}
 	return b.String()
 }
