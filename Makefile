@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot tidy-check demo loadgen dashboards dashboards-check
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -84,11 +84,30 @@ bench-compare:
 	done; \
 	$(GO) run ./cmd/benchgate $(BENCHGATE_FLAGS) results/compare/base.txt results/compare/head.txt
 
-# Charts (SVG) for results/README.md from one raw results file (default:
-# the newest in results/raw).
+# Charts (SVG) and summary.md from one raw results file (default: the
+# newest in results/raw), into results/plot/ (the page's own charts come
+# from make results).
 BENCH_RAW ?= $$(ls -t results/raw/*.txt | head -1)
 bench-plot:
-	$(GO) run ./cmd/benchplot -o results $(BENCH_RAW)
+	$(GO) run ./cmd/benchplot -o results/plot $(BENCH_RAW)
+
+# The published page (results/README.md, #23). `make results` runs the whole
+# lab once at HEAD into results/runs/<commit>/ and regenerates every table and
+# chart of the page from it (full: estimated 25-35 min on 2 quiet cores,
+# budget 45; RESULTS_QUICK=1: 500 s measured under load, recorded as a
+# quick run).
+# `make results-page` regenerates the page from the recorded runs only.
+# `make results-check` (.ci/run): the generator end to end on the tiny
+# fixture run in results/testdata, and the committed page is what the
+# generator makes of results/runs.
+results:
+	bash results/run.sh
+
+results-page:
+	$(GO) run ./cmd/benchplot -runs results/runs -o results
+
+results-check:
+	$(GO) test -count=1 ./cmd/benchplot
 
 # The main command: a short load run on the embedded in-memory store.
 loadgen:

@@ -12,7 +12,9 @@
 // B-tree floors: light fields inline for a light page; the a2a tasks
 // themselves, deep-copied page-wide, for a full page), impl=noctx (no
 // context index), impl=a2a-inmemory (a2a-go's taskstore.InMemory),
-// scheme=offset (the old PostgreSQL scheme), indexes=none (PostgreSQL
+// scheme=offset (the old PostgreSQL scheme), scheme=or-cursor and
+// scheme=lookup (the cursor patterns of other SDKs' SQL stores:
+// sqlpeers_test.go), indexes=none (PostgreSQL
 // writes without the ordering indexes) and impl=scan (PostgreSQL totals
 // counted by count(*), as before the store kept counters). op=list-wire is a ListTasks page as a server answers it:
 // through the a2aserver adapter, total included, encoded to JSON.

@@ -224,17 +224,7 @@ func benchPGOffset(b *testing.B, e *env, depth int) {
 		b.ReportAllocs()
 		for b.Loop() {
 			slowdown()
-			rows, err := e.pool.Query(ctx, sql, offset)
-			if err != nil {
-				b.Fatal(err)
-			}
-			k := 0
-			for rows.Next() {
-				k++
-			}
-			if rows.Err() != nil || k != want {
-				b.Fatalf("%v, %d rows, want %d", rows.Err(), k, want)
-			}
+			readRows(ctx, b, e, want, sql, offset)
 		}
 		b.ReportMetric(float64(offset+want), "examined/page")
 	})

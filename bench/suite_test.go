@@ -144,7 +144,8 @@ func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, 
 }
 
 // benchPageDepth: a light page of 50 at depth 0 (the first page), 10, 50
-// and 90% of the list, by keyset token; on pg also by the old scheme.
+// and 90% of the list, by keyset token; on pg also by the old scheme and
+// the cursor patterns of other SDKs' SQL stores (sqlpeers_test.go).
 func benchPageDepth(b *testing.B, e *env) {
 	for _, depth := range []int{0, 10, 50, 90} {
 		forSizes(b, e, func(n int) string {
@@ -155,6 +156,7 @@ func benchPageDepth(b *testing.B, e *env) {
 		})
 		if e.name == "pg" {
 			benchPGOffset(b, e, depth)
+			benchPGCursorPeers(b, e, depth)
 		}
 	}
 }

@@ -14,6 +14,7 @@
 // Usage:
 //
 //	benchplot [-o dir] results.txt
+//	benchplot -runs results/runs [-o results]   # the page mode of make results (page.go)
 package main
 
 import (
@@ -41,7 +42,21 @@ import (
 func main() {
 	out := flag.String("o", "results", "output directory")
 	png := flag.Bool("png", false, "also write each chart as PNG (for a quick look)")
+	runs := flag.String("runs", "", "page mode: read the recorded runs in this directory (results/runs), write the newest's charts and summary.md into -o and rewrite the generated sections of -o/README.md")
 	flag.Parse()
+	if *runs != "" {
+		if flag.NArg() != 0 {
+			fmt.Fprintln(os.Stderr, "usage: benchplot -runs results/runs [-o results]")
+			os.Exit(2)
+		}
+		alsoPNG = *png
+		files, err := generatePage(*runs, *out)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Printf("benchplot: wrote %s in %s\n", strings.Join(files, ", "), *out)
+		return
+	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: benchplot [-o dir] results.txt")
 		os.Exit(2)
@@ -344,6 +359,15 @@ func ratios(d *data) []struct {
 				depthName(n, depth, "offset"), depthName(n, depth, "keyset"), t})
 		}
 	}
+	for _, scheme := range []struct{ name, label string }{
+		{"or-cursor", "OR-expanded cursor"},
+		{"lookup", "boundary lookup + OR cursor (a2a-python shape)"},
+	} {
+		if n := largest(func(n int) string { return depthName(n, 50, scheme.name) }); n > 0 {
+			add(ratio{fmt.Sprintf("pg %s / keyset, depth 50%%, n=%s", scheme.label, short(n)),
+				depthName(n, 50, scheme.name), depthName(n, 50, "keyset"), ""})
+		}
+	}
 	for _, be := range []string{"mem", "pg"} {
 		ctx := func(n int) string {
 			return fmt.Sprintf("Store/backend=%s/op=page-context/n=%d/page=50/impl=noctx", be, n)
@@ -360,6 +384,11 @@ func ratios(d *data) []struct {
 			add(ratio{fmt.Sprintf("pg %s with / without ordering indexes, n=%s", op, short(n)),
 				fmt.Sprintf("Store/backend=pg/op=%s/n=%d", op, n), name(n), "anchor ≈ 1.3–1.4× (≈30% TPS loss)"})
 		}
+	}
+	scan := func(n int) string { return fmt.Sprintf("Store/backend=pg/op=total/n=%d/filter=none/impl=scan", n) }
+	if n := largest(scan); n > 0 {
+		add(ratio{fmt.Sprintf("pg count(*) / counters, total with no filter, n=%s", short(n)),
+			scan(n), fmt.Sprintf("Store/backend=pg/op=total/n=%d/filter=none", n), ""})
 	}
 	if n := largest(pageName("mem", "btree")); n > 0 {
 		add(ratio{fmt.Sprintf("memstore light page / bare B-tree floor, n=%s", short(n)),

@@ -77,6 +77,16 @@ var Workloads = map[string]Mix{
 			OpCreate: 25, OpReplace: 30, OpAppend: 20, OpCancel: 5, OpDelete: 10},
 		TraverseByContext: 0.75,
 	},
+	"send-only": {
+		Name:    "send-only",
+		Doc:     "100% create (remote: SendMessage round trips, no traversals): the server's write path alone",
+		Weights: map[Op]int{OpCreate: 100},
+	},
+	"list-only": {
+		Name:    "list-only",
+		Doc:     "100% first pages with totals, by context half the time (remote: ListTasks round trips)",
+		Weights: map[Op]int{OpList: 100},
+	},
 	"list-deep": {
 		Name: "list-deep",
 		Doc:  "deep pagination: 40% full traversals of everything at page size 100, 40% first pages, 20% writes",

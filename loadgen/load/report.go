@@ -26,7 +26,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "op\tcount\tops/s\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\t")
 	row := func(name string, s OpStats) {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Count, s.OpsPerSec,
-			fmtMillis(s.P50Ms, 2), fmtMillis(s.P95Ms, 2), fmtMillis(s.P99Ms, 2), fmtMillis(s.P999Ms, 2), fmtMillis(s.MaxMs, 2), fmtErrors(s.Errors))
+			FormatMillis(s.P50Ms, 2), FormatMillis(s.P95Ms, 2), FormatMillis(s.P99Ms, 2), FormatMillis(s.P999Ms, 2), FormatMillis(s.MaxMs, 2), fmtErrors(s.Errors))
 	}
 	for _, op := range AllOps {
 		if s, ok := r.Ops[op]; ok {
@@ -47,16 +47,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if g := r.GC; g != nil {
 		fmt.Fprintf(w, "gc: %d cycles, %d pauses p50 %s ms p99 %s ms max %s ms, %.2f s CPU (%.1f%%), live heap %.1f MiB at end\n",
-			g.Cycles, g.Pauses, fmtMillis(g.PauseP50Ms, 2), fmtMillis(g.PauseP99Ms, 2), fmtMillis(g.PauseMaxMs, 2),
+			g.Cycles, g.Pauses, FormatMillis(g.PauseP50Ms, 2), FormatMillis(g.PauseP99Ms, 2), FormatMillis(g.PauseMaxMs, 2),
 			g.CPUSec, 100*g.CPUShare, float64(g.HeapLive)/(1<<20))
 	}
 	_, err := fmt.Fprintf(w, "machine: %s/%s, %d CPUs, load average %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.LoadAvg)
 	return err
 }
 
-// fmtMillis formats a latency in milliseconds: three decimals below 1 ms,
-// mid decimals below 100 ms, none from there on.
-func fmtMillis(ms float64, mid int) string {
+// FormatMillis formats a latency in milliseconds: three decimals below 1 ms,
+// mid decimals below 100 ms, none from there on (the summary table's
+// format; cmd/benchplot prints loadgen results with it too).
+func FormatMillis(ms float64, mid int) string {
 	prec := 0
 	switch {
 	case ms < 1:

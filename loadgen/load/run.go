@@ -583,7 +583,7 @@ func (r *runner) progressLine(interval time.Duration) string {
 		}
 		errs += e
 		p50, p99 := float64(h.ValueAtQuantile(50))/1e6, float64(h.ValueAtQuantile(99))/1e6
-		parts = append(parts, fmt.Sprintf("%s %s/%s", op, fmtMillis(p50, 1), fmtMillis(p99, 1)))
+		parts = append(parts, fmt.Sprintf("%s %s/%s", op, FormatMillis(p50, 1), FormatMillis(p99, 1)))
 	}
 	r.vmu.Lock()
 	viol := r.vmu.count

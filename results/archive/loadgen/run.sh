@@ -6,7 +6,7 @@
 # run as root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=results/loadgen
+out=results/archive/loadgen
 ARGS=(-workload traversal-under-churn -duration 30s -concurrency 8 -seed 42 -quiet -bench)
 work=$(mktemp -d); chmod 755 "$work"
 PGBIN=/usr/lib/postgresql/15/bin

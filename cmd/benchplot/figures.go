@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// A figure is one tracked headline number: the headline table shows it for
+// the newest run (at the largest n it has, for sized figures), the history
+// table and chart at historyN for every run, so quick and full runs line up.
+type figure struct {
+	Key    string // stable: history is keyed by it; never rename
+	Label  string
+	Unit   string // "µs", "×", "/s", "ms"
+	Target string // the issue's target, if any
+	Sized  bool   // measured at several n (bench figures)
+	Chart  bool   // drawn on the history chart (µs figures)
+	Source string // where in the run it comes from (benchmark name or file)
+	get    func(r *run, n int) (float64, bool)
+}
+
+// historyN is the n at which sized figures are tracked across runs: the
+// largest size quick runs have.
+const historyN = 10000
+
+// benchSizes are the sizes the suite knows.
+var benchSizes = []int{1e3, 1e4, 1e5, 1e6}
+
+func benchMedian(name, unit string, scale float64) func(r *run, n int) (float64, bool) {
+	return func(r *run, n int) (float64, bool) {
+		if r.Bench == nil {
+			return 0, false
+		}
+		v, ok := r.Bench.median(fmt.Sprintf(name, n), unit)
+		return v * scale, ok
+	}
+}
+
+func benchRatio(num, den string) func(r *run, n int) (float64, bool) {
+	return func(r *run, n int) (float64, bool) {
+		if r.Bench == nil {
+			return 0, false
+		}
+		a, ok1 := r.Bench.median(fmt.Sprintf(num, n), "sec/op")
+		b, ok2 := r.Bench.median(fmt.Sprintf(den, n), "sec/op")
+		if !ok1 || !ok2 || b == 0 {
+			return 0, false
+		}
+		return a / b, true
+	}
+}
+
+// serverFigure is a server run's round trips/s or CPU per request.
+func serverFigure(backend, transport, workload string, cpu bool) func(r *run, _ int) (float64, bool) {
+	return func(r *run, _ int) (float64, bool) {
+		for _, s := range r.Server {
+			if s.Backend == backend && s.Transport == transport && s.Workload == workload {
+				if cpu {
+					return s.CPUPerRequest()
+				}
+				return s.Res.Total.OpsPerSec, s.Res.Total.Count > 0
+			}
+		}
+		return 0, false
+	}
+}
+
+func loadgenOps(backend string) func(r *run, _ int) (float64, bool) {
+	return func(r *run, _ int) (float64, bool) {
+		res, ok := r.Loadgen[backend]
+		if !ok {
+			return 0, false
+		}
+		return res.Total.OpsPerSec, true
+	}
+}
+
+const (
+	lightPage = "Store/backend=%s/op=page/n=%%d/page=50/proj=light"
+	replaceOp = "Store/backend=%s/op=replace/n=%%d"
+)
+
+// figures are the headline, in table order.
+var figures = []figure{
+	{Key: "mem-page-light", Source: "`Store/backend=mem/op=page/…/proj=light`", Label: "mem: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+		get: benchMedian(fmt.Sprintf(lightPage, "mem"), "sec/op", 1e6)},
+	{Key: "mem-page-floor", Source: "`…/proj=light` ÷ `…/proj=light/impl=btree`", Label: "mem light page / bare B-tree + copies floor", Unit: "×", Target: "≤ 1.5×", Sized: true,
+		get: benchRatio(fmt.Sprintf(lightPage, "mem"), fmt.Sprintf(lightPage, "mem")+"/impl=btree")},
+	{Key: "mem-replace", Source: "`Store/backend=mem/op=replace`", Label: "mem: Replace moving a task to the head", Unit: "µs", Target: "≤ 5 µs at 1e6", Sized: true, Chart: true,
+		get: benchMedian(fmt.Sprintf(replaceOp, "mem"), "sec/op", 1e6)},
+	{Key: "a2a-inmemory", Source: "`op=list-first/…/impl=a2a-inmemory` ÷ `op=list-first`", Label: "a2a-go taskstore.InMemory / memstore, first page + total", Unit: "×", Target: "≥ 1000× at 1e5", Sized: true,
+		get: benchRatio("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", "Store/backend=mem/op=list-first/n=%d/page=50")},
+	{Key: "pebble-page-light", Source: "`Store/backend=pebble/op=page/…/proj=light`", Label: "pebble: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+		get: benchMedian(fmt.Sprintf(lightPage, "pebble"), "sec/op", 1e6)},
+	{Key: "pebble-replace", Source: "`Store/backend=pebble/op=replace`", Label: "pebble: Replace (NoSync)", Unit: "µs", Target: "≤ 10 µs", Sized: true, Chart: true,
+		get: benchMedian(fmt.Sprintf(replaceOp, "pebble"), "sec/op", 1e6)},
+	{Key: "pg-page-light", Source: "`Store/backend=pg/op=page/…/proj=light`", Label: "pg: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
+		get: benchMedian(fmt.Sprintf(lightPage, "pg"), "sec/op", 1e6)},
+	{Key: "pg-keyset-d90", Source: "`op=page-depth/…/depth=90/scheme=keyset`", Label: "pg: keyset page at depth 90 %", Unit: "µs", Target: "≤ 500 µs", Sized: true,
+		get: benchMedian("Store/backend=pg/op=page-depth/n=%d/page=50/depth=90/scheme=keyset", "sec/op", 1e6)},
+	{Key: "pg-offset-d50", Source: "`…/depth=50/scheme=offset` ÷ `…/scheme=keyset`", Label: "pg: OFFSET / keyset page at depth 50 %", Unit: "×", Target: "≥ 1000× at 1e6", Sized: true,
+		get: benchRatio("Store/backend=pg/op=page-depth/n=%d/page=50/depth=50/scheme=offset", "Store/backend=pg/op=page-depth/n=%d/page=50/depth=50/scheme=keyset")},
+	{Key: "pg-count-scan", Source: "`op=total/…/filter=none/impl=scan` ÷ `…/filter=none`", Label: "pg: count(*) / counters, total with no filter", Unit: "×", Sized: true,
+		get: benchRatio("Store/backend=pg/op=total/n=%d/filter=none/impl=scan", "Store/backend=pg/op=total/n=%d/filter=none")},
+	{Key: "pg-replace-indexes", Source: "`op=replace` ÷ `op=replace/…/indexes=none`", Label: "pg: Replace with / without the ordering indexes", Unit: "×", Target: "anchor ≈ 1.3–1.4×", Sized: true,
+		get: benchRatio(fmt.Sprintf(replaceOp, "pg"), fmt.Sprintf(replaceOp, "pg")+"/indexes=none")},
+	{Key: "server-send-rps", Source: "`server/mem-jsonrpc-send-only.json`", Label: "server (mem, JSON-RPC): SendMessage round trips", Unit: "/s",
+		get: serverFigure("mem", "jsonrpc", "send-only", false)},
+	{Key: "server-send-cpu", Source: "`server/mem-jsonrpc-send-only.{json,cpu}`", Label: "server (mem, JSON-RPC): server CPU per SendMessage", Unit: "µs", Chart: true,
+		get: serverFigure("mem", "jsonrpc", "send-only", true)},
+	{Key: "server-list-rps", Source: "`server/mem-jsonrpc-list-only.json`", Label: "server (mem, JSON-RPC): ListTasks round trips", Unit: "/s",
+		get: serverFigure("mem", "jsonrpc", "list-only", false)},
+	{Key: "server-list-cpu", Source: "`server/mem-jsonrpc-list-only.{json,cpu}`", Label: "server (mem, JSON-RPC): server CPU per ListTasks", Unit: "µs", Chart: true,
+		get: serverFigure("mem", "jsonrpc", "list-only", true)},
+	{Key: "loadgen-mem", Source: "`loadgen/mem.json`", Label: "loadgen traversal-under-churn, mem", Unit: "ops/s", get: loadgenOps("mem")},
+	{Key: "loadgen-pebble", Source: "`loadgen/pebble.json`", Label: "loadgen traversal-under-churn, pebble (fsync)", Unit: "ops/s", get: loadgenOps("pebble")},
+	{Key: "loadgen-pg", Source: "`loadgen/pg.json`", Label: "loadgen traversal-under-churn, pg", Unit: "ops/s", get: loadgenOps("pg")},
+}
+
+// value is f for r: at the largest n that has it (n = 0 when not sized).
+func (f figure) value(r *run) (v float64, n int, ok bool) {
+	if !f.Sized {
+		v, ok = f.get(r, 0)
+		return v, 0, ok
+	}
+	for _, n := range slicesReverse(benchSizes) {
+		if v, ok := f.get(r, n); ok {
+			return v, n, true
+		}
+	}
+	return 0, 0, false
+}
+
+// at is f for r at historyN (any n when not sized).
+func (f figure) at(r *run) (float64, bool) {
+	return f.get(r, historyN)
+}
+
+func slicesReverse(s []int) []int {
+	out := make([]int, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+// formatValue prints v in unit with sensible precision.
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case "×":
+		return formatRatio(v) + "×"
+	case "/s", "ops/s":
+		return commas(math.Round(v)) + " " + unit
+	}
+	return formatSig(v) + " " + unit
+}
+
+// formatSig prints three significant digits, no exponent.
+func formatSig(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return commas(math.Round(v))
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// commas prints an integer with thousands separators.
+func commas(v float64) string {
+	s := strconv.FormatFloat(math.Abs(v), 'f', 0, 64)
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if v < 0 {
+		return "-" + string(out)
+	}
+	return string(out)
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// copyPage copies results/README.md (the published page, prose and
+// markers) into a temporary output directory.
+func copyPage(t *testing.T) string {
+	t.Helper()
+	out := t.TempDir()
+	b, err := os.ReadFile("../../results/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "README.md"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPageFromFixture (make results-check): the generator runs end to end
+// on the tiny committed fixture run (results/testdata/runs) against the
+// real page, fills every section, writes every chart the fixture has data
+// for, and the page it writes shows no chart it did not write.
+func TestPageFromFixture(t *testing.T) {
+	out := copyPage(t)
+	written, err := generatePage("../../results/testdata/runs", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture has data for every chart but lifecycle (pgstore has no
+	// lifecycle benchmark yet; TestLifecycleChart covers it).
+	for _, c := range pageCharts {
+		if c.file == "lifecycle.svg" {
+			continue
+		}
+		if !slices.Contains(written, c.file) {
+			t.Errorf("%s was not written from the fixture", c.file)
+			continue
+		}
+		svg, err := os.ReadFile(filepath.Join(out, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(svg, []byte("<?xml")) || !bytes.Contains(svg, []byte("<svg")) {
+			t.Errorf("%s is not an SVG", c.file)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sectionNames {
+		body := section(t, page, name)
+		if strings.TrimSpace(body) == "" {
+			t.Errorf("section %s is empty", name)
+		}
+	}
+	// Figures the fixture holds show up where they belong.
+	for name, want := range map[string][]string{
+		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
+		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
+		"loadgen":  {"| mem |", "| pebble |"},
+		"history":  {"e87b0fa (imported)", "(fixture)"},
+		"charts":   {"![history](history.svg)", "![wire-latency](wire-latency.svg)"},
+	} {
+		body := section(t, page, name)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("section %s lacks %q:\n%s", name, w, body)
+			}
+		}
+	}
+	// The PostgreSQL cluster's CPU is shown for pg rows only.
+	for _, line := range strings.Split(section(t, page, "server"), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 12 || (cells[1] != " pg " && cells[1] != " mem ") {
+			continue
+		}
+		if hasDB := strings.TrimSpace(cells[10]) != "—"; hasDB != (cells[1] == " pg ") {
+			t.Errorf("PostgreSQL CPU cell %q in row %s", cells[10], line)
+		}
+	}
+	if strings.Contains(section(t, page, "charts"), "lifecycle.svg") {
+		t.Error("the page shows lifecycle.svg, which was not written")
+	}
+	// A second generation over its own output changes nothing.
+	if _, err := generatePage("../../results/testdata/runs", out); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(page, again) {
+		t.Error("regenerating the page changed it")
+	}
+}
+
+func section(t *testing.T, page []byte, name string) string {
+	t.Helper()
+	begin := "<!-- BEGIN generated:" + name + " -->\n"
+	end := "<!-- END generated:" + name + " -->\n"
+	_, rest, ok := strings.Cut(string(page), begin)
+	if !ok {
+		t.Fatalf("no section %s", name)
+	}
+	body, _, ok := strings.Cut(rest, end)
+	if !ok {
+		t.Fatalf("section %s is not closed", name)
+	}
+	return body
+}
+
+// TestCommittedPageIsCurrent: results/README.md is what the generator
+// makes of the committed runs (results/runs), so a new run committed without
+// regenerating the page, or a hand edit inside a generated section, fails.
+func TestCommittedPageIsCurrent(t *testing.T) {
+	out := copyPage(t)
+	// Links on the page are relative to results/: generate as if out were
+	// results/ by linking the runs (and the raw files imported runs name) in.
+	for _, dir := range []string{"runs", "raw"} {
+		abs, err := filepath.Abs("../../results/" + dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(out, dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := generatePage(filepath.Join(out, "runs"), out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../results/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("results/README.md is not what `make results-page` generates from results/runs: run it and commit the result")
+	}
+}
+
+// TestCheckPageCatches: each guard of checkPage and replaceSections fails
+// the page it exists for.
+func TestCheckPageCatches(t *testing.T) {
+	sections := map[string]string{"headline": "| figure | 1 |\n"}
+	good := "# p\n\n<!-- BEGIN generated:headline -->\nold\n<!-- END generated:headline -->\n\n![c](c.svg)\n"
+	page, err := replaceSections([]byte(good), sections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPage(page, []string{"c.svg"}); err != nil {
+		t.Fatalf("a generated page fails the check: %v", err)
+	}
+	for _, tc := range []struct {
+		name, page string
+		written    []string
+		want       string
+	}{
+		{"hand-typed table", good + "\n| speed | 12 µs |\n", []string{"c.svg"}, "outside the generated sections holds a figure"},
+		{"chart not generated", good + "\n![old](old.svg)\n", []string{"c.svg"}, "did not write"},
+		{"chart generation skipped", good, nil, "did not write"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := replaceSections([]byte(tc.page), sections)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkPage(page, tc.written)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("check: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, page, want string }{
+		{"section missing", "# p\n", "missing"},
+		{"unknown section", good + "<!-- BEGIN generated:x -->\n<!-- END generated:x -->\n", "unknown"},
+		{"unclosed", "<!-- BEGIN generated:headline -->\nold\n", "not closed"},
+		{"twice", good + good, "twice"},
+		{"END first", "<!-- END generated:headline -->\n", "without its BEGIN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := replaceSections([]byte(tc.page), sections)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("replace: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// Table-free prose and tables without digits pass.
+	if err := checkPage([]byte("| a | b |\n|---|---|\nprose with 12 µs\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLifecycleChart: pgstore lifecycle benchmarks, when present, are drawn
+// from writes/s (or 1/(sec/op) without that metric).
+func TestLifecycleChart(t *testing.T) {
+	in := "goos: linux\npkg: x\n" +
+		"BenchmarkLifecycle/backend=pg/writers=1-2 100 1000000 ns/op 950 writes/s\n" +
+		"BenchmarkWriteLifecycle/backend=pg/writers=4-2 100 500000 ns/op\n" +
+		"BenchmarkCountWrites/backend=pg/op=replace/n=100000/writers=1/counts=none-2 100 300000 ns/op\n"
+	d, err := read(strings.NewReader(in), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _, err := lifecycle(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := p.WriterTo(400, 200, "svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"950/s", "2,000/s"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("lifecycle chart lacks %q", want)
+		}
+	}
+	if strings.Contains(buf.String(), "CountWrites") {
+		t.Error("lifecycle chart shows a benchmark that is not a lifecycle one")
+	}
+	if _, _, _, err := lifecycle(&data{vals: map[string]map[string][]float64{}}); err == nil {
+		t.Error("a chart with no lifecycle results")
+	}
+}
+
+// TestServerCPU: CPU per request comes from the tick file and the run's
+// completed requests; a malformed tick file is an error, not a blank.
+func TestServerCPU(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "x.cpu")
+	for _, tc := range []struct {
+		text string
+		sec  float64
+		ok   bool
+		bad  bool
+	}{{"100 350 100", 2.5, true, false}, {"1 2", 0, false, true}, {"5 4 100", 0, false, true}, {"1 2 0", 0, false, true}} {
+		if err := os.WriteFile(f, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sec, ok, err := readCPU(f)
+		if (err != nil) != tc.bad || ok != tc.ok || sec != tc.sec {
+			t.Errorf("%q: %v %v %v", tc.text, sec, ok, err)
+		}
+	}
+	if _, ok, err := readCPU(filepath.Join(dir, "none.cpu")); ok || err != nil {
+		t.Errorf("a missing tick file: ok=%v err=%v, want no figure and no error", ok, err)
+	}
+}
+
+// TestReadRunsSkipsPartial: a run in progress (<id>.partial) is left out of
+// the history; any other directory without run.json is an error, and so is
+// a run.json without its required fields.
+func TestReadRunsSkipsPartial(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name, runJSON string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if runJSON != "" {
+			if err := os.WriteFile(filepath.Join(dir, name, "run.json"), []byte(runJSON), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("a", `{"commit": "abc", "mode": "quick", "started": "2026-12-01T10:00:00Z"}`)
+	mk("b.partial", "")
+	runs, err := readRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != "a" {
+		t.Fatalf("runs %v, want only a", runs)
+	}
+	mk("c", "")
+	if _, err := readRuns(dir); err == nil {
+		t.Fatal("a run without run.json was read")
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "c")); err != nil {
+		t.Fatal(err)
+	}
+	mk("d", `{"commit": "abc"}`)
+	if _, err := readRuns(dir); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Fatalf("a run.json without mode and start: %v", err)
+	}
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# make results: one run of the whole benchmark lab at the current commit,
+# recorded under results/runs/<commit>[-quick][-dirty]/, then the page
+# regenerated from it (go run ./cmd/benchplot -runs results/runs -o results).
+#
+#   make results                 # full run: estimated 25-35 min on 2 quiet cores (budget 45)
+#   RESULTS_QUICK=1 make results # quick run: 500 s measured with load average 8-12; recorded, marked quick
+#
+# The full run has not been timed yet: the estimate is the suite at 1e3..1e5
+# (count 6 × 100 ms; 556 s at load ~10 for the smaller suite of e87b0fa),
+# mem at 1e6 (~3 min), CountWrites at 1 s per cell (~1.5 min), 3 × 30 s of
+# loadgen and 3 × (seed + 6 × 15 s) of server rows (~8 min), builds (~1.5 min).
+# steps.log times every step, so the first full run shows where the time goes.
+#
+# Steps (each timed in steps.log, each command in commands.txt):
+#   1. go test ./bench: BenchmarkStore and its peers and floors on mem,
+#      pebble and pg at n = 1e3, 1e4, 1e5 (full; quick: 1e3, 1e4, fewer
+#      samples), then mem at n = 1e6 on the issue-2 operations (full only;
+#      RESULTS_1E6=mem,pg adds backends at 1e6 if the time allows).
+#   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
+#      none) and every Benchmark*Lifecycle* pgstore has (none is fine).
+#   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
+#      8 s quick): L7 checks, 0 violations or the run fails.
+#   4. a2astore-server per backend with an echo agent (no updates, no
+#      artifact, think time 0), loadgen on loopback: send-only (SendMessage)
+#      and list-only (ListTasks) on each transport (15 s full, 4 s quick),
+#      the server's CPU from /proc/<pid>/stat before and after each run
+#      (and, on pg, the PostgreSQL cluster's).
+#   5. the generator rewrites every table and chart of the page.
+#
+# PostgreSQL: the bench and pgstore steps start their own throwaway cluster
+# (internal/pgtest); loadgen and the server get one started here, on a Unix
+# socket, as the postgres user when run as root. Needs PostgreSQL 15 server
+# binaries (/usr/lib/postgresql/15/bin or PGBIN).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=${RESULTS_QUICK:-0}
+NOTE=${RESULTS_NOTE:-}
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PGPORT=${RESULTS_PGPORT:-15441}
+if [ "$QUICK" = 1 ]; then
+  MODE=quick
+  BENCH_SIZES_RUN=1000,10000; BENCH_COUNT_RUN=3; BENCH_TIME_RUN=40ms
+  PG_BENCHTIME=100ms; LOADGEN_FOR=8s; SERVER_FOR=4s; SEED_TASKS=500
+  SIZES_1E6=""
+else
+  MODE=full
+  BENCH_SIZES_RUN=1000,10000,100000; BENCH_COUNT_RUN=6; BENCH_TIME_RUN=100ms
+  PG_BENCHTIME=1s; LOADGEN_FOR=30s; SERVER_FOR=15s; SEED_TASKS=2000
+  SIZES_1E6=${RESULTS_1E6:-mem}
+fi
+SERVER_WORKERS=${RESULTS_SERVER_WORKERS:-50} # the cross-SDK benchmark's 50 connections
+# For working on this script: RESULTS_SKIP_BENCH=1 skips steps 1 and 2,
+# RESULTS_OUT=dir records there instead of results/runs/<id> (and the page
+# is not regenerated), RESULTS_LOADGEN_FOR / RESULTS_SERVER_FOR shorten the loads.
+LOADGEN_FOR=${RESULTS_LOADGEN_FOR:-$LOADGEN_FOR}
+SERVER_FOR=${RESULTS_SERVER_FOR:-$SERVER_FOR}
+SKIP_BENCH=${RESULTS_SKIP_BENCH:-0}
+# RESULTS_BENCH_COUNT / RESULTS_BENCH_TIME override the suite's samples
+# (e.g. a shorter full run on a slow machine; commands.txt records them).
+BENCH_COUNT_RUN=${RESULTS_BENCH_COUNT:-$BENCH_COUNT_RUN}
+BENCH_TIME_RUN=${RESULTS_BENCH_TIME:-$BENCH_TIME_RUN}
+
+commit=$(git rev-parse --short=12 HEAD)
+dirty=""
+git diff --quiet HEAD -- . ':!results' || dirty=-dirty
+id=$commit$dirty
+[ "$MODE" = quick ] && id=$id-quick
+final=${RESULTS_OUT:-results/runs/$id}
+# The run is written to <dir>.partial and renamed when it is complete, so an
+# interrupted run never passes for history (the generator ignores *.partial).
+out=$final.partial
+rm -rf "$out" "$final"
+mkdir -p "$out/loadgen" "$out/server"
+log() { echo "results: $*" >&2; }
+log "writing $out ($MODE)"
+
+started=$(date -u +%FT%TZ)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$out/commands.txt"
+: >"$out/steps.log"
+# step NAME CMD...: runs CMD, records it and its start/end time.
+step() {
+  local name=$1; shift
+  printf '%s\n' "$*" >>"$out/commands.txt"
+  echo "$(date -u +%FT%TZ) start $name load=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/steps.log"
+  "$@"
+  echo "$(date -u +%FT%TZ) end   $name load=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/steps.log"
+}
+
+work=$(mktemp -d)
+chmod 755 "$work"
+server_pid=""
+pgdata=""
+asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+step build go build -o "$work/loadgen" ./loadgen
+step build-server go build -o "$work/a2astore-server" ./cmd/a2astore-server
+if [ "$SKIP_BENCH" != 1 ]; then
+step build-bench go test -c -o "$work/bench.test" ./bench
+step build-pgstore go test -c -o "$work/pgstore.test" ./pgstore
+
+# 1. The shared suite. Run from the package directory, as go test does.
+bench() { # sizes, pattern, count
+  printf '  = (cd bench && BENCH_SIZES=%s bench.test -test.run '"'^\$'"' -test.bench '"'%s'"' -test.benchmem -test.count %s -test.benchtime %s -test.timeout 120m)\n' \
+    "$1" "$2" "$3" "$BENCH_TIME_RUN" >>"$out/commands.txt"
+  (cd bench && BENCH_SIZES=$1 "$work/bench.test" -test.run '^$' -test.bench "$2" -test.benchmem \
+    -test.count "$3" -test.benchtime "$BENCH_TIME_RUN" -test.timeout 120m) >>"$out/bench.txt"
+}
+step bench bench "$BENCH_SIZES_RUN" . "$BENCH_COUNT_RUN"
+if [ -n "$SIZES_1E6" ]; then
+  be=$(echo "$SIZES_1E6" | tr , '|')
+  step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace)\$" 3
+fi
+
+# 2. pgstore's write benchmarks: counters, and lifecycle when it exists.
+pgbench='CountWrites'
+if grep -q '^func Benchmark[A-Za-z]*Lifecycle' pgstore/*_test.go; then pgbench="$pgbench|Lifecycle"; fi
+step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$(realpath "$out")/pgstore.txt'"
+fi
+
+# A PostgreSQL cluster for loadgen and the server.
+mkdir -p "$work/pg"
+[ "$(id -u)" = 0 ] && chown postgres "$work/pg"
+pgdata=$work/pg/data
+asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&1
+asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$work/pg/log" -w -o "-p $PGPORT -k $work/pg -c listen_addresses=''" start >/dev/null
+DSN="host=$work/pg port=$PGPORT user=postgres dbname=postgres"
+resetdb() {
+  PGOPTIONS='-c client_min_messages=warning' asuser "$PGBIN/psql" -q -h "$work/pg" -p "$PGPORT" -U postgres -d postgres \
+    -c 'DROP SCHEMA public CASCADE' -c 'CREATE SCHEMA public' >/dev/null
+}
+
+# 3. Embedded loadgen per backend.
+LG=(-workload traversal-under-churn -duration "$LOADGEN_FOR" -concurrency 8 -seed 42 -quiet)
+step loadgen-mem "$work/loadgen" "${LG[@]}" -target mem -json "$out/loadgen/mem.json" >"$out/loadgen/mem.txt"
+step loadgen-pebble "$work/loadgen" "${LG[@]}" -target pebble -dir "$work/lg-pebble" -json "$out/loadgen/pebble.json" >"$out/loadgen/pebble.txt"
+resetdb
+step loadgen-pg "$work/loadgen" "${LG[@]}" -target pg -dsn "$DSN" -json "$out/loadgen/pg.json" >"$out/loadgen/pg.txt"
+
+# 4. The server with an echo agent, per backend and transport.
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
+# pgticks: CPU of the whole PostgreSQL cluster: the postmaster's own and its
+# reaped children's (utime + stime + cutime + cstime), plus its live children.
+pgticks() {
+  local pm; pm=$(head -1 "$pgdata/postmaster.pid")
+  local t; t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
+    t=$(( t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0) ))
+  done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+serve() { # backend, args…
+  local backend=$1; shift
+  "$work/a2astore-server" -backend "$backend" "$@" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics "" \
+    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$work/server-$backend.log" &
+  server_pid=$!
+  local addr=""
+  for _ in $(seq 300); do
+    addr=$(sed -n 's/.*msg=serving.* http=\([0-9.:]*\).*/\1/p' "$work/server-$backend.log")
+    [ -n "$addr" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server-$backend.log" >&2; return 1; }
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { log "server $backend did not start"; cat "$work/server-$backend.log" >&2; return 1; }
+  local url=http://$addr
+  printf '%s\n' "a2astore-server -backend $backend $* -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics '' -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0" >>"$out/commands.txt"
+  # Tasks for ListTasks to page over, created before any measured run.
+  step "server-$backend-seed" "$work/loadgen" -target "$url" -workload send-only -initial -1 -ops "$SEED_TASKS" -concurrency 8 -seed 7 -quiet >/dev/null
+  for transport in jsonrpc http grpc; do
+    for workload in send-only list-only; do
+      local f=$out/server/$backend-$transport-$workload
+      local before; before=$(cputicks "$server_pid")
+      local dbbefore=""
+      if [ "$backend" = pg ]; then dbbefore=$(pgticks); fi
+      step "server-$backend-$transport-$workload" "$work/loadgen" -target "$url" -transport "$transport" -workload "$workload" \
+        -initial -1 -duration "$SERVER_FOR" -concurrency "$SERVER_WORKERS" -seed 42 -quiet -json "$f.json" >/dev/null
+      echo "$before $(cputicks "$server_pid") $hz" >"$f.cpu"
+      if [ "$backend" = pg ]; then echo "$dbbefore $(pgticks) $hz" >"$f.dbcpu"; fi
+    done
+  done
+  kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""
+}
+serve mem
+serve pebble -pebble-dir "$work/srv-pebble"
+resetdb
+serve pg -pg-dsn "$DSN"
+
+finished=$(date -u +%FT%TZ)
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+pgver=$("$PGBIN/postgres" --version 2>/dev/null || echo "")
+json() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+cat >"$out/run.json" <<JSON
+{
+  "commit": "$commit$dirty",
+  "mode": "$MODE",
+  "started": "$started",
+  "finished": "$finished",
+  "load_before": "$load_before",
+  "load_after": "$load_after",
+  "cpus": $(nproc),
+  "cpu_model": "$(json "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)")",
+  "mem_total": "$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)",
+  "kernel": "$(json "$(uname -sr)")",
+  "go": "$(json "$(go version)")",
+  "postgres": "$(json "$pgver")",
+  "note": "$(json "$NOTE")"
+}
+JSON
+mv "$out" "$final"; out=$final
+log "run recorded in $out ($(( $(date +%s) - $(date -d "$started" +%s) )) s)"
+
+# 5. The page.
+if [ -z "${RESULTS_OUT:-}" ]; then
+  step generate go run ./cmd/benchplot -runs results/runs -o results
+fi
