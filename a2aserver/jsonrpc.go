@@ -42,44 +42,43 @@ func JSONRPCParamsCompat(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		params, streaming := jsonrpcParams(env.Method)
+		params := jsonrpcParams(env.Method)
 		if params == nil || len(env.Params) == 0 || json.Unmarshal(env.Params, params) == nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-		writeInvalidParams(w, env.ID, streaming)
+		writeInvalidParams(w, env.ID)
 	})
 }
 
 // jsonrpcParams returns a new value of the params type of a JSON-RPC
-// method, nil for a method a2a-go does not serve, and whether the method
-// answers with a Server-Sent Event stream.
-func jsonrpcParams(method string) (params any, streaming bool) {
+// method, nil for a method a2a-go does not serve.
+func jsonrpcParams(method string) any {
 	switch method {
 	case "SendMessage":
-		return new(a2a.SendMessageRequest), false
+		return new(a2a.SendMessageRequest)
 	case "SendStreamingMessage":
-		return new(a2a.SendMessageRequest), true
+		return new(a2a.SendMessageRequest)
 	case "GetTask":
-		return new(a2a.GetTaskRequest), false
+		return new(a2a.GetTaskRequest)
 	case "ListTasks":
-		return new(a2a.ListTasksRequest), false
+		return new(a2a.ListTasksRequest)
 	case "CancelTask":
-		return new(a2a.CancelTaskRequest), false
+		return new(a2a.CancelTaskRequest)
 	case "SubscribeToTask":
-		return new(a2a.SubscribeToTaskRequest), true
+		return new(a2a.SubscribeToTaskRequest)
 	case "GetTaskPushNotificationConfig":
-		return new(a2a.GetTaskPushConfigRequest), false
+		return new(a2a.GetTaskPushConfigRequest)
 	case "CreateTaskPushNotificationConfig":
-		return new(a2a.PushConfig), false
+		return new(a2a.PushConfig)
 	case "ListTaskPushNotificationConfigs":
-		return new(a2a.ListTaskPushConfigRequest), false
+		return new(a2a.ListTaskPushConfigRequest)
 	case "DeleteTaskPushNotificationConfig":
-		return new(a2a.DeleteTaskPushConfigRequest), false
+		return new(a2a.DeleteTaskPushConfigRequest)
 	case "GetExtendedAgentCard":
-		return new(a2a.GetExtendedAgentCardRequest), false
+		return new(a2a.GetExtendedAgentCardRequest)
 	}
-	return nil, false
+	return nil
 }
 
 // validJSONRPCID reports whether id is a JSON-RPC request ID: absent, null,
@@ -101,25 +100,16 @@ type jsonrpcErrorResponse struct {
 	} `json:"error"`
 }
 
-// writeInvalidParams answers a JSON-RPC request with -32602, in the form
-// a2a-go uses for the method: a JSON body, or one Server-Sent Event for
-// the streaming methods. The request's ID is echoed byte for byte.
-func writeInvalidParams(w http.ResponseWriter, id json.RawMessage, streaming bool) {
+// writeInvalidParams answers a JSON-RPC request with -32602 as a plain
+// JSON-RPC error response, also for the streaming methods: the error is
+// decided before any event (W7). The request's ID is echoed byte for byte.
+func writeInvalidParams(w http.ResponseWriter, id json.RawMessage) {
 	r := jsonrpcErrorResponse{JSONRPC: "2.0", ID: id}
 	if len(id) == 0 {
 		r.ID = json.RawMessage("null")
 	}
 	r.Error.Code, r.Error.Message = -32602, msgInvalidParams
 	resp, _ := json.Marshal(r)
-	if !streaming {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(resp, '\n'))
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte("data: "))
-	_, _ = w.Write(resp)
-	_, _ = w.Write([]byte("\n\n"))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(resp, '\n'))
 }
