@@ -293,7 +293,8 @@ func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, 
 	switch {
 	case out.Error != nil:
 		// JSON-RPC: the error code; HTTP+JSON: the HTTP status in the
-		// error body (an error in an SSE stream comes with status 200).
+		// error body (also for an error inside an SSE stream, which
+		// comes with status 200; see TestStreamErrors for which form).
 		return answer{Code: out.Error.Code.String(), Message: out.Error.Message}
 	case resp.StatusCode >= 300:
 		return answer{Code: strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(payload))}
