@@ -13,10 +13,11 @@ import (
 	"github.com/a2astore/a2astore/engine/memstore"
 )
 
-// TestJSONRPCParamsCompat (W3): params that are JSON but not a valid
+// TestJSONRPCParamsCompat (W3, W7): params that are JSON but not a valid
 // request are -32602 with a fixed message on every method, never -32700
-// and never quoting the value; the request ID is echoed; valid requests
-// and requests that are not JSON at all go to a2a-go unchanged.
+// and never quoting the value, as a plain JSON-RPC error response also for
+// the streaming methods; the request ID is echoed; valid requests and
+// requests that are not JSON at all go to a2a-go unchanged.
 func TestJSONRPCParamsCompat(t *testing.T) {
 	h := a2asrv.NewHandler(newHeldAgent(), a2asrv.WithTaskStore(TaskStore(memstore.New(memstore.Options{}))))
 	srv := httptest.NewServer(JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(h)))
@@ -30,7 +31,10 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(resp.Body)
-		text := strings.TrimPrefix(strings.TrimSpace(string(raw)), "data: ")
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q; invalid params, streaming methods included, are a plain JSON-RPC error response (W7)", body, ct)
+		}
+		text := strings.TrimSpace(string(raw))
 		var out map[string]any
 		if err := json.Unmarshal([]byte(text), &out); err != nil {
 			t.Fatalf("%s: response %q is not JSON-RPC: %v", body, raw, err)

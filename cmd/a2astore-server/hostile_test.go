@@ -266,19 +266,7 @@ func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, 
 		t.Fatalf("%s %s: %v", verb, u, err)
 	}
 	defer resp.Body.Close()
-	var payload []byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 8<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				payload = []byte(strings.TrimSpace(d))
-				break
-			}
-		}
-	} else {
-		payload, _ = io.ReadAll(resp.Body)
-	}
+	payload, _ := firstPayload(resp)
 	if len(payload) == 0 && ctx.Err() != nil {
 		return answer{Code: "open", Message: "no answer within the bound"}
 	}
@@ -300,6 +288,23 @@ func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, 
 		return answer{Code: strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(payload))}
 	}
 	return answer{Code: "ok"}
+}
+
+// firstPayload reads the first answer of an HTTP response: its body, or
+// the data of its first Server-Sent Event; stream says which.
+func firstPayload(resp *http.Response) (payload []byte, stream bool) {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		payload, _ = io.ReadAll(resp.Body)
+		return payload, false
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 8<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+			return []byte(strings.TrimSpace(d)), true
+		}
+	}
+	return nil, true
 }
 
 var taskMethods = []string{"GetTask", "CancelTask", "SubscribeToTask", "SendMessage", "SendStreamingMessage"}

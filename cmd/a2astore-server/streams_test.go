@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -72,20 +69,8 @@ func (h *hostile) streamCall(t *testing.T, tr a2a.TransportProtocol, method stri
 		t.Fatalf("%s %s: %v", tr, method, err)
 	}
 	defer resp.Body.Close()
-	r := streamReply{Status: resp.StatusCode, Stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
-	var payload []byte
-	if r.Stream {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 8<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				payload = []byte(strings.TrimSpace(d))
-				break
-			}
-		}
-	} else {
-		payload, _ = io.ReadAll(resp.Body)
-	}
+	payload, stream := firstPayload(resp)
+	r := streamReply{Status: resp.StatusCode, Stream: stream}
 	var out struct {
 		Error *struct {
 			Code    json.Number `json:"code"`
