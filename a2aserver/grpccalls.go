@@ -96,7 +96,7 @@ type grpcCalls struct {
 		sync.Mutex
 		waiting  map[*waitingCall]struct{}
 		draining bool
-		conns    map[connAddrs]net.Conn
+		conns    map[connAddrs]map[*trackedConn]struct{}
 	}
 }
 
@@ -106,7 +106,7 @@ type connAddrs struct{ local, remote string }
 
 func addrsOf(local, remote net.Addr) connAddrs {
 	if local == nil || remote == nil {
-		return connAddrs{}
+		return connAddrs{} // shared by every such connection: never closed by address
 	}
 	return connAddrs{local.Network() + " " + local.String(), remote.Network() + " " + remote.String()}
 }
@@ -125,7 +125,12 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	}
 	tc := &trackedConn{Conn: c, calls: l.calls, addrs: addrsOf(c.LocalAddr(), c.RemoteAddr())}
 	l.calls.mu.Lock()
-	l.calls.mu.conns[tc.addrs] = tc
+	set := l.calls.mu.conns[tc.addrs]
+	if set == nil {
+		set = make(map[*trackedConn]struct{}, 1)
+		l.calls.mu.conns[tc.addrs] = set
+	}
+	set[tc] = struct{}{}
 	l.calls.mu.Unlock()
 	return tc, nil
 }
@@ -141,7 +146,9 @@ type trackedConn struct {
 func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		c.calls.mu.Lock()
-		if c.calls.mu.conns[c.addrs] == net.Conn(c) {
+		set := c.calls.mu.conns[c.addrs]
+		delete(set, c)
+		if len(set) == 0 {
 			delete(c.calls.mu.conns, c.addrs)
 		}
 		c.calls.mu.Unlock()
@@ -150,14 +157,21 @@ func (c *trackedConn) Close() error {
 }
 
 // closeConnOf closes the connection of the call whose context is ctx, if
-// Serve accepted it.
+// Serve accepted it and no other open connection has the same addresses
+// (Unix sockets, for one, leave the client's end unnamed): then only the
+// call is canceled.
 func (c *grpcCalls) closeConnOf(ctx context.Context) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
-	conn := c.mu.conns[addrsOf(p.LocalAddr, p.Addr)]
+	var conn *trackedConn
+	if set := c.mu.conns[addrsOf(p.LocalAddr, p.Addr)]; len(set) == 1 {
+		for tc := range set {
+			conn = tc
+		}
+	}
 	c.mu.Unlock()
 	if conn != nil {
 		_ = conn.Close()
@@ -176,7 +190,7 @@ type waitingCallKey struct{}
 func newGRPCCalls(timeout time.Duration) *grpcCalls {
 	c := &grpcCalls{timeout: timeout}
 	c.mu.waiting = make(map[*waitingCall]struct{})
-	c.mu.conns = make(map[connAddrs]net.Conn)
+	c.mu.conns = make(map[connAddrs]map[*trackedConn]struct{})
 	return c
 }
 
