@@ -361,3 +361,70 @@ func dribbleGRPCUntilEnd(c net.Conn) {
 	}()
 	ticks(stop, func() error { return a.dribble(1) })
 }
+
+// TestGRPCStalledCallSharedAddress: on a Unix socket every client's end
+// is unnamed, so a call's peer addresses do not tell its connection from
+// the others. A stalled call there is canceled, and no connection is
+// closed: a well-behaved client that connected after the attacker keeps
+// its stream. Checked by closing a connection with the call's addresses
+// even when several have them (the client's stream fails in 7 runs of 8).
+func TestGRPCStalledCallSharedAddress(t *testing.T) {
+	path := t.TempDir() + "/grpc.sock"
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := starveLimits.GRPCServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv.Server, hs)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+
+	// The attacker connects first and opens a call it never completes.
+	ac, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ac.Close() })
+	_ = ac.SetDeadline(time.Now().Add(10 * time.Second))
+	a, err := newGRPCAttacker(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aClosed := make(chan struct{})
+	go a.read(aClosed)
+	if err := a.open(1); err != nil {
+		t.Fatal(err)
+	}
+
+	// Then the well-behaved client, with a stream open.
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The attacker's call ends at the read timeout.
+	select {
+	case <-a.ended:
+	case <-aClosed:
+	}
+	// The client's stream lives on: it sees the next status change.
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	got, err := watch.Recv()
+	if err != nil {
+		t.Fatalf("the well-behaved client's stream after another connection's stalled call: %v", err)
+	}
+	if got.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("watch: %v", got.GetStatus())
+	}
+}
