@@ -42,43 +42,44 @@ func JSONRPCParamsCompat(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		params := jsonrpcParams(env.Method)
+		params, streaming := jsonrpcParams(env.Method)
 		if params == nil || len(env.Params) == 0 || json.Unmarshal(env.Params, params) == nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-		writeInvalidParams(w, env.ID)
+		writeInvalidParams(w, env.ID, streaming)
 	})
 }
 
 // jsonrpcParams returns a new value of the params type of a JSON-RPC
-// method, nil for a method a2a-go does not serve.
-func jsonrpcParams(method string) any {
+// method, nil for a method a2a-go does not serve, and whether the method
+// answers with a Server-Sent Event stream.
+func jsonrpcParams(method string) (params any, streaming bool) {
 	switch method {
 	case "SendMessage":
-		return new(a2a.SendMessageRequest)
+		return new(a2a.SendMessageRequest), false
 	case "SendStreamingMessage":
-		return new(a2a.SendMessageRequest)
+		return new(a2a.SendMessageRequest), true
 	case "GetTask":
-		return new(a2a.GetTaskRequest)
+		return new(a2a.GetTaskRequest), false
 	case "ListTasks":
-		return new(a2a.ListTasksRequest)
+		return new(a2a.ListTasksRequest), false
 	case "CancelTask":
-		return new(a2a.CancelTaskRequest)
+		return new(a2a.CancelTaskRequest), false
 	case "SubscribeToTask":
-		return new(a2a.SubscribeToTaskRequest)
+		return new(a2a.SubscribeToTaskRequest), true
 	case "GetTaskPushNotificationConfig":
-		return new(a2a.GetTaskPushConfigRequest)
+		return new(a2a.GetTaskPushConfigRequest), false
 	case "CreateTaskPushNotificationConfig":
-		return new(a2a.PushConfig)
+		return new(a2a.PushConfig), false
 	case "ListTaskPushNotificationConfigs":
-		return new(a2a.ListTaskPushConfigRequest)
+		return new(a2a.ListTaskPushConfigRequest), false
 	case "DeleteTaskPushNotificationConfig":
-		return new(a2a.DeleteTaskPushConfigRequest)
+		return new(a2a.DeleteTaskPushConfigRequest), false
 	case "GetExtendedAgentCard":
-		return new(a2a.GetExtendedAgentCardRequest)
+		return new(a2a.GetExtendedAgentCardRequest), false
 	}
-	return nil
+	return nil, false
 }
 
 // validJSONRPCID reports whether id is a JSON-RPC request ID: absent, null,
@@ -102,8 +103,10 @@ type jsonrpcErrorResponse struct {
 
 // writeInvalidParams answers a JSON-RPC request with -32602 as a plain
 // JSON-RPC error response, also for the streaming methods: the error is
-// decided before any event (W7). The request's ID is echoed byte for byte.
-func writeInvalidParams(w http.ResponseWriter, id json.RawMessage) {
+// decided before any event (W7). For those the HTTP status is 400, as
+// StreamErrorsCompat answers (see there why not 200). The request's ID is
+// echoed byte for byte.
+func writeInvalidParams(w http.ResponseWriter, id json.RawMessage, streaming bool) {
 	r := jsonrpcErrorResponse{JSONRPC: "2.0", ID: id}
 	if len(id) == 0 {
 		r.ID = json.RawMessage("null")
@@ -111,5 +114,8 @@ func writeInvalidParams(w http.ResponseWriter, id json.RawMessage) {
 	r.Error.Code, r.Error.Message = -32602, msgInvalidParams
 	resp, _ := json.Marshal(r)
 	w.Header().Set("Content-Type", "application/json")
+	if streaming {
+		w.WriteHeader(jsonrpcHTTPStatus(r.Error.Code))
+	}
 	_, _ = w.Write(append(resp, '\n'))
 }

@@ -23,6 +23,7 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 	srv := httptest.NewServer(JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(h)))
 	defer srv.Close()
 
+	var status int // of the last call
 	call := func(body string) (string, map[string]any) {
 		t.Helper()
 		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
@@ -30,6 +31,7 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		status = resp.StatusCode
 		raw, _ := io.ReadAll(resp.Body)
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q; invalid params, streaming methods included, are a plain JSON-RPC error response (W7)", body, ct)
@@ -56,6 +58,11 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 		raw, out := call(`{"jsonrpc":"2.0","id":12345678901234567890,"method":"` + c.method + `","params":` + c.params + `}`)
 		if code(out) != -32602 {
 			t.Errorf("%s %s: %s, want -32602", c.method, c.params, raw)
+		}
+		// A streaming method's plain error is 400, so that a2a-go's
+		// client, which reads any 200 as an event stream, sees an error.
+		if want := map[bool]int{false: http.StatusOK, true: http.StatusBadRequest}[strings.Contains(c.method, "Stream") || strings.HasPrefix(c.method, "Subscribe")]; status != want {
+			t.Errorf("%s: HTTP status %d, want %d", c.method, status, want)
 		}
 		if strings.Contains(raw, c.secret) {
 			t.Errorf("%s: the response quotes the client's value: %s", c.method, raw)

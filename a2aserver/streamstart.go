@@ -16,8 +16,18 @@ import (
 // plain response (W7): on HTTP+JSON the error's HTTP status (401, 404,
 // 400 …) with the A2A error body a2a-go gives the non-streaming methods;
 // on JSON-RPC the JSON-RPC error response (application/json), not an
-// event stream holding it. An error after the first event keeps the
+// event stream holding it, with the HTTP status HTTP+JSON gives the same
+// error (jsonrpcHTTPStatus). An error after the first event keeps the
 // binding's in-stream form: the stream has started.
+//
+// Why JSON-RPC's plain error is not 200, as a2a-go answers errors of the
+// other methods: a2a-go v2.3.1's JSON-RPC client reads any 200 answer to a
+// streaming call as an event stream, whatever its Content-Type, and would
+// see a 200 error response as an empty stream that ended cleanly — the
+// very failure this wrapper is for. Answered with an error status, it
+// reports an error ("unexpected HTTP status"), and the JavaScript SDK,
+// which reads the body of a failed stream request, the JSON-RPC error
+// itself. The JSON-RPC binding sets no HTTP status for error responses.
 //
 // Why it is needed: a2a-go v2.3.1 writes the event stream's headers
 // (200, text/event-stream) before it asks the handler for the first event,
@@ -121,9 +131,9 @@ func (s *streamStart) release() {
 
 // firstEventError reports whether the Server-Sent Events in b begin with
 // an error event, and returns the status and body of the plain response
-// for it: a JSON-RPC error response is answered 200 (as a2a-go answers
-// JSON-RPC errors), an HTTP+JSON error body with the HTTP status it
-// carries in error.code.
+// for it: an HTTP+JSON error body with the HTTP status it carries in
+// error.code, a JSON-RPC error response with jsonrpcHTTPStatus of its
+// code.
 func firstEventError(b []byte) (status int, body []byte, ok bool) {
 	var data []byte
 	for line := range bytes.Lines(b) {
@@ -152,9 +162,30 @@ func firstEventError(b []byte) (status int, body []byte, ok bool) {
 	}
 	switch {
 	case ev.JSONRPC != "":
-		return http.StatusOK, data, true
+		return jsonrpcHTTPStatus(ev.Error.Code), data, true
 	case ev.Error.Code >= 400 && ev.Error.Code <= 599:
 		return ev.Error.Code, data, true
 	}
 	return http.StatusInternalServerError, data, true
+}
+
+// jsonrpcHTTPStatus is the HTTP status a2a-go v2.3.1's HTTP+JSON binding
+// gives the error that has JSON-RPC code code (its internal/rest and
+// internal/jsonrpc tables); 500 for a code it does not know.
+func jsonrpcHTTPStatus(code int) int {
+	switch code {
+	case -32700, -32600, -32602, // parse error, invalid request, invalid params
+		-32002, -32003, -32004, -32005, // not cancelable, push not supported, unsupported operation, content type
+		-32007, -32008, -32009: // extended card, extension required, version
+		return http.StatusBadRequest
+	case -32601: // method not found
+		return http.StatusNotImplemented
+	case -32001: // task not found
+		return http.StatusNotFound
+	case -31401: // unauthenticated
+		return http.StatusUnauthorized
+	case -31403: // unauthorized
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
 }

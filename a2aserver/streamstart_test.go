@@ -92,7 +92,7 @@ func TestStreamErrorsCompat(t *testing.T) {
 			got := subscribe(t, srv, jsonrpc, "missing")
 			wantStatus, wantCode := http.StatusNotFound, 404.0
 			if jsonrpc {
-				wantStatus, wantCode = http.StatusOK, -32001
+				wantCode = -32001
 			}
 			if got.status != wantStatus || got.contentType != "application/json" {
 				t.Fatalf("missing task: %+v, want a plain %d application/json answer", got, wantStatus)

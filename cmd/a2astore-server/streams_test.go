@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -130,8 +131,10 @@ func (h *hostile) grpcStreamCall(t *testing.T, ctx context.Context, method strin
 // TestStreamErrors (SPEC W6, W7): a streaming call whose outcome is an
 // error decided before its first event — no identity, another caller's
 // task, a missing task, a task in a terminal state, invalid params — is
-// answered plainly on JSON-RPC (a JSON-RPC error response) and HTTP+JSON
-// (the error's HTTP status and A2A error body), never as an event stream;
+// answered plainly on JSON-RPC (a JSON-RPC error response, with the HTTP
+// status HTTP+JSON gives the error) and HTTP+JSON (the error's HTTP status
+// and A2A error body), never as an event stream, and a2a-go's clients
+// report it as an error (not as an empty stream);
 // gRPC answers a status error. SubscribeToTask of a finished task is
 // UnsupportedOperationError on every transport (JSON-RPC -32004, HTTP 400
 // UNSUPPORTED_OPERATION, gRPC UNIMPLEMENTED per the spec's mapping
@@ -190,11 +193,37 @@ func TestStreamErrors(t *testing.T) {
 				t.Errorf("%s over %s: event stream %v for answer %+v; an error decided before the first event is a plain response", c.name, tr, got.Stream, got)
 			}
 			wantStatus := http.StatusOK
-			if tr == a2a.TransportProtocolHTTPJSON && got.Code != "ok" {
-				wantStatus, _ = strconv.Atoi(c.want[tr])
+			if got.Code != "ok" {
+				// JSON-RPC too: the status HTTP+JSON gives the error.
+				wantStatus, _ = strconv.Atoi(c.want[a2a.TransportProtocolHTTPJSON])
 			}
 			if got.Status != wantStatus {
 				t.Errorf("%s over %s: HTTP status %d, want %d", c.name, tr, got.Status, wantStatus)
+			}
+		}
+	}
+	// a2a-go's own clients see these errors as errors, not as an empty
+	// stream that ended cleanly (its JSON-RPC client reads any 200 answer
+	// as an event stream: hence the error status of the plain answer).
+	for _, tr := range transports {
+		for _, c := range []struct {
+			name string
+			id   a2a.TaskID
+			want error // nil: any error
+		}{{"missing", missing, a2a.ErrTaskNotFound}, {"finished", finished, a2a.ErrUnsupportedOperation}} {
+			var err error
+			n := 0
+			for _, e := range h.clients[tr].SubscribeToTask(asCallers(t.Context(), "alice"), &a2a.SubscribeToTaskRequest{ID: c.id}) {
+				n++
+				if err = e; err != nil {
+					break
+				}
+			}
+			switch {
+			case err == nil:
+				t.Errorf("a2a-go client over %s: SubscribeToTask of a %s task: %d events and no error", tr, c.name, n)
+			case tr == a2a.TransportProtocolHTTPJSON && !errors.Is(err, c.want):
+				t.Errorf("a2a-go client over %s: SubscribeToTask of a %s task: %v, want %v", tr, c.name, err, c.want)
 			}
 		}
 	}
