@@ -47,9 +47,11 @@ type ServeLimits struct {
 	MaxHeaderBytes int
 	// ReadTimeout is how long a client may take to send an HTTP request's
 	// headers, and then again its body (a slower client gets 408 and its
-	// connection closed at once: the rest of its body is not read), to complete a gRPC connection's handshake, and
-	// for a gRPC call to deliver its request message, counted from the
-	// call's start (GRPCServer). Default DefaultReadTimeout (10 s).
+	// connection closed at once: the rest of its body is not read), to
+	// complete a gRPC connection's handshake, and for a gRPC call to
+	// deliver its request message, counted from the call's start
+	// (GRPCServer: then the call is canceled and its connection closed).
+	// Default DefaultReadTimeout (10 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of an HTTP response: a client that
 	// stops reading is cut once a write has waited this long. Default

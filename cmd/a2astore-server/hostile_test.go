@@ -250,15 +250,7 @@ func callerPairs(callers []string) []string {
 // Server-Sent Event.
 func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, body []byte, callers []string) answer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, verb, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for _, c := range callers {
-		req.Header.Add(callerHeader, c)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := doAs(t, ctx, verb, u, body, callers)
 	if err != nil && ctx.Err() != nil {
 		return answer{Code: "open", Message: "no answer within the bound"}
 	}
@@ -288,6 +280,21 @@ func (h *hostile) httpAnswer(t *testing.T, ctx context.Context, verb, u string, 
 		return answer{Code: strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(payload))}
 	}
 	return answer{Code: "ok"}
+}
+
+// doAs sends one JSON request carrying the identity header once per
+// caller.
+func doAs(t *testing.T, ctx context.Context, verb, u string, body []byte, callers []string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, verb, u, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, c := range callers {
+		req.Header.Add(callerHeader, c)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // firstPayload reads the first answer of an HTTP response: its body, or

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,15 +56,7 @@ func (h *hostile) streamCall(t *testing.T, tr a2a.TransportProtocol, method stri
 	default:
 		return h.grpcStreamCall(t, ctx, method, id, parts, callers)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for _, c := range callers {
-		req.Header.Add(callerHeader, c)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := doAs(t, ctx, http.MethodPost, u, body, callers)
 	if err != nil {
 		t.Fatalf("%s %s: %v", tr, method, err)
 	}
