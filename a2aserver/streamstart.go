@@ -100,6 +100,7 @@ func (s *streamStart) Flush() {
 		return
 	}
 	s.release()
+	s.started = true // a flush sends the header, held or not
 	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
