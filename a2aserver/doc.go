@@ -55,7 +55,14 @@
 //
 //   - TaskGuard, a call interceptor that makes every method naming a task
 //     answer exactly as for a missing task when the store's policy denies
-//     it (a2a-go reaches running tasks without asking the store);
+//     it (a2a-go reaches running tasks without asking the store), and
+//     SubscribeToTask of a finished task UnsupportedOperationError (W6);
+//   - StreamErrorsCompat, which answers a streaming call whose first event
+//     would be an error with a plain error response — HTTP status and A2A
+//     error body, or a JSON-RPC error response — instead of a 200 event
+//     stream holding it (W7);
+//   - GRPCErrorCodes, the gRPC status codes of the A2A v1.0 error table
+//     where a2a-go answers others (UnsupportedOperation: UNIMPLEMENTED);
 //   - ContentGuard, a call interceptor that answers invalid params to a
 //     message a2a-go would accept but its gRPC binding cannot serve;
 //   - HeaderIdentity, the caller identity from a request header trusted as
@@ -64,8 +71,9 @@
 //   - ServeLimits, request size and timeouts for HTTP (without cutting
 //     Server-Sent Event streams), a connection cap per listener, and the
 //     gRPC server (GRPCServer: its options, a deadline on each call's
-//     request, and a GracefulStop that does not wait for calls still
-//     receiving it);
+//     request that closes the call's connection when it passes, and a
+//     GracefulStop that does not wait for calls still receiving it); a
+//     slow HTTP body gets 408 and its connection closed at once;
 //   - LogHandler, which cuts client-chosen strings in log lines and keeps
 //     client-caused outcomes out of the error log;
 //   - Executions, which lets shutdown wait for the agent executions a2a-go

@@ -3,11 +3,13 @@ package a2aserver
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 )
@@ -30,9 +32,14 @@ import (
 // in a unary interceptor, which runs once grpc-go has the message and the
 // end of the stream, and in a stream interceptor, when the handler's
 // first RecvMsg returns. A call still waiting when the timer fires is
-// canceled (the client gets CANCELLED); GracefulStop cancels every such
-// call at once, refuses new ones (UNAVAILABLE) and then waits only for
-// the calls whose handlers run.
+// canceled and its connection closed, as an HTTP connection is after a
+// slow body's 408: a client that opened a call on it and dribbles its
+// message would otherwise keep the connection, and its slot of MaxConns,
+// by opening the next call (other calls on that connection end too,
+// UNAVAILABLE). The connection is found by the call's peer addresses
+// among the connections Serve accepted, so serve through GRPCServer.Serve.
+// GracefulStop cancels every such call at once, refuses new ones
+// (UNAVAILABLE) and then waits only for the calls whose handlers run.
 //
 // What it does not bound: a call that has its request and whose response
 // the client reads slowly or never (a server stream blocks on HTTP/2 flow
@@ -51,6 +58,13 @@ func (l ServeLimits) GRPCServer(opts ...grpc.ServerOption) *GRPCServer {
 	l.EnsureDefaults()
 	calls := newGRPCCalls(l.ReadTimeout)
 	return &GRPCServer{Server: grpc.NewServer(append(l.grpcOptions(calls), opts...)...), calls: calls}
+}
+
+// Serve serves ln as grpc.Server.Serve does, keeping track of the
+// connections it accepts so that a call whose request does not arrive
+// in time can close its connection.
+func (s *GRPCServer) Serve(ln net.Listener) error {
+	return s.Server.Serve(&trackingListener{Listener: ln, calls: s.calls})
 }
 
 // GracefulStop cancels the calls still waiting for their request, refuses
@@ -74,13 +88,93 @@ var (
 	errDraining       = errors.New("a2aserver: gRPC server stopping")
 )
 
-// grpcCalls tracks the calls of one server that wait for their request.
+// grpcCalls tracks the calls of one server that wait for their request,
+// and the connections Serve accepted.
 type grpcCalls struct {
 	timeout time.Duration
 	mu      struct {
 		sync.Mutex
 		waiting  map[*waitingCall]struct{}
 		draining bool
+		conns    map[connAddrs]map[*trackedConn]struct{}
+	}
+}
+
+// connAddrs identifies a connection by its two ends, as a call's peer
+// (google.golang.org/grpc/peer) names them.
+type connAddrs struct{ local, remote string }
+
+func addrsOf(local, remote net.Addr) connAddrs {
+	if local == nil || remote == nil {
+		return connAddrs{} // shared by every such connection: never closed by address
+	}
+	return connAddrs{local.Network() + " " + local.String(), remote.Network() + " " + remote.String()}
+}
+
+// trackingListener records the connections it accepts in calls until
+// they close.
+type trackingListener struct {
+	net.Listener
+	calls *grpcCalls
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, calls: l.calls, addrs: addrsOf(c.LocalAddr(), c.RemoteAddr())}
+	l.calls.mu.Lock()
+	set := l.calls.mu.conns[tc.addrs]
+	if set == nil {
+		set = make(map[*trackedConn]struct{}, 1)
+		l.calls.mu.conns[tc.addrs] = set
+	}
+	set[tc] = struct{}{}
+	l.calls.mu.Unlock()
+	return tc, nil
+}
+
+// trackedConn leaves the record when it closes.
+type trackedConn struct {
+	net.Conn
+	calls *grpcCalls
+	addrs connAddrs
+	once  sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.calls.mu.Lock()
+		set := c.calls.mu.conns[c.addrs]
+		delete(set, c)
+		if len(set) == 0 {
+			delete(c.calls.mu.conns, c.addrs)
+		}
+		c.calls.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// closeConnOf closes the connection of the call whose context is ctx, if
+// Serve accepted it and no other open connection has the same addresses
+// (Unix sockets, for one, leave the client's end unnamed): then only the
+// call is canceled.
+func (c *grpcCalls) closeConnOf(ctx context.Context) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	var conn *trackedConn
+	if set := c.mu.conns[addrsOf(p.LocalAddr, p.Addr)]; len(set) == 1 {
+		for tc := range set {
+			conn = tc
+		}
+	}
+	c.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
 	}
 }
 
@@ -96,6 +190,7 @@ type waitingCallKey struct{}
 func newGRPCCalls(timeout time.Duration) *grpcCalls {
 	c := &grpcCalls{timeout: timeout}
 	c.mu.waiting = make(map[*waitingCall]struct{})
+	c.mu.conns = make(map[connAddrs]map[*trackedConn]struct{})
 	return c
 }
 
@@ -118,7 +213,10 @@ func (c *grpcCalls) opened(ctx context.Context, _ *tap.Info) (context.Context, e
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &waitingCall{cancel: cancel}
-	w.timer = time.AfterFunc(c.timeout, func() { cancel(errRequestTimeout) })
+	w.timer = time.AfterFunc(c.timeout, func() {
+		cancel(errRequestTimeout)
+		c.closeConnOf(ctx)
+	})
 	c.mu.waiting[w] = struct{}{}
 	// However the call ends, it waits no more.
 	context.AfterFunc(ctx, func() { c.received(w) })

@@ -39,12 +39,23 @@ import (
 // checked here: a2a-go loads them (a2asrv.ReferencedTasksLoader) through
 // the same store, which does not return inaccessible tasks.
 //
+// SubscribeToTask of a task in a terminal state (completed, failed,
+// canceled, rejected) is answered with A2A's UnsupportedOperationError
+// (W6; JSON-RPC -32004, HTTP 400 with reason UNSUPPORTED_OPERATION, gRPC
+// UNIMPLEMENTED through GRPCErrorCodes): a client that resubscribes after a
+// disconnect learns that the task finished, not that it is missing.
+// a2a-go v2.3.1 asks only its execution manager, which answers task not
+// found ("no active execution") for a finished task; the guard decides
+// from the task it read, and again after a2a-go answered not found for a
+// task that finished between the guard's read and a2a-go's subscription.
+//
 // The guard also rejects a GetTask historyLength below 0 with invalid
 // params on every transport (W3), as the engine does for ListTasks; a2a-go
 // treats it as "all history" and its gRPC binding drops it (see
 // GRPCRequestValidator).
 //
-// Costs: one store read per guarded call (GetTask reads the task twice).
+// Costs: one store read per guarded call (GetTask reads the task twice; a
+// SubscribeToTask that a2a-go answers not found, once more).
 func TaskGuard(store taskstore.Store) a2asrv.CallInterceptor {
 	return taskGuard{store: store}
 }
@@ -58,6 +69,14 @@ type taskGuard struct {
 // the message the TaskStore adapter gives a missing task.
 var errTaskNotFound = a2a.NewError(a2a.ErrTaskNotFound, msgTaskNotFound)
 
+// errTerminalTask is the guard's answer to SubscribeToTask of a task in a
+// terminal state (W6).
+var errTerminalTask = a2a.NewError(a2a.ErrUnsupportedOperation, "task is in a terminal state: nothing to subscribe to")
+
+// subscribedKey is the context key under which Before leaves the ID of
+// the task a SubscribeToTask names, for After.
+type subscribedKey struct{}
+
 // Before implements a2asrv.CallInterceptor.
 func (g taskGuard) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
 	if r, ok := req.Payload.(*a2a.GetTaskRequest); ok && r != nil && r.HistoryLength != nil && *r.HistoryLength < 0 {
@@ -67,13 +86,40 @@ func (g taskGuard) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asr
 	if id == "" {
 		return ctx, nil, nil // nothing named, or a2a-go rejects the empty ID itself
 	}
-	if _, err := g.store.Get(ctx, id); err != nil {
+	stored, err := g.store.Get(ctx, id)
+	if err != nil {
 		if errors.Is(err, a2a.ErrTaskNotFound) {
 			return ctx, nil, errTaskNotFound
 		}
 		return ctx, nil, err
 	}
+	if _, ok := req.Payload.(*a2a.SubscribeToTaskRequest); ok {
+		if stored.Task.Status.State.Terminal() {
+			return ctx, nil, errTerminalTask
+		}
+		ctx = context.WithValue(ctx, subscribedKey{}, id)
+	}
 	return ctx, nil, nil
+}
+
+// After implements a2asrv.CallInterceptor: a SubscribeToTask that a2a-go
+// answers not found for a task the guard could read is answered again
+// from the task as it is now (W6): finished, or gone.
+func (g taskGuard) After(ctx context.Context, _ *a2asrv.CallContext, resp *a2asrv.Response) error {
+	id, ok := ctx.Value(subscribedKey{}).(a2a.TaskID)
+	if !ok || !errors.Is(resp.Err, a2a.ErrTaskNotFound) {
+		return nil
+	}
+	stored, err := g.store.Get(ctx, id)
+	switch {
+	case err == nil && stored.Task.Status.State.Terminal():
+		resp.Err = errTerminalTask
+	case err == nil || errors.Is(err, a2a.ErrTaskNotFound):
+		resp.Err = errTaskNotFound
+	default:
+		resp.Err = err
+	}
+	return nil
 }
 
 // namedTask returns the ID of the existing task a request acts on, or "".

@@ -29,7 +29,9 @@ import (
 // A request without the header (or with an empty one) keeps whatever user
 // earlier middleware set. With Required, when that leaves no authenticated,
 // named user, it is rejected with a2a.ErrUnauthenticated (HTTP 401,
-// JSON-RPC -31401, gRPC UNAUTHENTICATED).
+// JSON-RPC -31401, gRPC UNAUTHENTICATED). -31401 is a2a-go's code: the
+// A2A v1.0 specification's error table (§5.4) has no unauthenticated
+// entry, and §3.3.2 leaves JSON-RPC to "a custom error".
 // Set Required whenever the store applies a policy that needs an identity,
 // so an anonymous caller learns that it must authenticate instead of
 // getting an empty list or an invalid-params error.

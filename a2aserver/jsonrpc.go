@@ -101,9 +101,11 @@ type jsonrpcErrorResponse struct {
 	} `json:"error"`
 }
 
-// writeInvalidParams answers a JSON-RPC request with -32602, in the form
-// a2a-go uses for the method: a JSON body, or one Server-Sent Event for
-// the streaming methods. The request's ID is echoed byte for byte.
+// writeInvalidParams answers a JSON-RPC request with -32602 as a plain
+// JSON-RPC error response, also for the streaming methods: the error is
+// decided before any event (W7). For those the HTTP status is 400, as
+// StreamErrorsCompat answers (see there why not 200). The request's ID is
+// echoed byte for byte.
 func writeInvalidParams(w http.ResponseWriter, id json.RawMessage, streaming bool) {
 	r := jsonrpcErrorResponse{JSONRPC: "2.0", ID: id}
 	if len(id) == 0 {
@@ -111,15 +113,9 @@ func writeInvalidParams(w http.ResponseWriter, id json.RawMessage, streaming boo
 	}
 	r.Error.Code, r.Error.Message = -32602, msgInvalidParams
 	resp, _ := json.Marshal(r)
-	if !streaming {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(resp, '\n'))
-		return
+	w.Header().Set("Content-Type", "application/json")
+	if streaming {
+		w.WriteHeader(jsonrpcHTTPStatus(r.Error.Code))
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte("data: "))
-	_, _ = w.Write(resp)
-	_, _ = w.Write([]byte("\n\n"))
+	_, _ = w.Write(append(resp, '\n'))
 }

@@ -13,15 +13,17 @@ import (
 	"github.com/a2astore/a2astore/engine/memstore"
 )
 
-// TestJSONRPCParamsCompat (W3): params that are JSON but not a valid
+// TestJSONRPCParamsCompat (W3, W7): params that are JSON but not a valid
 // request are -32602 with a fixed message on every method, never -32700
-// and never quoting the value; the request ID is echoed; valid requests
-// and requests that are not JSON at all go to a2a-go unchanged.
+// and never quoting the value, as a plain JSON-RPC error response also for
+// the streaming methods; the request ID is echoed; valid requests and
+// requests that are not JSON at all go to a2a-go unchanged.
 func TestJSONRPCParamsCompat(t *testing.T) {
 	h := a2asrv.NewHandler(newHeldAgent(), a2asrv.WithTaskStore(TaskStore(memstore.New(memstore.Options{}))))
 	srv := httptest.NewServer(JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(h)))
 	defer srv.Close()
 
+	var status int // of the last call
 	call := func(body string) (string, map[string]any) {
 		t.Helper()
 		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
@@ -29,8 +31,12 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		status = resp.StatusCode
 		raw, _ := io.ReadAll(resp.Body)
-		text := strings.TrimPrefix(strings.TrimSpace(string(raw)), "data: ")
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q; invalid params, streaming methods included, are a plain JSON-RPC error response (W7)", body, ct)
+		}
+		text := strings.TrimSpace(string(raw))
 		var out map[string]any
 		if err := json.Unmarshal([]byte(text), &out); err != nil {
 			t.Fatalf("%s: response %q is not JSON-RPC: %v", body, raw, err)
@@ -52,6 +58,11 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 		raw, out := call(`{"jsonrpc":"2.0","id":12345678901234567890,"method":"` + c.method + `","params":` + c.params + `}`)
 		if code(out) != -32602 {
 			t.Errorf("%s %s: %s, want -32602", c.method, c.params, raw)
+		}
+		// A streaming method's plain error is 400, so that a2a-go's
+		// client, which reads any 200 as an event stream, sees an error.
+		if want := map[bool]int{false: http.StatusOK, true: http.StatusBadRequest}[strings.Contains(c.method, "Stream") || strings.HasPrefix(c.method, "Subscribe")]; status != want {
+			t.Errorf("%s: HTTP status %d, want %d", c.method, status, want)
 		}
 		if strings.Contains(raw, c.secret) {
 			t.Errorf("%s: the response quotes the client's value: %s", c.method, raw)

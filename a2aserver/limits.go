@@ -47,9 +47,11 @@ type ServeLimits struct {
 	MaxHeaderBytes int
 	// ReadTimeout is how long a client may take to send an HTTP request's
 	// headers, and then again its body (a slower client gets 408 and its
-	// connection closed), to complete a gRPC connection's handshake, and
-	// for a gRPC call to deliver its request message, counted from the
-	// call's start (GRPCServer). Default DefaultReadTimeout (10 s).
+	// connection closed at once: the rest of its body is not read), to
+	// complete a gRPC connection's handshake, and for a gRPC call to
+	// deliver its request message, counted from the call's start
+	// (GRPCServer: then the call is canceled and its connection closed).
+	// Default DefaultReadTimeout (10 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of an HTTP response: a client that
 	// stops reading is cut once a write has waited this long. Default
@@ -159,13 +161,13 @@ func (l ServeLimits) Handler(h http.Handler) http.Handler {
 		// must not cut this one.
 		_ = rc.SetWriteDeadline(time.Time{})
 		if r.ContentLength > l.MaxBodyBytes {
-			reject(w, http.StatusRequestEntityTooLarge)
+			reject(w, rc, http.StatusRequestEntityTooLarge)
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			body, status := l.readBody(w, r, rc)
 			if status != 0 {
-				reject(w, status)
+				reject(w, rc, status)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -182,9 +184,11 @@ func (l ServeLimits) Handler(h http.Handler) http.Handler {
 // length is never allocated ahead of the body, so a client that sends
 // only request heads, each declaring MaxBodyBytes, costs no body buffer.
 // Growing by doubling allocates at most about twice what was received.
+//
+// On success the read deadline is cleared for the handler (a2a-go's
+// streams outlive it); on failure it stays past (see reject).
 func (l ServeLimits) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, int) {
 	_ = rc.SetReadDeadline(time.Now().Add(l.ReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, l.MaxBodyBytes)
 	limit := l.MaxBodyBytes + 1
 	if r.ContentLength >= 0 {
@@ -196,6 +200,7 @@ func (l ServeLimits) readBody(w http.ResponseWriter, r *http.Request, rc *http.R
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:
+		_ = rc.SetReadDeadline(time.Time{})
 		return buf, 0
 	case errors.As(err, &tooLarge):
 		return nil, http.StatusRequestEntityTooLarge
@@ -228,11 +233,20 @@ func readAll(r io.Reader, max int64) ([]byte, error) {
 }
 
 // reject answers a request whose body was not (wholly) read and closes the
-// connection, so the rest of the body is never read either.
-func reject(w http.ResponseWriter, status int) {
+// connection, so the rest of the body is never read either: the read
+// deadline is set in the past, because net/http, after the handler, reads
+// up to 256 KiB of an unread body before closing — and without a deadline
+// a client dribbling that body (one byte every few seconds) would keep the
+// connection, and its slot of MaxConns, for as long as it likes after its
+// 408.
+func reject(w http.ResponseWriter, rc *http.ResponseController, status int) {
+	_ = rc.SetReadDeadline(pastDeadline)
 	w.Header().Set("Connection", "close")
 	http.Error(w, http.StatusText(status), status)
 }
+
+// pastDeadline is a deadline that has passed: reads fail at once.
+var pastDeadline = time.Unix(1, 0)
 
 // deadlineWriter sets a write deadline before each write of the response,
 // so a write that a client does not read is cut after the timeout while

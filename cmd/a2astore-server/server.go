@@ -161,11 +161,13 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
-	mux.Handle(jsonrpcPath, a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler)))
-	mux.Handle("/", a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))
+	// StreamErrorsCompat: a stream whose first event is an error answers
+	// it plainly (SPEC W7).
+	mux.Handle(jsonrpcPath, a2aserver.StreamErrorsCompat(a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler))))
+	mux.Handle("/", a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler))))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))
+	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {

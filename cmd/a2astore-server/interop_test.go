@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// interopDir holds the JavaScript interop check (package.json, the
+// committed package-lock.json pinning @a2a-js/sdk, interop.mjs).
+var interopDir = filepath.Join("..", "..", "interop", "js")
+
+// interopBound bounds the node run.
+const interopBound = time.Minute
+
+// TestInteropJS runs the official A2A JavaScript SDK (interop/js) against
+// a staging server on loopback — owner policy, the caller identity in
+// X-A2astore-Caller, an agent that holds tasks whose message is "hold"
+// until they are canceled — over JSON-RPC, HTTP+JSON and gRPC: agent
+// card, sends, gets, traversals (also switching transport on every page),
+// filters, error codes (W3, W6, W7), cancel, subscribe, owner isolation.
+// It fails when the script reports a failed check. Without node or
+// without interop/js/node_modules (`cd interop/js && npm ci`) it skips,
+// and fails under CI=true.
+func TestInteropJS(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(interopDir, "node_modules", "@a2a-js", "sdk"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the JavaScript interop check needs node and interop/js/node_modules (npm ci): %v", err)
+		}
+		t.Skipf("no node or no interop/js/node_modules (cd interop/js && npm ci): %v", err)
+	}
+	release := make(chan struct{})
+	s := startServer(t, config{
+		Backend: "mem", Policy: "owner", CallerHeader: callerHeader,
+		Agent: agentConfig{StatusUpdates: 1, HistoryMessages: 1, beforeComplete: func(ctx context.Context, execCtx *a2asrv.ExecutorContext) {
+			if execCtx.Message == nil || len(execCtx.Message.Parts) == 0 || execCtx.Message.Parts[0].Text() != "hold" {
+				return
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}},
+	})
+	t.Cleanup(func() { close(release) }) // before the server's shutdown
+
+	ctx, cancel := context.WithTimeout(t.Context(), interopBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "interop.mjs")
+	cmd.Dir = interopDir
+	cmd.Env = append(os.Environ(), "A2A_URL="+s.httpBase, "A2A_CALLER_HEADER="+callerHeader)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node interop.mjs:\n%s", out)
+	if ctx.Err() != nil {
+		t.Fatalf("the interop check did not finish within %v", interopBound)
+	}
+	if err != nil {
+		t.Fatalf("the interop check failed: %v", err)
+	}
+}
