@@ -343,42 +343,36 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 	}
 }
 
-// Cancel cancels an accessible task.
+// Cancel cancels an accessible task, conditionally on the version checked
+// (A9; see writeChecked).
 func (d *Dispatcher) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	if err := d.access(ctx, id); err != nil {
-		return engine.Record{}, err
-	}
-	rec, err := d.store.Cancel(ctx, id)
-	return rec, notFound(err)
-}
-
-// AppendHistory appends a message to an accessible task.
-func (d *Dispatcher) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if err := engine.ValidateMessage(msg); err != nil {
-		return engine.Record{}, err
-	}
-	if err := d.access(ctx, id); err != nil {
-		return engine.Record{}, err
-	}
-	rec, err := d.store.AppendHistory(ctx, id, msg)
-	return rec, notFound(err)
-}
-
-// Delete deletes an accessible task.
-func (d *Dispatcher) Delete(ctx context.Context, id a2a.TaskID) error {
-	if err := d.access(ctx, id); err != nil {
-		return err
-	}
-	return notFound(d.store.Delete(ctx, id))
-}
-
-// access checks the caller may access id before a mutation.
-func (d *Dispatcher) access(ctx context.Context, id a2a.TaskID) error {
 	if d.open {
-		return nil
+		rec, err := d.store.Cancel(ctx, id)
+		return rec, notFound(err)
 	}
-	_, err := d.get(ctx, id)
-	return err
+	return d.CancelIf(ctx, id, 0)
+}
+
+// AppendHistory appends a message to an accessible task, conditionally on
+// the version checked (A9; see writeChecked).
+func (d *Dispatcher) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	if d.open {
+		if err := engine.ValidateMessage(msg); err != nil {
+			return engine.Record{}, err
+		}
+		rec, err := d.store.AppendHistory(ctx, id, msg)
+		return rec, notFound(err)
+	}
+	return d.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+// Delete deletes an accessible task, conditionally on the version checked
+// (A9; see writeChecked).
+func (d *Dispatcher) Delete(ctx context.Context, id a2a.TaskID) error {
+	if d.open {
+		return notFound(d.store.Delete(ctx, id))
+	}
+	return d.DeleteIf(ctx, id, 0)
 }
 
 // get reads a task and checks access: missing and inaccessible tasks give
