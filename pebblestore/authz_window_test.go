@@ -1,0 +1,29 @@
+package pebblestore
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/authz/authztest"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+)
+
+// TestAuthzWriteWindow: the dispatcher's Cancel, AppendHistory and Delete
+// act only on the version they checked (A9), on Pebble, whose conditional
+// writes compare the revision under the task's write lock.
+func TestAuthzWriteWindow(t *testing.T) {
+	authztest.RunWriteWindow(t, func(tb testing.TB) engine.Store {
+		s, err := Open("db", Options{FS: vfs.NewMem(), Logger: pebblelog.Quiet{}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				tb.Errorf("close: %v", err)
+			}
+		})
+		return s
+	})
+}
