@@ -25,8 +25,8 @@ const MaxWriteAttempts = 8
 // ErrWriteContention is the error of a Cancel, AppendHistory or Delete
 // whose task another writer changed between the check and the write on
 // each of MaxWriteAttempts attempts. Nothing was written. It is an
-// engine.ErrRevisionConflict under errors.Is (a2aserver answers it as a
-// concurrent modification), and the call may be retried. The caller could
+// engine.ErrRevisionConflict under errors.Is (a2aserver's adapter maps it
+// to a2a-go's concurrent modification), and the call may be retried. The caller could
 // access the task at the last check, so the error tells it nothing it could
 // not read.
 var ErrWriteContention = fmt.Errorf("authz: the task changed on every attempt to write it: %w", engine.ErrRevisionConflict)
