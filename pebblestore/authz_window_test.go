@@ -7,7 +7,6 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz/authztest"
-	"github.com/a2astore/a2astore/internal/pebblelog"
 )
 
 // TestAuthzWriteWindow: the dispatcher's Cancel, AppendHistory and Delete
@@ -15,15 +14,6 @@ import (
 // writes compare the revision under the task's write lock.
 func TestAuthzWriteWindow(t *testing.T) {
 	authztest.RunWriteWindow(t, func(tb testing.TB) engine.Store {
-		s, err := Open("db", Options{FS: vfs.NewMem(), Logger: pebblelog.Quiet{}})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				tb.Errorf("close: %v", err)
-			}
-		})
-		return s
+		return openTest(tb, vfs.NewMem(), "db", nil)
 	})
 }
