@@ -455,8 +455,10 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing task, the message already in the history (deduplicated,
-		// S3: return the current record), or a task at its maximum time.
+		// Missing task, another revision than the expected one (compared
+		// first: a conflict, no record), the message already in the
+		// history (deduplicated, S3: return the current record), or a
+		// task at its maximum time.
 		// This is a new statement, so it sees the append that won a
 		// concurrent race.
 		rec, err := s.get(ctx, "append history", id)
