@@ -20,6 +20,11 @@
 // owner per task and filters and counts lists by it (clauses O1–O6, written
 // out on OwnerStore, beside SPEC.md's).
 //
+// Conditional writes are an optional part too: a ConditionalStore's
+// CancelIf, AppendHistoryIf and DeleteIf act only on the revision the
+// caller read, as Replace does, which the authorization dispatcher needs
+// to write only the version it checked (SPEC A9).
+//
 // Clause ids (S1, T3, L7, …) refer to SPEC.md in the repository's shared
 // documentation; tests cite them by name.
 package engine

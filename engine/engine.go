@@ -129,6 +129,13 @@ type ListResponse struct {
 //
 // Returned tasks are copies (L9): mutating them never changes the store, and
 // a task passed in is never retained.
+//
+// Conditional writes: Replace takes the revision the caller read; a
+// ConditionalStore offers the same for Cancel, AppendHistory and Delete.
+// The authorization dispatcher (engine/authz) needs them so that a write
+// acts only on the version of the task it checked (SPEC A9): over a store
+// without them its Cancel, AppendHistory and Delete fail closed with
+// ErrConditionalUnsupported.
 type Store interface {
 	// Create stores a new task at revision 1 and time clock(). An existing
 	// ID fails with ErrAlreadyExists.

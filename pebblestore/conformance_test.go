@@ -12,20 +12,26 @@ import (
 
 var _ engine.Checker = (*Store)(nil)
 
+// openTest opens a store in dir on fs (nil: disk) with clock, closed at
+// tb's cleanup.
+func openTest(tb testing.TB, fs vfs.FS, dir string, clock engine.Clock) *Store {
+	s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
 func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 	storetest.Run(t, storetest.Harness{
 		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
 			fs, dir := open(tb)
-			s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: pebblelog.Quiet{}})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					tb.Errorf("close: %v", err)
-				}
-			})
-			return s
+			return openTest(tb, fs, dir, clock)
 		},
 		ClockInjection: true,
 		BinaryIDs:      true,

@@ -227,10 +227,15 @@ func (s *Store) mutate(op string, id a2a.TaskID, withBody bool, f func(old *curr
 
 // Cancel implements engine.Store.
 func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	return s.CancelIf(ctx, id, 0)
+}
+
+// CancelIf implements engine.ConditionalStore.
+func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) (engine.Record, error) {
 	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	return s.mutate("cancel", id, true, func(old *current) (engine.Record, error) {
+	return s.mutateIf("cancel", id, expectedRevision, true, func(old *current) (engine.Record, error) {
 		if old.rec.light.state.Terminal() {
 			return engine.Record{}, fmt.Errorf("pebblestore: cancel %q in state %s: %w", id, old.rec.light.state, engine.ErrNotCancelable)
 		}
@@ -250,13 +255,18 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 
 // AppendHistory implements engine.Store.
 func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	return s.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+// AppendHistoryIf implements engine.ConditionalStore.
+func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Message, expectedRevision int64) (engine.Record, error) {
 	if err := engine.ValidateID(id); err != nil {
 		return engine.Record{}, err
 	}
 	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
-	return s.mutate("append history", id, true, func(old *current) (engine.Record, error) {
+	return s.mutateIf("append history", id, expectedRevision, true, func(old *current) (engine.Record, error) {
 		t, err := decodeBody(old.body, id, old.rec.light.contextID)
 		if err != nil {
 			return engine.Record{}, err
@@ -280,10 +290,15 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 
 // Delete implements engine.Store.
 func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
+	return s.DeleteIf(ctx, id, 0)
+}
+
+// DeleteIf implements engine.ConditionalStore.
+func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) error {
 	if err := engine.ValidateID(id); err != nil {
 		return err
 	}
-	_, err := s.mutate("delete", id, false, func(old *current) (engine.Record, error) {
+	_, err := s.mutateIf("delete", id, expectedRevision, false, func(old *current) (engine.Record, error) {
 		b := s.db.NewBatch()
 		defer b.Close()
 		_ = b.Delete(recordKey(id), nil)

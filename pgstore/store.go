@@ -157,16 +157,16 @@ RETURNING ` + returningColumns,
   status_ts = ` + nextTime + `, status_ns = 0,
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND t.state NOT IN ` + terminalStatesSQL + ` AND ` + advanceable + `
+WHERE t.id = $1 AND ($2::bigint = 0 OR t.revision = $2) AND t.state NOT IN ` + terminalStatesSQL + ` AND ` + advanceable + `
 RETURNING ` + returningColumns,
-		stateOf: `SELECT state, ` + atMax + ` FROM ` + tbl + ` WHERE id = $1`,
+		stateOf: `SELECT state, revision, ` + atMax + ` FROM ` + tbl + ` WHERE id = $1`,
 		appendHistory: `UPDATE ` + tbl + ` t SET history = array_append(t.history, $2::bytea),
   msg_ids = array_append(t.msg_ids, $3::bytea),
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
-WHERE t.id = $1 AND NOT ($3::bytea = ANY (t.msg_ids)) AND ` + advanceable + `
+WHERE t.id = $1 AND ($4::bigint = 0 OR t.revision = $4) AND NOT ($3::bytea = ANY (t.msg_ids)) AND ` + advanceable + `
 RETURNING ` + returningColumns,
-		delete: `DELETE FROM ` + tbl + ` WHERE id = $1`,
+		delete: `DELETE FROM ` + tbl + ` WHERE id = $1 AND ($2::bigint = 0 OR revision = $2)`,
 	}
 }
 
@@ -380,23 +380,31 @@ func (s *Store) writeError(ctx context.Context, op string, err error) error {
 
 // Cancel implements engine.Store.
 func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	if err := validateID(id); err != nil {
+	return s.CancelIf(ctx, id, 0)
+}
+
+// CancelIf implements engine.ConditionalStore.
+func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) (engine.Record, error) {
+	if err := validateConditional(id, expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
 	var x row
 	err := retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id)))
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id), expectedRevision))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		var state string
+		var rev int64
 		var full bool
-		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state, &full)
+		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state, &rev, &full)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return engine.ErrNotFound
 		case err != nil:
 			return err
+		case expectedRevision != 0 && rev != expectedRevision:
+			return engine.ErrRevisionConflict
 		case full && !a2a.TaskState(state).Terminal():
 			return errTimeAtMax
 		}
@@ -412,10 +420,18 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 
 // AppendHistory implements engine.Store.
 func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	return s.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+// AppendHistoryIf implements engine.ConditionalStore.
+func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Message, expectedRevision int64) (engine.Record, error) {
 	if err := validateID(id); err != nil {
 		return engine.Record{}, err
 	}
 	if err := s.limits.ValidateMessage(msg); err != nil {
+		return engine.Record{}, err
+	}
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
 	b, err := taskcodec.EncodeMessage(msg)
@@ -428,7 +444,7 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 	var rec engine.Record
 	err = retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID)))
+			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID), expectedRevision))
 			if err != nil {
 				return err
 			}
@@ -439,11 +455,16 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing task, the message already in the history (deduplicated,
-		// S3: return the current record), or a task at its maximum time.
+		// Missing task, another revision than the expected one (compared
+		// first: a conflict, no record), the message already in the
+		// history (deduplicated, S3: return the current record), or a
+		// task at its maximum time.
 		// This is a new statement, so it sees the append that won a
 		// concurrent race.
 		rec, err := s.get(ctx, "append history", id)
+		if err == nil && expectedRevision != 0 && rec.Revision != expectedRevision {
+			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", engine.ErrRevisionConflict)
+		}
 		if err == nil && rec.Cursor.UpdatedAt == math.MaxInt64 &&
 			!slices.ContainsFunc(rec.Task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msg.ID }) {
 			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", errTimeAtMax)
@@ -461,12 +482,17 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 
 // Delete implements engine.Store.
 func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
-	if err := validateID(id); err != nil {
+	return s.DeleteIf(ctx, id, 0)
+}
+
+// DeleteIf implements engine.ConditionalStore.
+func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) error {
+	if err := validateConditional(id, expectedRevision); err != nil {
 		return err
 	}
 	var n int64
 	err := retry(ctx, func() error {
-		tag, err := s.pool.Exec(ctx, s.sql.delete, string(id))
+		tag, err := s.pool.Exec(ctx, s.sql.delete, string(id), expectedRevision)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -474,7 +500,7 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 		return translate(ctx, "delete", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("pgstore: delete: %w", engine.ErrNotFound)
+		return s.deleteMissed(ctx, id, expectedRevision)
 	}
 	return nil
 }

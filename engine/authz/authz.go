@@ -185,17 +185,30 @@ var errOwnersUnsupported = fmt.Errorf("authz: %w", engine.ErrOwnersUnsupported)
 // with engine.ErrOwnersUnsupported (run the conformance suite's owner
 // clauses against the store itself, or a dispatcher over an OwnerStore).
 //
-// Point operations look the task up and check access before mutating it.
-// Replace is made conditional on the revision that was checked, so it never
-// overwrites content the caller was not allowed to see. An unconditional
-// Replace (expectedRevision 0) whose task changed in between checks the new
-// version and tries again, for as long as other writers keep changing the
-// task or until ctx ends: it never fails with ErrRevisionConflict. Cancel,
-// AppendHistory and Delete have no revision condition in the Store
-// interface: a change of access between their check and their write (for
-// example a concurrent Replace that moves the task out of the caller's
-// scope) can let that one write through. Decisions by owner alone
-// (OwnerPolicy) have no such window: no mutation changes an owner (O2).
+// Point operations look the task up and check access before mutating it,
+// and the mutation acts only on the version that was checked (A9): Replace
+// is made conditional on the checked revision; Cancel, AppendHistory and
+// Delete use the store's conditional writes (engine.ConditionalStore:
+// CancelIf, AppendHistoryIf, DeleteIf) on it. When another writer changed
+// the task between the check and the write (a concurrent Replace that moves
+// it out of the caller's scope, say), the write changes nothing and the
+// dispatcher reads and checks the new version: a task the caller can no
+// longer access is then not found (A6). An unconditional Replace
+// (expectedRevision 0) retries for as long as other writers keep changing
+// the task or until ctx ends: it never fails with ErrRevisionConflict.
+// Cancel, AppendHistory and Delete retry at most MaxWriteAttempts times,
+// then fail with ErrWriteContention, and stop when ctx ends. Over a store
+// without conditional writes they fail closed with
+// engine.ErrConditionalUnsupported (under AllowAll, which checks nothing,
+// they pass straight through). The dispatcher is an engine.ConditionalStore
+// itself: CancelIf, AppendHistoryIf and DeleteIf add the caller's own
+// revision condition to the checked write.
+//
+// A revision names a version of one incarnation of a task: a task deleted
+// and created again under the same ID between the check and the write
+// starts over at revision 1 (S7), so a check of revision 1 of the old task
+// matches the new one. Only writers of that very ID can do this, and with
+// unguessable task IDs (a2a.NewTaskID) only those who could access it.
 //
 // Create of an ID that exists but is invisible to the caller still fails
 // with engine.ErrAlreadyExists: IDs are global, and hiding the conflict would
@@ -343,42 +356,36 @@ func (d *Dispatcher) Replace(ctx context.Context, task *a2a.Task, expectedRevisi
 	}
 }
 
-// Cancel cancels an accessible task.
+// Cancel cancels an accessible task, conditionally on the version checked
+// (A9; see writeChecked).
 func (d *Dispatcher) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	if err := d.access(ctx, id); err != nil {
-		return engine.Record{}, err
-	}
-	rec, err := d.store.Cancel(ctx, id)
-	return rec, notFound(err)
-}
-
-// AppendHistory appends a message to an accessible task.
-func (d *Dispatcher) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	if err := engine.ValidateMessage(msg); err != nil {
-		return engine.Record{}, err
-	}
-	if err := d.access(ctx, id); err != nil {
-		return engine.Record{}, err
-	}
-	rec, err := d.store.AppendHistory(ctx, id, msg)
-	return rec, notFound(err)
-}
-
-// Delete deletes an accessible task.
-func (d *Dispatcher) Delete(ctx context.Context, id a2a.TaskID) error {
-	if err := d.access(ctx, id); err != nil {
-		return err
-	}
-	return notFound(d.store.Delete(ctx, id))
-}
-
-// access checks the caller may access id before a mutation.
-func (d *Dispatcher) access(ctx context.Context, id a2a.TaskID) error {
 	if d.open {
-		return nil
+		rec, err := d.store.Cancel(ctx, id)
+		return rec, notFound(err)
 	}
-	_, err := d.get(ctx, id)
-	return err
+	return d.CancelIf(ctx, id, 0)
+}
+
+// AppendHistory appends a message to an accessible task, conditionally on
+// the version checked (A9; see writeChecked).
+func (d *Dispatcher) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	if d.open {
+		if err := engine.ValidateMessage(msg); err != nil {
+			return engine.Record{}, err
+		}
+		rec, err := d.store.AppendHistory(ctx, id, msg)
+		return rec, notFound(err)
+	}
+	return d.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+// Delete deletes an accessible task, conditionally on the version checked
+// (A9; see writeChecked).
+func (d *Dispatcher) Delete(ctx context.Context, id a2a.TaskID) error {
+	if d.open {
+		return notFound(d.store.Delete(ctx, id))
+	}
+	return d.DeleteIf(ctx, id, 0)
 }
 
 // get reads a task and checks access: missing and inaccessible tasks give

@@ -26,6 +26,15 @@
 //     are re-checked and returned.
 //   - Get, Cancel, Replace, AppendHistory and Delete of a task the caller
 //     cannot access fail with the very error a missing task gets (A6).
+//   - A write acts only on the version of the task it checked (A9): Replace
+//     on the checked revision, Cancel, AppendHistory and Delete through the
+//     store's conditional writes (engine.ConditionalStore). A task another
+//     writer changed in between is checked again (at most MaxWriteAttempts
+//     times for Cancel, AppendHistory and Delete, then ErrWriteContention;
+//     until ctx ends), so a caller never changes a task that was
+//     inaccessible to it at the moment of the write. Over a store without
+//     conditional writes these three fail closed
+//     (engine.ErrConditionalUnsupported).
 //   - A store that returns TaskCursors missing or misaligned with Tasks makes
 //     List fail closed with ErrInternal and no tasks (A7); so do TaskOwners
 //     missing, misaligned or of another owner when the dispatcher needs
@@ -85,7 +94,8 @@
 // store); it exists for tests and single-tenant servers.
 //
 // The Dispatcher forwards Close (io.Closer) and CheckInvariants
-// (engine.Checker) to the store it wraps, so a caller holding only the
+// (engine.Checker) to the store it wraps, offers the conditional writes
+// (engine.ConditionalStore) with access checked, so a caller holding only the
 // dispatcher can release the store, and the conformance suite checks the
 // store's invariants through it.
 package authz

@@ -343,11 +343,16 @@ func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
 // unless edit reports no change (then the current record is returned and
 // nothing changes, S3). edit receives the time the mutation will have.
 // Decoding and encoding run outside the lock; if another writer got there
-// first, modify starts over on the new content.
-func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
+// first, modify starts over on the new content. A nonzero expected is the
+// revision the task must have (engine.ConditionalStore), compared before
+// edit runs.
+func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
 	for {
 		e, rec, c, err := s.read(id)
 		if err != nil {
+			return engine.Record{}, err
+		}
+		if err := checkRevision(rec.Revision, expected); err != nil {
 			return engine.Record{}, err
 		}
 		cur, err := decoded(rec, c)
@@ -383,7 +388,15 @@ func (s *Store) modify(id a2a.TaskID, edit func(t *a2a.Task, at int64) (changed 
 
 // Cancel moves a non-terminal task to canceled (S9).
 func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	return s.modify(id, func(t *a2a.Task, at int64) (bool, error) {
+	return s.CancelIf(ctx, id, 0)
+}
+
+// CancelIf implements engine.ConditionalStore.
+func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) (engine.Record, error) {
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
+	return s.modify(id, expectedRevision, func(t *a2a.Task, at int64) (bool, error) {
 		if t.Status.State.Terminal() {
 			return false, fmt.Errorf("memstore: cancel: %w", engine.ErrNotCancelable)
 		}
@@ -395,10 +408,18 @@ func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error
 
 // AppendHistory appends msg unless its ID is already in the history (S3).
 func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	return s.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+// AppendHistoryIf implements engine.ConditionalStore.
+func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Message, expectedRevision int64) (engine.Record, error) {
 	if err := s.limits.ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
-	return s.modify(id, func(t *a2a.Task, _ int64) (bool, error) {
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
+	return s.modify(id, expectedRevision, func(t *a2a.Task, _ int64) (bool, error) {
 		for _, m := range t.History {
 			if m != nil && m.ID == msg.ID {
 				return false, nil
@@ -411,10 +432,21 @@ func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Messa
 
 // Delete removes a task (S9).
 func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
+	return s.DeleteIf(ctx, id, 0)
+}
+
+// DeleteIf implements engine.ConditionalStore.
+func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) error {
+	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.findLocked(id)
 	if err != nil {
+		return err
+	}
+	if err := checkRevision(e.revision, expectedRevision); err != nil {
 		return err
 	}
 	s.unindexLocked(e)

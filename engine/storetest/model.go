@@ -66,7 +66,10 @@ func newEntry(t *a2a.Task, owner string, at, rev int64) (*modelEntry, error) {
 	return e, nil
 }
 
-var _ engine.OwnerStore = (*model)(nil)
+var (
+	_ engine.OwnerStore       = (*model)(nil)
+	_ engine.ConditionalStore = (*model)(nil)
+)
 
 func newModel(clock engine.Clock, binary bool) *model {
 	if clock == nil {
@@ -167,6 +170,27 @@ func (m *model) findLocked(op string, id a2a.TaskID) (*modelEntry, error) {
 	return e, nil
 }
 
+// findAtLocked returns id's entry when it is at revision expected (0: any):
+// ErrNotFound when missing, else ErrRevisionConflict at another revision,
+// before anything else is decided (engine.ConditionalStore).
+// REQUIRES: m.mu held.
+func (m *model) findAtLocked(op string, id a2a.TaskID, expected int64) (*modelEntry, error) {
+	e, err := m.findLocked(op, id)
+	if err == nil && expected != 0 && expected != e.rev {
+		return nil, fmt.Errorf("model: %s: revision %d, expected %d: %w", op, e.rev, expected, engine.ErrRevisionConflict)
+	}
+	return e, err
+}
+
+// validExpected rejects a negative expected revision, before the task is
+// looked up (S7).
+func validExpected(rev int64) error {
+	if rev < 0 {
+		return fmt.Errorf("model: negative expected revision: %w", engine.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // now is the clock reading; below 0 counts as 0 (S5).
 func (m *model) now() int64 { return max(m.clock(), 0) }
 
@@ -231,25 +255,29 @@ func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) 
 	if err := m.validate(t); err != nil {
 		return engine.Record{}, err
 	}
-	if expectedRevision < 0 { // S7: bad input, before the task is looked up
-		return engine.Record{}, fmt.Errorf("model: negative expected revision: %w", engine.ErrInvalidArgument)
+	if err := validExpected(expectedRevision); err != nil { // S7: bad input, before the task is looked up
+		return engine.Record{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.findLocked("replace", t.ID)
+	e, err := m.findAtLocked("replace", t.ID, expectedRevision)
 	if err != nil {
 		return engine.Record{}, err
-	}
-	if expectedRevision != 0 && expectedRevision != e.rev {
-		return engine.Record{}, fmt.Errorf("model: replace: %w", engine.ErrRevisionConflict)
 	}
 	return m.updateLocked(e, t, nil)
 }
 
-func (m *model) Cancel(_ context.Context, id a2a.TaskID) (engine.Record, error) {
+func (m *model) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	return m.CancelIf(ctx, id, 0)
+}
+
+func (m *model) CancelIf(_ context.Context, id a2a.TaskID, expectedRevision int64) (engine.Record, error) {
+	if err := validExpected(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.findLocked("cancel", id)
+	e, err := m.findAtLocked("cancel", id, expectedRevision)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -263,16 +291,23 @@ func (m *model) Cancel(_ context.Context, id a2a.TaskID) (engine.Record, error) 
 	})
 }
 
-func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+func (m *model) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
+	return m.AppendHistoryIf(ctx, id, msg, 0)
+}
+
+func (m *model) AppendHistoryIf(_ context.Context, id a2a.TaskID, msg *a2a.Message, expectedRevision int64) (engine.Record, error) {
 	if msg == nil || msg.ID == "" {
 		return engine.Record{}, errModelInvalid
 	}
 	if err := (engine.Limits{}).ValidateMessage(msg); err != nil {
 		return engine.Record{}, err
 	}
+	if err := validExpected(expectedRevision); err != nil {
+		return engine.Record{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.findLocked("append", id)
+	e, err := m.findAtLocked("append", id, expectedRevision)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -289,10 +324,17 @@ func (m *model) AppendHistory(_ context.Context, id a2a.TaskID, msg *a2a.Message
 	return m.updateLocked(e, t, nil)
 }
 
-func (m *model) Delete(_ context.Context, id a2a.TaskID) error {
+func (m *model) Delete(ctx context.Context, id a2a.TaskID) error {
+	return m.DeleteIf(ctx, id, 0)
+}
+
+func (m *model) DeleteIf(_ context.Context, id a2a.TaskID, expectedRevision int64) error {
+	if err := validExpected(expectedRevision); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, err := m.findLocked("delete", id)
+	e, err := m.findAtLocked("delete", id, expectedRevision)
 	if err != nil {
 		return err
 	}

@@ -205,25 +205,51 @@ func (r *randomRun) replace() error {
 	} else {
 		tk = r.randTask(id)
 	}
-	exp := int64(0)
-	if rev := r.m.revision(id); rev > 0 {
-		switch r.rng.IntN(5) {
-		case 0, 1:
-			exp = rev
-		case 2:
-			exp = rev + 1 + r.rng.Int64N(2)
-		}
-	} else if r.rng.IntN(2) == 0 {
-		exp = 1
-	}
+	exp := r.randExpected(id)
 	r.note("Replace(%q, rev %d) state %s ctx %q", string(id), exp, tk.Status.State, tk.ContextID)
 	return r.mutation("Replace", id, false,
 		func() (engine.Record, error) { return r.e.s.Replace(r.e.ctx, tk, exp) },
 		func() (engine.Record, error) { return r.m.Replace(r.e.ctx, tk, exp) })
 }
 
+// randExpected draws an expected revision for a conditional write of id:
+// none (0), the current one, or one the task is not at.
+func (r *randomRun) randExpected(id a2a.TaskID) int64 {
+	if rev := r.m.revision(id); rev > 0 {
+		switch r.rng.IntN(5) {
+		case 0, 1:
+			return rev
+		case 2:
+			return rev + 1 + r.rng.Int64N(2)
+		case 3:
+			if rev > 1 {
+				return rev - 1
+			}
+		}
+	} else if r.rng.IntN(2) == 0 {
+		return 1
+	}
+	return 0
+}
+
+// conditional reports whether the next Cancel, AppendHistory or Delete is
+// a conditional one (half of them, on an engine.ConditionalStore), and on
+// which revision.
+func (r *randomRun) conditional(id a2a.TaskID) (int64, bool) {
+	if r.e.c == nil || r.rng.IntN(2) == 0 {
+		return 0, false
+	}
+	return r.randExpected(id), true
+}
+
 func (r *randomRun) cancel() error {
 	id := r.pickID()
+	if exp, ok := r.conditional(id); ok {
+		r.note("CancelIf(%q, rev %d)", string(id), exp)
+		return r.mutation("Cancel", id, false,
+			func() (engine.Record, error) { return r.e.c.CancelIf(r.e.ctx, id, exp) },
+			func() (engine.Record, error) { return r.m.CancelIf(r.e.ctx, id, exp) })
+	}
 	r.note("Cancel(%q)", string(id))
 	return r.mutation("Cancel", id, false,
 		func() (engine.Record, error) { return r.e.s.Cancel(r.e.ctx, id) },
@@ -238,6 +264,12 @@ func (r *randomRun) appendHistory() error {
 	if cur := r.m.get(id); cur != nil && len(cur.History) > 0 && r.rng.IntN(3) == 0 {
 		msg.ID = cur.History[r.rng.IntN(len(cur.History))].ID // duplicate, other content
 	}
+	if exp, ok := r.conditional(id); ok {
+		r.note("AppendHistoryIf(%q, %q, rev %d)", string(id), msg.ID, exp)
+		return r.mutation("AppendHistory", id, false,
+			func() (engine.Record, error) { return r.e.c.AppendHistoryIf(r.e.ctx, id, msg, exp) },
+			func() (engine.Record, error) { return r.m.AppendHistoryIf(r.e.ctx, id, msg, exp) })
+	}
 	r.note("AppendHistory(%q, %q)", string(id), msg.ID)
 	return r.mutation("AppendHistory", id, false,
 		func() (engine.Record, error) { return r.e.s.AppendHistory(r.e.ctx, id, msg) },
@@ -246,9 +278,16 @@ func (r *randomRun) appendHistory() error {
 
 func (r *randomRun) delete() error {
 	id := r.pickID()
-	r.note("Delete(%q)", string(id))
-	gerr := r.e.s.Delete(r.e.ctx, id)
-	werr := r.m.Delete(r.e.ctx, id)
+	var gerr, werr error
+	if exp, ok := r.conditional(id); ok {
+		r.note("DeleteIf(%q, rev %d)", string(id), exp)
+		gerr = r.e.c.DeleteIf(r.e.ctx, id, exp)
+		werr = r.m.DeleteIf(r.e.ctx, id, exp)
+	} else {
+		r.note("Delete(%q)", string(id))
+		gerr = r.e.s.Delete(r.e.ctx, id)
+		werr = r.m.Delete(r.e.ctx, id)
+	}
 	if !sameClass(gerr, werr) {
 		return fmt.Errorf("Delete(%q): error %v, model says %v", string(id), gerr, werr)
 	}

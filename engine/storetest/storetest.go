@@ -81,6 +81,7 @@ type clause struct {
 	name   string
 	clock  bool // needs Harness.ClockInjection
 	owners bool // needs an engine.OwnerStore
+	cond   bool // needs an engine.ConditionalStore
 	fn     func(t testing.TB, e *env)
 }
 
@@ -94,6 +95,9 @@ func (c *clause) run(t testing.TB, h Harness) {
 	if c.owners && e.o == nil {
 		t.Skipf("%T is not an engine.OwnerStore: owner clause skipped", e.s)
 	}
+	if c.cond && e.c == nil {
+		t.Skipf("%T is not an engine.ConditionalStore: conditional-write clause skipped", e.s)
+	}
 	c.fn(t, e)
 }
 
@@ -101,7 +105,9 @@ func (c *clause) run(t testing.TB, h Harness) {
 // written on engine.OwnerStore), which run only on an OwnerStore. The tests
 // live in files by topic: clauses_time.go (S1, S2, S4–S6),
 // clauses_writes.go (S3, S7–S9), clauses_tokens.go (T), clauses_listing.go
-// (L), clauses_limits.go (engine.Limits), clauses_owners.go (O), random.go and concurrent.go.
+// (L), clauses_limits.go (engine.Limits), clauses_owners.go (O),
+// clauses_conditional.go (If: engine.ConditionalStore, run only on one),
+// random.go and concurrent.go.
 var clauses = []clause{
 	{name: "S1-S2/time-advances", fn: testTimeAdvances},
 	{name: "S3/rejected-writes", fn: testRejectedWrites},
@@ -153,6 +159,15 @@ var clauses = []clause{
 	{name: "O3-T7/owner-tokens", owners: true, fn: testOwnerTokens},
 	{name: "O5/task-owners", owners: true, fn: testTaskOwners},
 
+	{name: "If/match", cond: true, fn: testIfMatch},
+	{name: "If/mismatch", cond: true, fn: testIfMismatch},
+	{name: "If/missing", cond: true, fn: testIfMissing},
+	{name: "If/invalid", cond: true, fn: testIfInvalid},
+	{name: "If-S3/append-dedup", cond: true, fn: testIfAppendDedup},
+	{name: "If-S3/cancel-terminal", cond: true, fn: testIfCancelTerminal},
+	{name: "If-S5/max-time", cond: true, clock: true, fn: testIfMaxTime},
+	{name: "If/race", cond: true, fn: testIfRace},
+
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
 }
@@ -161,8 +176,9 @@ var clauses = []clause{
 type env struct {
 	h     Harness
 	s     engine.Store
-	o     engine.OwnerStore // s, when it records owners; else nil
-	clock *ManualClock      // nil without ClockInjection
+	o     engine.OwnerStore       // s, when it records owners; else nil
+	c     engine.ConditionalStore // s, when it has conditional writes; else nil
+	clock *ManualClock            // nil without ClockInjection
 	ctx   context.Context
 }
 
@@ -182,6 +198,7 @@ func newEnv(t testing.TB, h Harness) *env {
 		t.Fatal("storetest: Harness.Open returned nil")
 	}
 	e.o, _ = e.s.(engine.OwnerStore)
+	e.c, _ = e.s.(engine.ConditionalStore)
 	if c, ok := e.s.(Checker); ok {
 		t.Cleanup(func() {
 			if err := c.CheckInvariants(); err != nil {

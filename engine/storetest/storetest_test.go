@@ -474,6 +474,10 @@ func TestSuiteCatchesBugs(t *testing.T) {
 			[]string{"O3/isolation", "O3-T7/owner-tokens", "model/random"}},
 		{"no-task-owners", wrap(true, func(m *model) engine.Store { return noTaskOwners{m} }),
 			[]string{"O5/task-owners", "O1-O3/empty-owner", "model/random"}},
+		{"ignore-revision", wrap(true, func(m *model) engine.Store { return ignoreRevision{m} }),
+			[]string{"If/mismatch", "If-S3/append-dedup", "If-S3/cancel-terminal", "If-S5/max-time", "If/race", "model/random"}},
+		{"condition-last", wrap(true, func(m *model) engine.Store { return conditionLast{m} }),
+			[]string{"If-S3/append-dedup", "If-S3/cancel-terminal"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
