@@ -129,6 +129,9 @@ type Cluster struct {
 	stats   Stats
 	closed  chan struct{}
 	closeMu sync.Once
+	// workClosed stops the work loop (StopWork) before Close.
+	workClosed chan struct{}
+	workOnce   sync.Once
 
 	listener *listener
 	rescuer  *rescuer
@@ -159,7 +162,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Cluster, error
 	if err := install(ctx, pool, opts.Schema); err != nil {
 		return nil, err
 	}
-	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), closed: make(chan struct{})}
+	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), closed: make(chan struct{}), workClosed: make(chan struct{})}
 	c.events = newEventManager(c)
 	c.work = newWorkQueue(c)
 	c.queue = workqueue.NewPullQueue(c.work, &workqueue.PullQueueConfig{
@@ -199,6 +202,7 @@ func (c *Cluster) QueueDepth(ctx context.Context) (waiting, running int64, err e
 // the process exits first) and wakes every reader with
 // eventqueue.ErrQueueClosed. It does not close the pool.
 func (c *Cluster) Close() error {
+	c.StopWork()
 	c.closeMu.Do(func() {
 		close(c.closed)
 		c.listener.Stop()
@@ -206,6 +210,13 @@ func (c *Cluster) Close() error {
 		c.cleaner.Stop()
 	})
 	return nil
+}
+
+// StopWork stops claiming work: the instance's work loop ends (executions
+// in progress run on) while its readers go on delivering events. A server
+// shutting down calls it first, then Close once its calls have drained.
+func (c *Cluster) StopWork() {
+	c.workOnce.Do(func() { close(c.workClosed) })
 }
 
 // ExecutionsRunning counts the executions this instance holds a lease for.

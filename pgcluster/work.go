@@ -79,7 +79,7 @@ func (q *workQueue) Read(ctx context.Context) (workqueue.Message, error) {
 	defer poll.Stop()
 	for {
 		select {
-		case <-q.c.closed:
+		case <-q.c.workClosed:
 			return nil, workqueue.ErrQueueClosed
 		default:
 		}
@@ -88,7 +88,7 @@ func (q *workQueue) Read(ctx context.Context) (workqueue.Message, error) {
 			return m, err
 		}
 		select {
-		case <-q.c.closed:
+		case <-q.c.workClosed:
 			return nil, workqueue.ErrQueueClosed
 		case <-ctx.Done():
 			return nil, ctx.Err()
