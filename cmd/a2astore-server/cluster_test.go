@@ -395,3 +395,46 @@ func TestClusterOwnerPolicy(t *testing.T) {
 		}
 	}
 }
+
+// K6 across processes: PostgreSQL restarts while a task executes. The
+// acknowledged task still ends (taken over or finished with a reason, not
+// left WORKING), and both servers go on: a task sent afterwards completes
+// and a subscriber on the other server gets every step (its notification
+// connection came back).
+func TestClusterDatabaseRestart(t *testing.T) {
+	const steps = 3
+	f := startCluster(t, []string{"a", "b"}, "-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps),
+		"-artifact-bytes", "0", "-think-time", "200ms")
+	ctx := t.Context()
+	a := f.servers[0].client(t, a2a.TransportProtocolJSONRPC)
+	id := sendReturning(t, ctx, a)
+	f.executing(t, id)
+	pgtest.Restart(t)
+	waitUntil(t, "the task to end after the restart", func() bool {
+		got, err := a.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		return err == nil && got.Status.State.Terminal()
+	})
+	got, err := a.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.State != a2a.TaskStateCompleted && (got.Status.State != a2a.TaskStateFailed || got.Status.Message == nil) {
+		t.Fatalf("task %q after the restart (message %v): want completed, or failed with a reason", got.Status.State, got.Status.Message)
+	}
+	t.Logf("task running across the restart ended %q (execution item %+v)", got.Status.State, f.lease(t, id))
+
+	var id2 a2a.TaskID
+	waitUntil(t, "a SendMessage to succeed after the restart", func() bool {
+		res, err := a.SendMessage(ctx, &a2a.SendMessageRequest{
+			Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi")),
+			Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
+		})
+		if err == nil {
+			id2 = res.(*a2a.Task).ID
+		}
+		return err == nil
+	})
+	_, other := f.executing(t, id2)
+	events := collect(t, "subscribe on "+other.name, other.client(t, a2a.TransportProtocolGRPC).SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id2}))
+	checkSteps(t, "subscribe on "+other.name+" after the restart", events, steps)
+}
