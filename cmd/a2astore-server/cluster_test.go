@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/loadgen/load"
 	"github.com/a2astore/a2astore/pgcluster"
 )
 
@@ -437,4 +438,30 @@ func TestClusterDatabaseRestart(t *testing.T) {
 	_, other := f.executing(t, id2)
 	events := collect(t, "subscribe on "+other.name, other.client(t, a2a.TransportProtocolGRPC).SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id2}))
 	checkSteps(t, "subscribe on "+other.name+" after the restart", events, steps)
+}
+
+// K1 under load: loadgen spreads its calls over two -cluster servers
+// (-target http://a,http://b: each call on the next server, so SendMessage,
+// GetTask, CancelTask and the pages of one traversal alternate), with its
+// L7 checks live across them: 0 violations.
+func TestClusterLoadgen(t *testing.T) {
+	f := startCluster(t, []string{"a", "b"})
+	res, err := load.Run(t.Context(), load.Config{
+		Target: f.servers[0].base + "," + f.servers[1].base, Transport: "jsonrpc", Workload: "traversal-under-churn",
+		Concurrency: 4, Ops: 400, Initial: 40, PageSize: 10, Seed: 22,
+	})
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Traversals == 0 {
+		t.Fatal("no traversal checked")
+	}
+	var ops int64
+	for _, st := range res.Ops {
+		ops += st.Count
+	}
+	t.Logf("%d operations over two servers, %d traversals checked", ops, res.Traversals)
 }
