@@ -56,6 +56,11 @@ type Options struct {
 	CleanInterval time.Duration
 	// Logger receives the cluster's warnings. Default slog.Default().
 	Logger *slog.Logger
+	// ObserveDelivery, when set, is called for each event a reader of this
+	// instance delivers, with the time from the event's insert (the
+	// database clock) to its delivery here: the event delivery latency
+	// across instances. Default none.
+	ObserveDelivery func(time.Duration)
 }
 
 // Defaults of Options.

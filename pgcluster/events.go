@@ -139,13 +139,19 @@ func (w *writer) Write(ctx context.Context, msg *eventqueue.Message) error {
 // Close implements eventqueue.Writer.
 func (w *writer) Close() error { return nil }
 
+// stored is an event read from the table and when it was inserted.
+type stored struct {
+	msg *eventqueue.Message
+	at  time.Time
+}
+
 // reader is an eventqueue.Reader of one task.
 type reader struct {
 	m       *eventManager
 	taskID  a2a.TaskID
 	cursor  int64                 // last seq read
 	version taskstore.TaskVersion // last version delivered
-	buf     []*eventqueue.Message
+	buf     []stored
 	wake    chan struct{}
 	closed  chan struct{}
 	once    sync.Once
@@ -171,7 +177,7 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 	}()
 	for {
 		for len(r.buf) > 0 {
-			msg := r.buf[0]
+			msg, at := r.buf[0].msg, r.buf[0].at
 			r.buf = r.buf[1:]
 			if msg.TaskVersion != taskstore.TaskVersionMissing {
 				if msg.TaskVersion <= r.version {
@@ -180,6 +186,9 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 				r.version = msg.TaskVersion
 			}
 			r.m.c.stats.Events.Add(1)
+			if observe := r.m.c.opts.ObserveDelivery; observe != nil {
+				observe(time.Since(at))
+			}
 			return msg, nil
 		}
 		select {
@@ -227,8 +236,9 @@ func (r *reader) fetch(ctx context.Context) (int, error) {
 			seq, version int64
 			protocol     string
 			body         []byte
+			at           time.Time
 		)
-		if err := rows.Scan(&seq, &version, &protocol, &body); err != nil {
+		if err := rows.Scan(&seq, &version, &protocol, &body, &at); err != nil {
 			return n, fmt.Errorf("pgcluster: read events: %w", err)
 		}
 		r.cursor = seq
@@ -236,7 +246,10 @@ func (r *reader) fetch(ctx context.Context) (int, error) {
 		if err := json.Unmarshal(body, &sr); err != nil {
 			return n, fmt.Errorf("pgcluster: decode event %d of task: %w", seq, err)
 		}
-		r.buf = append(r.buf, &eventqueue.Message{Event: sr.Event, TaskVersion: taskstore.TaskVersion(version), Protocol: a2a.ProtocolVersion(protocol)})
+		r.buf = append(r.buf, stored{
+			msg: &eventqueue.Message{Event: sr.Event, TaskVersion: taskstore.TaskVersion(version), Protocol: a2a.ProtocolVersion(protocol)},
+			at:  at,
+		})
 		n++
 	}
 	if err := rows.Err(); err != nil {

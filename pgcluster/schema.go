@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_events (
 	protocol   text        NOT NULL DEFAULT '',
 	final      boolean     NOT NULL,
 	event      jsonb       NOT NULL,
-	created_at timestamptz NOT NULL DEFAULT now(),
+	created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 	PRIMARY KEY (task_id, seq)
 );
 CREATE INDEX IF NOT EXISTS a2a_cluster_events_final
@@ -130,7 +130,7 @@ func newStatements(schema string) statements {
 				ON CONFLICT DO NOTHING RETURNING seq)
 			SELECT seq, pg_notify($6, $7) FROM ins`),
 		lastSeq: q(`SELECT coalesce(max(seq), 0) FROM {s}.a2a_cluster_events WHERE task_id = $1`),
-		readEvents: q(`SELECT seq, version, protocol, event FROM {s}.a2a_cluster_events
+		readEvents: q(`SELECT seq, version, protocol, event, created_at FROM {s}.a2a_cluster_events
 			WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT 100`),
 		cleanWork: q(`DELETE FROM {s}.a2a_cluster_work WHERE id IN (SELECT id FROM {s}.a2a_cluster_work
 			WHERE state = 'done' AND finished_at < now() - $1::interval ORDER BY finished_at LIMIT $2)`),

@@ -11,9 +11,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/a2astore/a2astore/a2aserver"
+	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/internal/backends"
 	"github.com/a2astore/a2astore/pgcluster"
 )
@@ -48,19 +48,22 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 		return nil, errClusterBackend
 	}
 	cc := s.cfg.Cluster
+	var c *pgcluster.Cluster
+	metrics := storemetrics.NewClusterCollector("pg", func() storemetrics.ClusterStats { return clusterStats(c) })
 	c, err := pgcluster.New(ctx, pooled.Pool(), pgcluster.Options{
-		Instance:     cc.Instance,
-		TaskStore:    a2aserver.TaskStore(b.Store), // unscoped: the cluster's own bookkeeping
-		LeaseTimeout: cc.Lease,
-		Retention:    cc.Retention,
-		PollInterval: cc.Poll,
-		Logger:       s.cfg.Logger,
+		Instance:        cc.Instance,
+		TaskStore:       a2aserver.TaskStore(b.Store), // unscoped: the cluster's own bookkeeping
+		LeaseTimeout:    cc.Lease,
+		Retention:       cc.Retention,
+		PollInterval:    cc.Poll,
+		Logger:          s.cfg.Logger,
+		ObserveDelivery: metrics.ObserveDelivery,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	s.cluster = c
-	s.registry.MustRegister(clusterCollector{c})
+	s.registry.MustRegister(metrics)
 	s.cfg.Logger.Info("cluster mode", "instance", c.Instance(), "lease", cc.Lease, "retention", cc.Retention)
 	return a2asrv.WithClusterMode(a2asrv.ClusterConfig{
 		QueueManager: c.QueueManager(),
@@ -69,51 +72,25 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 	}), nil
 }
 
-// Metrics of cluster mode.
-var (
-	clusterQueueDepth = prometheus.NewDesc("a2astore_cluster_work_items", "Open cluster work items by state (waiting, running).", []string{"state"}, nil)
-	clusterRunning    = prometheus.NewDesc("a2astore_cluster_executions_running", "Executions this instance holds a lease for.", nil, nil)
-	clusterCounters   = []struct {
-		desc *prometheus.Desc
-		get  func(*pgcluster.Stats) int64
-	}{
-		{prometheus.NewDesc("a2astore_cluster_claims_total", "Work items this instance claimed.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Claimed.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_takeovers_total", "Expired leases (work of dead instances) this instance returned to the queue.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Takeovers.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_retries_total", "Failed work items this instance returned for another attempt.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Retries.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_gave_up_total", "Work items given up after their last attempt (executions: task finished as FAILED).", nil, nil), func(s *pgcluster.Stats) int64 { return s.GaveUp.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_canceled_executions_total", "Executions on this instance stopped by a CancelTask on any instance.", nil, nil), func(s *pgcluster.Stats) int64 { return s.CanceledHere.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_events_delivered_total", "Events this instance's subscribers received.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Events.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_notifications_total", "Notifications this instance's listener received.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Notifications.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_listener_reconnects_total", "Times the notification connection was re-established.", nil, nil), func(s *pgcluster.Stats) int64 { return s.Reconnects.Load() }},
-		{prometheus.NewDesc("a2astore_cluster_cleaned_rows_total", "Rows the retention cleaner deleted (events and work items).", nil, nil), func(s *pgcluster.Stats) int64 {
-			return s.CleanedEvents.Load() + s.CleanedWorkItems.Load()
-		}},
-	}
-)
-
-// clusterCollector exposes a pgcluster's counters and queue depth.
-type clusterCollector struct{ c *pgcluster.Cluster }
-
-func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- clusterQueueDepth
-	ch <- clusterRunning
-	for _, m := range clusterCounters {
-		ch <- m.desc
-	}
-}
-
-func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
+// clusterStats reads c's counters and queue depth for the collector.
+func clusterStats(c *pgcluster.Cluster) storemetrics.ClusterStats {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if waiting, running, err := cc.c.QueueDepth(ctx); err == nil {
-		ch <- prometheus.MustNewConstMetric(clusterQueueDepth, prometheus.GaugeValue, float64(waiting), "waiting")
-		ch <- prometheus.MustNewConstMetric(clusterQueueDepth, prometheus.GaugeValue, float64(running), "running")
+	st := c.Stats()
+	s := storemetrics.ClusterStats{
+		ExecutionsRunning:  int64(c.ExecutionsRunning()),
+		Claims:             st.Claimed.Load(),
+		Takeovers:          st.Takeovers.Load(),
+		Retries:            st.Retries.Load(),
+		GaveUp:             st.GaveUp.Load(),
+		CanceledExecutions: st.CanceledHere.Load(),
+		EventsDelivered:    st.Events.Load(),
+		Notifications:      st.Notifications.Load(),
+		ListenerReconnects: st.Reconnects.Load(),
+		CleanedRows:        st.CleanedEvents.Load() + st.CleanedWorkItems.Load(),
 	}
-	ch <- prometheus.MustNewConstMetric(clusterRunning, prometheus.GaugeValue, float64(cc.c.ExecutionsRunning()))
-	st := cc.c.Stats()
-	for _, m := range clusterCounters {
-		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.get(st)))
-	}
+	s.WorkWaiting, s.WorkRunning, _ = c.QueueDepth(ctx) // zero when the database does not answer
+	return s
 }
 
 // closeListeners closes what listen bound, for a newServer that fails
