@@ -3,7 +3,6 @@ package pgcluster
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // cleanBatch bounds the rows one cleaner statement deletes.
@@ -29,18 +28,7 @@ func newCleaner(c *Cluster) *cleaner {
 func (cl *cleaner) Start() { cl.start(cl.loop) }
 
 func (cl *cleaner) loop(ctx context.Context) {
-	t := time.NewTicker(cl.c.opts.CleanInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := cl.clean(ctx); err != nil && ctx.Err() == nil {
-			cl.c.opts.Logger.Warn("pgcluster: cleaning failed", "error", err)
-		}
-	}
+	every(ctx, cl.c.opts.CleanInterval, cl.c.opts.Logger, "cleaning", cl.clean)
 }
 
 // clean runs one pass: batches until a batch comes back short.

@@ -33,18 +33,7 @@ func (r *rescuer) Start() { r.start(r.loop) }
 func (r *rescuer) interval() time.Duration { return max(r.c.opts.LeaseTimeout/4, 10*time.Millisecond) }
 
 func (r *rescuer) loop(ctx context.Context) {
-	t := time.NewTicker(r.interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := r.rescue(ctx); err != nil && ctx.Err() == nil {
-			r.c.opts.Logger.Warn("pgcluster: lease rescue failed", "error", err)
-		}
-	}
+	every(ctx, r.interval(), r.c.opts.Logger, "lease rescue", r.rescue)
 }
 
 // rescue runs one pass.

@@ -2,7 +2,9 @@ package pgcluster
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 )
 
 // service is the start/stop lifecycle every background service of the
@@ -42,4 +44,21 @@ func (s *service) Stop() {
 			<-s.done
 		}
 	})
+}
+
+// every is the loop of a periodic service: pass every interval until ctx
+// ends, logging a failed pass (what names it) and going on.
+func every(ctx context.Context, interval time.Duration, log *slog.Logger, what string, pass func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := pass(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("pgcluster: "+what+" failed", "error", err)
+		}
+	}
 }

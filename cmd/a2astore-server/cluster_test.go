@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,18 +63,8 @@ func startCluster(t *testing.T, names []string, args ...string) *clusterFixture 
 	wg.Wait()
 	t.Cleanup(func() {
 		for _, s := range f.servers {
-			if s == nil || s.killed {
-				continue
-			}
-			_ = s.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case err := <-s.done:
-				if err != nil {
-					t.Errorf("server %s: %v\n%s", s.name, err, s.logs())
-				}
-			case <-time.After(time.Minute):
-				_ = s.cmd.Process.Kill()
-				t.Errorf("server %s did not stop within a minute", s.name)
+			if s != nil && !s.killed {
+				s.stopCleanly(t)
 			}
 		}
 	})
@@ -201,6 +190,12 @@ func checkSteps(t *testing.T, who string, events []a2a.Event, steps int) {
 	}
 }
 
+// stepArgs are the server flags of an agent that goes through steps
+// working updates, "step N" each, think apart, without artifact.
+func stepArgs(steps int, think string) []string {
+	return []string{"-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps), "-artifact-bytes", "0", "-think-time", think}
+}
+
 // collect reads a stream to its end.
 func collect(t *testing.T, who string, seq func(yield func(a2a.Event, error) bool)) []a2a.Event {
 	t.Helper()
@@ -220,8 +215,7 @@ func collect(t *testing.T, who string, seq func(yield func(a2a.Event, error) boo
 // resubscription on the other server, which continues without gap.
 func TestClusterSubscribeAcrossServers(t *testing.T) {
 	const steps = 4
-	f := startCluster(t, []string{"a", "b"}, "-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps),
-		"-artifact-bytes", "0", "-think-time", "150ms")
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "150ms")...)
 	ctx := t.Context()
 	a := f.servers[0].client(t, a2a.TransportProtocolJSONRPC)
 
@@ -290,8 +284,7 @@ func TestClusterCancelAcrossServers(t *testing.T) {
 // completes it.
 func TestClusterKillExecutingServer(t *testing.T) {
 	const steps = 3
-	f := startCluster(t, []string{"a", "b"}, "-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps),
-		"-artifact-bytes", "0", "-think-time", "200ms")
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "200ms")...)
 	ctx := t.Context()
 	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
 	executor, survivor := f.executing(t, id)
@@ -316,8 +309,10 @@ func TestClusterKillExecutingServer(t *testing.T) {
 	if got.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("task %q after takeover", got.Status.State)
 	}
-	l := f.lease(t, id)
-	if l.Owner != survivor.name || l.Attempt != 2 || l.State != "done" {
+	// The item is done just after the task's last write.
+	var l pgcluster.Lease
+	waitUntil(t, "the execution item to be done", func() bool { l = f.lease(t, id); return l.State == "done" })
+	if l.Owner != survivor.name || l.Attempt != 2 {
 		t.Fatalf("execution item %+v, want done by %s on attempt 2", l, survivor.name)
 	}
 	t.Logf("killed %s; %s completed the task %v later (lease 1s, %d steps of 200ms)", executor.name, survivor.name, elapsed.Round(time.Millisecond), steps)
@@ -329,8 +324,7 @@ func TestClusterKillExecutingServer(t *testing.T) {
 // safety-net poll is an hour).
 func TestClusterListenerTerminated(t *testing.T) {
 	const steps = 4
-	f := startCluster(t, []string{"a", "b"}, "-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps),
-		"-artifact-bytes", "0", "-think-time", "150ms")
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "150ms")...)
 	ctx := t.Context()
 	admin, err := pgxpool.New(ctx, pgtest.AdminDSN(t))
 	if err != nil {
@@ -404,8 +398,7 @@ func TestClusterOwnerPolicy(t *testing.T) {
 // connection came back).
 func TestClusterDatabaseRestart(t *testing.T) {
 	const steps = 3
-	f := startCluster(t, []string{"a", "b"}, "-status-updates", fmt.Sprint(steps), "-history-messages", fmt.Sprint(steps),
-		"-artifact-bytes", "0", "-think-time", "200ms")
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "200ms")...)
 	ctx := t.Context()
 	a := f.servers[0].client(t, a2a.TransportProtocolJSONRPC)
 	id := sendReturning(t, ctx, a)

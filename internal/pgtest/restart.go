@@ -31,14 +31,8 @@ func Restart(tb testing.TB) {
 }
 
 func (c *cluster) restart() error {
-	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := c.halt(); err != nil {
 		return err
-	}
-	select {
-	case <-c.exited:
-	case <-time.After(time.Minute):
-		c.kill()
-		return errors.New("postgres did not stop within a minute; killed")
 	}
 	bin, err := binDir()
 	if err != nil {
@@ -49,4 +43,19 @@ func (c *cluster) restart() error {
 		return err
 	}
 	return c.start(bin, filepath.Join(c.dir, "data"), cred)
+}
+
+// halt stops the server with a fast shutdown (SIGINT), killing it when it
+// has not stopped within a minute.
+func (c *cluster) halt() error {
+	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		return err
+	}
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(time.Minute):
+		c.kill()
+		return errors.New("postgres did not stop within a minute; killed")
+	}
 }
