@@ -458,3 +458,15 @@ func TestClusterLoadgen(t *testing.T) {
 	}
 	t.Logf("%d operations over two servers, %d traversals checked", ops, res.Traversals)
 }
+
+// -cluster runs only on the pg backend: on any other the server refuses
+// to start with a clear error and binds nothing.
+func TestClusterNeedsPG(t *testing.T) {
+	for _, backend := range []string{"mem", "pebble"} {
+		cfg := config{Backend: backend, PebbleDir: t.TempDir(), Cluster: clusterConfig{Enabled: true},
+			HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}
+		if _, err := newServer(t.Context(), cfg); !errors.Is(err, errClusterBackend) {
+			t.Errorf("-cluster -backend %s: %v, want %v", backend, err, errClusterBackend)
+		}
+	}
+}
