@@ -12,6 +12,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -568,8 +569,8 @@ func TestListenerReconnect(t *testing.T) {
 	}
 }
 
-// K6: the cleaner drops finished work items and the events of ended tasks
-// older than the retention window, and keeps the rest.
+// K6: the cleaner drops finished work items, and the events and push
+// configs of ended tasks, older than the retention window, and keeps the rest.
 func TestCleaner(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Retention = time.Hour
@@ -590,6 +591,11 @@ func TestCleaner(t *testing.T) {
 	q := func(sql string) {
 		t.Helper()
 		if _, err := a.pool.Exec(ctx, fmt.Sprintf(sql, h.schema)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range []a2a.TaskID{"ended", "running"} {
+		if _, err := a.cluster.PushConfigs().Save(ctx, task, &a2a.PushConfig{URL: "https://hook.example/"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -617,7 +623,63 @@ func TestCleaner(t *testing.T) {
 	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id IN ('new', 'open')`); n != 2 {
 		t.Errorf("%d recent or open work items left, want 2", n)
 	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'ended'`); n != 0 {
+		t.Errorf("push config of the ended task left")
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'running'`); n != 1 {
+		t.Errorf("push config of the running task gone")
+	}
 	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id = 'old'`); n != 0 {
 		t.Errorf("old finished work item left")
+	}
+}
+
+// The push-config store is shared: a config saved through one instance is
+// read, listed and deleted through the other; a config without a valid
+// endpoint is refused and stores nothing.
+func TestPushConfigsAcrossInstances(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
+	ctx := t.Context()
+	pa, pb := a.cluster.PushConfigs(), b.cluster.PushConfigs()
+	saved, err := pa.Save(ctx, "t1", &a2a.PushConfig{URL: "https://hook.example/a", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.ID == "" || saved.TaskID != "t1" {
+		t.Fatalf("saved %+v: want an ID and the task", saved)
+	}
+	got, err := pb.Get(ctx, "t1", saved.ID)
+	if err != nil || got.URL != "https://hook.example/a" || got.Token != "tok" {
+		t.Fatalf("get on b: %+v, %v", got, err)
+	}
+	if _, err := pb.Save(ctx, "t1", &a2a.PushConfig{ID: saved.ID, URL: "https://hook.example/b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []*a2a.PushConfig{nil, {}, {URL: "not a url"}} {
+		if _, err := pa.Save(ctx, "t1", bad); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("save %+v: %v, want ErrInvalidParams", bad, err)
+		}
+	}
+	list, err := pa.List(ctx, "t1")
+	if err != nil || len(list) != 1 || list[0].URL != "https://hook.example/b" {
+		t.Fatalf("list on a: %+v, %v; want the one replaced config", list, err)
+	}
+	if err := pb.Delete(ctx, "t1", saved.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pa.Get(ctx, "t1", saved.ID); !errors.Is(err, push.ErrPushConfigNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	for range 2 {
+		if _, err := pa.Save(ctx, "t2", &a2a.PushConfig{URL: "https://hook.example/c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pb.DeleteAll(ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := pa.List(ctx, "t2"); err != nil || len(list) != 0 {
+		t.Fatalf("list after DeleteAll: %+v, %v", list, err)
 	}
 }

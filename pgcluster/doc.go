@@ -8,10 +8,11 @@
 //
 // # Tables
 //
-// New creates, idempotently and under an advisory lock, two tables in
+// New creates, idempotently and under an advisory lock, three tables in
 // Options.Schema: a2a_cluster_work (one row per execution or cancelation
-// request) and a2a_cluster_events (one row per event an execution applied
-// to the store). SchemaSQL is the same DDL for deployments that manage the
+// request), a2a_cluster_events (one row per event an execution applied
+// to the store) and a2a_cluster_push_configs (PushConfigs, a
+// push.ConfigStore shared by the instances). SchemaSQL is the same DDL for deployments that manage the
 // schema themselves.
 //
 // # Work queue (K3, K4)
@@ -61,7 +62,7 @@
 // Work items and events are rows in PostgreSQL, committed before a call is
 // acknowledged: an instance or a database restart loses none. The cleaner
 // (cleaner.go) deletes, in bounded batches, finished work items older than
-// Options.Retention (default 1 h) and the events of tasks whose last event
-// is terminal and older than Options.Retention, so both tables stay
+// Options.Retention (default 1 h) and the events and push configs of tasks
+// whose final event is older than Options.Retention, so the tables stay
 // bounded by the work of the last Retention.
 package pgcluster

@@ -52,6 +52,13 @@ CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_events (
 );
 CREATE INDEX IF NOT EXISTS a2a_cluster_events_final
 	ON {s}.a2a_cluster_events (created_at) WHERE final;
+CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_push_configs (
+	task_id    text        NOT NULL,
+	id         text        NOT NULL,
+	config     jsonb       NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (task_id, id)
+);
 `
 
 // install creates the tables under a transaction-scoped advisory lock, so
@@ -74,10 +81,11 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 
 // statements are the SQL texts with the schema filled in.
 type statements struct {
-	insertWork, claim, heartbeat, complete, retry, finish string
-	expired, rescue, depth, lease                         string
-	insertEvent, lastSeq, readEvents                      string
-	cleanWork, cleanEvents                                string
+	insertWork, claim, heartbeat, complete, retry, finish  string
+	expired, rescue, depth, lease                          string
+	insertEvent, lastSeq, readEvents                       string
+	cleanWork, cleanEvents                                 string
+	savePush, getPush, listPush, deletePush, deleteAllPush string
 }
 
 func newStatements(schema string) statements {
@@ -136,7 +144,15 @@ func newStatements(schema string) statements {
 			WHERE state = 'done' AND finished_at < now() - $1::interval ORDER BY finished_at LIMIT $2)`),
 		// cleanEvents drops every event of tasks whose final event is
 		// older than the retention window.
-		cleanEvents: q(`DELETE FROM {s}.a2a_cluster_events WHERE task_id IN (SELECT task_id FROM {s}.a2a_cluster_events
-			WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2)`),
+		cleanEvents: q(`WITH ended AS (SELECT task_id FROM {s}.a2a_cluster_events
+				WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2),
+			push AS (DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id IN (SELECT task_id FROM ended))
+			DELETE FROM {s}.a2a_cluster_events WHERE task_id IN (SELECT task_id FROM ended)`),
+		savePush: q(`INSERT INTO {s}.a2a_cluster_push_configs (task_id, id, config) VALUES ($1, $2, $3)
+			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`),
+		getPush:       q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
+		listPush:      q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 ORDER BY created_at, id`),
+		deletePush:    q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAllPush: q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1`),
 	}
 }
