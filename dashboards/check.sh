@@ -20,6 +20,10 @@ cd "$(dirname "$0")/.."
 SERVER_HTTP=${SERVER_HTTP:-127.0.0.1:18080}
 SERVER_GRPC=${SERVER_GRPC:-127.0.0.1:19090}
 SERVER_METRICS=${SERVER_METRICS:-127.0.0.1:19464}
+CLUSTER_HTTP=${CLUSTER_HTTP:-127.0.0.1:18081}
+CLUSTER_GRPC=${CLUSTER_GRPC:-127.0.0.1:19091}
+CLUSTER_METRICS=${CLUSTER_METRICS:-127.0.0.1:19465}
+LG_CLUSTER=${LG_CLUSTER:-127.0.0.1:19104}
 LG_REMOTE=${LG_REMOTE:-127.0.0.1:19101}
 LG_PEBBLE=${LG_PEBBLE:-127.0.0.1:19102}
 LG_PG=${LG_PG:-127.0.0.1:19103}
@@ -67,6 +71,10 @@ asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&
 asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$work/pg/log" -w \
   -o "-p $PGPORT -k $work/pg -c listen_addresses=''" start >/dev/null
 DSN="host=$work/pg port=$PGPORT user=postgres dbname=postgres"
+# The -cluster server has a database of its own: the embedded pg loadgen
+# checks exact totals over its own.
+asuser "$PGBIN/createdb" -h "$work/pg" -p "$PGPORT" -U postgres cluster
+CLUSTER_DSN="host=$work/pg port=$PGPORT user=postgres dbname=cluster"
 
 cat >"$work/prometheus.yml" <<YML
 global:
@@ -74,9 +82,9 @@ global:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: a2astore-server
-    static_configs: [{targets: ["$SERVER_METRICS"]}]
+    static_configs: [{targets: ["$SERVER_METRICS", "$CLUSTER_METRICS"]}]
   - job_name: loadgen
-    static_configs: [{targets: ["$LG_REMOTE", "$LG_PEBBLE", "$LG_PG"]}]
+    static_configs: [{targets: ["$LG_REMOTE", "$LG_PEBBLE", "$LG_PG", "$LG_CLUSTER"]}]
 YML
 log "starting Prometheus at $PROM"
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
@@ -88,15 +96,21 @@ log "starting a2astore-server (pebble) at $SERVER_HTTP"
   -metrics "$SERVER_METRICS" -policy owner >"$work/server.log" 2>&1 &
 pids+=($!)
 
+log "starting a2astore-server (pg, -cluster) at $CLUSTER_HTTP"
+"$work/a2astore-server" -backend pg -pg-dsn "$CLUSTER_DSN" -cluster -cluster-instance check -http "$CLUSTER_HTTP" -grpc "$CLUSTER_GRPC" \
+  -metrics "$CLUSTER_METRICS" >"$work/server-cluster.log" 2>&1 &
+pids+=($!)
+
 for i in $(seq 1 100); do
   curl -sf "http://$SERVER_HTTP/.well-known/agent-card.json" >/dev/null && \
+    curl -sf "http://$CLUSTER_METRICS/metrics" >/dev/null && \
     curl -sf "http://$SERVER_METRICS/metrics" >/dev/null && \
     curl -sf "http://$PROM/-/ready" >/dev/null && break
-  [ "$i" = 100 ] && { log "server or Prometheus did not start"; cat "$work/server.log" "$work/prometheus.log" >&2; exit 1; }
+  [ "$i" = 100 ] && { log "server or Prometheus did not start"; cat "$work/server.log" "$work/server-cluster.log" "$work/prometheus.log" >&2; exit 1; }
   sleep 0.2
 done
 
-log "running loadgen for $RUN_FOR: remote (grpc), embedded pebble, embedded pg"
+log "running loadgen for $RUN_FOR: remote (grpc), embedded pebble, embedded pg, remote on the -cluster server"
 "$work/loadgen" -quiet -target "http://$SERVER_HTTP" -transport grpc -callers 4 -duration "$RUN_FOR" -concurrency 4 \
   -metrics-addr "$LG_REMOTE" >"$work/lg-remote.txt" 2>&1 &
 lg_remote=$!
@@ -106,7 +120,10 @@ lg_pebble=$!
 "$work/loadgen" -quiet -target pg -dsn "$DSN" -workload read-heavy -duration "$RUN_FOR" -concurrency 4 \
   -initial 1000 -metrics-addr "$LG_PG" >"$work/lg-pg.txt" 2>&1 &
 lg_pg=$!
-pids+=("$lg_remote" "$lg_pebble" "$lg_pg")
+"$work/loadgen" -quiet -target "http://$CLUSTER_HTTP" -transport jsonrpc -duration "$RUN_FOR" -concurrency 2 \
+  -metrics-addr "$LG_CLUSTER" >"$work/lg-cluster.txt" 2>&1 &
+lg_cluster=$!
+pids+=("$lg_remote" "$lg_pebble" "$lg_pg" "$lg_cluster")
 
 sleep "$WARMUP"
 log "querying every panel"
@@ -114,10 +131,10 @@ status=0
 A2ASTORE_PROMETHEUS_URL="http://$PROM" A2ASTORE_RATE_INTERVAL=15s \
   go test -count=1 -run '^TestPanelsReturnData$' -v ./dashboards/ | grep -E '^(\s+dashboards_test|--- |ok|FAIL|PASS)' || status=1
 
-for p in "$lg_remote" "$lg_pebble" "$lg_pg"; do
+for p in "$lg_remote" "$lg_pebble" "$lg_pg" "$lg_cluster"; do
   if ! wait "$p"; then log "a loadgen run failed"; status=1; fi
 done
-for f in lg-remote lg-pebble lg-pg; do
+for f in lg-remote lg-pebble lg-pg lg-cluster; do
   log "$f:"; cat "$work/$f.txt" >&2
 done
 if [ "$status" = 0 ]; then log "PASS: every panel query returned data"; else log "FAIL"; fi

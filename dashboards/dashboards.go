@@ -90,6 +90,30 @@ var Rows = []Row{
 				{Expr: `sum(rate(a2astore_pool_acquire_seconds_total` + sel + `[$__rate_interval])) / sum(rate(a2astore_pool_acquires_total` + sel + `[$__rate_interval]))`, Legend: "mean acquire seconds"},
 			}},
 	}},
+	{Title: "Cluster mode (a2astore-server -cluster, pgcluster)", Panels: []Panel{
+		{Title: "Work queue depth and executions", Description: "Open work items of the cluster by state (the same on every instance), and executions each instance holds a lease for.", Unit: "short",
+			Targets: []Target{
+				{Expr: `max by (state) (a2astore_cluster_work_items` + sel + `)`, Legend: "{{state}}"},
+				{Expr: `sum by (instance) (a2astore_cluster_executions_running` + sel + `)`, Legend: "running on {{instance}}"},
+			}},
+		{Title: "Lease takeovers, retries and give-ups", Description: "Takeovers: work of a dead instance returned to the queue after its lease expired. Give-ups: tasks finished as FAILED after their last attempt.", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum(rate(a2astore_cluster_takeovers_total` + sel + `[$__rate_interval]))`, Legend: "takeovers/s"},
+				{Expr: `sum(rate(a2astore_cluster_retries_total` + sel + `[$__rate_interval]))`, Legend: "retries/s"},
+				{Expr: `sum(rate(a2astore_cluster_gave_up_total` + sel + `[$__rate_interval]))`, Legend: "give-ups/s"},
+				{Expr: `sum(rate(a2astore_cluster_claims_total` + sel + `[$__rate_interval]))`, Legend: "claims/s"},
+			}},
+		{Title: "Event delivery latency", Description: "From an event's insert to its delivery to a subscriber on any instance (woken by LISTEN/NOTIFY).", Unit: "s",
+			Targets: quantiles("a2astore_cluster_event_delivery_seconds", "", "")},
+		{Title: "Notifications, reconnects and remote cancels", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum(rate(a2astore_cluster_notifications_total` + sel + `[$__rate_interval]))`, Legend: "notifications/s"},
+				{Expr: `sum(increase(a2astore_cluster_listener_reconnects_total` + sel + `[$__rate_interval]))`, Legend: "listener reconnects"},
+				{Expr: `sum(rate(a2astore_cluster_canceled_executions_total` + sel + `[$__rate_interval]))`, Legend: "executions canceled/s"},
+				{Expr: `sum(rate(a2astore_cluster_events_delivered_total` + sel + `[$__rate_interval]))`, Legend: "events delivered/s"},
+				{Expr: `sum(rate(a2astore_cluster_cleaned_rows_total` + sel + `[$__rate_interval]))`, Legend: "rows cleaned/s"},
+			}},
+	}},
 	{Title: "Pebble LSM (storemetrics.LSMCollector)", Panels: []Panel{
 		{Title: "Read amplification", Unit: "short",
 			Targets: []Target{{Expr: q("a2astore_lsm_read_amplification"), Legend: "{{job}} read amp"}}},

@@ -85,10 +85,14 @@ func registries(t *testing.T) map[string]map[string]bool {
 	t.Cleanup(func() { _ = store.Close() })
 	metered := storemetrics.New(store, storemetrics.Options{Backend: "mem"})
 	server := prometheus.NewRegistry()
+	// What -cluster adds.
+	cluster := storemetrics.NewClusterCollector("pg", func() storemetrics.ClusterStats { return storemetrics.ClusterStats{} })
+	cluster.ObserveDelivery(time.Millisecond)
 	server.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		// What cmd/a2astore-server adds for -backend pebble and -backend pg.
 		storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return storemetrics.LSMStats{} }),
-		storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }))
+		storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }),
+		cluster)
 	res, err := load.Run(t.Context(), load.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

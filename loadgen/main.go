@@ -34,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var cfg load.Config
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Target, "target", "mem", "store to load: mem, pebble, pg, or an a2astore server's base URL (http://host:port)")
+	fs.StringVar(&cfg.Target, "target", "mem", "store to load: mem, pebble, pg, an a2astore server's base URL (http://host:port), or several comma-separated (a -cluster deployment: calls alternate between them)")
 	fs.StringVar(&cfg.Dir, "dir", "", "pebble: data directory (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&cfg.PebbleNoSync, "pebble-nosync", false, "pebble: acknowledge writes before fsync")
 	fs.StringVar(&cfg.DSN, "dsn", "", "pg: PostgreSQL connection string")

@@ -31,19 +31,23 @@ func startChildServer(t *testing.T, args ...string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-c.done:
-			if err != nil {
-				t.Errorf("server %s: %v\n%s", c.base, err, c.logs())
-			}
-		case <-time.After(time.Minute):
-			_ = c.cmd.Process.Kill()
-			t.Errorf("server %s did not stop within a minute", c.base)
-		}
-	})
+	t.Cleanup(func() { c.stopCleanly(t) })
 	return c, nil
+}
+
+// stopCleanly stops the server with SIGTERM, which requires a clean exit
+// within a minute.
+func (c *child) stopCleanly(t *testing.T) {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("server %s: %v\n%s", c.base, err, c.logs())
+		}
+	case <-time.After(time.Minute):
+		_ = c.cmd.Process.Kill()
+		t.Errorf("server %s did not stop within a minute", c.base)
+	}
 }
 
 // client returns an a2a-go client of the server over transport tr.

@@ -21,6 +21,7 @@ import (
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/pgcluster"
 )
 
 // Paths served on the HTTP listener.
@@ -68,6 +69,9 @@ type config struct {
 	// was executing when it died. It assumes no other server runs agents
 	// on the same store.
 	FinishAbandoned bool
+	// Cluster is cluster mode (-cluster, cluster.go); it turns
+	// FinishAbandoned off: other servers may be running those tasks.
+	Cluster clusterConfig
 
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
@@ -84,6 +88,7 @@ type server struct {
 	registry *prometheus.Registry
 	card     *a2a.AgentCard
 	execs    *a2aserver.Executions // the agent's running executions
+	cluster  *pgcluster.Cluster    // cluster mode only
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
@@ -112,7 +117,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 			_ = b.Store.Close()
 		}
 	}()
-	if cfg.FinishAbandoned {
+	if cfg.FinishAbandoned && !cfg.Cluster.Enabled {
 		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("finish abandoned tasks: %w", err)
@@ -154,10 +159,20 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 	}
 	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
-	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)),
+	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
-		a2asrv.WithCallInterceptors(interceptors...))
+		a2asrv.WithCallInterceptors(interceptors...),
+	}
+	if cfg.Cluster.Enabled {
+		opt, err := s.startCluster(ctx, b, ts)
+		if err != nil {
+			s.closeListeners()
+			return nil, err
+		}
+		handlerOpts = append(handlerOpts, opt)
+	}
+	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...)
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
@@ -285,6 +300,9 @@ const finishTimeout = 5 * time.Second
 func (s *server) shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		log := s.cfg.Logger
+		if s.cluster != nil {
+			s.cluster.StopWork() // claim nothing more; deliver events until the calls drained
+		}
 		drained := make(chan struct{})
 		go func() {
 			defer close(drained)
@@ -321,6 +339,9 @@ func (s *server) shutdown(ctx context.Context) error {
 				s.grpcSrv.Stop()
 				<-drained
 			}
+		}
+		if s.cluster != nil {
+			_ = s.cluster.Close() // before the pool it runs on
 		}
 		s.stopErr = s.store.Close()
 	})

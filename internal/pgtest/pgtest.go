@@ -377,14 +377,8 @@ func (c *cluster) kill() {
 // disconnected) and removes its directory.
 func (c *cluster) stop() error {
 	defer os.RemoveAll(c.dir)
-	if err := c.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := c.halt(); err != nil {
 		return err
-	}
-	select {
-	case <-c.exited:
-	case <-time.After(time.Minute):
-		c.kill()
-		return errors.New("postgres did not stop within a minute; killed")
 	}
 	var ee *exec.ExitError
 	if c.waitErr != nil && !errors.As(c.waitErr, &ee) {

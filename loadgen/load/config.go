@@ -114,7 +114,10 @@ var Transports = []string{"jsonrpc", "http", "grpc"}
 // an in-memory store, 8 workers, 10,000 operations over 2,000 initial tasks.
 type Config struct {
 	// Target is "mem" (default), "pebble", "pg", or the base URL of an
-	// a2astore server (http://host:port; its agent card is read from there).
+	// a2astore server (http://host:port; its agent card is read from there),
+	// or several, comma-separated, of servers that behave as one (a
+	// -cluster deployment): calls go to each in turn, and the checks hold
+	// across them.
 	Target string
 	// Dir is the Pebble directory (Target "pebble"); "" = a temporary
 	// directory removed afterwards.
@@ -226,6 +229,9 @@ func (c *Config) Remote() bool {
 	return strings.HasPrefix(c.Target, "http://") || strings.HasPrefix(c.Target, "https://")
 }
 
+// Targets returns the server URLs of a remote Target.
+func (c *Config) Targets() []string { return strings.Split(c.Target, ",") }
+
 // Validate reports a configuration that cannot run.
 func (c *Config) Validate() error {
 	var errs []error
@@ -235,8 +241,10 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Store != nil:
 	case c.Remote():
-		if _, err := url.Parse(c.Target); err != nil {
-			errs = append(errs, fmt.Errorf("target: %w", err))
+		for _, u := range c.Targets() {
+			if _, err := url.Parse(u); err != nil || !(strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
+				errs = append(errs, fmt.Errorf("target %q: not an http(s) URL", u))
+			}
 		}
 		if !slices.Contains(Transports, c.Transport) {
 			errs = append(errs, fmt.Errorf("unknown transport %q (want jsonrpc, http or grpc)", c.Transport))

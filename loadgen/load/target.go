@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -117,34 +118,50 @@ func (storeTarget) supports(Op) bool { return true }
 
 func (storeTarget) assignsIDs() bool { return false }
 
-// remoteTarget drives an A2A server through the a2a-go client.
+// remoteTarget drives an A2A server through the a2a-go client, or several
+// servers of one cluster (Config.Target "http://a,http://b"), one call on
+// each in turn, so a traversal's pages alternate between them.
 type remoteTarget struct {
-	c *a2aclient.Client
+	cs   []*a2aclient.Client
+	turn atomic.Uint64
 	// Caller identities (Config.Caller, Config.Callers), sent in header.
 	header string
 	ids    *callers
 }
 
-// dialRemote reads the agent card at cfg.Target and builds a client for
-// cfg.Transport.
+// dialRemote reads the agent card at each of cfg.Target's URLs and builds
+// a client for cfg.Transport.
 func dialRemote(ctx context.Context, cfg *Config) (*remoteTarget, error) {
-	base, transport := cfg.Target, cfg.Transport
+	transport := cfg.Transport
 	proto := map[string]a2a.TransportProtocol{
 		"jsonrpc": a2a.TransportProtocolJSONRPC,
 		"http":    a2a.TransportProtocolHTTPJSON,
 		"grpc":    a2a.TransportProtocolGRPC,
 	}[transport]
-	card, err := fetchCard(ctx, strings.TrimRight(base, "/"))
-	if err != nil {
-		return nil, err
+	r := &remoteTarget{header: cfg.CallerHeader, ids: newCallers(cfg)}
+	for _, base := range cfg.Targets() {
+		card, err := fetchCard(ctx, strings.TrimRight(base, "/"))
+		if err == nil {
+			var c *a2aclient.Client
+			c, err = a2aclient.NewFromCard(ctx, card,
+				a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{proto}}),
+				a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())))
+			if err != nil {
+				err = fmt.Errorf("client for %s over %s: %w", base, transport, err)
+			}
+			r.cs = append(r.cs, c)
+		}
+		if err != nil {
+			_ = r.close()
+			return nil, err
+		}
 	}
-	c, err := a2aclient.NewFromCard(ctx, card,
-		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{proto}}),
-		a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())))
-	if err != nil {
-		return nil, fmt.Errorf("client for %s over %s: %w", base, transport, err)
-	}
-	return &remoteTarget{c: c, header: cfg.CallerHeader, ids: newCallers(cfg)}, nil
+	return r, nil
+}
+
+// c returns the client of the next call.
+func (r *remoteTarget) c() *a2aclient.Client {
+	return r.cs[(r.turn.Add(1)-1)%uint64(len(r.cs))]
 }
 
 // as returns ctx carrying the identity that owns contextID.
@@ -185,7 +202,13 @@ func fetchCard(ctx context.Context, base string) (*a2a.AgentCard, error) {
 	return &card, nil
 }
 
-func (r *remoteTarget) close() error { return r.c.Destroy() }
+func (r *remoteTarget) close() error {
+	var errs []error
+	for _, c := range r.cs {
+		errs = append(errs, c.Destroy())
+	}
+	return errors.Join(errs...)
+}
 
 // create sends one user message in the task's context; the server's
 // synthetic agent turns it into a task (created, updated, completed).
@@ -193,7 +216,7 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("loadgen"))
 	msg.ContextID = task.ContextID
 	caller := r.ids.forContext(task.ContextID)
-	res, err := r.c.SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg})
+	res, err := r.c().SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg})
 	if err != nil {
 		return "", err
 	}
@@ -207,12 +230,12 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 
 func (r *remoteTarget) get(ctx context.Context, id a2a.TaskID) error {
 	zero := 0
-	_, err := r.c.GetTask(r.asOwner(ctx, id), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	_, err := r.c().GetTask(r.asOwner(ctx, id), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
 	return err
 }
 
 func (r *remoteTarget) cancel(ctx context.Context, id a2a.TaskID) error {
-	_, err := r.c.CancelTask(r.asOwner(ctx, id), &a2a.CancelTaskRequest{ID: id})
+	_, err := r.c().CancelTask(r.asOwner(ctx, id), &a2a.CancelTaskRequest{ID: id})
 	return err
 }
 
@@ -226,7 +249,7 @@ func (r *remoteTarget) delete(context.Context, a2a.TaskID) error { return errUns
 
 func (r *remoteTarget) list(ctx context.Context, contextID, token string, pageSize int, _ bool) (page, error) {
 	zero := 0
-	resp, err := r.c.ListTasks(r.as(ctx, contextID), &a2a.ListTasksRequest{
+	resp, err := r.c().ListTasks(r.as(ctx, contextID), &a2a.ListTasksRequest{
 		ContextID: contextID, PageSize: pageSize, PageToken: token, HistoryLength: &zero,
 	})
 	if err != nil {

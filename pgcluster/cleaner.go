@@ -1,0 +1,58 @@
+package pgcluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// cleanBatch bounds the rows one cleaner statement deletes.
+const cleanBatch = 1000
+
+// cleaner keeps the cluster tables bounded (K6): every CleanInterval it
+// deletes, in batches of cleanBatch, the finished work items older than
+// Retention and the events of tasks whose final event is older than
+// Retention. Every instance runs one; concurrent deletes of the same rows
+// are harmless.
+type cleaner struct {
+	service
+	c *Cluster
+}
+
+func newCleaner(c *Cluster) *cleaner {
+	cl := &cleaner{c: c}
+	cl.init()
+	return cl
+}
+
+// Start starts the cleaning loop.
+func (cl *cleaner) Start() { cl.start(cl.loop) }
+
+func (cl *cleaner) loop(ctx context.Context) {
+	every(ctx, cl.c.opts.CleanInterval, cl.c.opts.Logger, "cleaning", cl.clean)
+}
+
+// clean runs one pass: batches until a batch comes back short.
+func (cl *cleaner) clean(ctx context.Context) error {
+	c := cl.c
+	for {
+		tag, err := c.pool.Exec(ctx, c.sql.cleanWork, c.opts.Retention, cleanBatch)
+		if err != nil {
+			return fmt.Errorf("pgcluster: clean work items: %w", err)
+		}
+		c.stats.CleanedWorkItems.Add(tag.RowsAffected())
+		if tag.RowsAffected() < cleanBatch {
+			break
+		}
+	}
+	for {
+		tag, err := c.pool.Exec(ctx, c.sql.cleanEvents, c.opts.Retention, cleanBatch)
+		if err != nil {
+			return fmt.Errorf("pgcluster: clean events: %w", err)
+		}
+		c.stats.CleanedEvents.Add(tag.RowsAffected())
+		if tag.RowsAffected() == 0 {
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,685 @@
+package pgcluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/a2aserver"
+	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pgcluster"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// waitFor bounds every wait of these tests: a condition not met by then
+// is a failure, not a reason to sleep longer.
+const waitFor = 20 * time.Second
+
+// gateAgent emits a submitted task, then one working update per value
+// received on steps, then completes. It reports the cause of its
+// context's end on stopped when stopped early.
+type gateAgent struct {
+	steps   chan struct{}
+	n       int
+	stopped chan error
+	started chan a2a.TaskID
+}
+
+func newGateAgent(n int) *gateAgent {
+	return &gateAgent{steps: make(chan struct{}), n: n, stopped: make(chan error, 10), started: make(chan a2a.TaskID, 10)}
+}
+
+func (a *gateAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		a.started <- ec.TaskID
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		for range a.n {
+			select {
+			case <-a.steps:
+			case <-ctx.Done():
+				a.stopped <- context.Cause(ctx)
+				return
+			}
+			if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+				return
+			}
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+func (a *gateAgent) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// instance is one server's share of a test cluster.
+type instance struct {
+	name    string
+	cluster *pgcluster.Cluster
+	handler a2asrv.RequestHandler
+	tasks   taskstore.Store // unscoped
+	pool    *pgxpool.Pool
+}
+
+type harness struct {
+	dsn, schema string
+	opts        pgcluster.Options
+	owners      bool // apply authz.OwnerPolicy
+}
+
+func newHarness(t *testing.T) *harness {
+	dsn := pgtest.DSN(t)
+	return &harness{dsn: dsn, schema: pgtest.Schema(t, dsn), opts: pgcluster.Options{
+		LeaseTimeout: time.Second,
+		RetryDelay:   10 * time.Millisecond,
+		// Far beyond every wait of the tests: delivery is woken by
+		// notifications or the tests fail.
+		PollInterval: time.Hour,
+	}}
+}
+
+func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *instance {
+	t.Helper()
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store, err := pgstore.New(ctx, pool, pgstore.Options{Schema: h.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := a2aserver.TaskStore(store)
+	opts := h.opts
+	opts.Schema, opts.Instance, opts.TaskStore = h.schema, name, system
+	c, err := pgcluster.New(ctx, pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-c.Connected():
+	case <-time.After(waitFor):
+		t.Fatal("listener did not connect")
+	}
+	ts := system
+	var interceptors []a2asrv.CallInterceptor
+	if h.owners {
+		ts = a2aserver.TaskStore(authz.New(store, authz.OwnerPolicy{}))
+		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: "x-caller", Required: true})
+	}
+	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
+	handler := a2asrv.NewHandler(agent,
+		a2asrv.WithCallInterceptors(interceptors...),
+		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: ts}))
+	return &instance{name: name, cluster: c, handler: handler, tasks: system, pool: pool}
+}
+
+// caller is a call context carrying identity user in the x-caller header.
+func caller(ctx context.Context, user string) context.Context {
+	params := map[string][]string{}
+	if user != "" {
+		params["x-caller"] = []string{user}
+	}
+	ctx, _ = a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(params))
+	return ctx
+}
+
+// stream collects the events of seq on a goroutine until it ends.
+func stream(seq iter.Seq2[a2a.Event, error]) (<-chan a2a.Event, <-chan error) {
+	events, done := make(chan a2a.Event, 100), make(chan error, 1)
+	go func() {
+		defer close(events)
+		for ev, err := range seq {
+			if err != nil {
+				done <- err
+				return
+			}
+			events <- ev
+		}
+		done <- nil
+	}()
+	return events, done
+}
+
+func next(t *testing.T, events <-chan a2a.Event) a2a.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("stream ended early")
+		}
+		return ev
+	case <-time.After(waitFor):
+		t.Fatal("no event")
+	}
+	return nil
+}
+
+func state(ev a2a.Event) a2a.TaskState {
+	switch v := ev.(type) {
+	case *a2a.Task:
+		return v.Status.State
+	case *a2a.TaskStatusUpdateEvent:
+		return v.Status.State
+	}
+	return ""
+}
+
+// sendAndWait sends a message on in and returns the task ID once the
+// agent runs it (on whichever instance).
+func sendAndWait(t *testing.T, ctx context.Context, in *instance, agent *gateAgent) (a2a.TaskID, <-chan a2a.Event) {
+	t.Helper()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+	events, _ := stream(in.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
+	first := next(t, events)
+	task, ok := first.(*a2a.Task)
+	if !ok {
+		t.Fatalf("first event %T, want the submitted task", first)
+	}
+	return task.ID, events
+}
+
+// other returns the instance of ins that does not hold taskID's lease.
+func other(t *testing.T, ctx context.Context, taskID a2a.TaskID, ins ...*instance) (executor, rest *instance) {
+	t.Helper()
+	l, err := ins[0].cluster.ExecutionLease(ctx, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		if in.name == l.Owner {
+			executor = in
+		} else {
+			rest = in
+		}
+	}
+	if executor == nil || rest == nil {
+		t.Fatalf("lease owner %q is not one of the instances", l.Owner)
+	}
+	return executor, rest
+}
+
+// K1, K2: a subscriber on the instance that does not execute the task
+// receives every later event in order, the terminal one last, and the
+// persisted versions are the store revisions 1..n.
+func TestSubscribeOnOtherInstance(t *testing.T) {
+	h := newHarness(t)
+	agent := newGateAgent(3)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	ctx := t.Context()
+	id, sendEvents := sendAndWait(t, ctx, a, agent)
+	_, sub := other(t, ctx, id, a, b)
+
+	events, done := stream(sub.handler.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
+	snap := next(t, events)
+	if state(snap) != a2a.TaskStateSubmitted {
+		t.Fatalf("snapshot state %q", state(snap))
+	}
+	var got []a2a.TaskState
+	for range 3 {
+		agent.steps <- struct{}{}
+		got = append(got, state(next(t, events)))
+	}
+	got = append(got, state(next(t, events)))
+	want := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateWorking, a2a.TaskStateWorking, a2a.TaskStateCompleted}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("subscriber on %s got %v, want %v", sub.name, got, want)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-events; ok {
+		t.Fatal("event after the terminal one")
+	}
+	// The sender's stream ends the same way.
+	var last a2a.Event
+	for ev := range sendEvents {
+		last = ev
+	}
+	if state(last) != a2a.TaskStateCompleted {
+		t.Fatalf("sender's last event %v", last)
+	}
+	// K2: TaskVersion of each persisted event is the store revision after it.
+	st, err := a.tasks.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := a.pool.Query(ctx, fmt.Sprintf(`SELECT seq, version FROM %q.a2a_cluster_events WHERE task_id = $1 ORDER BY seq`, h.schema), string(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []int64
+	for rows.Next() {
+		var seq, v int64
+		if err := rows.Scan(&seq, &v); err != nil {
+			t.Fatal(err)
+		}
+		if seq != int64(len(versions)+1) {
+			t.Fatalf("seq %d at position %d", seq, len(versions)+1)
+		}
+		versions = append(versions, v)
+	}
+	rows.Close()
+	for i, v := range versions {
+		if v != int64(i+1) {
+			t.Fatalf("event %d has version %d, want %d (versions %v)", i+1, v, i+1, versions)
+		}
+	}
+	if last := versions[len(versions)-1]; last != int64(st.Version) {
+		t.Fatalf("last event version %d, store revision %d", last, st.Version)
+	}
+}
+
+// K2: a reader created late starts after the events already written; per
+// reader, versions strictly increase (a duplicate version is skipped); a
+// reader created before writes gets them all.
+func TestEventReaderOrderAndDuplicates(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
+	ctx := t.Context()
+	id := a2a.TaskID("t1")
+	early, err := b.cluster.QueueManager().CreateReader(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.cluster.QueueManager().CreateWriter(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	write := func(v int64, st a2a.TaskState) {
+		t.Helper()
+		ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: st}}
+		if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = task
+	write(1, a2a.TaskStateWorking)
+	late, err := b.cluster.QueueManager().CreateReader(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(2, a2a.TaskStateWorking)
+	write(2, a2a.TaskStateWorking) // a losing writer's duplicate
+	write(3, a2a.TaskStateCompleted)
+	read := func(r eventqueue.Reader) []int64 {
+		var vs []int64
+		for {
+			rctx, cancel := context.WithTimeout(ctx, waitFor)
+			msg, err := r.Read(rctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, int64(msg.TaskVersion))
+			if state(msg.Event) == a2a.TaskStateCompleted {
+				return vs
+			}
+		}
+	}
+	if got := fmt.Sprint(read(early)); got != "[1 2 3]" {
+		t.Errorf("early reader got versions %s, want [1 2 3]", got)
+	}
+	if got := fmt.Sprint(read(late)); got != "[2 3]" {
+		t.Errorf("late reader got versions %s, want [2 3]", got)
+	}
+	_ = early.Close()
+	rctx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	if _, err := early.Read(rctx); !errors.Is(err, eventqueue.ErrQueueClosed) {
+		t.Errorf("read after close: %v, want ErrQueueClosed", err)
+	}
+}
+
+// K3: CancelTask on the instance that does not execute the task cancels
+// the execution's context on the other, the task ends CANCELED and stays so.
+func TestCancelOnOtherInstance(t *testing.T) {
+	h := newHarness(t)
+	agent := newGateAgent(1)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	ctx := t.Context()
+	id, _ := sendAndWait(t, ctx, a, agent)
+	executor, canceler := other(t, ctx, id, a, b)
+	task, err := canceler.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("cancel answered %q", task.Status.State)
+	}
+	select {
+	case cause := <-agent.stopped:
+		if !errors.Is(cause, pgcluster.ErrCanceled) {
+			t.Fatalf("execution stopped by %v, want pgcluster.ErrCanceled", cause)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("execution on %s still running after the cancel on %s", executor.name, canceler.name)
+	}
+	waitLease(t, ctx, a, id, "done")
+	st, err := a.tasks.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("task %q after the execution stopped", st.Task.Status.State)
+	}
+	if n := executor.cluster.Stats().CanceledHere.Load(); n != 1 {
+		t.Fatalf("executor canceled %d executions, want 1", n)
+	}
+}
+
+// waitLease waits until taskID's execution item is in state.
+func waitLease(t *testing.T, ctx context.Context, in *instance, id a2a.TaskID, state string) pgcluster.Lease {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		l, err := in.cluster.ExecutionLease(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.State == state {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution item %+v, want state %s", l, state)
+		}
+		waitTick(ctx)
+	}
+}
+
+// waitTick paces condition polls (a condition wait, not a sleep to let
+// something happen).
+func waitTick(ctx context.Context) {
+	t := time.NewTimer(5 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// K5: the caller's identity travels with the work: the task created on
+// the executing instance is the sender's, and on every instance only the
+// owner sees it.
+func TestOwnerAcrossInstances(t *testing.T) {
+	h := newHarness(t)
+	h.owners = true
+	agent := newGateAgent(0)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	ctx := t.Context()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+	res, err := a.handler.SendMessage(caller(ctx, "alice"), &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	for _, in := range []*instance{a, b} {
+		if _, err := in.handler.GetTask(caller(ctx, "alice"), &a2a.GetTaskRequest{ID: id}); err != nil {
+			t.Errorf("alice on %s: %v", in.name, err)
+		}
+		if _, err := in.handler.GetTask(caller(ctx, "bob"), &a2a.GetTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("bob on %s: %v, want task not found", in.name, err)
+		}
+		if _, err := in.handler.CancelTask(caller(ctx, "bob"), &a2a.CancelTaskRequest{ID: id}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("bob cancels on %s: %v, want task not found", in.name, err)
+		}
+		for _, err := range in.handler.SubscribeToTask(caller(ctx, "bob"), &a2a.SubscribeToTaskRequest{ID: id}) {
+			if !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Errorf("bob subscribes on %s: %v, want task not found", in.name, err)
+			}
+			break
+		}
+		list, err := in.handler.ListTasks(caller(ctx, "bob"), &a2a.ListTasksRequest{})
+		if err != nil || len(list.Tasks) != 0 {
+			t.Errorf("bob lists on %s: %v, %v", in.name, list, err)
+		}
+	}
+}
+
+// K4: the work of a dead instance (an expired lease) is taken over by a
+// live one, which resumes the stored task; a task out of attempts is
+// finished as FAILED with a reason.
+func TestTakeover(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		attempt int
+		want    a2a.TaskState
+	}{
+		{"rerun", 1, a2a.TaskStateCompleted},
+		{"give-up", pgcluster.DefaultMaxAttempts, a2a.TaskStateFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			agent := newGateAgent(0)
+			live := h.start(t, "live", agent)
+			ctx := t.Context()
+			// What a dead instance leaves: a WORKING task and its
+			// execution item claimed, lease expired.
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+			task := &a2a.Task{ID: a2a.NewTaskID(), ContextID: "ctx", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}, History: []*a2a.Message{msg}}
+			msg.TaskID, msg.ContextID = "", ""
+			if _, err := live.tasks.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			payload := fmt.Sprintf(`{"Type":"execute","TaskID":%q,"ExecuteRequest":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, task.ID, msg.ID)
+			_, err := live.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %q.a2a_cluster_work (task_id, kind, payload, state, attempt, lease_owner, lease_token, lease_expires)
+				VALUES ($1, 'execute', $2, 'running', $3, 'dead', 'tok', now() - interval '1 second')`, h.schema), string(task.ID), payload, tc.attempt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := live.cluster.Rescue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l := waitLease(t, ctx, live, task.ID, "done")
+			st, err := live.tasks.Get(ctx, task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Task.Status.State != tc.want {
+				t.Fatalf("task %q after takeover (lease %+v), want %q", st.Task.Status.State, l, tc.want)
+			}
+			if tc.want == a2a.TaskStateFailed && st.Task.Status.Message == nil {
+				t.Fatal("failed without a reason")
+			}
+			if tc.want == a2a.TaskStateCompleted && (l.Owner != "live" || l.Attempt != 2) {
+				t.Fatalf("lease %+v, want owner live at attempt 2", l)
+			}
+		})
+	}
+}
+
+// K2: when the notification connection is terminated, the listener
+// reconnects and a waiting reader still gets the events written meanwhile
+// (the safety-net poll is an hour: only the reconnect's catch-up can
+// deliver them in time).
+func TestListenerReconnect(t *testing.T) {
+	h := newHarness(t)
+	a := h.start(t, "a", newGateAgent(0))
+	ctx := t.Context()
+	admin, err := pgxpool.New(ctx, pgtest.AdminDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	id := a2a.TaskID("t-reconnect")
+	r, err := a.cluster.QueueManager().CreateReader(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make(chan *eventqueue.Message, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		rctx, cancel := context.WithTimeout(ctx, waitFor)
+		defer cancel()
+		msg, err := r.Read(rctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- msg
+	})
+	var n int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+		pgcluster.ListenerApplicationName+" a").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminated %d listener connections: %v", n, err)
+	}
+	// Written while the listener may be away: its notification can be lost.
+	w, _ := a.cluster.QueueManager().CreateWriter(ctx, id)
+	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
+	if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	select {
+	case msg := <-got:
+		if msg.TaskVersion != 1 {
+			t.Fatalf("version %d", msg.TaskVersion)
+		}
+	default:
+		t.Fatal("no event")
+	}
+	deadline := time.Now().Add(waitFor)
+	for a.cluster.Stats().Reconnects.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("listener did not reconnect")
+		}
+		waitTick(ctx)
+	}
+}
+
+// K6: the cleaner drops finished work items, and the events and push
+// configs of ended tasks, older than the retention window, and keeps the rest.
+func TestCleaner(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Retention = time.Hour
+	a := h.start(t, "a", newGateAgent(0))
+	ctx := t.Context()
+	w1, _ := a.cluster.QueueManager().CreateWriter(ctx, "ended")
+	w2, _ := a.cluster.QueueManager().CreateWriter(ctx, "running")
+	for v, st := range []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted} {
+		ev := &a2a.TaskStatusUpdateEvent{TaskID: "ended", ContextID: "c", Status: a2a.TaskStatus{State: st}}
+		if err := w1.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(v + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := &a2a.TaskStatusUpdateEvent{TaskID: "running", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	if err := w2.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	q := func(sql string) {
+		t.Helper()
+		if _, err := a.pool.Exec(ctx, fmt.Sprintf(sql, h.schema)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, task := range []a2a.TaskID{"ended", "running"} {
+		if _, err := a.cluster.PushConfigs().Save(ctx, task, &a2a.PushConfig{URL: "https://hook.example/"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q(`UPDATE %q.a2a_cluster_events SET created_at = now() - interval '2 hours'`)
+	q(`INSERT INTO %q.a2a_cluster_work (task_id, kind, payload, state, finished_at) VALUES
+		('old', 'execute', '{}', 'done', now() - interval '2 hours'),
+		('new', 'execute', '{}', 'done', now()),
+		('open', 'execute', '{}', 'available', NULL)`)
+	if err := a.cluster.Clean(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := func(sql string) (n int) {
+		t.Helper()
+		if err := a.pool.QueryRow(ctx, fmt.Sprintf(sql, h.schema)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'ended'`); n != 0 {
+		t.Errorf("%d events of the ended task left", n)
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'running'`); n != 1 {
+		t.Errorf("%d events of the running task left, want 1", n)
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id IN ('new', 'open')`); n != 2 {
+		t.Errorf("%d recent or open work items left, want 2", n)
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'ended'`); n != 0 {
+		t.Errorf("push config of the ended task left")
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'running'`); n != 1 {
+		t.Errorf("push config of the running task gone")
+	}
+	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id = 'old'`); n != 0 {
+		t.Errorf("old finished work item left")
+	}
+}
+
+// The push-config store is shared: a config saved through one instance is
+// read, listed and deleted through the other; a config without a valid
+// endpoint is refused and stores nothing.
+func TestPushConfigsAcrossInstances(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
+	ctx := t.Context()
+	pa, pb := a.cluster.PushConfigs(), b.cluster.PushConfigs()
+	saved, err := pa.Save(ctx, "t1", &a2a.PushConfig{URL: "https://hook.example/a", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.ID == "" || saved.TaskID != "t1" {
+		t.Fatalf("saved %+v: want an ID and the task", saved)
+	}
+	got, err := pb.Get(ctx, "t1", saved.ID)
+	if err != nil || got.URL != "https://hook.example/a" || got.Token != "tok" {
+		t.Fatalf("get on b: %+v, %v", got, err)
+	}
+	if _, err := pb.Save(ctx, "t1", &a2a.PushConfig{ID: saved.ID, URL: "https://hook.example/b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []*a2a.PushConfig{nil, {}, {URL: "not a url"}} {
+		if _, err := pa.Save(ctx, "t1", bad); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("save %+v: %v, want ErrInvalidParams", bad, err)
+		}
+	}
+	list, err := pa.List(ctx, "t1")
+	if err != nil || len(list) != 1 || list[0].URL != "https://hook.example/b" {
+		t.Fatalf("list on a: %+v, %v; want the one replaced config", list, err)
+	}
+	if err := pb.Delete(ctx, "t1", saved.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pa.Get(ctx, "t1", saved.ID); !errors.Is(err, push.ErrPushConfigNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	for range 2 {
+		if _, err := pa.Save(ctx, "t2", &a2a.PushConfig{URL: "https://hook.example/c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pb.DeleteAll(ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := pa.List(ctx, "t2"); err != nil || len(list) != 0 {
+		t.Fatalf("list after DeleteAll: %+v, %v", list, err)
+	}
+}

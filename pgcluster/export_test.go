@@ -1,0 +1,12 @@
+package pgcluster
+
+import "context"
+
+// Clean runs one cleaner pass (tests drive it instead of waiting).
+func (c *Cluster) Clean(ctx context.Context) error { return c.cleaner.clean(ctx) }
+
+// Rescue runs one rescuer pass.
+func (c *Cluster) Rescue(ctx context.Context) error { return c.rescuer.rescue(ctx) }
+
+// Connected is closed once the listener first listens.
+func (c *Cluster) Connected() <-chan struct{} { return c.listener.connected }

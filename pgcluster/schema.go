@@ -1,0 +1,158 @@
+package pgcluster
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SchemaSQL returns the DDL of the cluster tables in schema; New runs it
+// (every statement is idempotent).
+func SchemaSQL(schema string) string {
+	return strings.ReplaceAll(schemaDDL, "{s}", quoteIdent(schema))
+}
+
+const schemaDDL = `
+CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_work (
+	id            bigserial PRIMARY KEY,
+	task_id       text        NOT NULL,
+	kind          text        NOT NULL CHECK (kind IN ('execute', 'cancel')),
+	payload       jsonb       NOT NULL,
+	state         text        NOT NULL DEFAULT 'available' CHECK (state IN ('available', 'running', 'done')),
+	attempt       integer     NOT NULL DEFAULT 0,
+	available_at  timestamptz NOT NULL DEFAULT now(),
+	lease_owner   text,
+	lease_token   text,
+	lease_expires timestamptz,
+	created_at    timestamptz NOT NULL DEFAULT now(),
+	finished_at   timestamptz,
+	outcome       text
+);
+CREATE UNIQUE INDEX IF NOT EXISTS a2a_cluster_work_open
+	ON {s}.a2a_cluster_work (task_id, kind) WHERE state <> 'done';
+CREATE INDEX IF NOT EXISTS a2a_cluster_work_available
+	ON {s}.a2a_cluster_work (available_at, id) WHERE state = 'available';
+CREATE INDEX IF NOT EXISTS a2a_cluster_work_leases
+	ON {s}.a2a_cluster_work (lease_expires) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS a2a_cluster_work_finished
+	ON {s}.a2a_cluster_work (finished_at) WHERE state = 'done';
+CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_events (
+	task_id    text        NOT NULL,
+	seq        bigint      NOT NULL,
+	version    bigint      NOT NULL,
+	protocol   text        NOT NULL DEFAULT '',
+	final      boolean     NOT NULL,
+	event      jsonb       NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (task_id, seq)
+);
+CREATE INDEX IF NOT EXISTS a2a_cluster_events_final
+	ON {s}.a2a_cluster_events (created_at) WHERE final;
+CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_push_configs (
+	task_id    text        NOT NULL,
+	id         text        NOT NULL,
+	config     jsonb       NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (task_id, id)
+);
+`
+
+// install creates the tables under a transaction-scoped advisory lock, so
+// instances starting together do not race on CREATE … IF NOT EXISTS.
+func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("a2astore pgcluster install " + schema))
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, SchemaSQL(schema))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgcluster: install tables: %w", err)
+	}
+	return nil
+}
+
+// statements are the SQL texts with the schema filled in.
+type statements struct {
+	insertWork, claim, heartbeat, complete, retry, finish  string
+	expired, rescue, depth, lease                          string
+	insertEvent, lastSeq, readEvents                       string
+	cleanWork, cleanEvents                                 string
+	savePush, getPush, listPush, deletePush, deleteAllPush string
+}
+
+func newStatements(schema string) statements {
+	r := strings.NewReplacer("{s}", quoteIdent(schema))
+	q := func(s string) string { return r.Replace(s) }
+	return statements{
+		insertWork: q(`INSERT INTO {s}.a2a_cluster_work (task_id, kind, payload) VALUES ($1, $2, $3)
+			ON CONFLICT (task_id, kind) WHERE state <> 'done' DO NOTHING RETURNING id`),
+		// claim takes the oldest available item, skipping rows other
+		// instances are claiming.
+		claim: q(`UPDATE {s}.a2a_cluster_work w SET state = 'running', attempt = attempt + 1,
+				lease_owner = $1, lease_token = $2, lease_expires = now() + $3::interval
+			WHERE id = (SELECT id FROM {s}.a2a_cluster_work WHERE state = 'available' AND available_at <= now()
+				ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+			RETURNING id, task_id, kind, payload, attempt`),
+		heartbeat: q(`UPDATE {s}.a2a_cluster_work SET lease_expires = now() + $3::interval
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		complete: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,
+				lease_token = NULL, lease_expires = NULL
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		retry: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now() + $3::interval,
+				lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		finish: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,
+				lease_token = NULL, lease_expires = NULL
+			WHERE id = $1 AND state <> 'done' AND lease_token IS NOT DISTINCT FROM $2`),
+		// expired lists the items whose lease ran out and whose attempts
+		// are used up: the rescuer finishes their tasks first.
+		expired: q(`SELECT id, task_id, kind, lease_token, attempt FROM {s}.a2a_cluster_work
+			WHERE state = 'running' AND lease_expires < now()
+				AND attempt >= CASE kind WHEN 'cancel' THEN $1::int ELSE $2::int END
+			ORDER BY lease_expires LIMIT 100`),
+		rescue: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now(),
+				lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+			WHERE id IN (SELECT id FROM {s}.a2a_cluster_work
+				WHERE state = 'running' AND lease_expires < now()
+					AND attempt < CASE kind WHEN 'cancel' THEN $1::int ELSE $2::int END
+				ORDER BY lease_expires LIMIT 100 FOR UPDATE SKIP LOCKED)
+			RETURNING task_id`),
+		depth: q(`SELECT count(*) FILTER (WHERE state = 'available'), count(*) FILTER (WHERE state = 'running')
+			FROM {s}.a2a_cluster_work WHERE state <> 'done'`),
+		lease: q(`SELECT lease_owner, state, attempt FROM {s}.a2a_cluster_work
+			WHERE task_id = $1 AND kind = 'execute' ORDER BY id DESC LIMIT 1`),
+		// insertEvent gives the event the next seq of its task; a
+		// concurrent writer of the same task makes one of them insert
+		// nothing (the primary key), and it tries again.
+		insertEvent: q(`WITH ins AS (
+				INSERT INTO {s}.a2a_cluster_events (task_id, seq, version, protocol, final, event)
+				SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM {s}.a2a_cluster_events WHERE task_id = $1
+				ON CONFLICT DO NOTHING RETURNING seq)
+			SELECT seq, pg_notify($6, $7) FROM ins`),
+		lastSeq: q(`SELECT coalesce(max(seq), 0) FROM {s}.a2a_cluster_events WHERE task_id = $1`),
+		readEvents: q(`SELECT seq, version, protocol, event, created_at FROM {s}.a2a_cluster_events
+			WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT 100`),
+		cleanWork: q(`DELETE FROM {s}.a2a_cluster_work WHERE id IN (SELECT id FROM {s}.a2a_cluster_work
+			WHERE state = 'done' AND finished_at < now() - $1::interval ORDER BY finished_at LIMIT $2)`),
+		// cleanEvents drops every event of tasks whose final event is
+		// older than the retention window.
+		cleanEvents: q(`WITH ended AS (SELECT task_id FROM {s}.a2a_cluster_events
+				WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2),
+			push AS (DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id IN (SELECT task_id FROM ended))
+			DELETE FROM {s}.a2a_cluster_events WHERE task_id IN (SELECT task_id FROM ended)`),
+		savePush: q(`INSERT INTO {s}.a2a_cluster_push_configs (task_id, id, config) VALUES ($1, $2, $3)
+			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`),
+		getPush:       q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
+		listPush:      q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 ORDER BY created_at, id`),
+		deletePush:    q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAllPush: q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1`),
+	}
+}
