@@ -376,11 +376,7 @@ func TestGRPCStalledCallSharedAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := starveLimits.GRPCServer()
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv.Server, hs)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+	hs := serveHealth(t, ln)
 
 	// The attacker connects first and opens a call it never completes.
 	ac, err := net.Dial("unix", path)
@@ -400,20 +396,7 @@ func TestGRPCStalledCallSharedAddress(t *testing.T) {
 	}
 
 	// Then the well-behaved client, with a stream open.
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := watch.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	_, watch := openWatch(t, "unix://"+path)
 
 	// The attacker's call ends at the read timeout.
 	select {
@@ -444,29 +427,12 @@ func TestGRPCStalledCallOnBusyConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := starveLimits.GRPCServer()
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv.Server, hs)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+	hs := serveHealth(t, ln)
 
 	// One connection, as a proxy's: a well-behaved client's stream ...
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := watch.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	conn, watch := openWatch(t, ln.Addr().String())
 	// ... and another client's call whose request never comes.
-	stalled, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/grpc.health.v1.Health/Check")
+	stalled, err := conn.NewStream(watch.Context(), &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/grpc.health.v1.Health/Check")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,4 +451,36 @@ func TestGRPCStalledCallOnBusyConnection(t *testing.T) {
 			t.Fatalf("watch: %v, want %v", got.GetStatus(), want)
 		}
 	}
+}
+
+// openWatch connects to target and opens a Health/Watch stream, its first
+// answer read; both end with the test.
+func openWatch(t *testing.T, target string) (*grpc.ClientConn, healthpb.Health_WatchClient) {
+	t.Helper()
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	return conn, watch
+}
+
+// serveHealth serves the health service on ln with starveLimits until the
+// test ends.
+func serveHealth(t *testing.T, ln net.Listener) *health.Server {
+	srv := starveLimits.GRPCServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv.Server, hs)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return hs
 }
