@@ -276,8 +276,8 @@ func (c *grpcCalls) receivedIn(ctx context.Context) {
 // unary runs once grpc-go has read the request message and the end of the
 // stream.
 func (c *grpcCalls) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	defer c.running(ctx)() // first: the connection is busy before the call stops waiting
 	c.receivedIn(ctx)
-	defer c.running(ctx)()
 	return next(ctx, req)
 }
 
@@ -302,10 +302,10 @@ type receivingStream struct {
 
 func (s *receivingStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
-	s.calls.receivedIn(s.Context())
 	if s.done == nil {
 		s.done = s.calls.running(s.Context())
 	}
+	s.calls.receivedIn(s.Context())
 	return err
 }
 
