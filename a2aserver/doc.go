@@ -71,8 +71,9 @@
 //   - ServeLimits, request size and timeouts for HTTP (without cutting
 //     Server-Sent Event streams), a connection cap per listener, and the
 //     gRPC server (GRPCServer: its options, a deadline on each call's
-//     request that closes the call's connection when it passes, and a
-//     GracefulStop that does not wait for calls still receiving it); a
+//     request that closes the call's connection when it passes and no
+//     call on it runs, and a GracefulStop that does not wait for calls
+//     still receiving it); a
 //     slow HTTP body gets 408 and its connection closed at once;
 //   - LogHandler, which cuts client-chosen strings in log lines and keeps
 //     client-caused outcomes out of the error log;

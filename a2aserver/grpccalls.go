@@ -32,12 +32,18 @@ import (
 // in a unary interceptor, which runs once grpc-go has the message and the
 // end of the stream, and in a stream interceptor, when the handler's
 // first RecvMsg returns. A call still waiting when the timer fires is
-// canceled and its connection closed, as an HTTP connection is after a
-// slow body's 408: a client that opened a call on it and dribbles its
-// message would otherwise keep the connection, and its slot of MaxConns,
-// by opening the next call (other calls on that connection end too,
-// UNAVAILABLE). The connection is found by the call's peer addresses
-// among the connections Serve accepted, so serve through GRPCServer.Serve.
+// canceled and, when no call on its connection runs its handler, the
+// connection closed, as an HTTP connection is after a slow body's 408: a
+// client that opened a call on it and dribbles its message would
+// otherwise keep the connection, and its slot of MaxConns, by opening the
+// next call (other calls on that connection still waiting for their
+// request end too, UNAVAILABLE). A connection on which some call runs is
+// kept: a proxy (Envoy, a service mesh) carries many clients' calls on
+// one connection, and one client's stalled call must not end the others'
+// (a client that keeps a call running on its own connection holds it
+// anyway, until MaxConnectionAge). The connection is found by the call's
+// peer addresses among the connections Serve accepted, so serve through
+// GRPCServer.Serve.
 // GracefulStop cancels every such call at once, refuses new ones
 // (UNAVAILABLE) and then waits only for the calls whose handlers run.
 //
@@ -141,6 +147,9 @@ type trackedConn struct {
 	calls *grpcCalls
 	addrs connAddrs
 	once  sync.Once
+	// running counts the calls on the connection whose handlers run
+	// (their request arrived). REQUIRES: calls.mu held.
+	running int
 }
 
 func (c *trackedConn) Close() error {
@@ -156,25 +165,51 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// closeConnOf closes the connection of the call whose context is ctx, if
-// Serve accepted it and no other open connection has the same addresses
-// (Unix sockets, for one, leave the client's end unnamed): then only the
-// call is canceled.
-func (c *grpcCalls) closeConnOf(ctx context.Context) {
+// connOfLocked returns the connection of the call whose context is ctx,
+// if Serve accepted it and no other open connection has the same
+// addresses (Unix sockets, for one, leave the client's end unnamed);
+// else nil. REQUIRES: c.mu held.
+func (c *grpcCalls) connOfLocked(ctx context.Context) *trackedConn {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return
+		return nil
 	}
-	c.mu.Lock()
-	var conn *trackedConn
 	if set := c.mu.conns[addrsOf(p.LocalAddr, p.Addr)]; len(set) == 1 {
 		for tc := range set {
-			conn = tc
+			return tc
 		}
+	}
+	return nil
+}
+
+// timedOut closes the connection of w, a call whose request did not
+// arrive in time, unless it is unknown or a call on it runs its handler.
+func (c *grpcCalls) timedOut(w *waitingCall) {
+	c.mu.Lock()
+	conn := w.conn
+	if conn != nil && conn.running > 0 {
+		conn = nil
 	}
 	c.mu.Unlock()
 	if conn != nil {
 		_ = conn.Close()
+	}
+}
+
+// running records that the handler of the call whose context is ctx runs
+// until the returned func is called.
+func (c *grpcCalls) running(ctx context.Context) (done func()) {
+	w, ok := ctx.Value(waitingCallKey{}).(*waitingCall)
+	if !ok || w.conn == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	w.conn.running++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		w.conn.running--
+		c.mu.Unlock()
 	}
 }
 
@@ -183,6 +218,7 @@ func (c *grpcCalls) closeConnOf(ctx context.Context) {
 type waitingCall struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer
+	conn   *trackedConn // the call's connection; nil: unknown
 }
 
 type waitingCallKey struct{}
@@ -212,10 +248,10 @@ func (c *grpcCalls) opened(ctx context.Context, _ *tap.Info) (context.Context, e
 		return nil, status.Error(codes.Unavailable, "server stopping")
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &waitingCall{cancel: cancel}
+	w := &waitingCall{cancel: cancel, conn: c.connOfLocked(ctx)}
 	w.timer = time.AfterFunc(c.timeout, func() {
+		c.timedOut(w)
 		cancel(errRequestTimeout)
-		c.closeConnOf(ctx)
 	})
 	c.mu.waiting[w] = struct{}{}
 	// However the call ends, it waits no more.
@@ -240,12 +276,19 @@ func (c *grpcCalls) receivedIn(ctx context.Context) {
 // unary runs once grpc-go has read the request message and the end of the
 // stream.
 func (c *grpcCalls) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	defer c.running(ctx)() // first: the connection is busy before the call stops waiting
 	c.receivedIn(ctx)
 	return next(ctx, req)
 }
 
 func (c *grpcCalls) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-	return next(srv, &receivingStream{ServerStream: ss, calls: c})
+	rs := &receivingStream{ServerStream: ss, calls: c}
+	defer func() {
+		if rs.done != nil {
+			rs.done()
+		}
+	}()
+	return next(srv, rs)
 }
 
 // receivingStream ends the wait when the handler's RecvMsg returns: for
@@ -254,10 +297,14 @@ func (c *grpcCalls) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerIn
 type receivingStream struct {
 	grpc.ServerStream
 	calls *grpcCalls
+	done  func() // the handler runs (set by the first RecvMsg that returned)
 }
 
 func (s *receivingStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
+	if s.done == nil {
+		s.done = s.calls.running(s.Context())
+	}
 	s.calls.receivedIn(s.Context())
 	return err
 }

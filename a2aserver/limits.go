@@ -50,7 +50,8 @@ type ServeLimits struct {
 	// connection closed at once: the rest of its body is not read), to
 	// complete a gRPC connection's handshake, and for a gRPC call to
 	// deliver its request message, counted from the call's start
-	// (GRPCServer: then the call is canceled and its connection closed).
+	// (GRPCServer: then the call is canceled and its connection closed,
+	// unless another call on it runs its handler).
 	// Default DefaultReadTimeout (10 s).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of an HTTP response: a client that

@@ -15,9 +15,11 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // starveLimits: few connection slots, a short read timeout.
@@ -374,11 +376,7 @@ func TestGRPCStalledCallSharedAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := starveLimits.GRPCServer()
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv.Server, hs)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+	hs := serveHealth(t, ln)
 
 	// The attacker connects first and opens a call it never completes.
 	ac, err := net.Dial("unix", path)
@@ -398,20 +396,7 @@ func TestGRPCStalledCallSharedAddress(t *testing.T) {
 	}
 
 	// Then the well-behaved client, with a stream open.
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := watch.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	_, watch := openWatch(t, "unix://"+path)
 
 	// The attacker's call ends at the read timeout.
 	select {
@@ -427,4 +412,75 @@ func TestGRPCStalledCallSharedAddress(t *testing.T) {
 	if got.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("watch: %v", got.GetStatus())
 	}
+}
+
+// TestGRPCStalledCallOnBusyConnection: a proxy (Envoy, a service mesh)
+// carries the calls of many clients on one connection. One client's call
+// whose request stalls behind it is canceled at the read timeout, but the
+// connection is not closed while another call on it runs its handler:
+// the other client's stream lives on. Checked by closing the connection
+// whatever runs on it (the stalled call and the stream fail, UNAVAILABLE,
+// in 10 runs of 10; the pre-fix code, which closed it after the cancel,
+// in 15 of 20).
+func TestGRPCStalledCallOnBusyConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serveHealth(t, ln)
+
+	// One connection, as a proxy's: a well-behaved client's stream ...
+	conn, watch := openWatch(t, ln.Addr().String())
+	// ... and another client's call whose request never comes.
+	stalled, err := conn.NewStream(watch.Context(), &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/grpc.health.v1.Health/Check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stalled.RecvMsg(&healthpb.HealthCheckResponse{})
+	if status.Code(err) != codes.Canceled {
+		t.Fatalf("the stalled call: %v, want CANCELLED (the call alone ends)", err)
+	}
+	// The stream lives on: it sees the next status changes.
+	for _, want := range []healthpb.HealthCheckResponse_ServingStatus{healthpb.HealthCheckResponse_NOT_SERVING, healthpb.HealthCheckResponse_SERVING, healthpb.HealthCheckResponse_NOT_SERVING} {
+		hs.SetServingStatus("", want)
+		got, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("a stream on the connection of a stalled call: %v", err)
+		}
+		if got.GetStatus() != want {
+			t.Fatalf("watch: %v, want %v", got.GetStatus(), want)
+		}
+	}
+}
+
+// openWatch connects to target and opens a Health/Watch stream, its first
+// answer read; both end with the test.
+func openWatch(t *testing.T, target string) (*grpc.ClientConn, healthpb.Health_WatchClient) {
+	t.Helper()
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	return conn, watch
+}
+
+// serveHealth serves the health service on ln with starveLimits until the
+// test ends.
+func serveHealth(t *testing.T, ln net.Listener) *health.Server {
+	srv := starveLimits.GRPCServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv.Server, hs)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return hs
 }

@@ -47,7 +47,11 @@ import (
 // Other responses pass through untouched. The cost is one buffered copy
 // of the first event of each stream. A stream's headers reach the client
 // with its first event (for SubscribeToTask, the task's snapshot, sent at
-// once) or, if the transport sends SSE keep-alives, with the first one.
+// once; for SendStreamingMessage, the agent's first event, which an agent
+// that works before it — say on a message continuing a task — delays as
+// long) or, if the transport sends SSE keep-alives
+// (a2asrv.WithTransportKeepAlive), with the first one: the keep-alive
+// interval bounds how long headers are held.
 func StreamErrorsCompat(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := &streamStart{ResponseWriter: w}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,10 @@ const interopBound = time.Minute
 // filters, error codes (W3, W6, W7), cancel, subscribe, owner isolation.
 // It fails when the script reports a failed check. Without node or
 // without interop/js/node_modules (`cd interop/js && npm ci`) it skips,
-// and fails under CI=true.
+// and fails under CI=true. Hermetic: node gets no proxy settings
+// (@grpc/grpc-js sends even a loopback target through http_proxy), which
+// the test checks by setting dead ones; without interopEnv every gRPC
+// check fails.
 func TestInteropJS(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -38,6 +42,10 @@ func TestInteropJS(t *testing.T) {
 		}
 		t.Skipf("no node or no interop/js/node_modules (cd interop/js && npm ci): %v", err)
 	}
+	for _, k := range []string{"http_proxy", "https_proxy", "grpc_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		t.Setenv(k, "http://127.0.0.1:9") // a dead proxy: port 9 (discard), nothing listens
+	}
+	t.Setenv("NODE_USE_ENV_PROXY", "1")
 	release := make(chan struct{})
 	s := startServer(t, config{
 		Backend: "mem", Policy: "owner", CallerHeader: callerHeader,
@@ -57,7 +65,8 @@ func TestInteropJS(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "interop.mjs")
 	cmd.Dir = interopDir
-	cmd.Env = append(os.Environ(), "A2A_URL="+s.httpBase, "A2A_CALLER_HEADER="+callerHeader)
+	cmd.Env = append(interopEnv(os.Environ()), "A2A_URL="+s.httpBase, "A2A_CALLER_HEADER="+callerHeader)
+	cmd.WaitDelay = time.Second // a child of node holding the output cannot outlast the bound
 	out, err := cmd.CombinedOutput()
 	t.Logf("node interop.mjs:\n%s", out)
 	if ctx.Err() != nil {
@@ -66,4 +75,19 @@ func TestInteropJS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the interop check failed: %v", err)
 	}
+}
+
+// interopEnv is env without the proxy settings node or its packages
+// follow: the check talks to the server on loopback only.
+func interopEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToLower(k) {
+		case "http_proxy", "https_proxy", "grpc_proxy", "all_proxy", "no_proxy", "no_grpc_proxy", "node_use_env_proxy":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
