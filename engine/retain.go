@@ -155,3 +155,29 @@ func (s *RetainScan) Removed() { s.result.Removed++ }
 
 // Result is what the scan did.
 func (s *RetainScan) Result() RetainResult { return s.result }
+
+// ErrRetainUnsupported is the error of RemoveExpired on a decorator whose
+// wrapped store is no Retainer. errors.Is(ErrRetainUnsupported,
+// ErrInternal) holds: it is a wiring fault, not bad input.
+var ErrRetainUnsupported error = &childError{msg: "engine: store does not remove expired tasks", parent: ErrInternal}
+
+// RetainForwarder is implemented by decorators (engine/authz,
+// engine/storemetrics) that have RemoveExpired whatever they wrap:
+// CanRetain reports whether the store under them is a Retainer.
+type RetainForwarder interface {
+	CanRetain() bool
+}
+
+// AsRetainer returns s as a Retainer when it can remove expired tasks: it
+// implements Retainer and, if it is a decorator (RetainForwarder), the
+// store it wraps can too. Use it instead of a type assertion.
+func AsRetainer(s Store) (Retainer, bool) {
+	r, ok := s.(Retainer)
+	if !ok {
+		return nil, false
+	}
+	if f, ok := s.(RetainForwarder); ok && !f.CanRetain() {
+		return nil, false
+	}
+	return r, true
+}

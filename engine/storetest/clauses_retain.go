@@ -35,7 +35,7 @@ type retainEnv struct {
 
 func newRetainEnv(t testing.TB, e *env) *retainEnv {
 	t.Helper()
-	r, ok := e.s.(engine.Retainer)
+	r, ok := engine.AsRetainer(e.s)
 	if !ok {
 		t.Skipf("%T is not an engine.Retainer: retention clause skipped", e.s)
 	}
