@@ -7,10 +7,14 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/jackc/pgx/v5"
 )
+
+// The store elects the one server that sweeps (R2).
+var _ retention.Locker = (*pgstore.Store)(nil)
 
 // R1 (C3's rule for retention): on 100k skewed rows the examining query of
 // a sweep, at its start and resumed deep in the table, is Limit over an

@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 )
 
@@ -68,6 +69,8 @@ type config struct {
 	// was executing when it died. It assumes no other server runs agents
 	// on the same store.
 	FinishAbandoned bool
+	// Retain is the retention policy (-retain, retain.go).
+	Retain retainConfig
 
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
@@ -84,6 +87,7 @@ type server struct {
 	registry *prometheus.Registry
 	card     *a2a.AgentCard
 	execs    *a2aserver.Executions // the agent's running executions
+	retain   *retention.Service    // nil without -retain
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
@@ -138,6 +142,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 
 	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3)}
+	if s.retain, err = newRetention(&cfg, metered, b.Store, reg); err != nil {
+		return nil, err
+	}
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
@@ -173,6 +180,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
+	s.startRetention()
 	return s, nil
 }
 
@@ -319,6 +327,9 @@ func (s *server) shutdown(ctx context.Context) error {
 				s.grpcSrv.Stop()
 				<-drained
 			}
+		}
+		if s.retain != nil {
+			_ = s.retain.Close()
 		}
 		s.stopErr = s.store.Close()
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,82 +16,13 @@ import (
 	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/internal/fakeclock"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// fakeClock is a retention.Clock the test drives: After registers a
-// waiter that fires when Advance passes its time; waitFor blocks (on a
-// condition, no sleep) until a waiter of a given duration is registered.
-type fakeClock struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	now     time.Time
-	waiters []waiter
-}
-
-type waiter struct {
-	at time.Time
-	d  time.Duration
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c.cond = sync.NewCond(&c.mu)
-	return c
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// micros is the store's clock, reading the same time.
-func (c *fakeClock) micros() int64 { return c.Now().UnixMicro() }
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, waiter{c.now.Add(d), d, ch})
-	c.cond.Broadcast()
-	return ch
-}
-
-// Advance moves the clock and fires the waiters it passes.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
-}
-
-// waitFor blocks until a pending waiter of duration d exists.
-func (c *fakeClock) waitFor(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		for _, w := range c.waiters {
-			if w.d == d {
-				return
-			}
-		}
-		c.cond.Wait()
-	}
-}
-
 // fill creates n tasks in state, one µs apart, and returns their IDs.
-func fill(t *testing.T, s engine.Store, prefix string, n int, state a2a.TaskState, clock *fakeClock) []a2a.TaskID {
+func fill(t *testing.T, s engine.Store, prefix string, n int, state a2a.TaskState, clock *fakeclock.Clock) []a2a.TaskID {
 	t.Helper()
 	var ids []a2a.TaskID
 	for i := range n {
@@ -115,8 +45,8 @@ func count(t *testing.T, s engine.Store) int {
 	return resp.TotalSize
 }
 
-func newStore(t *testing.T, clock *fakeClock) *memstore.Store {
-	s := memstore.New(memstore.Options{Clock: clock.micros})
+func newStore(t *testing.T, clock *fakeclock.Clock) *memstore.Store {
+	s := memstore.New(memstore.Options{Clock: clock.Micros})
 	t.Cleanup(func() {
 		if err := s.CheckInvariants(); err != nil {
 			t.Error(err)
@@ -130,7 +60,7 @@ func newStore(t *testing.T, clock *fakeClock) *memstore.Store {
 // ones and the unfinished ones (StuckAge off), and reports the oldest kept
 // terminal task's age in its metrics.
 func TestSweep(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := newStore(t, clock)
 	fill(t, s, "old-done", 25, a2a.TaskStateCompleted, clock)
 	fill(t, s, "old-working", 5, a2a.TaskStateWorking, clock)
@@ -167,7 +97,7 @@ func TestSweep(t *testing.T) {
 // The service sweeps at once, then every Interval (a tenth of the age by
 // default), and Close stops it.
 func TestServiceInterval(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := newStore(t, clock)
 	svc, err := retention.New(s, retention.Options{Age: 3 * time.Second, Clock: clock, Logger: quiet})
 	if err != nil {
@@ -176,16 +106,16 @@ func TestServiceInterval(t *testing.T) {
 	svc.Start()
 	defer svc.Close()
 	interval := 300 * time.Millisecond
-	clock.waitFor(interval) // the first sweep is done: nothing to remove
+	clock.WaitFor(interval) // the first sweep is done: nothing to remove
 	fill(t, s, "done", 5, a2a.TaskStateCanceled, clock)
 	clock.Advance(interval) // not old enough yet: the next sweep keeps them
-	clock.waitFor(interval)
+	clock.WaitFor(interval)
 	if n := count(t, s); n != 5 {
 		t.Fatalf("%d tasks after a sweep younger than the age, want 5", n)
 	}
 	for range 10 { // 3 s later they are expired
 		clock.Advance(interval)
-		clock.waitFor(interval)
+		clock.WaitFor(interval)
 	}
 	if n := count(t, s); n != 0 {
 		t.Errorf("%d tasks left after the age, want 0", n)
@@ -199,7 +129,7 @@ func TestServiceInterval(t *testing.T) {
 // at once: the batches done stay done, the store is consistent, and the
 // next sweep finishes the work.
 func TestCloseHalfway(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := newStore(t, clock)
 	fill(t, s, "done", 50, a2a.TaskStateCompleted, clock)
 	clock.Advance(2 * time.Hour)
@@ -209,7 +139,7 @@ func TestCloseHalfway(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.Start()
-	clock.waitFor(pause) // the first batch is done, the service pauses
+	clock.WaitFor(pause) // the first batch is done, the service pauses
 	if n := count(t, s); n != 40 {
 		t.Fatalf("%d tasks after one batch of 10, want 40", n)
 	}
@@ -245,7 +175,7 @@ func (b *blocking) RemoveExpired(ctx context.Context, req engine.RetainRequest) 
 
 // Close cancels a batch in flight through its context.
 func TestCloseCancelsBatch(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := &blocking{Store: newStore(t, clock), started: make(chan struct{})}
 	svc, err := retention.New(b, retention.Options{Age: time.Hour, Clock: clock, Logger: quiet})
 	if err != nil {
@@ -273,7 +203,7 @@ func (l *locker) TryRetentionLock(context.Context) (func(), bool, error) {
 
 // With a Locker, a sweep runs only under the lock, and releases it.
 func TestLocker(t *testing.T) {
-	clock := newFakeClock()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := newStore(t, clock)
 	fill(t, s, "done", 5, a2a.TaskStateRejected, clock)
 	clock.Advance(2 * time.Hour)
