@@ -40,6 +40,9 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (re
 		return engine.RetainResult{}, err
 	}
 	if len(due) > 0 {
+		if retainScanned != nil {
+			retainScanned()
+		}
 		n, err := s.removeDue(&req, due)
 		if err != nil {
 			return engine.RetainResult{}, err
@@ -50,6 +53,10 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (re
 	}
 	return scan.Result(), nil
 }
+
+// retainScanned, when set (by tests), runs between a batch's scan and its
+// removals, holding no lock.
+var retainScanned func()
 
 // scanExpired reads the global index oldest first and returns the scan
 // and the cursors of the due tasks.

@@ -334,3 +334,59 @@ func testRetainDuringTraversal(t testing.TB, e *env) {
 		}
 	}
 }
+
+// testRetainConcurrentWriters: batches run while another writer rewrites
+// half of the due tasks; a task whose rewrite succeeded (it is no longer
+// due) is never removed, a task removed first makes the rewrite fail with
+// ErrNotFound, and every untouched due task goes (R2; counters are checked
+// by CheckInvariants at cleanup).
+func testRetainConcurrentWriters(t testing.TB, e *env) {
+	re := newRetainEnv(t, e)
+	const n = 60
+	for i := range n {
+		re.add(t, a2a.TaskID(fmt.Sprintf("c%02d", i)), fmt.Sprintf("ctx-%d", i%4), fmt.Sprintf("own-%d", i%3), a2a.TaskStateCompleted)
+	}
+	cut := re.tasks[n-1].cur.UpdatedAt + 1
+	re.tick(1000) // rewrites land after the cutoff
+	kept := make(chan a2a.TaskID, n)
+	done := make(chan error, 1)
+	go func() {
+		defer close(kept)
+		for i := 1; i < n; i += 2 {
+			tk := spec{id: a2a.TaskID(fmt.Sprintf("c%02d", i)), ctx: "moved", state: a2a.TaskStateFailed, ts: statusAt(2), tag: "w"}.build()
+			_, err := re.s.Replace(re.ctx, tk, 0)
+			switch {
+			case err == nil:
+				kept <- tk.ID
+			case !errors.Is(err, engine.ErrNotFound):
+				done <- fmt.Errorf("Replace(%s): %v", tk.ID, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	req := engine.RetainRequest{TerminalBefore: cut, Limit: 7}
+	for range 100 {
+		res, err := re.r.RemoveExpired(re.ctx, req)
+		if err != nil {
+			t.Fatalf("RemoveExpired: %v", err)
+		}
+		if res.Next == nil {
+			break
+		}
+		req.After = res.Next
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for id := range kept {
+		if _, err := re.s.Get(re.ctx, id); err != nil {
+			t.Errorf("task %q rewritten (no longer due) before its batch: Get %v", id, err)
+		}
+	}
+	for i := 0; i < n; i += 2 {
+		if _, err := re.s.Get(re.ctx, a2a.TaskID(fmt.Sprintf("c%02d", i))); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("due task c%02d, untouched: Get %v, want removed", i, err)
+		}
+	}
+}

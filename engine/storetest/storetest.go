@@ -160,6 +160,7 @@ var clauses = []clause{
 	{name: "R1/oldest-first-batches", fn: testRetainOldestFirst},
 	{name: "R1/bad-input", fn: testRetainBadInput},
 	{name: "R2/during-traversal", fn: testRetainDuringTraversal},
+	{name: "R2/concurrent-writers", fn: testRetainConcurrentWriters},
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
