@@ -81,7 +81,7 @@ var Rows = []Row{
 				{Expr: `sum(rate(a2astore_retention_removed_tasks_total[$__rate_interval]))`, Legend: "tasks removed/s"},
 				{Expr: `sum(rate(a2astore_retention_batches_total[$__rate_interval]))`, Legend: "batches/s"},
 			}},
-		{Title: "Since the last sweep, and the oldest terminal task kept", Description: "Seconds since the last completed sweep began (should stay under the sweep interval plus a sweep), and the age of the oldest terminal task that sweep kept (should stay under -retain; above it, retention does not keep up).", Unit: "s",
+		{Title: "Since the last sweep, and the oldest terminal task kept", Description: "Seconds since the last completed sweep began (should stay under the sweep interval plus a sweep), and the age of the oldest terminal task left (under -retain after a sweep; above it while a sweep works through a backlog: retention is behind).", Unit: "s",
 			Targets: []Target{
 				{Expr: `time() - max by (instance) (a2astore_retention_last_sweep_timestamp_seconds)`, Legend: "{{instance}} since last sweep"},
 				{Expr: `max by (instance) (a2astore_retention_oldest_terminal_age_seconds)`, Legend: "{{instance}} oldest terminal task age"},

@@ -12,8 +12,11 @@ import (
 //	a2astore_retention_batches_total                RemoveExpired calls that succeeded
 //	a2astore_retention_sweeps_total{result}         sweeps: ok, skipped (another server holds the lock), error, canceled
 //	a2astore_retention_last_sweep_timestamp_seconds start time of the last completed sweep (0: none yet)
-//	a2astore_retention_oldest_terminal_age_seconds  at the last completed sweep, the age of the oldest
-//	                                                terminal task it kept (0: it found none)
+//	a2astore_retention_oldest_terminal_age_seconds  the age of the oldest terminal task left: at the end
+//	                                                of a sweep, the oldest it kept (under the age; 0: it
+//	                                                found none); during a sweep with more batches to go,
+//	                                                the age where its last batch stopped (over the age:
+//	                                                retention is behind)
 type Metrics struct {
 	removed prometheus.Counter
 	batches prometheus.Counter
@@ -33,7 +36,7 @@ func newMetrics() *Metrics {
 		last: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "a2astore", Subsystem: "retention", Name: "last_sweep_timestamp_seconds",
 			Help: "Start time of the last completed retention sweep, seconds since the epoch (0: none yet)."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "a2astore", Subsystem: "retention", Name: "oldest_terminal_age_seconds",
-			Help: "Age of the oldest terminal task the last completed sweep kept, in seconds (0: it found none)."}),
+			Help: "Age of the oldest terminal task left, in seconds: the oldest the last sweep kept (0: none), or during a sweep with more to remove, where its last batch stopped."}),
 	}
 	for _, r := range []string{"ok", "skipped", "error", "canceled"} {
 		m.sweeps.WithLabelValues(r)
@@ -76,3 +79,7 @@ func (m *Metrics) done(now, oldestTerminal time.Time) {
 		m.oldest.Set(now.Sub(oldestTerminal).Seconds())
 	}
 }
+
+// behind records, during a sweep, that due tasks remain from at (the
+// cursor where the last batch stopped) on.
+func (m *Metrics) behind(now, at time.Time) { m.oldest.Set(now.Sub(at).Seconds()) }

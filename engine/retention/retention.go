@@ -169,6 +169,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 			break
 		}
 		req.After = b.Next
+		// Behind: due tasks remain at least as old as where the batch
+		// stopped.
+		s.metrics.behind(s.opts.Clock.Now(), time.UnixMicro(b.Next.UpdatedAt))
 		if s.opts.Pause > 0 {
 			select {
 			case <-ctx.Done():

@@ -143,6 +143,9 @@ func TestCloseHalfway(t *testing.T) {
 	if n := count(t, s); n != 40 {
 		t.Fatalf("%d tasks after one batch of 10, want 40", n)
 	}
+	if age := gauge(t, svc.Metrics(), "a2astore_retention_oldest_terminal_age_seconds"); age < time.Hour.Seconds() {
+		t.Errorf("a sweep with a backlog reports the oldest terminal task %v s old, want over the age", age)
+	}
 	if err := svc.Close(); err != nil { // never advancing the clock: Close must not wait for the pause
 		t.Fatal(err)
 	}
