@@ -145,15 +145,9 @@ func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 		marker = binary.BigEndian.AppendUint64([]byte{tagMarker}, s.markerSeq.Add(1))
 		_ = b.Set(marker, encodeMarker(lowered), nil)
 	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.counterLocks[i].RLock()
-	}
+	unlock := lockStripes(stripes, func(i int) { s.counterLocks[i].RLock() }, func(i int) { s.counterLocks[i].RUnlock() })
 	err := b.Commit(s.wo)
-	for _, i := range stripes {
-		s.counterLocks[i].RUnlock()
-	}
+	unlock()
 	if err != nil {
 		return fmt.Errorf("commit: %v: %w", err, engine.ErrInternal)
 	}
@@ -163,6 +157,22 @@ func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 		}
 	}
 	return nil
+}
+
+// lockStripes locks each of the stripes once, in ascending order (so two
+// holders of several never wait for each other in a cycle), and returns
+// the function that unlocks them.
+func lockStripes(stripes []int, lock, unlock func(int)) func() {
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		lock(i)
+	}
+	return func() {
+		for _, i := range stripes {
+			unlock(i)
+		}
+	}
 }
 
 // deleteZeros deletes those of keys that are zero, and marker (if not
@@ -184,16 +194,7 @@ func (s *Store) deleteZeros(marker []byte, keys [][]byte, wo *pebble.WriteOption
 		for _, k := range zero {
 			stripes = append(stripes, s.counterStripe(k))
 		}
-		slices.Sort(stripes)
-		stripes = slices.Compact(stripes)
-		for _, i := range stripes {
-			s.counterLocks[i].Lock()
-		}
-		defer func() {
-			for _, i := range stripes {
-				s.counterLocks[i].Unlock()
-			}
-		}()
+		defer lockStripes(stripes, func(i int) { s.counterLocks[i].Lock() }, func(i int) { s.counterLocks[i].Unlock() })()
 	}
 	for _, k := range zero {
 		// Again under the lock: a merge may have committed since.

@@ -79,6 +79,24 @@ func lifecycle(t *testing.T, s *Store, clock *int64, n int) {
 	}
 }
 
+// reopenChecked closes s, opens the database in fs again and checks its
+// invariants.
+func reopenChecked(t *testing.T, s *Store, fs vfs.FS) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open("db", Options{FS: fs, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		s.Close()
+		t.Fatalf("after reopening: %v", err)
+	}
+	return s
+}
+
 // TestEmptiedStoreKeysConstant: however many tasks a store once held, once
 // they are all gone and compacted the same number of keys remains (the
 // format keys and the global counters): no zero-valued counter key stays
@@ -129,17 +147,8 @@ func TestZeroCountersOfOlderReleaseSwept(t *testing.T) {
 	if err := s.CheckInvariants(); err == nil {
 		t.Fatal("CheckInvariants accepts zero-valued counter keys")
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open("db", Options{FS: fs, Logger: pebblelog.Quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopenChecked(t, s, fs)
 	defer s.Close()
-	if err := s.CheckInvariants(); err != nil {
-		t.Fatalf("after reopening: %v", err)
-	}
 	if n := keyCount(t, s); n != 2 { // the format and zerofree keys
 		t.Errorf("%d keys after the sweep, want the 2 meta keys", n)
 	}
@@ -166,17 +175,8 @@ func TestMarkerRedoneAtOpen(t *testing.T) {
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open("db", Options{FS: fs, Logger: pebblelog.Quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopenChecked(t, s, fs)
 	defer s.Close()
-	if err := s.CheckInvariants(); err != nil {
-		t.Fatalf("after reopening: %v", err)
-	}
 	if _, found, _ := s.counterValue(kept); !found {
 		t.Error("the marker's nonzero counter was deleted")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -105,16 +104,7 @@ func (s *Store) removeDue(req *engine.RetainRequest, due []engine.Cursor) (int, 
 	for _, c := range due {
 		stripes = append(stripes, s.stripeOf([]byte(c.ID)))
 	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.locks[i].Lock()
-	}
-	defer func() {
-		for _, i := range stripes {
-			s.locks[i].Unlock()
-		}
-	}()
+	defer lockStripes(stripes, func(i int) { s.locks[i].Lock() }, func(i int) { s.locks[i].Unlock() })()
 	b := s.db.NewBatch()
 	defer b.Close()
 	var gone []*current

@@ -60,6 +60,21 @@ func (re *retainEnv) add(t testing.TB, id a2a.TaskID, ctx, owner string, state a
 	return x
 }
 
+// addMixed adds n tasks in context "ctx", IDs from the format with their
+// number: completed, but every one whose number is 1 modulo every in state
+// other; then checks their times are distinct.
+func (re *retainEnv) addMixed(t testing.TB, format string, n, every int, other a2a.TaskState) {
+	t.Helper()
+	for i := range n {
+		st := a2a.TaskStateCompleted
+		if i%every == 1 {
+			st = other
+		}
+		re.add(t, a2a.TaskID(fmt.Sprintf(format, i)), "ctx", "", st)
+	}
+	re.distinct(t)
+}
+
 // distinct fails the clause unless the tasks' times strictly increase in
 // creation order (a store without an injected clock almost always gives
 // that; the clause cannot judge the age boundary otherwise).
@@ -214,14 +229,7 @@ func testRetainTerminalOnly(t testing.TB, e *env) {
 // time stays, the older ones go; StuckBefore is off by default (R1).
 func testRetainAgeBoundary(t testing.TB, e *env) {
 	re := newRetainEnv(t, e)
-	for i := range 6 {
-		st := a2a.TaskStateCompleted
-		if i%3 == 1 {
-			st = a2a.TaskStateWorking
-		}
-		re.add(t, a2a.TaskID(fmt.Sprintf("a%d", i)), "ctx", "", st)
-	}
-	re.distinct(t)
+	re.addMixed(t, "a%d", 6, 3, a2a.TaskStateWorking)
 	cut := re.tasks[3].cur.UpdatedAt // a3, completed, stays
 	res := re.remove(t, engine.RetainRequest{TerminalBefore: cut, Limit: 100})
 	if res.Removed != 2 || !re.gone["a0"] || !re.gone["a2"] || re.gone["a3"] || re.gone["a1"] {
@@ -305,14 +313,7 @@ func testRetainBadInput(t testing.TB, e *env) {
 // exactly once, cursors strictly descend (L7, R2).
 func testRetainDuringTraversal(t testing.TB, e *env) {
 	re := newRetainEnv(t, e)
-	for i := range 12 {
-		st := a2a.TaskStateCompleted
-		if i%2 == 1 {
-			st = a2a.TaskStateInputRequired
-		}
-		re.add(t, a2a.TaskID(fmt.Sprintf("v%02d", i)), "ctx", "", st)
-	}
-	re.distinct(t)
+	re.addMixed(t, "v%02d", 12, 2, a2a.TaskStateInputRequired)
 	first := re.mustList(t, engine.ListRequest{PageSize: 4})
 	seen := ids(first.Tasks)
 	re.remove(t, engine.RetainRequest{TerminalBefore: re.tasks[len(re.tasks)-1].cur.UpdatedAt + 1, Limit: 100})
