@@ -179,13 +179,9 @@ func lockStripes(stripes []int, lock, unlock func(int)) func() {
 // nil), in one batch committed with wo. With lock, it holds the exclusive
 // side of their stripes from the read to the commit.
 func (s *Store) deleteZeros(marker []byte, keys [][]byte, wo *pebble.WriteOptions, lock bool) error {
-	var zero [][]byte
-	for _, k := range keys {
-		if n, found, err := s.counterValue(k); err != nil {
-			return err
-		} else if found && n == 0 {
-			zero = append(zero, k)
-		}
+	zero, err := s.zeroCounters(keys)
+	if err != nil {
+		return err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -195,14 +191,13 @@ func (s *Store) deleteZeros(marker []byte, keys [][]byte, wo *pebble.WriteOption
 			stripes = append(stripes, s.counterStripe(k))
 		}
 		defer lockStripes(stripes, func(i int) { s.counterLocks[i].Lock() }, func(i int) { s.counterLocks[i].Unlock() })()
+		// Again under the lock: a merge may have committed since.
+		if zero, err = s.zeroCounters(zero); err != nil {
+			return err
+		}
 	}
 	for _, k := range zero {
-		// Again under the lock: a merge may have committed since.
-		if n, found, err := s.counterValue(k); err != nil {
-			return err
-		} else if found && n == 0 {
-			_ = b.Delete(k, nil)
-		}
+		_ = b.Delete(k, nil)
 	}
 	if marker != nil {
 		_ = b.Delete(marker, nil)
@@ -211,6 +206,36 @@ func (s *Store) deleteZeros(marker []byte, keys [][]byte, wo *pebble.WriteOption
 		return nil
 	}
 	return b.Commit(wo)
+}
+
+// zeroCounters returns those of keys that have a key whose value is zero,
+// read with one iterator (cheaper than a Get each: merge keys are read
+// through every level).
+func (s *Store) zeroCounters(keys [][]byte) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagCounter}, UpperBound: []byte{tagCounter + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var zero [][]byte
+	for _, k := range keys {
+		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		if n, err := decodeCounter(v); err != nil {
+			return nil, err
+		} else if n == 0 {
+			zero = append(zero, k)
+		}
+	}
+	return zero, it.Error()
 }
 
 // counterValue reads a counter; found is false when it has no key.
