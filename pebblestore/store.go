@@ -103,7 +103,10 @@ const stripes = 256
 // of its keys in one batch before releasing it. Different tasks never wait
 // for each other, so concurrent Sync commits reach Pebble's commit pipeline
 // together and share fsyncs. Counters are merge operands (deltas), so they
-// need no read and no lock.
+// need no read before the write; a write that lowers a counter holds the
+// shared side of its counter stripe over the commit, and deletes it once
+// zero under the exclusive side (counters.go), so storage stays bounded by
+// the live tasks.
 //
 // Failure: Pebble treats a failed write-ahead-log or MANIFEST write as fatal
 // (by default it exits the process) and panics on some I/O errors (a failed
