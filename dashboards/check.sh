@@ -11,7 +11,8 @@
 # silently.
 #
 # The server runs with -policy owner and the remote loadgen with -callers 4,
-# as a deployment that authorizes callers would.
+# as a deployment that authorizes callers would, and with -retain 1h so the
+# retention panels have series.
 #
 # Ports (loopback): override with the variables below.
 set -euo pipefail
@@ -93,7 +94,7 @@ pids+=($!)
 
 log "starting a2astore-server (pebble) at $SERVER_HTTP"
 "$work/a2astore-server" -backend pebble -pebble-dir "$work/server-pebble" -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" \
-  -metrics "$SERVER_METRICS" -policy owner >"$work/server.log" 2>&1 &
+  -metrics "$SERVER_METRICS" -policy owner -retain 1h >"$work/server.log" 2>&1 &
 pids+=($!)
 
 log "starting a2astore-server (pg, -cluster) at $CLUSTER_HTTP"

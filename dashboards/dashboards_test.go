@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/loadgen/load"
 )
@@ -84,10 +85,15 @@ func registries(t *testing.T) map[string]map[string]bool {
 	store := memstore.New(memstore.Options{})
 	t.Cleanup(func() { _ = store.Close() })
 	metered := storemetrics.New(store, storemetrics.Options{Backend: "mem"})
+	retain, err := retention.New(metered, retention.Options{Age: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	server := prometheus.NewRegistry()
 	// What -cluster adds.
 	cluster := storemetrics.NewClusterCollector("pg", func() storemetrics.ClusterStats { return storemetrics.ClusterStats{} })
 	cluster.ObserveDelivery(time.Millisecond)
+	server.MustRegister(retain.Metrics()) // what -retain adds
 	server.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		// What cmd/a2astore-server adds for -backend pebble and -backend pg.
 		storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return storemetrics.LSMStats{} }),

@@ -18,7 +18,10 @@
 //
 // Tenancy is an optional part of the contract: an OwnerStore records an
 // owner per task and filters and counts lists by it (clauses O1–O6, written
-// out on OwnerStore, beside SPEC.md's).
+// out on OwnerStore, beside SPEC.md's). Retention is another: a Retainer
+// removes expired tasks in bounded batches from the tail of its ordering
+// index (R1, R2, written out on Retainer); engine/retention runs it at an
+// interval, and AsRetainer sees through decorators.
 //
 // Conditional writes are an optional part too: a ConditionalStore's
 // CancelIf, AppendHistoryIf and DeleteIf act only on the revision the

@@ -19,7 +19,12 @@
 // plus merge-operator counters (n ‖ …) for the total, each state, each
 // context and each context+state, and for each owner, owner+state,
 // owner+context and owner+context+state; and the format version (m ‖
-// "format"). cursor is the desckey encoding of (UpdatedAt, ID), whose byte
+// "format"). A counter that reaches zero is deleted (but the total's and
+// the states'), so storage stays bounded by the live tasks: an emptied
+// store, compacted, holds a handful of keys whatever it once held
+// (counters.go; m ‖ "zerofree" and z ‖ seq markers serve that). Expired
+// tasks are removed oldest first from the tail of the global index by
+// RemoveExpired (engine.Retainer, retain.go). cursor is the desckey encoding of (UpdatedAt, ID), whose byte
 // order is list order (S6): UpdatedAt descending, then ID descending, with
 // IDs of any bytes (NUL, 0xFF, invalid UTF-8 — S8) ordered exactly. asc is
 // desckey's prefix-free ascending encoding, so owners and contexts of any

@@ -14,6 +14,8 @@ import (
 // Keyspace (format 2). Every key starts with one tag byte:
 //
 //	m ‖ "format"                                     → format version (uvarint): 2
+//	m ‖ "zerofree"                                   → (empty) no zero-valued counter key but the global ones (counters.go)
+//	z ‖ seq (8 bytes)                                → a write's pending zero-counter deletes (counters.go)
 //	r ‖ id                                           → record: revision, UpdatedAt, light fields
 //	g ‖ cursor                                       → global ordering index: light fields
 //	c ‖ asc(contextID) ‖ cursor                      → per-context ordering index: light fields
@@ -36,7 +38,8 @@ import (
 // a page sit in the same order as its index entries, so a full page reads
 // them with a second iterator that only moves forward instead of one point
 // lookup per task. Tasks without an owner have no o or p key and no owner
-// counters.
+// counters. A counter no task counts in has no key (but the global n ‖ t
+// and n ‖ s ‖ state, which stay): counters.go deletes them at zero.
 //
 // Format 1 (before owners) had no m key and no o, p or owner counter keys,
 // and its light values (in records and index values) had no owner and no

@@ -20,12 +20,13 @@ func bulkCreate(t testing.TB, s *Store, tasks []*a2a.Task, owner string, at func
 	t.Helper()
 	for lo := 0; lo < len(tasks); lo += 1000 {
 		b := s.db.NewBatch()
+		var counters counterDeltas
 		for i, tk := range tasks[lo:min(lo+1000, len(tasks))] {
-			if _, _, err := stage(b, nil, tk, owner, at(lo+i)); err != nil {
+			if _, _, err := stage(b, &counters, nil, tk, owner, at(lo+i)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := b.Commit(s.wo); err != nil {
+		if err := s.commitCounted(b, &counters); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()

@@ -103,7 +103,10 @@ const stripes = 256
 // of its keys in one batch before releasing it. Different tasks never wait
 // for each other, so concurrent Sync commits reach Pebble's commit pipeline
 // together and share fsyncs. Counters are merge operands (deltas), so they
-// need no read and no lock.
+// need no read before the write; a write that lowers a counter holds the
+// shared side of its counter stripe over the commit, and deletes it once
+// zero under the exclusive side (counters.go), so storage stays bounded by
+// the live tasks.
 //
 // Failure: Pebble treats a failed write-ahead-log or MANIFEST write as fatal
 // (by default it exits the process) and panics on some I/O errors (a failed
@@ -128,6 +131,12 @@ type Store struct {
 	failed atomic.Pointer[string] // set by a fatal Pebble error
 
 	locks [stripes]sync.Mutex // per-task read-modify-write locks
+
+	// counterLocks guard deleting counters at zero (counters.go):
+	// writers hold the shared side over their commit, a delete the
+	// exclusive side. Taken after task locks, in stripe order.
+	counterLocks [counterStripes]sync.RWMutex
+	markerSeq    atomic.Uint64 // the last marker's number (counters.go)
 }
 
 var (
@@ -252,6 +261,9 @@ func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) 
 		return internal(err)
 	}
 	if err := s.openFormat(dir, opts, scan || opts.RepairFormat1); err != nil {
+		return err
+	}
+	if err := s.recoverCounters(dir); err != nil {
 		return err
 	}
 	if scan {
@@ -388,8 +400,11 @@ func (s *Store) catch(op string, err *error) {
 
 // lockFor returns the write lock of a task.
 func (s *Store) lockFor(id []byte) *sync.Mutex {
-	return &s.locks[maphash.Bytes(s.seed, id)%stripes]
+	return &s.locks[s.stripeOf(id)]
 }
+
+// stripeOf is the number of a task's write lock.
+func (s *Store) stripeOf(id []byte) int { return int(maphash.Bytes(s.seed, id) % stripes) }
 
 // counterMerger sums counter deltas (zigzag varints). A counter that drops
 // to zero stays as a zero-valued key: Pebble v2.1.7's compaction iterator

@@ -439,7 +439,11 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 		{"counter off", func(s *Store, cur engine.Cursor) error {
 			return s.db.Merge([]byte{tagCounter, counterTotal}, counterDelta(1), nil)
 		}, "recount"},
-		{"unknown key", func(s *Store, cur engine.Cursor) error { return s.db.Set([]byte("zz"), nil, nil) }, "unknown key"},
+		{"unknown key", func(s *Store, cur engine.Cursor) error { return s.db.Set([]byte("yy"), nil, nil) }, "unknown key"},
+		{"zero counter", func(s *Store, cur engine.Cursor) error {
+			return s.db.Merge(counterKeyOf(counterContext, []byte("nobody")), counterDelta(0), nil)
+		}, "zero-valued key"},
+		{"pending marker", func(s *Store, cur engine.Cursor) error { return s.db.Set([]byte{tagMarker, 1}, nil, nil) }, "marker"},
 		{"owner index deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(ownerKey("alice", cur), nil) }, "0 owner keys"},
 		{"owner-context index deleted", func(s *Store, cur engine.Cursor) error {
 			return s.db.Delete(ownerContextKey("alice", "c", cur), nil)

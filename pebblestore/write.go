@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,12 +71,13 @@ func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error)
 func (s *Store) put(old *current, task *a2a.Task, owner string, now int64) (engine.Record, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
-	rec, body, err := stage(b, old, task, owner, now)
+	var counters counterDeltas
+	rec, body, err := stage(b, &counters, old, task, owner, now)
 	if err != nil {
 		return engine.Record{}, err
 	}
-	if err := b.Commit(s.wo); err != nil {
-		return engine.Record{}, fmt.Errorf("pebblestore: commit: %v: %w", err, engine.ErrInternal)
+	if err := s.commitCounted(b, &counters); err != nil {
+		return engine.Record{}, fmt.Errorf("pebblestore: %w", err)
 	}
 	if rec.Task, err = decodeBody(body, task.ID, task.ContextID); err != nil {
 		return engine.Record{}, err
@@ -87,8 +87,9 @@ func (s *Store) put(old *current, task *a2a.Task, owner string, now int64) (engi
 
 // stage adds to b what put writes: the record, index and body keys of task
 // at time now, the deletion of what old (if not nil) leaves behind, and the
-// counter deltas. It returns the record without its task, and the body.
-func stage(b *pebble.Batch, old *current, task *a2a.Task, owner string, now int64) (engine.Record, []byte, error) {
+// counter deltas (into counters). It returns the record without its task,
+// and the body.
+func stage(b *pebble.Batch, counters *counterDeltas, old *current, task *a2a.Task, owner string, now int64) (engine.Record, []byte, error) {
 	rev := int64(1)
 	if old != nil {
 		rev, owner = old.rec.revision+1, old.rec.light.owner // O2
@@ -114,9 +115,9 @@ func stage(b *pebble.Batch, old *current, task *a2a.Task, owner string, now int6
 	_ = b.Set(bodyKey(cur), body, nil)
 	switch {
 	case old == nil:
-		mergeCounters(b, &l, +1)
+		counters.task(&l, +1)
 	case old.rec.light.contextID != l.contextID || old.rec.light.state != l.state:
-		moveCounters(b, &old.rec.light, &l)
+		counters.move(&old.rec.light, &l)
 	}
 	return engine.Record{Revision: rev, Cursor: cur, Owner: owner}, body, nil
 }
@@ -128,29 +129,6 @@ func deleteTaskKeys(b *pebble.Batch, old *current) {
 		_ = b.Delete(k, nil)
 	}
 	_ = b.Delete(bodyKey(oc), nil)
-}
-
-// mergeCounters adds d to every counter of a task with the light fields l
-// (its owner, context and state): the task comes or goes.
-func mergeCounters(b *pebble.Batch, l *light, d int64) {
-	exist, shape := counterKeys(l.owner, l.contextID, l.state)
-	for _, k := range append(shape, exist...) {
-		_ = b.Merge(k, counterDelta(d), nil)
-	}
-}
-
-// moveCounters moves a task of one owner from the counters of its light
-// fields from to those of to (another context or state): a counter both
-// count in (the same state, or the same context) is left alone.
-func moveCounters(b *pebble.Batch, from, to *light) {
-	_, was := counterKeys(from.owner, from.contextID, from.state)
-	_, is := counterKeys(to.owner, to.contextID, to.state)
-	for i := range was {
-		if !bytes.Equal(was[i], is[i]) {
-			_ = b.Merge(was[i], counterDelta(-1), nil)
-			_ = b.Merge(is[i], counterDelta(+1), nil)
-		}
-	}
 }
 
 // Create implements engine.Store: CreateOwned with no owner (O1).
@@ -303,9 +281,8 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		defer b.Close()
 		_ = b.Delete(recordKey(id), nil)
 		deleteTaskKeys(b, old)
-		mergeCounters(b, &old.rec.light, -1)
-		if err := b.Commit(s.wo); err != nil {
-			return engine.Record{}, fmt.Errorf("pebblestore: delete: commit: %v: %w", err, engine.ErrInternal)
+		if err := s.commitCounted(b, counterChanges([]*light{&old.rec.light}, nil)); err != nil {
+			return engine.Record{}, fmt.Errorf("pebblestore: delete: %w", err)
 		}
 		return engine.Record{}, nil
 	})

@@ -84,6 +84,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.IntVar(&cfg.Agent.ArtifactBytes, "artifact-bytes", 256, "synthetic agent: size of the artifact per task (0 = none)")
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
 	addClusterFlags(fs, &cfg.Cluster)
+	retainFlags(fs, &cfg.Retain)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")
 	if err := fs.Parse(args); err != nil {
 		return config{}, 0, err
@@ -107,6 +108,9 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Retain.Once {
+		return retainOnce(ctx, cfg)
+	}
 
 	s, err := newServer(ctx, cfg)
 	if err != nil {

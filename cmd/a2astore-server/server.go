@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/pgcluster"
 )
@@ -72,6 +73,8 @@ type config struct {
 	// Cluster is cluster mode (-cluster, cluster.go); it turns
 	// FinishAbandoned off: other servers may be running those tasks.
 	Cluster clusterConfig
+	// Retain is the retention policy (-retain, retain.go).
+	Retain retainConfig
 
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
@@ -89,6 +92,7 @@ type server struct {
 	card     *a2a.AgentCard
 	execs    *a2aserver.Executions // the agent's running executions
 	cluster  *pgcluster.Cluster    // cluster mode only
+	retain   *retention.Service    // nil without -retain
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
@@ -143,6 +147,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 
 	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3)}
+	if s.retain, err = newRetention(&cfg, metered, b.Store, reg); err != nil {
+		return nil, err
+	}
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
@@ -190,6 +197,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
+	s.startRetention()
 	return s, nil
 }
 
@@ -339,6 +347,9 @@ func (s *server) shutdown(ctx context.Context) error {
 				s.grpcSrv.Stop()
 				<-drained
 			}
+		}
+		if s.retain != nil {
+			_ = s.retain.Close()
 		}
 		if s.cluster != nil {
 			_ = s.cluster.Close() // before the pool it runs on

@@ -28,6 +28,16 @@
 // store those subtests skip and say so. O6, the cost of owner-scoped
 // lists, is for each backend's own tests (ListResponse.Stats).
 //
+// A store that is an engine.Retainer (engine.AsRetainer: decorators are
+// seen through) also gets the retention clauses R1–R2 (clauses_retain.go):
+// only terminal tasks go, the age boundary is strict, the stuck age is off
+// by default, batches go oldest first within their Limit and resume with
+// Next, bad requests fail with ErrInvalidArgument and remove nothing,
+// totals by state, context and owner stay exact, a traversal across a
+// batch keeps L7, and a task rewritten during a sweep is never removed.
+// Expectations come from the cursors the store returned, so the clauses
+// run without an injected clock too.
+//
 // Besides the clause tests, Run includes:
 //
 //   - "model/random": a model-based randomized test. A deliberately simple

@@ -62,8 +62,9 @@ func (c *ManualClock) Advance(d int64) int64 { return c.now.Add(d) }
 // clauses when the store is an engine.OwnerStore. Each clause (or small
 // group of clauses) is a subtest named by its clause id and opens a fresh
 // store; clauses that drive the clock are skipped when the harness has no
-// ClockInjection, and owner clauses when the store does not record owners
-// (the skip message says so). Run also runs a model-based randomized test
+// ClockInjection, owner clauses when the store does not record owners and
+// retention clauses (R1, R2) when it is no engine.Retainer (the skip
+// message says so). Run also runs a model-based randomized test
 // ("model/random", seeded by -storetest.seed, length -storetest.ops) and a
 // concurrent test ("L7-L8/concurrent"), both with owners on an OwnerStore.
 func Run(t *testing.T, h Harness) {
@@ -107,7 +108,7 @@ func (c *clause) run(t testing.TB, h Harness) {
 // clauses_writes.go (S3, S7–S9), clauses_tokens.go (T), clauses_listing.go
 // (L), clauses_limits.go (engine.Limits), clauses_owners.go (O),
 // clauses_conditional.go (If: engine.ConditionalStore, run only on one),
-// random.go and concurrent.go.
+// clauses_retain.go (R, on an engine.Retainer), random.go and concurrent.go.
 var clauses = []clause{
 	{name: "S1-S2/time-advances", fn: testTimeAdvances},
 	{name: "S3/rejected-writes", fn: testRejectedWrites},
@@ -167,6 +168,12 @@ var clauses = []clause{
 	{name: "If-S3/cancel-terminal", cond: true, fn: testIfCancelTerminal},
 	{name: "If-S5/max-time", cond: true, clock: true, fn: testIfMaxTime},
 	{name: "If/race", cond: true, fn: testIfRace},
+	{name: "R1-R2/terminal-only", fn: testRetainTerminalOnly},
+	{name: "R1/age-boundary-and-stuck", fn: testRetainAgeBoundary},
+	{name: "R1/oldest-first-batches", fn: testRetainOldestFirst},
+	{name: "R1/bad-input", fn: testRetainBadInput},
+	{name: "R2/during-traversal", fn: testRetainDuringTraversal},
+	{name: "R2/concurrent-writers", fn: testRetainConcurrentWriters},
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},

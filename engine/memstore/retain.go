@@ -1,0 +1,78 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+var _ engine.Retainer = (*Store)(nil)
+
+// retainScanned, when set (by tests), runs between a batch's scan and its
+// removals, holding no lock.
+var retainScanned func()
+
+// RemoveExpired removes the expired tasks of one batch (engine.Retainer,
+// R1, R2). It walks the global index backward from its oldest entry (or
+// from req.After) under the shared lock, so readers go on meanwhile; then,
+// if any task is due, it takes the write lock once and removes each due
+// task that is still as examined (same entry, same time: a task mutated
+// meanwhile moved and is left alone) as Delete does: from every index and
+// counter, releasing its context and owner once no task carries them. Its
+// work is at most req.Limit index steps and removals, O(log n) each.
+func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (engine.RetainResult, error) {
+	if err := req.Validate(); err != nil {
+		return engine.RetainResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return engine.RetainResult{}, err
+	}
+	scan := engine.NewRetainScan(&req)
+	var due []item
+	visit := func(it item) bool {
+		c := it.e.cursor()
+		if req.After != nil && c == *req.After {
+			return true // strictly after the resume point
+		}
+		d, more := scan.Visit(c, states[it.e.state])
+		if d {
+			due = append(due, it)
+		}
+		return more
+	}
+	s.mu.RLock()
+	if s.mu.closed {
+		s.mu.RUnlock()
+		return engine.RetainResult{}, errClosed
+	}
+	if req.After != nil {
+		// Oldest first is descending list order. The probe sorts just
+		// after After's entry in list order, so the walk starts at After
+		// itself (skipped above) and goes on to newer tasks.
+		s.mu.order.Descend(item{req.After.UpdatedAt, probeAfter(req.After)}, visit)
+	} else {
+		s.mu.order.Reverse(visit)
+	}
+	s.mu.RUnlock()
+	if len(due) == 0 {
+		return scan.Result(), nil
+	}
+	if retainScanned != nil {
+		retainScanned()
+	}
+	if err := s.lockOpen(); err != nil {
+		return engine.RetainResult{}, err
+	}
+	defer s.mu.Unlock()
+	for _, it := range due {
+		e := it.e
+		if s.mu.byID[e.id] != e || e.updatedAt != it.at || !req.Due(e.updatedAt, states[e.state]) {
+			continue // deleted or mutated meanwhile
+		}
+		s.unindexLocked(e)
+		delete(s.mu.byID, e.id)
+		s.releaseLocked(e.ctx, e.owner)
+		scan.Removed()
+	}
+	return scan.Result(), nil
+}
