@@ -19,7 +19,12 @@ import (
 // Delete are CancelIf, AppendHistoryIf and DeleteIf with expected
 // revision 0. When a statement writes nothing, a follow-up read tells why:
 // a missing task (ErrNotFound), another revision (ErrRevisionConflict,
-// compared first), or the unconditional method's own reasons.
+// compared first), or the unconditional method's own reasons. When it
+// finds none of them (the row the statement waited on was deleted and the
+// task created again under its ID in between, which the statement's
+// snapshot cannot see), Cancel and AppendHistory run again on the task as
+// it is now, at most maxAttempts times (then ErrRevisionConflict): they
+// never report a write that did not happen.
 var _ engine.ConditionalStore = (*Store)(nil)
 
 // validateConditional checks the arguments every conditional write takes,

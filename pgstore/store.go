@@ -390,27 +390,36 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	}
 	var x row
 	err := retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id), expectedRevision))
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
+		for range maxAttempts {
+			x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id), expectedRevision))
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var state string
+			var rev int64
+			var full bool
+			err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state, &rev, &full)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return engine.ErrNotFound
+			case err != nil:
+				return err
+			case expectedRevision != 0 && rev != expectedRevision:
+				return engine.ErrRevisionConflict
+			case full && !a2a.TaskState(state).Terminal():
+				return errTimeAtMax
+			case a2a.TaskState(state).Terminal():
+				// Terminal when the UPDATE looked, or made terminal
+				// since: either way this cancellation is rejected and
+				// changed nothing.
+				return engine.ErrNotCancelable
+			}
+			// Cancelable (at the expected revision) now, yet the UPDATE
+			// found no such row: the row it waited on was deleted and
+			// the task created again under its ID (S7) in between, which
+			// the statement's snapshot cannot see. Cancel that task.
 		}
-		var state string
-		var rev int64
-		var full bool
-		err = s.pool.QueryRow(ctx, s.sql.stateOf, string(id)).Scan(&state, &rev, &full)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return engine.ErrNotFound
-		case err != nil:
-			return err
-		case expectedRevision != 0 && rev != expectedRevision:
-			return engine.ErrRevisionConflict
-		case full && !a2a.TaskState(state).Terminal():
-			return errTimeAtMax
-		}
-		// Terminal when the UPDATE looked, or made terminal since: either
-		// way this cancellation is rejected and changed nothing.
-		return engine.ErrNotCancelable
+		return engine.ErrRevisionConflict // recreated on every attempt
 	})
 	if err != nil {
 		return engine.Record{}, s.writeError(ctx, "cancel", err)
@@ -438,13 +447,50 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 	if err != nil {
 		return engine.Record{}, err
 	}
-	// The appended task must stay within the limits, and only the updated
-	// row says how large it became: the check runs in the UPDATE's
-	// transaction, which a violation rolls back (S3).
+	for attempt := 1; ; attempt++ {
+		rec, err := s.appendOnce(ctx, id, b, []byte(msg.ID), expectedRevision)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return rec, err
+		}
+		// Missing task, another revision than the expected one (compared
+		// first: a conflict, no record), the message already in the
+		// history (deduplicated, S3: return the current record), or a
+		// task at its maximum time.
+		// This is a new statement, so it sees the append that won a
+		// concurrent race.
+		rec, err = s.get(ctx, "append history", id)
+		if err != nil {
+			return engine.Record{}, err
+		}
+		if expectedRevision != 0 && rec.Revision != expectedRevision {
+			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", engine.ErrRevisionConflict)
+		}
+		if slices.ContainsFunc(rec.Task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msg.ID }) {
+			return rec, nil // deduplicated
+		}
+		if rec.Cursor.UpdatedAt == math.MaxInt64 {
+			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", errTimeAtMax)
+		}
+		// Appendable (at the expected revision) now, yet the UPDATE
+		// found no such row: the row it waited on was deleted and the
+		// task created again under its ID (S7) in between, or a Replace
+		// dropped the message (unconditional). Append to the task as it
+		// is now; never report the append as deduplicated.
+		if attempt == maxAttempts {
+			return engine.Record{}, fmt.Errorf("pgstore: append history: the task changed on every attempt: %w", engine.ErrRevisionConflict)
+		}
+	}
+}
+
+// appendOnce runs the append's UPDATE (pgx.ErrNoRows when it wrote
+// nothing) and the limits check in one transaction: the appended task
+// must stay within the limits, and only the updated row says how large it
+// became, so a violation rolls the UPDATE back (S3).
+func (s *Store) appendOnce(ctx context.Context, id a2a.TaskID, b, msgID []byte, expectedRevision int64) (engine.Record, error) {
 	var rec engine.Record
-	err = retry(ctx, func() error {
+	err := retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, []byte(msg.ID), expectedRevision))
+			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, msgID, expectedRevision))
 			if err != nil {
 				return err
 			}
@@ -455,21 +501,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing task, another revision than the expected one (compared
-		// first: a conflict, no record), the message already in the
-		// history (deduplicated, S3: return the current record), or a
-		// task at its maximum time.
-		// This is a new statement, so it sees the append that won a
-		// concurrent race.
-		rec, err := s.get(ctx, "append history", id)
-		if err == nil && expectedRevision != 0 && rec.Revision != expectedRevision {
-			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", engine.ErrRevisionConflict)
-		}
-		if err == nil && rec.Cursor.UpdatedAt == math.MaxInt64 &&
-			!slices.ContainsFunc(rec.Task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msg.ID }) {
-			return engine.Record{}, fmt.Errorf("pgstore: append history: %w", errTimeAtMax)
-		}
-		return rec, err
+		return engine.Record{}, err
 	}
 	if errors.Is(err, engine.ErrLimitExceeded) {
 		return engine.Record{}, fmt.Errorf("pgstore: append history: %w", err)

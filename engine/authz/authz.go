@@ -412,10 +412,15 @@ func (d *Dispatcher) check(ctx context.Context, id a2a.TaskID, rec engine.Record
 	return d.allow(ctx, rec.Task, rec.Owner)
 }
 
-// readAs fails closed unless rec, read for id, holds that task.
+// readAs fails closed unless rec, read for id, holds that task at a
+// revision: a write conditional on revision 0 would be unconditional, on
+// a version nobody checked (A9).
 func readAs(id a2a.TaskID, rec engine.Record) error {
 	if rec.Task == nil || rec.Task.ID != id {
 		return fmt.Errorf("authz: store returned another task: %w", engine.ErrInternal)
+	}
+	if rec.Revision < 1 {
+		return fmt.Errorf("authz: store returned task %q at revision %d: %w", id, rec.Revision, engine.ErrInternal)
 	}
 	return nil
 }

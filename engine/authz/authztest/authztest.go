@@ -78,12 +78,40 @@ var writes = []write{
 	{"DeleteIf", func(ctx context.Context, d *authz.Dispatcher, id a2a.TaskID) error {
 		return d.DeleteIf(ctx, id, 1)
 	}},
+	// A message already in the history (m0, in every version of the
+	// target): the store changes nothing and returns the current record
+	// (S3), which must be the checked version, never one the caller may
+	// not see (the revision is compared before the deduplication).
+	{"AppendHistoryDuplicate", func(ctx context.Context, d *authz.Dispatcher, id a2a.TaskID) error {
+		return duplicate(d.AppendHistory(ctx, id, firstMessage()))
+	}},
+	{"AppendHistoryIfDuplicate", func(ctx context.Context, d *authz.Dispatcher, id a2a.TaskID) error {
+		return duplicate(d.AppendHistoryIf(ctx, id, firstMessage(), 1))
+	}},
+}
+
+// firstMessage is the message every version of the target starts with.
+func firstMessage() *a2a.Message {
+	return &a2a.Message{ID: "m0", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hello")}}
+}
+
+// duplicate is the error of a deduplicated AppendHistory through the
+// dispatcher: a record beside an error, or a success returning a task the
+// caller cannot access, is an error too.
+func duplicate(rec engine.Record, err error) error {
+	switch {
+	case err != nil && rec.Task != nil:
+		return fmt.Errorf("record of %q beside the error %w", rec.Task.ID, err)
+	case err == nil && (rec.Task == nil || rec.Task.ContextID != Allowed):
+		return fmt.Errorf("deduplicated append returned %+v, not the checked version", rec.Task)
+	}
+	return err
 }
 
 // newTask is the target task at revision 1: working, in context ctxID.
 func newTask(id a2a.TaskID, ctxID string) *a2a.Task {
 	return &a2a.Task{ID: id, ContextID: ctxID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
-		History: []*a2a.Message{{ID: "m0", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hello")}}}}
+		History: []*a2a.Message{firstMessage()}}
 }
 
 // moved is the target's content after the other writer's Replace.
@@ -107,7 +135,9 @@ func canon(rec engine.Record) string {
 //     another writer replaces it into context Denied. Cancel,
 //     AppendHistory and Delete (and their conditional forms on the checked
 //     revision) must fail with engine.ErrNotFound, as for a missing task,
-//     and leave the task exactly as the other writer left it.
+//     and leave the task exactly as the other writer left it; so must an
+//     AppendHistory of a message already in the history, whose
+//     deduplicated answer would otherwise be the moved task's record.
 //   - still-allowed: the other writer changes the task but keeps it in
 //     Allowed: the write is checked again and then acts on the new version.
 //   - contention: the other writer changes the task during every check:
