@@ -149,6 +149,7 @@ type Stats struct {
 	Takeovers        atomic.Int64 // expired leases this instance's rescuer returned to the queue
 	Retries          atomic.Int64 // failed work items this instance returned for another attempt
 	GaveUp           atomic.Int64 // tasks this instance finished as FAILED after MaxAttempts
+	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
 	Reconnects       atomic.Int64 // times the notification connection was re-established

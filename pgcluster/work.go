@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -21,9 +22,12 @@ type workQueue struct {
 
 	mu struct {
 		sync.Mutex
-		// executions are the cancel functions of the executions this
-		// instance runs, by task.
-		executions map[a2a.TaskID]context.CancelCauseFunc
+		// executions are the executions this instance runs, by task.
+		executions map[a2a.TaskID]*message
+		// inflight counts the claimed items not yet completed or
+		// returned; settled is closed and replaced when it shrinks.
+		inflight int
+		settled  chan struct{}
 	}
 }
 
@@ -31,7 +35,8 @@ var _ workqueue.ReadWriter = (*workQueue)(nil)
 
 func newWorkQueue(c *Cluster) *workQueue {
 	q := &workQueue{c: c, wake: make(chan struct{}, 1)}
-	q.mu.executions = make(map[a2a.TaskID]context.CancelCauseFunc)
+	q.mu.executions = make(map[a2a.TaskID]*message)
+	q.mu.settled = make(chan struct{})
 	return q
 }
 
@@ -121,11 +126,13 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 		return nil, fmt.Errorf("pgcluster: claim work: %w", err)
 	}
 	q.c.stats.Claimed.Add(1)
+	q.begin()
 	m.payload = &workqueue.Payload{}
 	if err := json.Unmarshal(body, m.payload); err != nil {
 		// Not ours to run: finish it rather than retry forever.
 		q.c.opts.Logger.Warn("pgcluster: undecodable work item finished", "id", m.id, "error", err)
 		_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "malformed")
+		q.settle()
 		return nil, nil
 	}
 	if m.attempt > 1 {
@@ -163,7 +170,7 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 	ctx, cancel := context.WithCancelCause(ctx)
 	m.cancel = cancel
 	q.mu.Lock()
-	q.mu.executions[m.taskID] = cancel
+	q.mu.executions[m.taskID] = m
 	q.mu.Unlock()
 	return ctx, nil
 }
@@ -175,7 +182,7 @@ func (q *workQueue) afterExecution(_ context.Context, msg workqueue.Message, _ a
 		return nil
 	}
 	q.mu.Lock()
-	if q.mu.executions[m.taskID] != nil {
+	if q.mu.executions[m.taskID] == m {
 		delete(q.mu.executions, m.taskID)
 	}
 	q.mu.Unlock()
@@ -186,11 +193,11 @@ func (q *workQueue) afterExecution(_ context.Context, msg workqueue.Message, _ a
 // cancelLocal cancels the execution of taskID if this instance runs it.
 func (q *workQueue) cancelLocal(taskID a2a.TaskID) {
 	q.mu.Lock()
-	cancel := q.mu.executions[taskID]
+	m := q.mu.executions[taskID]
 	q.mu.Unlock()
-	if cancel != nil {
+	if m != nil {
 		q.c.stats.CanceledHere.Add(1)
-		cancel(ErrCanceled)
+		m.cancel(ErrCanceled)
 	}
 }
 
@@ -210,6 +217,10 @@ type message struct {
 	attempt int
 	payload *workqueue.Payload
 	cancel  context.CancelCauseFunc // executions only
+	// handedOver is set by HandOver: the execution was stopped for
+	// another instance to take it over, and Return releases the lease.
+	handedOver atomic.Bool
+	settled    sync.Once // the item left this instance's in-flight count
 
 	lastBeat time.Time // of the last successful heartbeat (heartbeat goroutine only)
 }
@@ -248,6 +259,7 @@ func (m *message) Heartbeat(ctx context.Context) error {
 // Complete finishes the item. A finished cancelation notifies every
 // instance, and the one executing the task cancels the execution (K3).
 func (m *message) Complete(ctx context.Context) error {
+	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	tx, err := c.pool.Begin(ctx)
@@ -270,10 +282,12 @@ func (m *message) Complete(ctx context.Context) error {
 }
 
 // Return handles a failed attempt: an item whose task already ended is
-// finished; one with attempts left goes back to the queue (an execution
-// after RetryDelay, a cancelation at once); the last failed execution
-// finishes its task as FAILED.
+// finished; an execution stopped by HandOver goes back to the queue at
+// once, its attempt not counted; one with attempts left goes back to the
+// queue (an execution after RetryDelay, a cancelation at once); the last
+// failed execution finishes its task as FAILED.
 func (m *message) Return(ctx context.Context, cause error) error {
+	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
@@ -282,6 +296,9 @@ func (m *message) Return(ctx context.Context, cause error) error {
 			_, err = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', m.taskID))
 		}
 		return err
+	}
+	if m.handedOver.Load() {
+		return m.release(ctx)
 	}
 	limit, delay := c.opts.MaxAttempts, c.opts.RetryDelay
 	if m.payload.Type == workqueue.PayloadTypeCancel {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -468,5 +469,46 @@ func TestClusterNeedsPG(t *testing.T) {
 		if _, err := newServer(t.Context(), cfg); !errors.Is(err, errClusterBackend) {
 			t.Errorf("-cluster -backend %s: %v, want %v", backend, err, errClusterBackend)
 		}
+	}
+}
+
+// K4 at a graceful shutdown: SIGTERM of the server executing a task whose
+// agent outlives the shutdown grace (200 ms) hands the execution over:
+// the other server takes the work item at once — the lease (1 min) never
+// expires in this test — resumes the stored task and completes it; the
+// task is never FAILED and the handed-over attempt is not counted.
+// Without the handover the task ends FAILED (Executions.Abort); without
+// the lease release it waits for the lease to expire.
+func TestClusterShutdownHandsOver(t *testing.T) {
+	const steps = 3
+	f := startCluster(t, []string{"a", "b"}, append(stepArgs(steps, "700ms"), "-cluster-lease", "1m", "-shutdown-timeout", "200ms")...)
+	ctx := t.Context()
+	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
+	executor, survivor := f.executing(t, id)
+	sc := survivor.client(t, a2a.TransportProtocolJSONRPC)
+	waitUntil(t, "the task to work", func() bool {
+		got, err := sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		return err == nil && got.Status.State == a2a.TaskStateWorking
+	})
+	executor.killed = true // stopped here
+	if err := executor.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("%s exited with %v\n%s", executor.name, err, executor.logs())
+	}
+	var got *a2a.Task
+	waitUntil(t, "the survivor to complete the task", func() bool {
+		var err error
+		got, err = sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		return err == nil && got.Status.State.Terminal()
+	})
+	if got.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task %q after the handover, want completed\n%s", got.Status.State, executor.logs())
+	}
+	var l pgcluster.Lease
+	waitUntil(t, "the execution item to be done", func() bool { l = f.lease(t, id); return l.State == "done" })
+	if l.Owner != survivor.name || l.Attempt != 1 {
+		t.Fatalf("execution item %+v, want done by %s on attempt 1 (a handover is not a failed attempt)", l, survivor.name)
+	}
+	if !strings.Contains(executor.logs(), "handed agent executions over") {
+		t.Fatalf("%s did not log the handover\n%s", executor.name, executor.logs())
 	}
 }
