@@ -42,7 +42,8 @@ func newWorkQueue(c *Cluster) *workQueue {
 
 // Write implements workqueue.Writer. An open item of the same kind for the
 // task (an execution in progress, a cancelation in progress) makes it fail
-// with workqueue.ErrLeaseAlreadyTaken.
+// with an inProgressError: workqueue.ErrLeaseAlreadyTaken for a2a-go, A2A's
+// UnsupportedOperationError for the client.
 func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
 	if p == nil || p.TaskID == "" {
 		return "", fmt.Errorf("pgcluster: work item without task: %w", workqueue.ErrMalformedPayload)
@@ -63,7 +64,7 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	var id int64
 	switch err := tx.QueryRow(ctx, q.c.sql.insertWork, string(p.TaskID), kind, body).Scan(&id); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", fmt.Errorf("pgcluster: %s of task already in progress: %w", kind, workqueue.ErrLeaseAlreadyTaken)
+		return "", inProgressError(kind)
 	case err != nil:
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
@@ -74,6 +75,29 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	return p.TaskID, nil
+}
+
+// inProgressError is Write's answer when the task has an open item of the
+// same kind. a2a-go's local mode answers a second SendMessage to a task it
+// is executing with "task execution is already in progress", an error no
+// A2A error wraps, which reaches the client as an internal error (JSON-RPC
+// -32603, HTTP 500, gRPC INTERNAL) — a server fault for a client's
+// request. This answers with the same text as A2A's
+// UnsupportedOperationError, the spec's error for a message the task
+// cannot take in its state (as for a task in a terminal state), on every
+// transport; it is also workqueue.ErrLeaseAlreadyTaken, which a2a-go's
+// CancelTask treats as "join the cancelation in progress".
+type inProgressError string
+
+func (e inProgressError) Error() string {
+	if e == workqueue.PayloadTypeCancel {
+		return "task cancelation is already in progress"
+	}
+	return "task execution is already in progress"
+}
+
+func (e inProgressError) Unwrap() []error {
+	return []error{a2a.ErrUnsupportedOperation, workqueue.ErrLeaseAlreadyTaken}
 }
 
 // Read implements workqueue.ReadWriter: it claims the oldest available
