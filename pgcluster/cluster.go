@@ -141,7 +141,14 @@ type Cluster struct {
 	listener *listener
 	rescuer  *rescuer
 	cleaner  *cleaner
+
+	// skew is added to the wall clock of the lease checks (tests
+	// simulate a stalled instance with it).
+	skew atomic.Int64
 }
+
+// now is the clock of the lease checks.
+func (c *Cluster) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
 
 // Stats are the cluster's counters since New, for metrics.
 type Stats struct {

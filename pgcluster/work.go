@@ -139,6 +139,7 @@ func (q *workQueue) notify() {
 // claim takes one item, or returns nil when none is available.
 func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	m := &message{q: q, token: newToken()}
+	m.extend(q.c.now())
 	var kind string
 	var body []byte
 	err := q.c.pool.QueryRow(ctx, q.c.sql.claim, q.c.opts.Instance, m.token, q.c.opts.LeaseTimeout).
@@ -192,6 +193,7 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 		return ctx, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	ctx = context.WithValue(ctx, leaseKey{}, m)
 	m.cancel = cancel
 	q.mu.Lock()
 	q.mu.executions[m.taskID] = m
@@ -246,7 +248,11 @@ type message struct {
 	handedOver atomic.Bool
 	settled    sync.Once // the item left this instance's in-flight count
 
-	lastBeat time.Time // of the last successful heartbeat (heartbeat goroutine only)
+	// deadline is when the lease runs out as far as this instance knows
+	// (unix nanoseconds of the cluster clock): LeaseTimeout after the
+	// claim or the last successful heartbeat was sent — no later than the
+	// database's lease_expires, which is set when the statement runs.
+	deadline atomic.Int64
 }
 
 var (
@@ -263,12 +269,10 @@ func (m *message) HeartbeatInterval() time.Duration { return m.q.c.opts.LeaseTim
 // no longer this instance's, which stops the execution; a database that
 // cannot be reached fails it only once the lease has run out.
 func (m *message) Heartbeat(ctx context.Context) error {
-	if m.lastBeat.IsZero() {
-		m.lastBeat = time.Now()
-	}
+	sent := m.q.c.now()
 	tag, err := m.q.c.pool.Exec(ctx, m.q.c.sql.heartbeat, m.id, m.token, m.q.c.opts.LeaseTimeout)
 	switch {
-	case err != nil && time.Since(m.lastBeat) < m.q.c.opts.LeaseTimeout:
+	case err != nil && m.holds():
 		m.q.c.opts.Logger.Warn("pgcluster: heartbeat failed; retrying", "task", m.taskID, "error", err)
 		return nil
 	case err != nil:
@@ -276,8 +280,19 @@ func (m *message) Heartbeat(ctx context.Context) error {
 	case tag.RowsAffected() == 0:
 		return ErrLeaseLost
 	}
-	m.lastBeat = time.Now()
+	m.extend(sent)
 	return nil
+}
+
+// extend moves the lease's local deadline to LeaseTimeout after from.
+func (m *message) extend(from time.Time) {
+	m.deadline.Store(from.Add(m.q.c.opts.LeaseTimeout).UnixNano())
+}
+
+// holds reports whether the lease is still this instance's as far as it
+// knows: not handed over, and its local deadline not passed.
+func (m *message) holds() bool {
+	return !m.handedOver.Load() && m.q.c.now().UnixNano() < m.deadline.Load()
 }
 
 // Complete finishes the item. A finished cancelation notifies every

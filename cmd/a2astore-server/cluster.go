@@ -68,7 +68,7 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 	return a2asrv.WithClusterMode(a2asrv.ClusterConfig{
 		QueueManager: c.QueueManager(),
 		WorkQueue:    c.WorkQueue(),
-		TaskStore:    ts,
+		TaskStore:    c.FenceTaskStore(ts), // an execution that lost its lease writes nothing
 	}), nil
 }
 
