@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"sync"
@@ -251,8 +252,21 @@ func notifyPayload(kind byte, taskID a2a.TaskID) string {
 	return string(kind) + string(taskID)
 }
 
-// channel is the notification channel of the cluster tables in schema.
-func channel(schema string) string { return "a2a_cluster:" + schema }
+// channel is the notification channel of the cluster tables in schema:
+// "a2a_cluster:" and the schema, or, when that would be longer than a
+// PostgreSQL identifier (63 bytes: pg_notify refuses a longer channel,
+// LISTEN truncates it), "a2a_cluster:" and a hash of the schema.
+func channel(schema string) string {
+	if ch := "a2a_cluster:" + schema; len(ch) <= maxIdentifierBytes {
+		return ch
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(schema))
+	return fmt.Sprintf("a2a_cluster:%016x", h.Sum64())
+}
+
+// maxIdentifierBytes is PostgreSQL's identifier length (NAMEDATALEN-1).
+const maxIdentifierBytes = 63
 
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"iter"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/a2aserver"
@@ -751,5 +753,42 @@ func TestStalledExecutionWritesNothing(t *testing.T) {
 	agentB.steps <- struct{}{}
 	if st := waitRevision(4); st.Task.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("task %q after b's execution, want completed", st.Task.Status.State)
+	}
+}
+
+// Any valid schema name works, up to PostgreSQL's 63 bytes: the
+// notification channel ("a2a_cluster:" and the schema) would be longer
+// than an identifier may be, which pg_notify refuses ("channel name too
+// long") — every event and work write failed — and LISTEN silently
+// truncates. A subscriber on the other instance gets every event.
+func TestLongSchemaName(t *testing.T) {
+	h := newHarness(t)
+	h.schema = h.schema + "_" + strings.Repeat("x", 62-len(h.schema))
+	ctx := t.Context()
+	admin, err := pgxpool.New(ctx, h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ident := pgx.Identifier{h.schema}.Sanitize()
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+ident+" CASCADE") })
+	agent := newGateAgent(1)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	id, _ := sendAndWait(t, ctx, a, agent)
+	_, sub := other(t, ctx, id, a, b)
+	events, done := stream(sub.handler.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
+	next(t, events) // snapshot
+	agent.steps <- struct{}{}
+	if st := state(next(t, events)); st != a2a.TaskStateWorking {
+		t.Fatalf("first event %q on %s", st, sub.name)
+	}
+	if st := state(next(t, events)); st != a2a.TaskStateCompleted {
+		t.Fatalf("last event %q on %s", st, sub.name)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
