@@ -138,6 +138,19 @@ func (f *clusterFixture) executing(t *testing.T, id a2a.TaskID) (executor, other
 	return executor, other
 }
 
+// waitTask polls GetTask of id on c until its state satisfies ok and
+// returns the task.
+func waitTask(t *testing.T, c *a2aclient.Client, id a2a.TaskID, what string, ok func(a2a.TaskState) bool) *a2a.Task {
+	t.Helper()
+	var got *a2a.Task
+	waitUntil(t, what, func() bool {
+		var err error
+		got, err = c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
+		return err == nil && ok(got.Status.State)
+	})
+	return got
+}
+
 func sendReturning(t *testing.T, ctx context.Context, c *a2aclient.Client) a2a.TaskID {
 	t.Helper()
 	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{
@@ -297,22 +310,14 @@ func TestClusterKillExecutingServer(t *testing.T) {
 	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
 	executor, survivor := f.executing(t, id)
 	sc := survivor.client(t, a2a.TransportProtocolJSONRPC)
-	waitUntil(t, "the task to work", func() bool {
-		got, err := sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		return err == nil && got.Status.State == a2a.TaskStateWorking
-	})
+	waitTask(t, sc, id, "the task to work", func(st a2a.TaskState) bool { return st == a2a.TaskStateWorking })
 	executor.killed = true
 	if err := executor.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-executor.done
 	killed := time.Now()
-	var got *a2a.Task
-	waitUntil(t, "the survivor to complete the task", func() bool {
-		var err error
-		got, err = sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		return err == nil && got.Status.State.Terminal()
-	})
+	got := waitTask(t, sc, id, "the survivor to complete the task", a2a.TaskState.Terminal)
 	elapsed := time.Since(killed)
 	if got.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("task %q after takeover", got.Status.State)
@@ -493,20 +498,12 @@ func TestClusterShutdownHandsOver(t *testing.T) {
 	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
 	executor, survivor := f.executing(t, id)
 	sc := survivor.client(t, a2a.TransportProtocolJSONRPC)
-	waitUntil(t, "the task to work", func() bool {
-		got, err := sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		return err == nil && got.Status.State == a2a.TaskStateWorking
-	})
+	waitTask(t, sc, id, "the task to work", func(st a2a.TaskState) bool { return st == a2a.TaskStateWorking })
 	executor.killed = true // stopped here
 	if err := executor.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("%s exited with %v\n%s", executor.name, err, executor.logs())
 	}
-	var got *a2a.Task
-	waitUntil(t, "the survivor to complete the task", func() bool {
-		var err error
-		got, err = sc.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		return err == nil && got.Status.State.Terminal()
-	})
+	got := waitTask(t, sc, id, "the survivor to complete the task", a2a.TaskState.Terminal)
 	if got.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("task %q after the handover, want completed\n%s", got.Status.State, executor.logs())
 	}
