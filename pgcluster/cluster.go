@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"sync"
@@ -141,7 +142,14 @@ type Cluster struct {
 	listener *listener
 	rescuer  *rescuer
 	cleaner  *cleaner
+
+	// skew is added to the wall clock of the lease checks (tests
+	// simulate a stalled instance with it).
+	skew atomic.Int64
 }
+
+// now is the clock of the lease checks.
+func (c *Cluster) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
 
 // Stats are the cluster's counters since New, for metrics.
 type Stats struct {
@@ -149,6 +157,7 @@ type Stats struct {
 	Takeovers        atomic.Int64 // expired leases this instance's rescuer returned to the queue
 	Retries          atomic.Int64 // failed work items this instance returned for another attempt
 	GaveUp           atomic.Int64 // tasks this instance finished as FAILED after MaxAttempts
+	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
 	Reconnects       atomic.Int64 // times the notification connection was re-established
@@ -243,8 +252,21 @@ func notifyPayload(kind byte, taskID a2a.TaskID) string {
 	return string(kind) + string(taskID)
 }
 
-// channel is the notification channel of the cluster tables in schema.
-func channel(schema string) string { return "a2a_cluster:" + schema }
+// channel is the notification channel of the cluster tables in schema:
+// "a2a_cluster:" and the schema, or, when that would be longer than a
+// PostgreSQL identifier (63 bytes: pg_notify refuses a longer channel,
+// LISTEN truncates it), "a2a_cluster:" and a hash of the schema.
+func channel(schema string) string {
+	if ch := "a2a_cluster:" + schema; len(ch) <= maxIdentifierBytes {
+		return ch
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(schema))
+	return fmt.Sprintf("a2a_cluster:%016x", h.Sum64())
+}
+
+// maxIdentifierBytes is PostgreSQL's identifier length (NAMEDATALEN-1).
+const maxIdentifierBytes = 63
 
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 

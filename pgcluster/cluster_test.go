@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/a2aserver"
@@ -130,7 +132,7 @@ func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *
 	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
 	handler := a2asrv.NewHandler(agent,
 		a2asrv.WithCallInterceptors(interceptors...),
-		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: ts}))
+		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)}))
 	return &instance{name: name, cluster: c, handler: handler, tasks: system, pool: pool}
 }
 
@@ -681,5 +683,112 @@ func TestPushConfigsAcrossInstances(t *testing.T) {
 	}
 	if list, err := pa.List(ctx, "t2"); err != nil || len(list) != 0 {
 		t.Fatalf("list after DeleteAll: %+v, %v", list, err)
+	}
+}
+
+// K4: an instance stalled past its lease (its clock jumps 2 lease timeouts
+// ahead, as after a pause) whose work another instance took over writes
+// nothing more to the task: its agent's next event is refused by the
+// fenced task store, and the task is the new owner's to complete.
+// Without FenceTaskStore the stalled execution stores its event under
+// the new owner (and the new owner's first write then conflicts).
+func TestStalledExecutionWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.opts.LeaseTimeout = time.Minute // no heartbeat or rescue of its own during the test
+	ctx := t.Context()
+	agentA, agentB := newGateAgent(2), newGateAgent(2)
+	a := h.start(t, "a", agentA)
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+	if _, err := a.handler.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}); err != nil {
+		t.Fatal(err)
+	}
+	var id a2a.TaskID
+	select {
+	case id = <-agentA.started:
+	case <-time.After(waitFor):
+		t.Fatal("a did not start the execution")
+	}
+	waitRevision := func(want taskstore.TaskVersion) *taskstore.StoredTask {
+		t.Helper()
+		deadline := time.Now().Add(waitFor)
+		for {
+			st, err := a.tasks.Get(ctx, id)
+			if err == nil && st.Version == want {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task at %+v (%v), want revision %d", st, err, want)
+			}
+			waitTick(ctx)
+		}
+	}
+	waitRevision(1) // submitted
+	// a stalls (and claims nothing meanwhile); its lease expires and b
+	// takes the work over.
+	a.cluster.StopWork()
+	a.cluster.Stall(2 * h.opts.LeaseTimeout)
+	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second' WHERE task_id = $1`, h.schema), string(id)); err != nil {
+		t.Fatal(err)
+	}
+	b := h.start(t, "b", agentB)
+	if err := b.cluster.Rescue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-agentB.started:
+	case <-time.After(waitFor):
+		t.Fatal("b did not take the execution over")
+	}
+	// a wakes up and its agent goes on: nothing of it is stored.
+	agentA.steps <- struct{}{}
+	select {
+	case <-agentA.stopped:
+	case <-time.After(waitFor):
+		t.Fatal("the stalled execution on a did not stop")
+	}
+	if st := waitRevision(1); st.Task.Status.State != a2a.TaskStateSubmitted {
+		t.Fatalf("task %q after the stalled execution's event, want still submitted", st.Task.Status.State)
+	}
+	agentB.steps <- struct{}{}
+	agentB.steps <- struct{}{}
+	if st := waitRevision(4); st.Task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task %q after b's execution, want completed", st.Task.Status.State)
+	}
+}
+
+// Any valid schema name works, up to PostgreSQL's 63 bytes: the
+// notification channel ("a2a_cluster:" and the schema) would be longer
+// than an identifier may be, which pg_notify refuses ("channel name too
+// long") — every event and work write failed — and LISTEN silently
+// truncates. A subscriber on the other instance gets every event.
+func TestLongSchemaName(t *testing.T) {
+	h := newHarness(t)
+	h.schema = h.schema + "_" + strings.Repeat("x", 62-len(h.schema))
+	ctx := t.Context()
+	admin, err := pgxpool.New(ctx, h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ident := pgx.Identifier{h.schema}.Sanitize()
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+ident+" CASCADE") })
+	agent := newGateAgent(1)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	id, _ := sendAndWait(t, ctx, a, agent)
+	_, sub := other(t, ctx, id, a, b)
+	events, done := stream(sub.handler.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
+	next(t, events) // snapshot
+	agent.steps <- struct{}{}
+	if st := state(next(t, events)); st != a2a.TaskStateWorking {
+		t.Fatalf("first event %q on %s", st, sub.name)
+	}
+	if st := state(next(t, events)); st != a2a.TaskStateCompleted {
+		t.Fatalf("last event %q on %s", st, sub.name)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

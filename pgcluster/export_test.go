@@ -1,6 +1,9 @@
 package pgcluster
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Clean runs one cleaner pass (tests drive it instead of waiting).
 func (c *Cluster) Clean(ctx context.Context) error { return c.cleaner.clean(ctx) }
@@ -10,3 +13,7 @@ func (c *Cluster) Rescue(ctx context.Context) error { return c.rescuer.rescue(ct
 
 // Connected is closed once the listener first listens.
 func (c *Cluster) Connected() <-chan struct{} { return c.listener.connected }
+
+// Stall moves the clock of c's lease checks d ahead, as if the instance
+// had been stopped for d.
+func (c *Cluster) Stall(d time.Duration) { c.skew.Add(int64(d)) }

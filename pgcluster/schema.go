@@ -82,6 +82,7 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // statements are the SQL texts with the schema filled in.
 type statements struct {
 	insertWork, claim, heartbeat, complete, retry, finish  string
+	release                                                string
 	expired, rescue, depth, lease                          string
 	insertEvent, lastSeq, readEvents                       string
 	cleanWork, cleanEvents                                 string
@@ -107,6 +108,12 @@ func newStatements(schema string) statements {
 				lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
 		retry: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now() + $3::interval,
+				lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		// release gives a handed-over execution back at once, its
+		// attempt not counted, its payload naming the stored task.
+		release: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now(),
+				attempt = greatest(attempt - 1, 0), payload = $3,
 				lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
 		finish: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,

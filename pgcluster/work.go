@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -21,9 +22,12 @@ type workQueue struct {
 
 	mu struct {
 		sync.Mutex
-		// executions are the cancel functions of the executions this
-		// instance runs, by task.
-		executions map[a2a.TaskID]context.CancelCauseFunc
+		// executions are the executions this instance runs, by task.
+		executions map[a2a.TaskID]*message
+		// inflight counts the claimed items not yet completed or
+		// returned; settled is closed and replaced when it shrinks.
+		inflight int
+		settled  chan struct{}
 	}
 }
 
@@ -31,13 +35,15 @@ var _ workqueue.ReadWriter = (*workQueue)(nil)
 
 func newWorkQueue(c *Cluster) *workQueue {
 	q := &workQueue{c: c, wake: make(chan struct{}, 1)}
-	q.mu.executions = make(map[a2a.TaskID]context.CancelCauseFunc)
+	q.mu.executions = make(map[a2a.TaskID]*message)
+	q.mu.settled = make(chan struct{})
 	return q
 }
 
 // Write implements workqueue.Writer. An open item of the same kind for the
 // task (an execution in progress, a cancelation in progress) makes it fail
-// with workqueue.ErrLeaseAlreadyTaken.
+// with an inProgressError: workqueue.ErrLeaseAlreadyTaken for a2a-go, A2A's
+// UnsupportedOperationError for the client.
 func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
 	if p == nil || p.TaskID == "" {
 		return "", fmt.Errorf("pgcluster: work item without task: %w", workqueue.ErrMalformedPayload)
@@ -58,7 +64,7 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	var id int64
 	switch err := tx.QueryRow(ctx, q.c.sql.insertWork, string(p.TaskID), kind, body).Scan(&id); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", fmt.Errorf("pgcluster: %s of task already in progress: %w", kind, workqueue.ErrLeaseAlreadyTaken)
+		return "", inProgressError(kind)
 	case err != nil:
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
@@ -69,6 +75,29 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	return p.TaskID, nil
+}
+
+// inProgressError is Write's answer when the task has an open item of the
+// same kind. a2a-go's local mode answers a second SendMessage to a task it
+// is executing with "task execution is already in progress", an error no
+// A2A error wraps, which reaches the client as an internal error (JSON-RPC
+// -32603, HTTP 500, gRPC INTERNAL) — a server fault for a client's
+// request. This answers with the same text as A2A's
+// UnsupportedOperationError, the spec's error for a message the task
+// cannot take in its state (as for a task in a terminal state), on every
+// transport; it is also workqueue.ErrLeaseAlreadyTaken, which a2a-go's
+// CancelTask treats as "join the cancelation in progress".
+type inProgressError string
+
+func (e inProgressError) Error() string {
+	if e == workqueue.PayloadTypeCancel {
+		return "task cancelation is already in progress"
+	}
+	return "task execution is already in progress"
+}
+
+func (e inProgressError) Unwrap() []error {
+	return []error{a2a.ErrUnsupportedOperation, workqueue.ErrLeaseAlreadyTaken}
 }
 
 // Read implements workqueue.ReadWriter: it claims the oldest available
@@ -110,6 +139,7 @@ func (q *workQueue) notify() {
 // claim takes one item, or returns nil when none is available.
 func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	m := &message{q: q, token: newToken()}
+	m.extend(q.c.now())
 	var kind string
 	var body []byte
 	err := q.c.pool.QueryRow(ctx, q.c.sql.claim, q.c.opts.Instance, m.token, q.c.opts.LeaseTimeout).
@@ -121,11 +151,13 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 		return nil, fmt.Errorf("pgcluster: claim work: %w", err)
 	}
 	q.c.stats.Claimed.Add(1)
+	q.begin()
 	m.payload = &workqueue.Payload{}
 	if err := json.Unmarshal(body, m.payload); err != nil {
 		// Not ours to run: finish it rather than retry forever.
 		q.c.opts.Logger.Warn("pgcluster: undecodable work item finished", "id", m.id, "error", err)
 		_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "malformed")
+		q.settle()
 		return nil, nil
 	}
 	if m.attempt > 1 {
@@ -161,9 +193,10 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 		return ctx, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	ctx = context.WithValue(ctx, leaseKey{}, m)
 	m.cancel = cancel
 	q.mu.Lock()
-	q.mu.executions[m.taskID] = cancel
+	q.mu.executions[m.taskID] = m
 	q.mu.Unlock()
 	return ctx, nil
 }
@@ -175,7 +208,7 @@ func (q *workQueue) afterExecution(_ context.Context, msg workqueue.Message, _ a
 		return nil
 	}
 	q.mu.Lock()
-	if q.mu.executions[m.taskID] != nil {
+	if q.mu.executions[m.taskID] == m {
 		delete(q.mu.executions, m.taskID)
 	}
 	q.mu.Unlock()
@@ -186,11 +219,11 @@ func (q *workQueue) afterExecution(_ context.Context, msg workqueue.Message, _ a
 // cancelLocal cancels the execution of taskID if this instance runs it.
 func (q *workQueue) cancelLocal(taskID a2a.TaskID) {
 	q.mu.Lock()
-	cancel := q.mu.executions[taskID]
+	m := q.mu.executions[taskID]
 	q.mu.Unlock()
-	if cancel != nil {
+	if m != nil {
 		q.c.stats.CanceledHere.Add(1)
-		cancel(ErrCanceled)
+		m.cancel(ErrCanceled)
 	}
 }
 
@@ -210,8 +243,16 @@ type message struct {
 	attempt int
 	payload *workqueue.Payload
 	cancel  context.CancelCauseFunc // executions only
+	// handedOver is set by HandOver: the execution was stopped for
+	// another instance to take it over, and Return releases the lease.
+	handedOver atomic.Bool
+	settled    sync.Once // the item left this instance's in-flight count
 
-	lastBeat time.Time // of the last successful heartbeat (heartbeat goroutine only)
+	// deadline is when the lease runs out as far as this instance knows
+	// (unix nanoseconds of the cluster clock): LeaseTimeout after the
+	// claim or the last successful heartbeat was sent — no later than the
+	// database's lease_expires, which is set when the statement runs.
+	deadline atomic.Int64
 }
 
 var (
@@ -228,12 +269,10 @@ func (m *message) HeartbeatInterval() time.Duration { return m.q.c.opts.LeaseTim
 // no longer this instance's, which stops the execution; a database that
 // cannot be reached fails it only once the lease has run out.
 func (m *message) Heartbeat(ctx context.Context) error {
-	if m.lastBeat.IsZero() {
-		m.lastBeat = time.Now()
-	}
+	sent := m.q.c.now()
 	tag, err := m.q.c.pool.Exec(ctx, m.q.c.sql.heartbeat, m.id, m.token, m.q.c.opts.LeaseTimeout)
 	switch {
-	case err != nil && time.Since(m.lastBeat) < m.q.c.opts.LeaseTimeout:
+	case err != nil && m.holds():
 		m.q.c.opts.Logger.Warn("pgcluster: heartbeat failed; retrying", "task", m.taskID, "error", err)
 		return nil
 	case err != nil:
@@ -241,13 +280,25 @@ func (m *message) Heartbeat(ctx context.Context) error {
 	case tag.RowsAffected() == 0:
 		return ErrLeaseLost
 	}
-	m.lastBeat = time.Now()
+	m.extend(sent)
 	return nil
+}
+
+// extend moves the lease's local deadline to LeaseTimeout after from.
+func (m *message) extend(from time.Time) {
+	m.deadline.Store(from.Add(m.q.c.opts.LeaseTimeout).UnixNano())
+}
+
+// holds reports whether the lease is still this instance's as far as it
+// knows: not handed over, and its local deadline not passed.
+func (m *message) holds() bool {
+	return !m.handedOver.Load() && m.q.c.now().UnixNano() < m.deadline.Load()
 }
 
 // Complete finishes the item. A finished cancelation notifies every
 // instance, and the one executing the task cancels the execution (K3).
 func (m *message) Complete(ctx context.Context) error {
+	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	tx, err := c.pool.Begin(ctx)
@@ -270,10 +321,12 @@ func (m *message) Complete(ctx context.Context) error {
 }
 
 // Return handles a failed attempt: an item whose task already ended is
-// finished; one with attempts left goes back to the queue (an execution
-// after RetryDelay, a cancelation at once); the last failed execution
-// finishes its task as FAILED.
+// finished; an execution stopped by HandOver goes back to the queue at
+// once, its attempt not counted; one with attempts left goes back to the
+// queue (an execution after RetryDelay, a cancelation at once); the last
+// failed execution finishes its task as FAILED.
 func (m *message) Return(ctx context.Context, cause error) error {
+	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
@@ -282,6 +335,9 @@ func (m *message) Return(ctx context.Context, cause error) error {
 			_, err = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', m.taskID))
 		}
 		return err
+	}
+	if m.handedOver.Load() {
+		return m.release(ctx)
 	}
 	limit, delay := c.opts.MaxAttempts, c.opts.RetryDelay
 	if m.payload.Type == workqueue.PayloadTypeCancel {

@@ -68,8 +68,24 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 	return a2asrv.WithClusterMode(a2asrv.ClusterConfig{
 		QueueManager: c.QueueManager(),
 		WorkQueue:    c.WorkQueue(),
-		TaskStore:    ts,
+		TaskStore:    c.FenceTaskStore(ts), // an execution that lost its lease writes nothing
 	}), nil
+}
+
+// handOver, at a shutdown whose grace ran out in cluster mode, stops the
+// executions still running without failing their tasks and gives their
+// work items back to the queue, where another server claims them at once
+// and resumes the stored tasks (pgcluster.Cluster.HandOver); with no other
+// server running, the next one to start does.
+func (s *server) handOver(ctx context.Context) {
+	log := s.cfg.Logger
+	log.Warn("shutdown timeout: handing the agent executions still running over to the other servers", "running", s.execs.Running())
+	n, err := s.cluster.HandOver(ctx)
+	if err != nil {
+		log.Error("agent executions did not stop; other servers take them over when their leases expire", "error", err)
+		return
+	}
+	log.Info("handed agent executions over", "executions", n)
 }
 
 // clusterStats reads c's counters and queue depth for the collector.

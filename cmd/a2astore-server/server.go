@@ -302,7 +302,9 @@ const finishTimeout = 5 * time.Second
 // detached from them (a SendMessage with returnImmediately answers long
 // before its agent is done), then closes the store. When ctx ends first,
 // the executions still running are stopped and their tasks finished as
-// failed with shutdownReason; connections still open are then cut. Safe to
+// failed with shutdownReason — in cluster mode they are handed over to
+// the other servers instead (handOver) —; connections still open are then
+// cut. Safe to
 // call more than once. It fails only when the store does not close
 // cleanly.
 func (s *server) shutdown(ctx context.Context) error {
@@ -331,14 +333,19 @@ func (s *server) shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			timedOut = true
 		}
-		if timedOut {
+		fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+		defer cancel()
+		switch {
+		case timedOut && s.cluster != nil:
+			s.handOver(fctx)
+		case timedOut:
 			log.Warn("shutdown timeout: stopping the agent executions still running", "running", s.execs.Running())
 			s.execs.Abort(shutdownReason)
-			fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
-			defer cancel()
 			if err := s.execs.Wait(fctx); err != nil {
 				log.Error("agent executions did not stop; their tasks are finished on the next start", "running", s.execs.Running())
 			}
+		}
+		if timedOut {
 			select {
 			case <-drained:
 			case <-fctx.Done():
@@ -352,6 +359,9 @@ func (s *server) shutdown(ctx context.Context) error {
 			_ = s.retain.Close()
 		}
 		if s.cluster != nil {
+			if err := s.cluster.Settle(fctx); err != nil {
+				log.Warn("cluster work items not settled; other servers take them over when their leases expire", "error", err)
+			}
 			_ = s.cluster.Close() // before the pool it runs on
 		}
 		s.stopErr = s.store.Close()

@@ -1,0 +1,105 @@
+package pgcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrHandedOver is the cause of an execution context canceled by HandOver:
+// the instance is shutting down and another instance takes the execution
+// over.
+var ErrHandedOver = errors.New("pgcluster: execution handed over to another instance")
+
+// HandOver stops the executions this instance runs so that other
+// instances take them over at once: each execution's context is canceled
+// with ErrHandedOver (the agent stops; a2a-go's attempt to record the
+// failure fails on the canceled context, so the task stays as the agent
+// left it) and its work item goes back to the queue available now, its
+// attempt not counted, naming the stored task so that the next instance
+// resumes it. It returns how many executions it stopped, once every item
+// this instance claimed is completed or returned (Settle), or ctx's
+// error. A server shutting down calls it, after StopWork, for the
+// executions that did not finish within its grace period; with no other
+// instance running, the items wait for the next one to start.
+func (c *Cluster) HandOver(ctx context.Context) (int, error) {
+	q := c.work
+	q.mu.Lock()
+	running := make([]*message, 0, len(q.mu.executions))
+	for _, m := range q.mu.executions {
+		running = append(running, m)
+	}
+	q.mu.Unlock()
+	for _, m := range running {
+		m.handedOver.Store(true)
+		m.cancel(ErrHandedOver)
+	}
+	return len(running), c.Settle(ctx)
+}
+
+// Settle waits until every work item this instance claimed is completed
+// or returned to the queue, or ctx ends. A server shutting down calls it
+// before Close, so that no lease is left to expire for an item whose
+// execution ended here.
+func (c *Cluster) Settle(ctx context.Context) error {
+	q := c.work
+	for {
+		q.mu.Lock()
+		n, settled := q.mu.inflight, q.mu.settled
+		q.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return fmt.Errorf("pgcluster: %d work items still in progress: %w", n, ctx.Err())
+		}
+	}
+}
+
+// begin counts a claimed item in flight.
+func (q *workQueue) begin() {
+	q.mu.Lock()
+	q.mu.inflight++
+	q.mu.Unlock()
+}
+
+// settle counts a claimed item out of flight.
+func (q *workQueue) settle() {
+	q.mu.Lock()
+	q.mu.inflight--
+	close(q.mu.settled)
+	q.mu.settled = make(chan struct{})
+	q.mu.Unlock()
+}
+
+func (m *message) settle() { m.settled.Do(m.q.settle) }
+
+// release gives a handed-over execution back to the queue at once and
+// wakes the instances' work loops.
+func (m *message) release(ctx context.Context) error {
+	c := m.q.c
+	m.q.resume(ctx, m.payload)
+	body, err := json.Marshal(m.payload)
+	if err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	tx, err := c.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, c.sql.release, m.id, m.token, body); err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('w', m.taskID)); err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	c.stats.HandedOver.Add(1)
+	return nil
+}
