@@ -55,6 +55,7 @@ func benchStoreConns(b *testing.B, n int, maxConns int32) (*pgstore.Store, *pgxp
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { s.Close() }) // stops the roll-up before the pool closes
 	start := time.Now()
 	f := loadFixture(b, dsn, "public", n)
 	fmt.Fprintf(os.Stderr, "fixture n=%d loaded (COPY, indexes, VACUUM ANALYZE) in %v\n", n, time.Since(start).Round(time.Millisecond))

@@ -200,4 +200,3 @@ WHERE id = $1 AND revision = $11`
 	}
 	return d
 }
-
