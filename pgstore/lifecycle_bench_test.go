@@ -200,3 +200,61 @@ WHERE id = $1 AND revision = $11`
 	}
 	return d
 }
+
+// BenchmarkCountBacklog: the total of every counted shape (List with
+// IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
+// folded (backlog=0) and with a backlog of pending deltas as long as one
+// fold transaction takes (backlog=FoldBatch: the roll-up's cadence keeps
+// it far shorter under load, see the README). The store runs no roll-up
+// here, so the backlog stays put. server-ms is the count query's own
+// execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
+//
+//	LIFECYCLE_N=1e6 go test ./pgstore/ -run '^$' -bench BenchmarkCountBacklog -timeout 1h
+func BenchmarkCountBacklog(b *testing.B) {
+	for _, n := range lifecycleSizes(b) {
+		func() {
+			ctx := context.Background()
+			s, pool, f := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
+			exec := func(sql string, args ...any) {
+				b.Helper()
+				if _, err := pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatalf("%s: %v", sql, err)
+				}
+			}
+			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
+			for _, backlog := range []int{0, pgstore.FoldBatch} {
+				if backlog > 0 {
+					// Each state flip appends two delta rows.
+					exec(`UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END
+WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, backlog/2)
+					exec(`VACUUM ANALYZE a2a_task_count_deltas`)
+				}
+				var pending int
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM a2a_task_count_deltas`).Scan(&pending); err != nil {
+					b.Fatal(err)
+				}
+				for _, shape := range countShapes(f) {
+					if shape.req.StatusTimestampAfter != nil {
+						continue // not counted: scans
+					}
+					req := shape.req
+					req.PageSize = 1
+					req.IncludeTotalSize = true
+					b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s/backlog=%d", n, shape.name, backlog), func(b *testing.B) {
+						for b.Loop() {
+							if _, err := s.List(ctx, &req); err != nil {
+								b.Fatal(err)
+							}
+						}
+						_, _, sql, args, err := s.ListSQL(&req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
+						b.ReportMetric(float64(pending), "pending-deltas")
+					})
+				}
+			}
+		}()
+	}
+}

@@ -206,7 +206,7 @@ func TestRollupService(t *testing.T) {
 	waitFor(t, "the roll-up to fold the ledger", func() bool { return ledgerRows(t, conn) == 0 })
 	checkShapes(t, s, conn)
 
-	inFold := make(chan struct{})
+	inFold := make(chan struct{}, 1) // the first fold to reach the hook signals
 	s.SetFoldHook(func(ctx context.Context, _ pgx.Tx) error {
 		select {
 		case inFold <- struct{}{}:

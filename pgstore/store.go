@@ -339,7 +339,11 @@ func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 }
 
 func (s *Store) get(ctx context.Context, op string, id a2a.TaskID) (engine.Record, error) {
-	x, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, string(id)))
+	var x row
+	err := s.read(ctx, func(conn *pgxpool.Conn) (err error) {
+		x, err = scanRow(conn.QueryRow(ctx, s.sql.get, string(id)))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Record{}, fmt.Errorf("pgstore: %s: %w", op, engine.ErrNotFound)
 	}
