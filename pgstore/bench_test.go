@@ -37,6 +37,12 @@ func benchStore(b *testing.B, n int) (*pgstore.Store, *pgxpool.Pool, *fixture) {
 // pgxpool's default).
 func benchStoreConns(b *testing.B, n int, maxConns int32) (*pgstore.Store, *pgxpool.Pool, *fixture) {
 	b.Helper()
+	return benchStoreOpts(b, n, maxConns, pgstore.Options{})
+}
+
+// benchStoreOpts is benchStoreConns with the store's options.
+func benchStoreOpts(b *testing.B, n int, maxConns int32, opts pgstore.Options) (*pgstore.Store, *pgxpool.Pool, *fixture) {
+	b.Helper()
 	ctx := context.Background()
 	dsn := pgtest.DSN(b)
 	cfg, err := pgstore.PoolConfig(dsn)
@@ -51,10 +57,11 @@ func benchStoreConns(b *testing.B, n int, maxConns int32) (*pgstore.Store, *pgxp
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	s, err := pgstore.New(ctx, pool, pgstore.Options{})
+	s, err := pgstore.New(ctx, pool, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { s.Close() }) // stops the roll-up before the pool closes
 	start := time.Now()
 	f := loadFixture(b, dsn, "public", n)
 	fmt.Fprintf(os.Stderr, "fixture n=%d loaded (COPY, indexes, VACUUM ANALYZE) in %v\n", n, time.Since(start).Round(time.Millisecond))

@@ -12,13 +12,23 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Exact totals (L5, C4) come from a counter table that triggers keep in
-// step with a2a_tasks inside every writing transaction, whoever writes:
-// the store, another process, or hand-written SQL. A count read in the
-// page's REPEATABLE READ transaction is therefore exact for that snapshot
-// (L8).
+// Exact totals (L5, C4) come from two tables that triggers keep in step
+// with a2a_tasks inside every writing transaction, whoever writes: the
+// store, another process, or hand-written SQL (issue 20's insert-only
+// delta ledger).
 //
-// <schema>.a2a_task_counts holds one row per (kind, name, state, shard):
+// <schema>.a2a_task_count_deltas is the ledger: every write appends
+// signed deltas (shard, state, context_id, owner, d) — a create one row
+// (+1), a change of state, context or owner two (-1 for the old values,
+// +1 for the new), a delete one (-1), a multi-row statement one row per
+// distinct (shard, state, context, owner) it touched. Appending takes no
+// row lock and has no index to maintain, so concurrent writers never
+// queue on a counter. One delta row stands for all four kinds below.
+//
+// <schema>.a2a_task_counts is the base: one row per (kind, name, state,
+// shard), written only by the roll-up (a2a_task_counts_fold, run by the
+// service in rollup.go), the recount (a2a_task_counts_rebuild) and
+// TRUNCATE:
 //
 //	kind 0 (all tasks): name ''.
 //	kind 1 (by context): name = the context ID. Tasks without a context
@@ -30,27 +40,26 @@ import (
 //	       length keeps every pair's name distinct). Only tasks with both
 //	       an owner and a context are counted here.
 //
-// Every kind is split over countShards rows per (name, state): a task
-// counts in the shard of its ID (countShardSQL: hashtext of the ID,
-// modulo countShards), so concurrent writers of different tasks mostly update
-// different rows instead of queueing on one — for the global and
-// per-state counts, and as much for one busy owner or context. A task's
-// shard never changes (it follows the ID), so its create, its state or
-// context changes and its delete all move the same shard row: each row is
-// the exact count of its (kind, name, state) among the tasks of its shard,
-// never negative, and a total is the sum over the shards (a read of at
-// most countShards rows per state).
+// A task counts in the shard of its ID (countShardSQL); each base row,
+// plus the pending deltas of its (kind, name, state, shard), is the exact
+// count of its tasks of that shard. (Shards let the drift check locate a
+// wrong row; they cost the writers nothing now that only the roll-up
+// writes the base.) Rows of kinds 1 to 3 that reach zero are deleted by
+// the fold that zeroed them.
 //
-// Rows of kinds 1 to 3 that reach zero are deleted by the statement that
-// zeroed them, so the table holds a row per live (context, state, shard),
-// (owner, state, shard) and (owner, context, state, shard) and does not
-// grow with contexts or owners that are gone; kind 0 rows (at most
-// countShards per state) stay.
+// A total is base + pending deltas, both read in the page's REPEATABLE
+// READ snapshot (L8): the fold deletes the deltas it adds to the base in
+// one transaction, so every snapshot sees each delta exactly once, in the
+// ledger or in the base. The fold takes a transaction-scoped advisory lock
+// (foldLockSQL; the rebuild and TRUNCATE wait for it), so of several
+// servers on one database one folds at a time; a fold that dies halfway
+// rolls back whole and its deltas stay pending. The ledger has no index:
+// a total scans it, which the roll-up keeps short (cadence and size).
 //
-// Shapes read from it: none (kind 0, every row), state (kind 0, one state),
+// Shapes read: none (kind 0, every row), state (kind 0, one state),
 // context, owner and owner+context (kinds 1 to 3, one name: the rows of
-// every state), and each of those with a state (one name and state): at
-// most countShards rows per state, whatever the table holds. A total with
+// every state), and each of those with a state: at most countShards base
+// rows per state plus the pending deltas. A total with
 // StatusTimestampAfter counts the matching rows and may scan (C4).
 //
 // Triggers:
@@ -60,21 +69,14 @@ import (
 //	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW
 //	a2a_task_counts_truncate AFTER TRUNCATE, FOR EACH STATEMENT
 //
-// INSERT (COPY included) and DELETE aggregate a whole statement's rows
-// before touching the counters, so bulk loads and retention deletes cost one
-// upsert per affected counter row, not per task. UPDATE is per row because
-// a statement-level UPDATE trigger cannot name columns: with UPDATE OF, an
-// update that sets none of id, state, context_id and owner (AppendHistory)
-// fires nothing at all, and the function returns at once when the values
-// it sets are unchanged (a Replace that keeps state and context). (The
-// store never changes an ID; hand-written SQL that does moves the task's
-// counts to its new shard.) Every
-// trigger upserts its counter rows in one statement, ordered by the
-// table's key, so two single-statement writers never deadlock on counter
-// rows; one UPDATE statement that changes many rows locks their counter
-// rows row by row and may deadlock with another such statement (PostgreSQL
-// then aborts one of them; counts are never wrong). TRUNCATE empties the
-// counters.
+// INSERT (COPY included) and DELETE append one multi-row INSERT per
+// statement, grouped. UPDATE is per row because a statement-level UPDATE
+// trigger cannot name columns: with UPDATE OF, an update that sets none of
+// id, state, context_id and owner (AppendHistory) fires nothing at all,
+// and the function returns at once when the values it sets are unchanged
+// (a Replace that keeps state and context). (The store never changes an
+// ID; hand-written SQL that does moves the task's counts to its new
+// shard.) TRUNCATE empties base and ledger.
 
 // countShards is the number of rows per (kind, name, state).
 const countShards = 16
@@ -123,87 +125,122 @@ const countsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_counts (
 	PRIMARY KEY (kind, name, state, shard)
 ) WITH (fillfactor = 50)`
 
-// countDelta is the statement every trigger function runs: it adds the
-// deltas of its rows, summed per counter row, in key order, and deletes
-// the rows of kinds 1 to 3 it brought to zero. {delta} is the source of
-// (kind, name, state, shard, d) rows.
-const countDelta = `WITH up AS (
+// countsDeltasTableSQL creates the ledger. No index, no key: writers
+// only append; the fold and totals scan it, and the roll-up keeps it
+// short. Autovacuum is told to clean it after every thousand deleted rows.
+const countsDeltasTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_deltas (
+	shard      smallint NOT NULL,
+	state      text COLLATE "C" NOT NULL,
+	context_id text COLLATE "C" NOT NULL,
+	owner      text COLLATE "C" NOT NULL,
+	d          bigint NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`
+
+// foldBatch is the most delta rows one fold transaction takes.
+const foldBatch = 10000
+
+// foldLockSQL is the fold's transaction-scoped advisory lock: key 1, the
+// first letters of a2astore; key 2, the counter table's OID, so that each
+// schema has its own. {wait} is pg_advisory_xact_lock (the rebuild and
+// TRUNCATE wait for a fold) or pg_try_advisory_xact_lock (a fold that
+// finds another one running skips).
+const foldLockSQL = `{wait}(1093812563, $k${schema}.a2a_task_counts$k$::regclass::oid::integer)`
+
+// countExpand is the delta source of the fold: each delta row of {rows}
+// (shard, state, context_id, owner, d) under each kind.
+var countExpand = `
+			SELECT k.kind, k.name, r.state, r.shard, r.d
+			FROM {rows} AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, ` + ownerContextNameOf("r.owner", "r.context_id") + `)) AS k (kind, name)
+			WHERE k.kind = 0 OR k.name <> ''`
+
+// foldBody folds up to foldBatch deltas into the base in one statement:
+// it deletes them, adds their sums per counter row (in key order), and
+// deletes the rows of kinds 1 to 3 it brought to zero. It returns how many
+// delta rows it folded, or -1 when another fold holds the lock.
+var foldBody = `
+DECLARE
+	zk smallint[];
+	zn text[];
+	zs text[];
+	zh smallint[];
+	folded bigint;
+BEGIN
+	IF NOT ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_try_advisory_xact_lock") + ` THEN
+		RETURN -1;
+	END IF;
+	WITH gone AS (
+		DELETE FROM {schema}.a2a_task_count_deltas
+		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.a2a_task_count_deltas LIMIT {batch}))
+		RETURNING shard, state, context_id, owner, d
+	), up AS (
 		INSERT INTO {schema}.a2a_task_counts AS c (kind, name, state, shard, n)
-		SELECT kind, name, state, shard, sum(d) FROM ({delta}) AS delta (kind, name, state, shard, d)
-		WHERE kind = 0 OR name <> ''
+		SELECT kind, name, state, shard, sum(d) FROM (` + strings.ReplaceAll(countExpand, "{rows}", "gone") + `
+		) AS delta (kind, name, state, shard, d)
 		GROUP BY kind, name, state, shard
 		HAVING sum(d) <> 0
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
 		RETURNING kind, name, state, shard, n)
-	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard) INTO zk, zn, zs, zh
+	SELECT (SELECT count(*) FROM gone), array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
+	INTO folded, zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
 		DELETE FROM {schema}.a2a_task_counts c
 		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
 		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
-	END IF;`
+	END IF;
+	RETURN folded;
+END
+`
 
-// countTransition is the delta source of a statement trigger: every row
-// of transition table {rows} counts {d} in its shard, under each kind.
-// The transition table is read once.
-var countTransition = `
-			SELECT k.kind, k.name, r.state, r.shard, {d}
-			FROM (SELECT state, context_id, owner, ` + countShardSQL + ` AS shard FROM {rows}) AS r
-			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
-				(3::smallint, ` + ownerContextNameOf("r.owner", "r.context_id") + `)) AS k (kind, name)`
-
-// countRow is the delta source of the row trigger on UPDATE.
-var countRow = `VALUES
-			(0::smallint, ''::text, OLD.state, old_shard, -1), (0::smallint, ''::text, NEW.state, new_shard, 1),
-			(1::smallint, OLD.context_id, OLD.state, old_shard, -1), (1::smallint, NEW.context_id, NEW.state, new_shard, 1),
-			(2::smallint, OLD.owner, OLD.state, old_shard, -1), (2::smallint, NEW.owner, NEW.state, new_shard, 1),
-			(3::smallint, ` + ownerContextNameOf("OLD.owner", "OLD.context_id") + `, OLD.state, old_shard, -1),
-			(3::smallint, ` + ownerContextNameOf("NEW.owner", "NEW.context_id") + `, NEW.state, new_shard, 1)`
-
-const countDeclare = `
-DECLARE
-	zk smallint[];
-	zn text[];
-	zs text[];
-	zh smallint[];`
+// countAppend is a statement trigger's append: the rows of transition
+// table {rows}, grouped, each group counting {sign}count(*).
+var countAppend = `
+BEGIN
+	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
+	SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
+	FROM {rows} GROUP BY 1, 2, 3, 4;
+	RETURN NULL;
+END
+`
 
 // countFunctions are the trigger functions, by name, with their bodies.
 // The bodies are compared with the database's at startup (P3), so any
-// change here must be made in OwnerCountsMigrationFile too (a test checks
+// change here must be made in CountLedgerMigrationFile too (a test checks
 // it holds them); running that file again replaces the functions and
 // triggers and recounts.
 var countFunctions = []struct{ name, body string }{
-	{"a2a_task_counts_on_insert", countDeclare + `
-BEGIN
-	` + strings.NewReplacer("{delta}", strings.NewReplacer("{rows}", "new_rows", "{d}", "1").Replace(countTransition)).Replace(countDelta) + `
-	RETURN NULL;
-END
-`},
-	{"a2a_task_counts_on_delete", countDeclare + `
-BEGIN
-	` + strings.NewReplacer("{delta}", strings.NewReplacer("{rows}", "old_rows", "{d}", "-1").Replace(countTransition)).Replace(countDelta) + `
-	RETURN NULL;
-END
-`},
-	{"a2a_task_counts_on_update", countDeclare + `
-	old_shard smallint := ` + strings.ReplaceAll(countShardSQL, "(id)", "(OLD.id)") + `;
-	new_shard smallint := ` + strings.ReplaceAll(countShardSQL, "(id)", "(NEW.id)") + `;
+	{"a2a_task_counts_on_insert", replaceAll(countAppend, "{rows}", "new_rows", "{sign}", "")},
+	{"a2a_task_counts_on_delete", replaceAll(countAppend, "{rows}", "old_rows", "{sign}", "-")},
+	{"a2a_task_counts_on_update", `
 BEGIN
 	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
 			AND OLD.owner IS NOT DISTINCT FROM NEW.owner AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
 		RETURN NULL;
 	END IF;
-	` + strings.NewReplacer("{delta}", countRow).Replace(countDelta) + `
+	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
+		(` + strings.ReplaceAll(countShardSQL, "(id)", "(OLD.id)") + `, OLD.state, OLD.context_id, OLD.owner, -1),
+		(` + strings.ReplaceAll(countShardSQL, "(id)", "(NEW.id)") + `, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 `},
 	{"a2a_task_counts_on_truncate", `
 BEGIN
+	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
 	DELETE FROM {schema}.a2a_task_counts;
+	DELETE FROM {schema}.a2a_task_count_deltas;
 	RETURN NULL;
 END
 `},
+}
+
+// countProcs are the other functions, checked at startup like the
+// trigger functions.
+var countProcs = []struct{ name, returns, body string }{
+	{"a2a_task_counts_fold", "bigint", foldBody},
+	{"a2a_task_counts_rebuild", "void", rebuildBody},
 }
 
 // countTriggers wire the functions to a2a_tasks.
@@ -247,13 +284,16 @@ var recountSQL = `SELECT CASE WHEN grouping(context_id) = 0 AND grouping(owner) 
 	FROM (SELECT context_id, owner, state, ` + countShardSQL + ` AS shard FROM {schema}.a2a_tasks) AS t
 	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard), (owner, context_id, state, shard))`
 
-// rebuildBody recomputes every counter. It locks a2a_tasks against writes
-// (SHARE ROW EXCLUSIVE: reads go on) until the calling transaction ends,
-// so no write falls between the recount and the triggers.
+// rebuildBody recomputes every counter into the base and empties the
+// ledger. It locks a2a_tasks against writes (SHARE ROW EXCLUSIVE: reads go
+// on) until the calling transaction ends, so no write falls between the
+// recount and the triggers, and waits for a running fold.
 var rebuildBody = `
 BEGIN
 	LOCK TABLE {schema}.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
+	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
 	DELETE FROM {schema}.a2a_task_counts;
+	DELETE FROM {schema}.a2a_task_count_deltas;
 	INSERT INTO {schema}.a2a_task_counts (kind, name, state, shard, n)
 	SELECT kind, name, state, shard, n FROM (
 	` + recountSQL + `
@@ -263,9 +303,9 @@ END
 `
 
 // render fills a template's {schema} (qs: quoted as quote_ident quotes)
-// and {shards}.
+// {shards} and {batch}.
 func render(tmpl, qs string) string {
-	return strings.NewReplacer("{schema}", qs, "{shards}", strconv.Itoa(countShards)).Replace(tmpl)
+	return strings.NewReplacer("{schema}", qs, "{shards}", strconv.Itoa(countShards), "{batch}", strconv.Itoa(foldBatch)).Replace(tmpl)
 }
 
 // replaceAll replaces each old string with the new one after it.
@@ -281,8 +321,9 @@ func createFunctionSQL(qs, name, returns, body string) string {
 }
 
 // countsInstallSQL is the counters' installation for schema qs, in order:
-// lock a2a_tasks against writes, create the table, the functions and the
-// triggers, then rebuild every counter. It must run in one transaction:
+// lock a2a_tasks against writes, create the tables, the functions and the
+// triggers (replacing those of an older release), then rebuild every
+// counter. It must run in one transaction:
 // the lock taken first is held until commit, so a write either committed
 // before the rebuild (which counts it) or runs after the commit (and its
 // trigger counts it). Reads go on throughout.
@@ -290,11 +331,14 @@ func countsInstallSQL(qs string) []string {
 	stmts := []string{
 		"LOCK TABLE " + qs + ".a2a_tasks IN SHARE ROW EXCLUSIVE MODE",
 		render(countsTableSQL, qs),
+		render(countsDeltasTableSQL, qs),
 	}
 	for _, f := range countFunctions {
 		stmts = append(stmts, createFunctionSQL(qs, f.name, "trigger", f.body))
 	}
-	stmts = append(stmts, createFunctionSQL(qs, "a2a_task_counts_rebuild", "void", rebuildBody))
+	for _, f := range countProcs {
+		stmts = append(stmts, createFunctionSQL(qs, f.name, f.returns, f.body))
+	}
 	for _, tg := range countTriggers {
 		stmts = append(stmts, "CREATE OR REPLACE TRIGGER "+tg.name+" "+render(tg.def, qs)+
 			" EXECUTE FUNCTION "+qs+"."+tg.function+"()")
@@ -303,25 +347,35 @@ func countsInstallSQL(qs string) []string {
 }
 
 // countQuery returns the SQL and arguments that read q's total from the
-// counter table, or ok = false when q's shape is not counted there.
+// base counters plus the pending deltas, or ok = false when q's shape is
+// not counted there.
 func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 	if q.StatusAfter != nil {
 		return "", nil, false
 	}
 	var a sqlArgs
 	where := []string{"kind = " + strconv.Itoa(countAll), "name = ''"}
+	var pending []string
 	switch {
 	case q.Owner != "" && q.ContextID != "":
 		where = []string{"kind = " + strconv.Itoa(countOwnerContext), "name = " + a.add(ownerContextName(q.Owner, q.ContextID))}
+		pending = []string{"owner = " + a.add(q.Owner), "context_id = " + a.add(q.ContextID)}
 	case q.ContextID != "":
-		where = []string{"kind = " + strconv.Itoa(countContext), "name = " + a.add(q.ContextID)}
+		p := a.add(q.ContextID)
+		where = []string{"kind = " + strconv.Itoa(countContext), "name = " + p}
+		pending = []string{"context_id = " + p}
 	case q.Owner != "":
-		where = []string{"kind = " + strconv.Itoa(countOwner), "name = " + a.add(q.Owner)}
+		p := a.add(q.Owner)
+		where = []string{"kind = " + strconv.Itoa(countOwner), "name = " + p}
+		pending = []string{"owner = " + p}
 	}
 	if q.Status != a2a.TaskStateUnspecified {
-		where = append(where, "state = "+a.add(string(q.Status)))
+		p := a.add(string(q.Status))
+		where = append(where, "state = "+p)
+		pending = append(pending, "state = "+p)
 	}
-	return "SELECT coalesce(sum(n), 0)::bigint FROM " + s.sql.counts + whereClause(where), a, true
+	return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
+		") + (SELECT coalesce(sum(d), 0) FROM " + s.sql.deltas + whereClause(pending) + "))::bigint", a, true
 }
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.
@@ -329,10 +383,10 @@ type CountDrift struct {
 	Kind  string // "all", "context", "owner" or "owner+context"
 	Name  string // the context ID, owner, or kind-3 name; "" for "all"
 	State string
-	Have  int64 // what the counter table says (summed over shards)
+	Have  int64 // what the counters say: base + pending deltas, summed over shards
 	Want  int64 // what a recount says
-	// ZeroRows reports a context or owner row left at zero, which the
-	// triggers delete.
+	// ZeroRows reports a context or owner base row left at zero, which
+	// the fold deletes.
 	ZeroRows bool
 	// Shards reports shard rows that differ from a recount of their
 	// shard (each row counts the tasks whose ID hashes to it), even
@@ -368,11 +422,20 @@ func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error
 	}
 	defer tx.Rollback(ctx)
 	rows, err := tx.Query(ctx, `WITH want AS (`+render(recountSQL, s.qschema)+`),
+pending AS (
+	SELECT kind, name, state, shard, sum(d) AS n FROM (`+render(strings.ReplaceAll(countExpand, "{rows}", s.sql.deltas), s.qschema)+`
+	) AS p (kind, name, state, shard, d)
+	GROUP BY kind, name, state, shard),
+have AS (
+	SELECT coalesce(b.kind, p.kind) AS kind, coalesce(b.name, p.name) AS name, coalesce(b.state, p.state) AS state,
+	       coalesce(b.shard, p.shard) AS shard, coalesce(b.n, 0) + coalesce(p.n, 0) AS n, coalesce(b.kind > 0 AND b.n = 0, false) AS zero
+	FROM `+s.sql.counts+` b
+	FULL JOIN pending p ON p.kind = b.kind AND p.name = b.name AND p.state = b.state AND p.shard = b.shard),
 pairs AS (
 	SELECT coalesce(w.kind, h.kind) AS kind, coalesce(w.name, h.name) AS name, coalesce(w.state, h.state) AS state,
-	       coalesce(h.n, 0) AS have, coalesce(w.n, 0) AS want, coalesce(h.kind > 0 AND h.n = 0, false) AS zero
+	       coalesce(h.n, 0) AS have, coalesce(w.n, 0) AS want, coalesce(h.zero, false) AS zero
 	FROM (SELECT * FROM want WHERE kind = 0 OR name <> '') w
-	FULL JOIN `+s.sql.counts+` h ON h.kind = w.kind AND h.name = w.name AND h.state = w.state AND h.shard = w.shard)
+	FULL JOIN have h ON h.kind = w.kind AND h.name = w.name AND h.state = w.state AND h.shard = w.shard)
 SELECT kind, name, state, sum(have)::bigint, sum(want)::bigint, bool_or(zero), bool_or(have <> want)
 FROM pairs
 GROUP BY kind, name, state

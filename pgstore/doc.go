@@ -21,8 +21,8 @@
 //	idx_a2a_tasks_owner_updated         (owner, updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_owner_context_updated (owner, context_id, updated_at DESC, id COLLATE "C" DESC)
 //
-// Totals come from the counter table a2a_task_counts, kept by triggers on
-// a2a_tasks (see Totals).
+// Totals come from the counter table a2a_task_counts and the count ledger
+// a2a_task_count_deltas, kept by triggers on a2a_tasks (see Totals).
 //
 // By default the store manages its schema: Open and New create the schema,
 // table and both ordering indexes if missing, and install updated_at's
@@ -50,41 +50,42 @@
 // which holds exactly the statements of P2, then
 // pgstore/migrations/003_owner_and_counts.sql, which holds the statements
 // of the three steps above for schema public, its locking written at its
-// top.
+// top, then pgstore/migrations/004_count_ledger.sql, which replaces the
+// counters' triggers with the ledger's (issue 20).
 //
 // # Totals (L5, L8, C4)
 //
 // Every total of the shapes none, context, owner and owner+context, each
-// with or without a state, is read from a2a_task_counts, not counted: at
-// most a row per state and shard (16 shards per state, for the
-// unfiltered, a context's, an owner's and an owner's context's totals
-// alike). A total with StatusTimestampAfter counts the matching rows and
-// may scan (C4).
+// with or without a state, is read from the counters, not counted: the
+// base table a2a_task_counts (at most a row per state and shard) plus the
+// pending deltas of the ledger a2a_task_count_deltas, both in the page's
+// REPEATABLE READ snapshot, so the total is exact for the page. A total
+// with StatusTimestampAfter counts the matching rows and may scan (C4).
 // ListStats.Counted is 0 when the counters answered.
 //
-// The counters are kept inside every writing transaction by triggers, so
-// they are exact for any writer — this store, other processes, older
-// releases, hand-written SQL, COPY, MERGE, TRUNCATE — and roll back with
-// it. INSERT and DELETE triggers run once per statement on its transition
-// table, so a bulk load or a retention DELETE costs one upsert per
-// counter row touched; the UPDATE trigger runs per row and only for
-// updates that set id, state, context_id or owner (AppendHistory fires
-// nothing), returning at once when they are unchanged. Each trigger
-// upserts its counter rows in one statement in key order, so
-// single-statement writers never deadlock on them. Every count — the
-// unfiltered and per-state ones, and those of each context and owner — is
-// split over 16 rows per state, the task's row chosen by a hash of its ID,
-// so concurrent writers of different tasks rarely queue on one row, also
-// when they all write one busy owner's or context's tasks; a total sums
-// its shards. A task stays in its shard for life, so each shard row is an
-// exact count of its tasks, and context and owner rows that reach zero
-// are deleted by the statement that zeroed them. Writes that bypass triggers (session_replication_role = replica,
-// ALTER TABLE … DISABLE TRIGGER) make the counters wrong: CheckInvariants
-// compares every counter with a recount from one snapshot (ErrCountDrift,
-// CountDrifts), and SELECT <schema>.a2a_task_counts_rebuild() recounts
-// under the same lock as the install. Roles that write a2a_tasks need
-// SELECT, INSERT, UPDATE and DELETE on a2a_task_counts.
-//
+// Triggers on a2a_tasks append signed deltas to the ledger inside every
+// writing transaction, so the totals are exact for any writer — this
+// store, other processes, older releases' writes, hand-written SQL, COPY,
+// MERGE, DELETE, TRUNCATE — and roll back with it. Appending locks no
+// counter row, so writers never queue on a count. INSERT and DELETE
+// triggers run once per statement on its transition table (one grouped
+// multi-row INSERT); the UPDATE trigger runs per row and only for updates
+// that set id, state, context_id or owner (AppendHistory fires nothing),
+// returning at once when they are unchanged, else appending two rows. The
+// store's roll-up service (started by Open and New, stopped by Close;
+// Options.CountRollupInterval) folds the ledger into the base every
+// second and after every thousand of the store's writes, in transactions
+// of up to 10,000 deltas that delete the deltas and add them to the base
+// together (a2a_task_counts_fold), one server at a time (an advisory
+// lock); FoldCounts folds on demand. Context and owner base rows that
+// reach zero are deleted by the fold. Writes that bypass triggers
+// (session_replication_role = replica, ALTER TABLE … DISABLE TRIGGER)
+// make the counters wrong: CheckInvariants compares base plus ledger with
+// a recount from one snapshot (ErrCountDrift, CountDrifts), and SELECT
+// <schema>.a2a_task_counts_rebuild() recounts under the same lock as the
+// install. Roles that write a2a_tasks need INSERT on
+// a2a_task_count_deltas (and, to TRUNCATE, DELETE on both tables).
+
 // # Owners (O1–O6)
 //
 // The owner is a column, owner text NOT NULL DEFAULT the empty string,

@@ -20,7 +20,8 @@ func (s *Store) ListSQL(req *engine.ListRequest) (page string, args []any, count
 
 // MigrationStatements returns, for schema public, the statements the
 // managed schema runs to install the owner column, the owner indexes and
-// the counters: OwnerCountsMigrationFile must hold each of them verbatim.
+// the counters: OwnerCountsMigrationFile must hold the first two verbatim,
+// CountLedgerMigrationFile the counters'.
 func MigrationStatements() (owner, indexes, counts []string) {
 	for _, stmt := range ownerIndexesSQL {
 		indexes = append(indexes, render(stmt, "public"))

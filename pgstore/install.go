@@ -16,6 +16,11 @@ import (
 // startup errors about them name it (P3).
 const OwnerCountsMigrationFile = "pgstore/migrations/003_owner_and_counts.sql"
 
+// CountLedgerMigrationFile is the migration an externally managed schema
+// runs after OwnerCountsMigrationFile to keep the counters with the delta
+// ledger (issue 20): startup errors about the counters name both.
+const CountLedgerMigrationFile = "pgstore/migrations/004_count_ledger.sql"
+
 // The owner column and the counters are installed in three steps, each
 // its own transaction under the schema's advisory lock (the one
 // ensureSchema takes), each skipped when the catalog shows it done:
@@ -94,19 +99,29 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attname = 'owner' AND NOT
 // functions' bodies and the triggers, and returns what is wrong.
 func (s *Store) inspectCounts(ctx context.Context, db queryer) ([]string, error) {
 	var problems []string
-	var cols []string
-	err := db.QueryRow(ctx, `
+	for _, tbl := range []struct {
+		name string
+		cols []string
+	}{
+		{"a2a_task_counts", []string{"kind smallint", "name text", "state text", "shard smallint", "n bigint"}},
+		{"a2a_task_count_deltas", []string{"shard smallint", "state text", "context_id text", "owner text", "d bigint"}},
+	} {
+		var cols []string
+		err := db.QueryRow(ctx, `
 SELECT coalesce(array_agg(a.attname::text || ' ' || format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum), '{}')
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname = 'a2a_task_counts' AND a.attnum > 0 AND NOT a.attisdropped`, s.schema).Scan(&cols)
-	if err != nil {
-		return nil, err
+WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`, s.schema, tbl.name).Scan(&cols)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Equal(cols, tbl.cols) {
+			problems = append(problems, "table "+tbl.name+" "+strings.Join(tbl.cols, ", "))
+		}
 	}
-	wantCols := []string{"kind smallint", "name text", "state text", "shard smallint", "n bigint"}
-	if !slices.Equal(cols, wantCols) {
-		return []string{"table a2a_task_counts " + strings.Join(wantCols, ", ")}, nil
+	if len(problems) > 0 {
+		return problems, nil
 	}
 	defs, err := s.indexDefs(ctx, db, "a2a_task_counts")
 	if err != nil {
@@ -139,6 +154,11 @@ WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 
 		return nil, err
 	}
 	for _, f := range countFunctions {
+		if src, ok := bodies[f.name]; !ok || !s.sameBody(src, f.body) {
+			problems = append(problems, "function "+f.name+" as this release defines it")
+		}
+	}
+	for _, f := range countProcs {
 		if src, ok := bodies[f.name]; !ok || !s.sameBody(src, f.body) {
 			problems = append(problems, "function "+f.name+" as this release defines it")
 		}
@@ -248,7 +268,7 @@ func (s *Store) checkExtras(ctx context.Context) error {
 		return fmt.Errorf("pgstore: check schema: %w", err)
 	}
 	if !st.complete() {
-		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile)
+		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s, then %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile, CountLedgerMigrationFile)
 	}
 	return nil
 }

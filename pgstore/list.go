@@ -14,6 +14,7 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/listpage"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Status-timestamp filters are clamped into [minStatusTime,
@@ -156,8 +157,9 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// List implements engine.Store. Reads are never retried: a failed List
-// is the caller's to repeat.
+// List implements engine.Store. It runs once more on a live connection
+// when its connection was found gone (reconnect.go); any other failed
+// List is the caller's to repeat.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -177,14 +179,17 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	lq := s.buildList(&q)
 
 	var resp *engine.ListResponse
-	if lq.count == "" {
+	err = s.read(ctx, func(conn *pgxpool.Conn) (err error) {
+		if lq.count != "" {
+			resp, err = countAndPage(ctx, conn, &q, &lq)
+			return err
+		}
 		var rows pgx.Rows
-		if rows, err = s.pool.Query(ctx, lq.page, lq.pageArgs...); err == nil {
+		if rows, err = conn.Query(ctx, lq.page, lq.pageArgs...); err == nil {
 			resp, err = readPage(rows, &q)
 		}
-	} else {
-		resp, err = s.countAndPage(ctx, &q, &lq)
-	}
+		return err
+	})
 	if err != nil {
 		var de *decodeError
 		if errors.As(err, &de) {
@@ -198,12 +203,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 // countAndPage reads the total and the page in one REPEATABLE READ, READ
 // ONLY transaction (L8), sent as one pipelined batch — BEGIN, count, page,
 // COMMIT — so it costs one round trip, like a page without a total.
-func (s *Store) countAndPage(ctx context.Context, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
+func countAndPage(ctx context.Context, conn *pgxpool.Conn, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
 	var b pgx.Batch
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	b.Queue(lq.count, lq.countArgs...)

@@ -38,16 +38,21 @@ func testRand(t testing.TB) (uint64, *rand.Rand) {
 	return seed, rand.New(rand.NewPCG(seed, 0xc0de))
 }
 
-// runMigration003 runs the shipped migration file on conn, the way psql -f
-// would run it (its statements in order, its own BEGIN/COMMIT).
+const migration004 = "migrations/004_count_ledger.sql"
+
+// runMigration003 runs the shipped migration files 003 and 004 on conn,
+// the way psql -f would run them (their statements in order, their own
+// BEGIN/COMMIT).
 func runMigration003(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
-	b, err := os.ReadFile(migration003)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(context.Background(), string(b)); err != nil {
-		t.Fatalf("%s: %v", migration003, err)
+	for _, f := range []string{migration003, migration004} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(context.Background(), string(b)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
 	}
 }
 
@@ -55,22 +60,30 @@ func runMigration003(t testing.TB, conn *pgx.Conn) {
 // managed schema runs (for schema public), so the two cannot drift apart;
 // and the startup check names it.
 func TestMigration003HoldsTheManagedStatements(t *testing.T) {
-	b, err := os.ReadFile(migration003)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := string(b)
 	owner, indexes, counts := pgstore.MigrationStatements()
-	at := 0
-	for _, stmt := range append(append(owner, indexes...), counts...) {
-		i := strings.Index(file[at:], stmt+";\n")
-		if i < 0 {
-			t.Fatalf("%s lacks, or has out of order, the statement:\n%s", migration003, stmt)
+	for _, c := range []struct {
+		file  string
+		stmts []string
+	}{{migration003, append(owner, indexes...)}, {migration004, counts}} {
+		b, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		at += i + len(stmt)
+		file := string(b)
+		at := 0
+		for _, stmt := range c.stmts {
+			i := strings.Index(file[at:], stmt+";\n")
+			if i < 0 {
+				t.Fatalf("%s lacks, or has out of order, the statement:\n%s", c.file, stmt)
+			}
+			at += i + len(stmt)
+		}
 	}
 	if filepath.Base(pgstore.OwnerCountsMigrationFile) != filepath.Base(migration003) {
 		t.Fatalf("OwnerCountsMigrationFile = %q", pgstore.OwnerCountsMigrationFile)
+	}
+	if filepath.Base(pgstore.CountLedgerMigrationFile) != filepath.Base(migration004) {
+		t.Fatalf("CountLedgerMigrationFile = %q", pgstore.CountLedgerMigrationFile)
 	}
 }
 
@@ -238,7 +251,7 @@ func TestMigration003WithPsql(t *testing.T) {
 	psql := needPsql(t)
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
-		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, dsn)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
@@ -355,7 +368,7 @@ func TestUpgradeOwnerKey(t *testing.T) {
 		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
 			psql := needPsql(t)
 			dsn, conn := rows(t)
-			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, dsn)
+			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, dsn)
 			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("psql: %v\n%s", err, out)

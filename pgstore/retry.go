@@ -16,11 +16,15 @@ const (
 	retryBase   = 2 * time.Millisecond
 )
 
-// retryable reports a serialization failure or deadlock: the transaction
-// may succeed if run again.
+// retryable reports a serialization failure or deadlock (the transaction
+// may succeed if run again), or a failure before anything was sent
+// (pgconn.SafeToRetry: the write provably did not run).
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected)
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
+	}
+	return pgconn.SafeToRetry(err)
 }
 
 // retry runs a write until it succeeds, fails with anything but a

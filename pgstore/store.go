@@ -51,6 +51,14 @@ type Options struct {
 	// owner key in metadata was written by clients). It cannot be combined
 	// with UpgradeOwnerKey.
 	UpgradeWithoutOwners bool
+	// CountRollupInterval is the cadence of the background roll-up that
+	// folds the count ledger into the base counters (see FoldCounts); it
+	// also folds after every thousand counted writes of this store.
+	// Default (0): DefaultCountRollupInterval. Negative: this store runs
+	// no roll-up — another server on the database, or a job calling
+	// FoldCounts, must, or totals read a ledger that only grows (they stay
+	// exact, and get slower).
+	CountRollupInterval time.Duration
 }
 
 // upgradeOwnerKey is the key the owner backfill reads ("" = no backfill).
@@ -79,6 +87,10 @@ type Store struct {
 	// upgradeOwnerKey is the metadata key of the owner backfill ("":
 	// none), used only when the managed schema adds the owner column.
 	upgradeOwnerKey string
+	rollup          *rollup // nil: no roll-up service
+	// foldHook, when set (tests), runs in each fold's transaction after
+	// the fold and before the commit; an error rolls the fold back.
+	foldHook atomic.Pointer[func(context.Context, pgx.Tx) error]
 }
 
 var (
@@ -91,6 +103,7 @@ var (
 type statements struct {
 	table         string // quoted schema.a2a_tasks
 	counts        string // quoted schema.a2a_task_counts
+	deltas        string // quoted schema.a2a_task_count_deltas
 	create        string
 	get           string
 	replace       string
@@ -142,6 +155,7 @@ func newStatements(schema string) statements {
 	return statements{
 		table:  tbl,
 		counts: pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
+		deltas: pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(),
 		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
 VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING ` + fullColumns,
@@ -268,6 +282,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := s.checkExtras(ctx); err != nil {
 		return nil, err
 	}
+	switch iv := opts.CountRollupInterval; {
+	case iv == 0:
+		s.rollup = startRollup(s, DefaultCountRollupInterval)
+	case iv > 0:
+		s.rollup = startRollup(s, iv)
+	}
 	return s, nil
 }
 
@@ -276,8 +296,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 // closes it.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool if Open created it.
+// Close stops the roll-up service, then closes the pool if Open created
+// it.
 func (s *Store) Close() error {
+	s.rollup.stop()
 	if s.ownsPool {
 		s.pool.Close()
 	}
@@ -304,6 +326,7 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 	if err != nil {
 		return engine.Record{}, translate(ctx, "create", err)
 	}
+	s.rollup.wrote(1)
 	return x.record()
 }
 
@@ -316,7 +339,11 @@ func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 }
 
 func (s *Store) get(ctx context.Context, op string, id a2a.TaskID) (engine.Record, error) {
-	x, err := scanRow(s.pool.QueryRow(ctx, s.sql.get, string(id)))
+	var x row
+	err := s.read(ctx, func(conn *pgxpool.Conn) (err error) {
+		x, err = scanRow(conn.QueryRow(ctx, s.sql.get, string(id)))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Record{}, fmt.Errorf("pgstore: %s: %w", op, engine.ErrNotFound)
 	}
@@ -364,6 +391,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err != nil {
 		return engine.Record{}, s.writeError(ctx, "replace", err)
 	}
+	s.rollup.wrote(1)
 	return x.record()
 }
 
@@ -424,6 +452,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if err != nil {
 		return engine.Record{}, s.writeError(ctx, "cancel", err)
 	}
+	s.rollup.wrote(1)
 	return x.record()
 }
 
@@ -534,6 +563,7 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if n == 0 {
 		return s.deleteMissed(ctx, id, expectedRevision)
 	}
+	s.rollup.wrote(1)
 	return nil
 }
 

@@ -1,0 +1,260 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/pgstore"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// lifecycleSizes are the table sizes of BenchmarkLifecycle: LIFECYCLE_N
+// (comma-separated, e.g. 1e5,1e6), default 2e4.
+func lifecycleSizes(b *testing.B) []int {
+	env := os.Getenv("LIFECYCLE_N")
+	if env == "" {
+		return []int{20_000}
+	}
+	var ns []int
+	for f := range strings.SplitSeq(env, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 1 {
+			b.Fatalf("LIFECYCLE_N: bad size %q", f)
+		}
+		ns = append(ns, int(v))
+	}
+	return ns
+}
+
+// lifecycleVersions are the four versions of an A2A task's lifecycle as
+// one SendMessage handled by an agent writes them: created submitted with
+// the user's message, then working (a state change), then an artifact
+// (same state), then completed with the agent's reply (a state change).
+func lifecycleVersions(id, contextID string) []*a2a.Task {
+	user := msg("u-"+id, "a short request of some length to look like a real one")
+	submitted := task(id, contextID, a2a.TaskStateSubmitted)
+	submitted.History = []*a2a.Message{user}
+	working := task(id, contextID, a2a.TaskStateWorking)
+	working.History = submitted.History
+	artifact := task(id, contextID, a2a.TaskStateWorking)
+	artifact.History = submitted.History
+	artifact.Artifacts = []*a2a.Artifact{{ID: a2a.ArtifactID("a-" + id), Parts: a2a.ContentParts{a2a.NewTextPart("the agent's answer, of a few dozen bytes")}}}
+	completed := task(id, contextID, a2a.TaskStateCompleted)
+	reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("done"))
+	reply.ID = "r-" + id
+	completed.History = []*a2a.Message{user, reply}
+	completed.Artifacts = artifact.Artifacts
+	return []*a2a.Task{submitted, working, artifact, completed}
+}
+
+// BenchmarkLifecycle: a task's A2A lifecycle — a create, then three
+// conditional replaces (expected revision 1, 2, 3), two of them state
+// changes; 200 owners, 50 contexts — through pgstore (impl=pgstore, with
+// its counters) and, side by side in the same run and on the same
+// database, the very same column values written by plain SQL (INSERT,
+// then UPDATE … WHERE id AND revision) into a copy of the table made with
+// CREATE TABLE … (LIKE a2a_tasks INCLUDING ALL): the same columns,
+// indexes and constraints, no triggers (impl=plain), and through pgstore
+// with the table's triggers disabled (impl=nocounts: pgstore's own path
+// without counters). Both tables start with the same n rows (a
+// loadFixture table). The phases alternate in four rounds of b.N/4
+// lifecycles each, writers goroutines on their own connections, so that a
+// change of machine load falls on all of them alike. Metrics: µs per
+// lifecycle of each (us/lc-*, wall time divided by lifecycles: the
+// throughput figure) and ratio = pgstore / plain (the issue's target:
+// ≤ 1.25), ratio-nocounts = nocounts / plain.
+//
+//	go test ./pgstore/ -run '^$' -bench BenchmarkLifecycle -benchtime 4000x -count 3
+//	LIFECYCLE_N=1e5,1e6 go test ./pgstore/ -run '^$' -bench BenchmarkLifecycle -benchtime 8000x -timeout 1h
+func BenchmarkLifecycle(b *testing.B) {
+	for _, n := range lifecycleSizes(b) {
+		func() {
+			ctx := context.Background()
+			s, pool, _ := benchStoreConns(b, n, 40)
+			exec := func(sql string, args ...any) {
+				b.Helper()
+				if _, err := pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatalf("%s: %v", sql, err)
+				}
+			}
+			exec(`CREATE TABLE a2a_tasks_plain (LIKE a2a_tasks INCLUDING ALL)`)
+			exec(`INSERT INTO a2a_tasks_plain SELECT * FROM a2a_tasks`)
+			exec(`VACUUM ANALYZE a2a_tasks_plain`)
+			var seq atomic.Int64
+			impls := []string{"pgstore", "plain", "nocounts"}
+			for _, writers := range []int{1, 4, 16} {
+				b.Run(fmt.Sprintf("backend=pg/op=lifecycle/n=%d/writers=%d", n, writers), func(b *testing.B) {
+					elapsed := map[string]time.Duration{}
+					rounds := 4
+					if b.N < rounds {
+						rounds = 1
+					}
+					b.ResetTimer()
+					for r := range rounds {
+						k := b.N / rounds
+						if r == rounds-1 {
+							k = b.N - k*(rounds-1)
+						}
+						for _, impl := range impls {
+							if impl == "nocounts" {
+								exec(`ALTER TABLE a2a_tasks DISABLE TRIGGER USER`)
+							}
+							elapsed[impl] += runLifecycles(b, s, pool, impl, writers, k, &seq)
+							if impl == "nocounts" {
+								exec(`ALTER TABLE a2a_tasks ENABLE TRIGGER USER`)
+								b.StopTimer()
+								exec(`SELECT a2a_task_counts_rebuild()`) // count what nocounts wrote
+								b.StartTimer()
+							}
+						}
+					}
+					b.StopTimer()
+					per := func(impl string) float64 { return float64(elapsed[impl].Microseconds()) / float64(b.N) }
+					for _, impl := range impls {
+						b.ReportMetric(per(impl), "us/lc-"+impl)
+					}
+					b.ReportMetric(per("pgstore")/per("plain"), "ratio")
+					b.ReportMetric(per("nocounts")/per("plain"), "ratio-nocounts")
+				})
+			}
+			if err := s.CheckInvariants(); err != nil {
+				b.Fatal(err)
+			}
+		}()
+	}
+}
+
+// runLifecycles runs k lifecycles of new tasks with writers goroutines
+// through impl and returns the wall time they took.
+func runLifecycles(b *testing.B, s *pgstore.Store, pool *pgxpool.Pool, impl string, writers, k int, seq *atomic.Int64) time.Duration {
+	ctx := context.Background()
+	const cols = `(id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)`
+	insert := `INSERT INTO a2a_tasks_plain ` + cols + ` VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	update := `UPDATE a2a_tasks_plain SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,
+  metadata = $7, artifacts = $8, history = $9, msg_ids = $10, revision = revision + 1, updated_at = clock_timestamp()
+WHERE id = $1 AND revision = $11`
+	one := func(i int64) error {
+		id := fmt.Sprintf("lc-%s-%d", impl, i)
+		versions := lifecycleVersions(id, fmt.Sprint("lc-ctx-", i%50))
+		owner := fmt.Sprintf("lc-owner-%03d", i%200)
+		if impl != "plain" {
+			rec, err := s.CreateOwned(ctx, versions[0], owner)
+			for _, v := range versions[1:] {
+				if err != nil {
+					return err
+				}
+				rec, err = s.Replace(ctx, v, rec.Revision)
+			}
+			return err
+		}
+		for rev, v := range versions {
+			args, err := s.WriteArgs(v)
+			if err != nil {
+				return err
+			}
+			sql := update
+			args = append([]any{id}, args...)
+			if rev == 0 {
+				sql = insert
+				args = append(args, owner)
+			} else {
+				args = append(args, int64(rev))
+			}
+			tag, err := pool.Exec(ctx, sql, args...)
+			if err == nil && tag.RowsAffected() != 1 {
+				err = fmt.Errorf("%s: %d rows", id, tag.RowsAffected())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	start := time.Now()
+	for range writers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(k) {
+				if err := one(seq.Add(1)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkCountBacklog: the total of every counted shape (List with
+// IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
+// folded (backlog=0) and with a backlog of pending deltas as long as one
+// fold transaction takes (backlog=FoldBatch: the roll-up's cadence keeps
+// it far shorter under load, see the README). The store runs no roll-up
+// here, so the backlog stays put. server-ms is the count query's own
+// execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
+//
+//	LIFECYCLE_N=1e6 go test ./pgstore/ -run '^$' -bench BenchmarkCountBacklog -timeout 1h
+func BenchmarkCountBacklog(b *testing.B) {
+	for _, n := range lifecycleSizes(b) {
+		func() {
+			ctx := context.Background()
+			s, pool, f := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
+			exec := func(sql string, args ...any) {
+				b.Helper()
+				if _, err := pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatalf("%s: %v", sql, err)
+				}
+			}
+			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
+			for _, backlog := range []int{0, pgstore.FoldBatch} {
+				if backlog > 0 {
+					// Each state flip appends two delta rows.
+					exec(`UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END
+WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, backlog/2)
+					exec(`VACUUM ANALYZE a2a_task_count_deltas`)
+				}
+				var pending int
+				if err := pool.QueryRow(ctx, `SELECT count(*) FROM a2a_task_count_deltas`).Scan(&pending); err != nil {
+					b.Fatal(err)
+				}
+				for _, shape := range countShapes(f) {
+					if shape.req.StatusTimestampAfter != nil {
+						continue // not counted: scans
+					}
+					req := shape.req
+					req.PageSize = 1
+					req.IncludeTotalSize = true
+					b.Run(fmt.Sprintf("backend=pg/op=count/n=%d/filter=%s/backlog=%d", n, shape.name, backlog), func(b *testing.B) {
+						for b.Loop() {
+							if _, err := s.List(ctx, &req); err != nil {
+								b.Fatal(err)
+							}
+						}
+						_, _, sql, args, err := s.ListSQL(&req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
+						b.ReportMetric(float64(pending), "pending-deltas")
+					})
+				}
+			}
+		}()
+	}
+}

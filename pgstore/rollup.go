@@ -1,0 +1,123 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The roll-up: a background service that folds the count ledger
+// (a2a_task_count_deltas) into the base counters, so that a total — base
+// plus pending deltas — reads a short ledger. It is owned by the Store:
+// New starts it, Close stops it. It folds every interval (for writes by
+// other processes and SQL) and as soon as this store has made
+// rollupWakeWrites counted writes since the last fold. Each fold is one
+// transaction (a2a_task_counts_fold: up to foldBatch deltas deleted and
+// added to the base together); a fold that fails or dies halfway rolls
+// back whole, so its deltas stay pending and count once. Of several
+// servers on one database one folds at a time (the function's advisory
+// lock; the others skip that round).
+
+// DefaultCountRollupInterval is the roll-up's cadence when
+// Options.CountRollupInterval is 0.
+const DefaultCountRollupInterval = time.Second
+
+// rollupWakeWrites is how many counted writes of this store wake the
+// roll-up before its interval ends.
+const rollupWakeWrites = 1000
+
+type rollup struct {
+	s        *Store
+	interval time.Duration
+	writes   atomic.Int64  // counted writes since the last fold
+	wake     chan struct{} // capacity 1
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// startRollup starts s's roll-up service.
+func startRollup(s *Store, interval time.Duration) *rollup {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &rollup{s: s, interval: interval, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go r.run(ctx)
+	return r
+}
+
+// run folds on every tick and wake-up until ctx ends. A failed fold is
+// tried again on the next one (the ledger only grows meanwhile, and
+// totals stay exact).
+func (r *rollup) run(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.wake:
+		}
+		r.writes.Store(0)
+		_, _ = r.s.FoldCounts(ctx)
+	}
+}
+
+// wrote records n counted writes, waking the roll-up when enough have
+// accumulated. Safe on a nil rollup (the service is off).
+func (r *rollup) wrote(n int64) {
+	if r == nil || r.writes.Add(n) < rollupWakeWrites {
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the service and waits for it: a fold in flight is cancelled
+// and rolls back. Safe on a nil rollup and more than once.
+func (r *rollup) stop() {
+	if r == nil {
+		return
+	}
+	r.stopOnce.Do(r.cancel)
+	<-r.done
+}
+
+// FoldCounts folds the whole pending count ledger into the base counters
+// now, one transaction per foldBatch deltas, and returns how many delta
+// rows it folded. It returns early, with what it folded so far, when
+// another fold (this or another process's) holds the lock. Totals are
+// exact before, during and after; the roll-up service calls it, and so
+// may an operator's job when no store runs the service
+// (Options.CountRollupInterval < 0).
+func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
+				return err
+			}
+			if h := s.foldHook.Load(); h != nil {
+				return (*h)(ctx, tx)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("pgstore: fold counts: %w", err)
+		}
+		if n < 0 {
+			return total, nil
+		}
+		total += n
+		if n < foldBatch {
+			return total, nil
+		}
+	}
+}
