@@ -163,6 +163,12 @@ type Cluster struct {
 	// onHold, when set (tests), is called when a reader starts holding an
 	// event for a missing earlier version.
 	onHold func(a2a.TaskID)
+	// onIdle, when set (tests), is called when a reader has read every
+	// stored event and waits to be woken.
+	onIdle func(a2a.TaskID)
+	// beforeReconnect, when set (tests), is called by the listener before
+	// it connects again after losing its connection.
+	beforeReconnect atomic.Pointer[func()]
 }
 
 // now is the clock of the lease checks.

@@ -220,6 +220,9 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 		if gap != nil {
 			gapC = gap.C
 		}
+		if r.m.c.onIdle != nil {
+			r.m.c.onIdle(r.taskID)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -23,3 +23,11 @@ func (c *Cluster) Stall(d time.Duration) { c.skew.Add(int64(d)) }
 // OnHold makes c call f when one of its readers starts holding an event
 // for a missing earlier version. Set before the readers read.
 func (c *Cluster) OnHold(f func(a2a.TaskID)) { c.onHold = f }
+
+// OnIdle makes c call f when one of its readers has read every stored
+// event and waits to be woken. Set before the readers read.
+func (c *Cluster) OnIdle(f func(a2a.TaskID)) { c.onIdle = f }
+
+// BeforeReconnect makes c's listener call f before it connects again after
+// losing its connection.
+func (c *Cluster) BeforeReconnect(f func()) { c.beforeReconnect.Store(&f) }
