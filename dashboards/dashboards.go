@@ -123,6 +123,7 @@ var Rows = []Row{
 			Targets: []Target{
 				{Expr: `sum(rate(a2astore_cluster_notifications_total` + sel + `[$__rate_interval]))`, Legend: "notifications/s"},
 				{Expr: `sum(increase(a2astore_cluster_listener_reconnects_total` + sel + `[$__rate_interval]))`, Legend: "listener reconnects"},
+				{Expr: `sum(increase(a2astore_cluster_event_gaps_skipped_total` + sel + `[$__rate_interval]))`, Legend: "event gaps skipped"},
 				{Expr: `sum(rate(a2astore_cluster_canceled_executions_total` + sel + `[$__rate_interval]))`, Legend: "executions canceled/s"},
 				{Expr: `sum(rate(a2astore_cluster_events_delivered_total` + sel + `[$__rate_interval]))`, Legend: "events delivered/s"},
 				{Expr: `sum(rate(a2astore_cluster_cleaned_rows_total` + sel + `[$__rate_interval]))`, Legend: "rows cleaned/s"},

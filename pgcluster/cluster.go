@@ -55,6 +55,16 @@ type Options struct {
 	// CleanInterval is how often the cleaner runs. Default Retention/10,
 	// at most 1 min.
 	CleanInterval time.Duration
+	// GapTimeout bounds how long a reader holds an event whose version is
+	// ahead of the last one it delivered plus one, waiting (woken by
+	// notifications) for the missing version's event: two writers of one
+	// task (an execution and a cancel, say) write the store first and the
+	// event after, so their events may be inserted in the reverse order of
+	// their revisions. Past it the reader delivers what it has and counts
+	// a skipped gap (a revision without an event, e.g. the history update
+	// of a message to an existing task, or a writer that died in between).
+	// Default 1 s.
+	GapTimeout time.Duration
 	// Logger receives the cluster's warnings. Default slog.Default().
 	Logger *slog.Logger
 	// ObserveDelivery, when set, is called for each event a reader of this
@@ -71,6 +81,7 @@ const (
 	DefaultRetryDelay   = time.Second
 	DefaultPollInterval = 10 * time.Second
 	DefaultRetention    = time.Hour
+	DefaultGapTimeout   = time.Second
 )
 
 // cancelAttempts bounds the attempts of a cancel item, which retries at
@@ -103,6 +114,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CleanInterval <= 0 {
 		o.CleanInterval = min(o.Retention/10, time.Minute)
+	}
+	if o.GapTimeout <= 0 {
+		o.GapTimeout = DefaultGapTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -146,6 +160,15 @@ type Cluster struct {
 	// skew is added to the wall clock of the lease checks (tests
 	// simulate a stalled instance with it).
 	skew atomic.Int64
+	// onHold, when set (tests), is called when a reader starts holding an
+	// event for a missing earlier version.
+	onHold func(a2a.TaskID)
+	// onIdle, when set (tests), is called when a reader has read every
+	// stored event and waits to be woken.
+	onIdle func(a2a.TaskID)
+	// beforeReconnect, when set (tests), is called by the listener before
+	// it connects again after losing its connection.
+	beforeReconnect atomic.Pointer[func()]
 }
 
 // now is the clock of the lease checks.
@@ -160,6 +183,8 @@ type Stats struct {
 	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
+	GapWaits         atomic.Int64 // times a reader held an event for a missing earlier version
+	GapsSkipped      atomic.Int64 // held events delivered after GapTimeout without the missing version
 	Reconnects       atomic.Int64 // times the notification connection was re-established
 	Notifications    atomic.Int64 // notifications received
 	CleanedEvents    atomic.Int64 // event rows the cleaner deleted

@@ -512,9 +512,10 @@ func TestTakeover(t *testing.T) {
 }
 
 // K2: when the notification connection is terminated, the listener
-// reconnects and a waiting reader still gets the events written meanwhile
-// (the safety-net poll is an hour: only the reconnect's catch-up can
-// deliver them in time).
+// reconnects and a waiting reader still gets the event written while it
+// was away (its notification reached nobody): the listener is held before
+// reconnecting until the event is committed, and the safety-net poll is an
+// hour, so only the reconnect's catch-up can deliver it.
 func TestListenerReconnect(t *testing.T) {
 	h := newHarness(t)
 	a := h.start(t, "a", newGateAgent(0))
@@ -524,6 +525,23 @@ func TestListenerReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	idle := make(chan struct{}, 1)
+	a.cluster.OnIdle(func(a2a.TaskID) {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	})
+	reconnecting, release := make(chan struct{}), make(chan struct{})
+	var hold, unhold sync.Once
+	a.cluster.BeforeReconnect(func() {
+		hold.Do(func() {
+			close(reconnecting)
+			<-release
+		})
+	})
+	// Before the cluster's Close (cleanups run last first).
+	t.Cleanup(func() { unhold.Do(func() { close(release) }) })
 	id := a2a.TaskID("t-reconnect")
 	r, err := a.cluster.QueueManager().CreateReader(ctx, id)
 	if err != nil {
@@ -532,6 +550,7 @@ func TestListenerReconnect(t *testing.T) {
 	defer r.Close()
 	got := make(chan *eventqueue.Message, 1)
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	wg.Go(func() {
 		rctx, cancel := context.WithTimeout(ctx, waitFor)
 		defer cancel()
@@ -542,32 +561,37 @@ func TestListenerReconnect(t *testing.T) {
 		}
 		got <- msg
 	})
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(waitFor):
+			t.Fatal(what)
+		}
+	}
+	wait(idle, "reader did not wait")
 	var n int
 	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
 		pgcluster.ListenerApplicationName+" a").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("terminated %d listener connections: %v", n, err)
 	}
-	// Written while the listener may be away: its notification can be lost.
+	wait(reconnecting, "listener did not notice the lost connection")
 	w, _ := a.cluster.QueueManager().CreateWriter(ctx, id)
 	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
 	if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	unhold.Do(func() { close(release) })
 	select {
 	case msg := <-got:
 		if msg.TaskVersion != 1 {
 			t.Fatalf("version %d", msg.TaskVersion)
 		}
-	default:
-		t.Fatal("no event")
+	case <-time.After(waitFor):
+		t.Fatal("the event written while the listener was away was not delivered")
 	}
-	deadline := time.Now().Add(waitFor)
-	for a.cluster.Stats().Reconnects.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("listener did not reconnect")
-		}
-		waitTick(ctx)
+	if a.cluster.Stats().Reconnects.Load() == 0 {
+		t.Fatal("listener did not count its reconnect")
 	}
 }
 

@@ -41,7 +41,15 @@
 // Each event an execution writes is a row keyed by (task, seq), seq
 // counting 1, 2, … per task in commit order, carrying the store revision
 // after the event as its TaskVersion. A reader starts after the last seq
-// at its creation and reads rows in seq order; per reader, versions
+// at its creation and reads rows in seq order but delivers them in
+// version order: the store write and the event insert are separate
+// steps, so two writers of a task (an execution and a cancel) may insert
+// their events in the reverse order of their revisions. An event ahead of
+// the last delivered version plus one is held, woken by notifications,
+// until the missing one arrives or Options.GapTimeout (default 1 s)
+// passes — not every revision has an event (a2a-go's history update of a
+// message to an existing task has none), so the wait is bounded; then it
+// is delivered and Stats.GapsSkipped counts it. Per reader, versions
 // strictly increase (an event at or below the last delivered version — a
 // duplicate written by a losing concurrent writer — is skipped). Inserts
 // NOTIFY; one LISTEN connection per instance (listener.go) wakes the

@@ -165,31 +165,37 @@ func (r *reader) notify() {
 }
 
 // Read implements eventqueue.Reader: the next event after the last one,
-// waiting for it. An event whose version is not above the last delivered
-// one (a losing writer's duplicate) is skipped, so versions strictly
-// increase per reader (K2).
+// waiting for it. Events are delivered in version order, not insert order:
+// the store revision and the event insert are separate steps, so two
+// writers of a task may insert their events in the reverse order of their
+// revisions. An event whose version is ahead of the last delivered plus
+// one is held, up to Options.GapTimeout, for the missing one; an event
+// whose version is not above the last delivered one (a losing writer's
+// duplicate, or one that came after its gap was given up) is skipped, so
+// versions strictly increase per reader (K2).
 func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
-	var poll *time.Timer
+	var poll, gap *time.Timer
 	defer func() {
-		if poll != nil {
-			poll.Stop()
+		for _, t := range []*time.Timer{poll, gap} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
+	gapDue := false
 	for {
-		for len(r.buf) > 0 {
-			msg, at := r.buf[0].msg, r.buf[0].at
-			r.buf = r.buf[1:]
-			if msg.TaskVersion != taskstore.TaskVersionMissing {
-				if msg.TaskVersion <= r.version {
-					continue
-				}
-				r.version = msg.TaskVersion
-			}
+		if s, ok, held := r.next(gapDue); ok {
 			r.m.c.stats.Events.Add(1)
 			if observe := r.m.c.opts.ObserveDelivery; observe != nil {
-				observe(time.Since(at))
+				observe(time.Since(s.at))
 			}
-			return msg, nil
+			return s.msg, nil
+		} else if held && gap == nil {
+			r.m.c.stats.GapWaits.Add(1)
+			gap = time.NewTimer(r.m.c.opts.GapTimeout)
+			if r.m.c.onHold != nil {
+				r.m.c.onHold(r.taskID)
+			}
 		}
 		select {
 		case <-r.closed:
@@ -210,6 +216,13 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 		} else {
 			poll.Reset(r.m.c.opts.PollInterval)
 		}
+		var gapC <-chan time.Time
+		if gap != nil {
+			gapC = gap.C
+		}
+		if r.m.c.onIdle != nil {
+			r.m.c.onIdle(r.taskID)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -219,8 +232,49 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 			return nil, eventqueue.ErrQueueClosed
 		case <-r.wake:
 		case <-poll.C:
+		case <-gapC:
+			gapDue = true
 		}
 	}
+}
+
+// next takes the next event to deliver from buf: an unversioned event at
+// the front as it comes, otherwise the lowest version above the last
+// delivered one when it is the last plus one (or nothing was delivered
+// yet, or force). held reports a lowest version further ahead, not taken.
+func (r *reader) next(force bool) (s stored, ok, held bool) {
+	keep := r.buf[:0]
+	for _, s := range r.buf {
+		if v := s.msg.TaskVersion; v == taskstore.TaskVersionMissing || v > r.version {
+			keep = append(keep, s)
+		}
+	}
+	clear(r.buf[len(keep):])
+	r.buf = keep
+	if len(r.buf) == 0 {
+		return stored{}, false, false
+	}
+	i := 0
+	if r.buf[0].msg.TaskVersion != taskstore.TaskVersionMissing {
+		for j, s := range r.buf {
+			if v := s.msg.TaskVersion; v != taskstore.TaskVersionMissing && v < r.buf[i].msg.TaskVersion {
+				i = j
+			}
+		}
+		v := r.buf[i].msg.TaskVersion
+		if r.version != taskstore.TaskVersionMissing && v != r.version+1 {
+			if !force {
+				return stored{}, false, true
+			}
+			r.m.c.stats.GapsSkipped.Add(1)
+			r.m.c.opts.Logger.Warn("pgcluster: event versions missing; delivering the next one",
+				"task", r.taskID, "after", int64(r.version), "next", int64(v))
+		}
+		r.version = v
+	}
+	s = r.buf[i]
+	r.buf = append(r.buf[:i], r.buf[i+1:]...)
+	return s, true, false
 }
 
 // fetch reads the next rows after the cursor into buf.

@@ -3,6 +3,8 @@ package pgcluster
 import (
 	"context"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // Clean runs one cleaner pass (tests drive it instead of waiting).
@@ -17,3 +19,15 @@ func (c *Cluster) Connected() <-chan struct{} { return c.listener.connected }
 // Stall moves the clock of c's lease checks d ahead, as if the instance
 // had been stopped for d.
 func (c *Cluster) Stall(d time.Duration) { c.skew.Add(int64(d)) }
+
+// OnHold makes c call f when one of its readers starts holding an event
+// for a missing earlier version. Set before the readers read.
+func (c *Cluster) OnHold(f func(a2a.TaskID)) { c.onHold = f }
+
+// OnIdle makes c call f when one of its readers has read every stored
+// event and waits to be woken. Set before the readers read.
+func (c *Cluster) OnIdle(f func(a2a.TaskID)) { c.onIdle = f }
+
+// BeforeReconnect makes c's listener call f before it connects again after
+// losing its connection.
+func (c *Cluster) BeforeReconnect(f func()) { c.beforeReconnect.Store(&f) }

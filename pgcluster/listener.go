@@ -61,6 +61,9 @@ func (l *listener) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		backoff = min(2*backoff, time.Second)
+		if f := l.c.beforeReconnect.Load(); f != nil {
+			(*f)()
+		}
 	}
 }
 

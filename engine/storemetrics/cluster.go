@@ -19,6 +19,7 @@ type ClusterStats struct {
 	EventsDelivered          int64 // events this instance's subscribers received
 	Notifications            int64 // notifications the listener received
 	ListenerReconnects       int64 // times the notification connection was re-established
+	EventGapsSkipped         int64 // events delivered past a missing earlier version after the gap timeout
 	CleanedRows              int64 // rows the retention cleaner deleted
 }
 
@@ -67,6 +68,7 @@ func NewClusterCollector(backend string, stat func() ClusterStats) *ClusterColle
 		{"events_delivered_total", "Events this instance's subscribers received.", func(s *ClusterStats) int64 { return s.EventsDelivered }},
 		{"notifications_total", "Notifications this instance's listener received.", func(s *ClusterStats) int64 { return s.Notifications }},
 		{"listener_reconnects_total", "Times the notification connection was re-established.", func(s *ClusterStats) int64 { return s.ListenerReconnects }},
+		{"event_gaps_skipped_total", "Events a subscriber here received past a missing earlier version, after the gap timeout.", func(s *ClusterStats) int64 { return s.EventGapsSkipped }},
 		{"cleaned_rows_total", "Rows the retention cleaner deleted (events and work items).", func(s *ClusterStats) int64 { return s.CleanedRows }},
 	} {
 		c.counters = append(c.counters, clusterCounter{d(m.name, m.help), m.get})
