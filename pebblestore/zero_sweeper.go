@@ -29,6 +29,10 @@ import (
 // exclusively, and the size of its batch.
 const sweepBatch = 64
 
+// maxPending is how far behind the writers the sweeper may fall before a
+// writer sweeps a batch itself.
+const maxPending = 64 * sweepBatch
+
 // pendingMarker is a committed marker and the counters it lists.
 type pendingMarker struct {
 	key      []byte
@@ -92,15 +96,24 @@ func (s *Store) stopZeroSweeper(wait bool) {
 	}
 }
 
-// queueMarker hands a committed marker to the sweeper.
+// queueMarker hands a committed marker to the sweeper. When the sweeper
+// lags maxPending markers behind, the writer sweeps a batch itself: the
+// queue (memory, and the markers Open would redo) stays bounded.
+// REQUIRES: no counter stripe lock held (task locks may be).
 func (s *Store) queueMarker(key []byte, counters [][]byte) {
 	z := &s.zeros
 	z.mu.Lock()
 	z.pending = append(z.pending, pendingMarker{key: key, counters: counters})
+	lag := len(z.pending)
 	z.mu.Unlock()
 	select {
 	case z.wake <- struct{}{}:
 	default: // a wake-up is already pending
+	}
+	if lag >= maxPending {
+		if _, err := s.sweepOnce(); err != nil {
+			s.logger.Errorf("pebblestore: delete zero counters (Open redoes it): %v", err)
+		}
 	}
 }
 
@@ -118,27 +131,35 @@ func (z *zeroSweeper) takeMarkers() []pendingMarker {
 }
 
 // sweepPending sweeps the queued markers, a batch at a time, until none is
-// left or stop (if not nil) is closed. A failed batch is lost to the
-// queue, not to the database: its markers stay for Open.
-func (s *Store) sweepPending(stop <-chan struct{}) (err error) {
-	z := &s.zeros
-	z.sweeping.Lock()
-	defer z.sweeping.Unlock()
-	defer s.catch("delete zero counters", &err)
+// left or stop (if not nil) is closed. When it returns nil with stop
+// open, every marker queued before the call is swept. A failed batch is
+// lost to the queue, not to the database: its markers stay for Open.
+func (s *Store) sweepPending(stop <-chan struct{}) error {
 	for {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		batch := z.takeMarkers()
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := s.sweepMarkers(batch, pebble.NoSync); err != nil {
+		if more, err := s.sweepOnce(); err != nil || !more {
 			return err
 		}
 	}
+}
+
+// sweepOnce sweeps one batch of queued markers; more is false when the
+// queue was empty. It holds sweeping over taking and sweeping, so when
+// it finds the queue empty every batch taken before is swept.
+func (s *Store) sweepOnce() (more bool, err error) {
+	z := &s.zeros
+	z.sweeping.Lock()
+	defer z.sweeping.Unlock()
+	defer s.catch("delete zero counters", &err)
+	batch := z.takeMarkers()
+	if len(batch) == 0 {
+		return false, nil
+	}
+	return true, s.sweepMarkers(batch, pebble.NoSync)
 }
 
 // sweepMarkers deletes, in one batch committed with wo, those of the

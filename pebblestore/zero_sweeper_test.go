@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -109,4 +110,34 @@ func TestZeroSweeperWakes(t *testing.T) {
 	if n := markerCount(t, s); n != 0 {
 		t.Errorf("%d markers after the sweep, want 0", n)
 	}
+}
+
+// TestZeroSweeperBackpressure: with the sweeper stopped, writers sweep
+// themselves once maxPending markers wait, so the queue stays bounded;
+// the rest is swept by Close (or Open) and the invariants hold.
+func TestZeroSweeperBackpressure(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open("db", Options{FS: fs, Logger: pebblelog.Quiet{}, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stopZeroSweeper(true)
+	ctx := context.Background()
+	most := 0
+	for i := range maxPending + 2*sweepBatch {
+		id := a2a.TaskID(fmt.Sprintf("t%d", i))
+		if _, err := s.Create(ctx, &a2a.Task{ID: id, ContextID: string(id), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		s.zeros.mu.Lock()
+		most = max(most, len(s.zeros.pending))
+		s.zeros.mu.Unlock()
+	}
+	if most >= maxPending {
+		t.Errorf("%d markers queued at most, want fewer than %d", most, maxPending)
+	}
+	reopenChecked(t, s, fs).Close()
 }
