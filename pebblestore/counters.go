@@ -28,16 +28,16 @@ import (
 // zero. The write merges its deltas and, in the same batch, records a
 // marker z ‖ seq listing the counters it lowered; it commits holding the
 // shared side of those counters' stripe locks (counterLocks). Once
-// committed (still under the task's write lock), it reads them back, and
-// for each that is zero takes that stripe's exclusive lock, reads it again
-// and deletes it if still zero, together with the marker, in one batch.
-// The exclusive lock is what makes the delete safe: no merge into the
-// counter can commit between the read and the delete. Writers of other
-// stripes never wait, and those of the same stripe only for that short
-// delete (a NoSync commit). A crash after the write and before the delete
-// leaves the marker: Open runs it again (recoverMarkers) before serving.
-// A lost NoSync delete loses its marker's delete too (one batch), so Open
-// redoes it.
+// committed it hands the marker to the zero sweeper (zero_sweeper.go) and
+// returns: the sweeper reads the counters back, and for those at zero
+// takes their stripes' exclusive locks, reads them again and deletes those
+// still zero, together with the markers, in one batch. The exclusive lock
+// is what makes the delete safe: no merge into the counter can commit
+// between the read and the delete. Writers of other stripes never wait,
+// and those of the same stripe only for that short delete (a NoSync
+// commit). A crash before the sweeper's delete leaves the marker: Open
+// runs it again (recoverCounters) before serving. A lost NoSync delete
+// loses its marker's delete too (one batch), so Open redoes it.
 //
 // Databases written before this (zero-valued keys left behind) are swept
 // once at Open, which then records m ‖ "zerofree"; CheckInvariants flags a
@@ -118,10 +118,9 @@ func (s *Store) counterStripe(k []byte) int {
 
 // commitCounted merges c's deltas into b and commits it (Options.NoSync
 // decides the sync) holding the shared side of the stripes of every
-// counter it changes but the global ones; then it deletes the counters it
-// lowered that are now zero (see above). A failure of that delete is
-// logged, not returned: the write is committed, and its marker makes the
-// next Open redo the delete.
+// counter it changes but the global ones; then it queues its marker for
+// the sweeper, which deletes the counters it lowered that are now zero
+// (see above).
 // REQUIRES: the write locks of the tasks b changes held.
 func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 	var stripes []int
@@ -152,9 +151,7 @@ func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 		return fmt.Errorf("commit: %v: %w", err, engine.ErrInternal)
 	}
 	if marker != nil {
-		if err := s.deleteZeros(marker, lowered, pebble.NoSync, true); err != nil {
-			s.logger.Errorf("pebblestore: delete zero counters (Open redoes it): %v", err)
-		}
+		s.queueMarker(marker, lowered)
 	}
 	return nil
 }
@@ -173,39 +170,6 @@ func lockStripes(stripes []int, lock, unlock func(int)) func() {
 			unlock(i)
 		}
 	}
-}
-
-// deleteZeros deletes those of keys that are zero, and marker (if not
-// nil), in one batch committed with wo. With lock, it holds the exclusive
-// side of their stripes from the read to the commit.
-func (s *Store) deleteZeros(marker []byte, keys [][]byte, wo *pebble.WriteOptions, lock bool) error {
-	zero, err := s.zeroCounters(keys)
-	if err != nil {
-		return err
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if len(zero) > 0 && lock {
-		var stripes []int
-		for _, k := range zero {
-			stripes = append(stripes, s.counterStripe(k))
-		}
-		defer lockStripes(stripes, func(i int) { s.counterLocks[i].Lock() }, func(i int) { s.counterLocks[i].Unlock() })()
-		// Again under the lock: a merge may have committed since.
-		if zero, err = s.zeroCounters(zero); err != nil {
-			return err
-		}
-	}
-	for _, k := range zero {
-		_ = b.Delete(k, nil)
-	}
-	if marker != nil {
-		_ = b.Delete(marker, nil)
-	}
-	if b.Empty() {
-		return nil
-	}
-	return b.Commit(wo)
 }
 
 // zeroCounters returns those of keys that have a key whose value is zero,
@@ -286,7 +250,8 @@ func (s *Store) recoverCounters(dir string) (err error) {
 	if err != nil {
 		return internal(err)
 	}
-	for _, m := range markers {
+	var batch []pendingMarker
+	for i, m := range markers {
 		v, closer, err := s.db.Get(m)
 		if err != nil {
 			return internal(err)
@@ -296,8 +261,12 @@ func (s *Store) recoverCounters(dir string) (err error) {
 		if err != nil {
 			return internal(fmt.Errorf("marker %x: %v", m, err))
 		}
-		if err := s.deleteZeros(m, keys, pebble.Sync, false); err != nil {
-			return internal(err)
+		batch = append(batch, pendingMarker{key: m, counters: keys})
+		if len(batch) == sweepBatch || i == len(markers)-1 {
+			if err := s.sweepMarkers(batch, pebble.Sync); err != nil {
+				return internal(err)
+			}
+			batch = nil
 		}
 	}
 	if _, closer, err := s.db.Get(zeroFreeKey); err == nil {

@@ -19,6 +19,9 @@ import (
 // keyCount compacts the whole database and counts its keys.
 func keyCount(t *testing.T, s *Store) int {
 	t.Helper()
+	if err := s.sweepPending(nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xFF}, true); err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,7 @@ type Store struct {
 	// exclusive side. Taken after task locks, in stripe order.
 	counterLocks [counterStripes]sync.RWMutex
 	markerSeq    atomic.Uint64 // the last marker's number (counters.go)
+	zeros        zeroSweeper   // deletes zero counters (zero_sweeper.go)
 }
 
 var (
@@ -197,6 +198,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, err
 	}
+	s.startZeroSweeper()
 	return s, nil
 }
 
@@ -323,9 +325,13 @@ func storageFailure(r any) (string, bool) {
 func (s *Store) Close() (err error) {
 	if msg := s.failed.Load(); msg != nil {
 		// Do not wait for in-flight calls: after a fatal error Pebble's
-		// commit pipeline may never release them.
+		// commit pipeline may never release them (nor the sweeper).
+		s.stopZeroSweeper(false)
 		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
 	}
+	// The sweeper first (it does not hold life); what calls in flight
+	// queue after it stops is swept below, once they are done.
+	s.stopZeroSweeper(true)
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.life.closed {
@@ -339,6 +345,12 @@ func (s *Store) Close() (err error) {
 			err = fmt.Errorf("pebblestore: close: release the lock: %v: %w", lerr, engine.ErrInternal)
 		}
 	}()
+	if msg := s.failed.Load(); msg != nil {
+		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
+	}
+	if err := s.sweepPending(nil); err != nil {
+		s.logger.Errorf("pebblestore: close: delete zero counters (Open redoes it): %v", err)
+	}
 	if msg := s.failed.Load(); msg != nil {
 		return fmt.Errorf("pebblestore: close after fatal error %q: %w", *msg, engine.ErrInternal)
 	}
