@@ -130,21 +130,35 @@ func (z *zeroSweeper) takeMarkers() []pendingMarker {
 	return batch
 }
 
-// sweepPending sweeps the queued markers, a batch at a time, until none is
-// left or stop (if not nil) is closed. When it returns nil with stop
-// open, every marker queued before the call is swept. A failed batch is
-// lost to the queue, not to the database: its markers stay for Open.
+// sweepPending sweeps the markers queued when it is called, a batch at a
+// time, until they are swept or stop (if not nil) is closed; markers
+// queued meanwhile wait for the next call, so writers that keep queuing
+// cannot keep it from returning. When it returns nil with stop open,
+// every marker queued before the call is swept (the queue is FIFO). A
+// failed batch is lost to the queue, not to the database: its markers
+// stay for Open.
 func (s *Store) sweepPending(stop <-chan struct{}) error {
-	for {
+	z := &s.zeros
+	z.mu.Lock()
+	left := len(z.pending)
+	z.mu.Unlock()
+	for left > 0 {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		if more, err := s.sweepOnce(); err != nil || !more {
+		more, err := s.sweepOnce()
+		if err != nil || !more {
 			return err
 		}
+		left -= sweepBatch
 	}
+	// A batch another sweeper took before the call may still be running:
+	// sweeping (held over a batch) orders this return after it.
+	z.sweeping.Lock()
+	z.sweeping.Unlock() //nolint:staticcheck // an empty critical section, on purpose: waits for a batch in progress
+	return nil
 }
 
 // sweepOnce sweeps one batch of queued markers; more is false when the
