@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,11 +49,17 @@ func BenchmarkRetain(b *testing.B) {
 	}
 }
 
+// retainStores numbers the stores retainStore opens: the testing package
+// calls a benchmark function more than once (b.N = 1, then more), and a
+// store reopened by name would still hold the previous run's tasks.
+var retainStores atomic.Int64
+
 // retainStore opens a store of its own (not a shared fixture: the
 // benchmark removes tasks) holding n light tasks in state.
 func retainStore(b *testing.B, e *env, name string, n int, state a2a.TaskState) (engine.Retainer, *retainFill) {
 	b.Helper()
 	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 1}
+	name = fmt.Sprintf("%s_%d", name, retainStores.Add(1))
 	s, err := e.open(b, name, clock.Now)
 	if err != nil {
 		b.Fatal(err)
