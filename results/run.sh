@@ -15,8 +15,10 @@
 # Steps (each timed in steps.log, each command in commands.txt):
 #   1. go test ./bench: BenchmarkStore and its peers and floors on mem,
 #      pebble and pg at n = 1e3, 1e4, 1e5 (full; quick: 1e3, 1e4, fewer
-#      samples), then mem at n = 1e6 on the issue-2 operations (full only;
-#      RESULTS_1E6=mem,pg adds backends at 1e6 if the time allows).
+#      samples), then BenchmarkRetain at the same sizes and
+#      BenchmarkRetainIsolation at 1e5 (quick: 1e4), then mem at n = 1e6
+#      on the issue-2 operations (full only; RESULTS_1E6=mem,pg adds
+#      backends at 1e6 if the time allows).
 #   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
 #      none) and every Benchmark*Lifecycle* pgstore has (none is fine).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
@@ -44,11 +46,13 @@ if [ "$QUICK" = 1 ]; then
   BENCH_SIZES_RUN=1000,10000; BENCH_COUNT_RUN=3; BENCH_TIME_RUN=40ms
   PG_BENCHTIME=100ms; LOADGEN_FOR=8s; SERVER_FOR=4s; SEED_TASKS=500
   SIZES_1E6=""
+  RETAIN_COUNT=1; ISOLATION_SIZE=10000; ISOLATION_SECONDS=4
 else
   MODE=full
   BENCH_SIZES_RUN=1000,10000,100000; BENCH_COUNT_RUN=6; BENCH_TIME_RUN=100ms
   PG_BENCHTIME=1s; LOADGEN_FOR=30s; SERVER_FOR=15s; SEED_TASKS=2000
   SIZES_1E6=${RESULTS_1E6:-mem}
+  RETAIN_COUNT=3; ISOLATION_SIZE=100000; ISOLATION_SECONDS=10
 fi
 SERVER_WORKERS=${RESULTS_SERVER_WORKERS:-50} # the cross-SDK benchmark's 50 connections
 # For working on this script: RESULTS_SKIP_BENCH=1 skips steps 1 and 2,
@@ -108,13 +112,18 @@ step build-bench go test -c -o "$work/bench.test" ./bench
 step build-pgstore go test -c -o "$work/pgstore.test" ./pgstore
 
 # 1. The shared suite. Run from the package directory, as go test does.
-bench() { # sizes, pattern, count
-  printf '  = (cd bench && BENCH_SIZES=%s bench.test -test.run '"'^\$'"' -test.bench '"'%s'"' -test.benchmem -test.count %s -test.benchtime %s -test.timeout 120m)\n' \
-    "$1" "$2" "$3" "$BENCH_TIME_RUN" >>"$out/commands.txt"
-  (cd bench && BENCH_SIZES=$1 "$work/bench.test" -test.run '^$' -test.bench "$2" -test.benchmem \
-    -test.count "$3" -test.benchtime "$BENCH_TIME_RUN" -test.timeout 120m) >>"$out/bench.txt"
+bench() { # sizes, pattern, count [benchtime]
+  local t=${4:-$BENCH_TIME_RUN}
+  printf '  = (cd bench && BENCH_SIZES=%s BENCH_ISOLATION_SECONDS=%s bench.test -test.run '"'^\$'"' -test.bench '"'%s'"' -test.benchmem -test.count %s -test.benchtime %s -test.timeout 120m)\n' \
+    "$1" "$ISOLATION_SECONDS" "$2" "$3" "$t" >>"$out/commands.txt"
+  (cd bench && BENCH_SIZES=$1 BENCH_ISOLATION_SECONDS=$ISOLATION_SECONDS "$work/bench.test" -test.run '^$' -test.bench "$2" -test.benchmem \
+    -test.count "$3" -test.benchtime "$t" -test.timeout 120m) >>"$out/bench.txt"
 }
-step bench bench "$BENCH_SIZES_RUN" . "$BENCH_COUNT_RUN"
+step bench bench "$BENCH_SIZES_RUN" '^Benchmark(Store|TenancyAuthz|MemHeap)$' "$BENCH_COUNT_RUN"
+# Retention (#24): batches at every size (a fresh store per run of the
+# benchmark function: fills dominate), then the isolation load at one size.
+step bench-retain bench "$BENCH_SIZES_RUN" '^BenchmarkRetain$' "$RETAIN_COUNT" 20x
+step bench-retain-isolation bench "$ISOLATION_SIZE" '^BenchmarkRetainIsolation$' "$RETAIN_COUNT" 1x
 if [ -n "$SIZES_1E6" ]; then
   be=$(echo "$SIZES_1E6" | tr , '|')
   step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace)\$" 3

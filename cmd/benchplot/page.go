@@ -113,13 +113,14 @@ func generatePage(runsDir, out string) ([]string, error) {
 		written = append(written, "summary.md")
 	}
 	sections := map[string]string{
-		"headline": headlineSection(newest, rel),
-		"run":      runSection(newest, rel),
-		"peers":    peersSection(newest),
-		"server":   serverSection(newest),
-		"loadgen":  loadgenSection(newest),
-		"history":  historySection(runs, out),
-		"charts":   chartsSection(charts),
+		"headline":  headlineSection(newest, rel),
+		"run":       runSection(newest, rel),
+		"peers":     peersSection(newest),
+		"server":    serverSection(newest),
+		"loadgen":   loadgenSection(newest),
+		"retention": retentionSection(newest),
+		"history":   historySection(runs, out),
+		"charts":    chartsSection(charts),
 	}
 	readme := filepath.Join(out, "README.md")
 	page, err := os.ReadFile(readme)

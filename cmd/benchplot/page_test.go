@@ -64,11 +64,12 @@ func TestPageFromFixture(t *testing.T) {
 	}
 	// Figures the fixture holds show up where they belong.
 	for name, want := range map[string][]string{
-		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
-		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
-		"loadgen":  {"| mem |", "| pebble |"},
-		"history":  {"e87b0fa (imported)", "(fixture)"},
-		"charts":   {"![history](history.svg)", "![wire-latency](wire-latency.svg)"},
+		"headline":  {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
+		"server":    {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
+		"loadgen":   {"| mem |", "| pebble |"},
+		"retention": {"| mem | 1e3 | 2,499,185 | 0.2 | 3.55 | 500 |", "| pebble | 1e3 | 3.42 | 3.04 | 4.61 | 3.65 | 1,000 |"},
+		"history":   {"e87b0fa (imported)", "(fixture)"},
+		"charts":    {"![history](history.svg)", "![wire-latency](wire-latency.svg)"},
 	} {
 		body := section(t, page, name)
 		for _, w := range want {

@@ -251,3 +251,58 @@ func relDir(out, dir string) string {
 	}
 	return filepath.ToSlash(rel)
 }
+
+// retentionSection tabulates BenchmarkRetain (removal throughput, the cost
+// of finding a batch) and BenchmarkRetainIsolation (a read-heavy load's
+// p99 with and without the retention service) of the newest run.
+func retentionSection(r *run) string {
+	if r.Bench == nil {
+		return "The newest run has no benchmark output.\n"
+	}
+	var b strings.Builder
+	b.WriteString("| backend | n | remove: tasks/s | remove: ms per batch | find: µs per batch | find: examined per batch |\n|---|---:|---:|---:|---:|---:|\n")
+	rows := 0
+	for _, be := range backendOrder {
+		for _, n := range benchSizes {
+			k := min(500, n/2)
+			remove := fmt.Sprintf("Retain/backend=%s/op=remove/n=%d/batch=%d", be, n, k)
+			find := fmt.Sprintf("Retain/backend=%s/op=find/n=%d/batch=%d", be, n, k)
+			tps, ok1 := r.Bench.median(remove, "tasks/s")
+			rsec, _ := r.Bench.median(remove, "sec/op")
+			fsec, ok2 := r.Bench.median(find, "sec/op")
+			ex, _ := r.Bench.median(find, "examined/op")
+			if !ok1 && !ok2 {
+				continue
+			}
+			rows++
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", be, short(n), orDash(ok1, commas(tps)), orDash(ok1, formatSig(rsec*1e3)),
+				orDash(ok2, formatSig(micros(fsec))), orDash(ok2, formatSig(ex)))
+		}
+	}
+	if rows == 0 {
+		return "The newest run has no BenchmarkRetain output.\n"
+	}
+	b.WriteString("\n| backend | n | get p99 ms, retention off | on | list p99 ms, off | on | removed while on |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, be := range backendOrder {
+		for _, n := range benchSizes {
+			name := func(on string) string { return fmt.Sprintf("RetainIsolation/backend=%s/n=%d/retain=%s", be, n, on) }
+			getOff, ok := r.Bench.median(name("off"), "get-p99-ms")
+			if !ok {
+				continue
+			}
+			getOn, _ := r.Bench.median(name("on"), "get-p99-ms")
+			listOff, _ := r.Bench.median(name("off"), "list-p99-ms")
+			listOn, _ := r.Bench.median(name("on"), "list-p99-ms")
+			removed, _ := r.Bench.median(name("on"), "removed")
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", be, short(n), formatSig(getOff), formatSig(getOn), formatSig(listOff), formatSig(listOn), commas(removed))
+		}
+	}
+	return b.String()
+}
+
+func orDash(ok bool, s string) string {
+	if !ok {
+		return "—"
+	}
+	return s
+}
