@@ -157,7 +157,8 @@ func (s *Store) sweepPending(stop <-chan struct{}) error {
 	// A batch another sweeper took before the call may still be running:
 	// sweeping (held over a batch) orders this return after it.
 	z.sweeping.Lock()
-	z.sweeping.Unlock() //nolint:staticcheck // an empty critical section, on purpose: waits for a batch in progress
+	//lint:ignore SA2001 an empty critical section on purpose: it waits for a batch in progress
+	z.sweeping.Unlock()
 	return nil
 }
 
