@@ -144,16 +144,22 @@ func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 		marker = binary.BigEndian.AppendUint64([]byte{tagMarker}, s.markerSeq.Add(1))
 		_ = b.Set(marker, encodeMarker(lowered), nil)
 	}
-	unlock := lockStripes(stripes, func(i int) { s.counterLocks[i].RLock() }, func(i int) { s.counterLocks[i].RUnlock() })
-	err := b.Commit(s.wo)
-	unlock()
-	if err != nil {
+	if err := s.commitShared(b, stripes); err != nil {
 		return fmt.Errorf("commit: %v: %w", err, engine.ErrInternal)
 	}
 	if marker != nil {
 		s.queueMarker(marker, lowered)
 	}
 	return nil
+}
+
+// commitShared commits b holding the shared side of the stripes. The
+// unlock is deferred: Pebble's fatal error is a panic (the write's frame
+// turns it into a failed store), and a stripe it left held would keep the
+// sweeper, and every later write of the stripe, waiting forever.
+func (s *Store) commitShared(b *pebble.Batch, stripes []int) error {
+	defer lockStripes(stripes, func(i int) { s.counterLocks[i].RLock() }, func(i int) { s.counterLocks[i].RUnlock() })()
+	return b.Commit(s.wo)
 }
 
 // lockStripes locks each of the stripes once, in ascending order (so two

@@ -81,3 +81,42 @@ func TestFaultInjectionConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultReleasesCounterLocks fails the k-th filesystem operation of a
+// sequential workload for k = 0, 1, 2, … and checks after every call that
+// no counter stripe lock is still held: a write whose commit fails, or
+// panics with Pebble's fatal error, must release the shared side it took,
+// or the sweeper's exclusive side (and behind it every later write of the
+// stripe) waits forever. The sweeper is stopped so that it holds none.
+func TestFaultReleasesCounterLocks(t *testing.T) {
+	for k := 0; ; k++ {
+		if k > 5000 {
+			t.Fatal("workload does not complete")
+		}
+		inj := &errorfs.Counter{Injector: errorfs.OnIndex(int32(k))}
+		s, err := Open("db", Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Clock: storetest.NewManualClock(1).Now, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			continue
+		}
+		s.stopZeroSweeper(true)
+		ctx := context.Background()
+		for i := range 6 {
+			id := fmt.Sprintf("t%d", i%3)
+			if i < 3 {
+				_, _ = s.Create(ctx, task(id, "c", a2a.TaskStateWorking))
+			} else {
+				_, _ = s.Replace(ctx, task(id, "d", a2a.TaskStateSubmitted), 0)
+			}
+			for j := range s.counterLocks {
+				if !s.counterLocks[j].TryLock() {
+					t.Fatalf("k=%d: call %d returned holding counter stripe %d (failed: %v)", k, i, j, s.failed.Load() != nil)
+				}
+				s.counterLocks[j].Unlock()
+			}
+		}
+		_ = s.Close()
+		if inj.Load() == 0 {
+			return
+		}
+	}
+}
