@@ -89,6 +89,7 @@ func TestFaultInjectionConcurrent(t *testing.T) {
 // or the sweeper's exclusive side (and behind it every later write of the
 // stripe) waits forever. The sweeper is stopped so that it holds none.
 func TestFaultReleasesCounterLocks(t *testing.T) {
+	fatal := false // some fault failed the store: the path the test guards ran
 	for k := 0; ; k++ {
 		if k > 5000 {
 			t.Fatal("workload does not complete")
@@ -114,8 +115,12 @@ func TestFaultReleasesCounterLocks(t *testing.T) {
 				s.counterLocks[j].Unlock()
 			}
 		}
+		fatal = fatal || s.failed.Load() != nil
 		_ = s.Close()
 		if inj.Load() == 0 {
+			if !fatal {
+				t.Error("no injected fault failed the store")
+			}
 			return
 		}
 	}
