@@ -130,6 +130,7 @@ func (s *Store) CheckInvariants() error {
 		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
 	}
 	errs = append(errs, s.mu.ownerCtx.check(ownerCtx)...)
+	errs = append(errs, s.checkLogsLocked()...)
 	return errors.Join(errs...)
 }
 

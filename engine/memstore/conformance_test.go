@@ -9,12 +9,16 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
-			s := memstore.New(memstore.Options{Clock: clock})
+	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
+		return func(tb testing.TB, clock engine.Clock) engine.Store {
+			s := memstore.New(memstore.Options{Clock: clock, Log: log})
 			tb.Cleanup(func() { s.Close() })
 			return s
-		},
+		}
+	}
+	storetest.Run(t, storetest.Harness{
+		Open:           open(false),
+		OpenLogged:     open(true),
 		ClockInjection: true,
 		BinaryIDs:      true,
 	})

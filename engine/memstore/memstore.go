@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/loghub"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -20,12 +21,17 @@ type Options struct {
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
 	Limits engine.Limits
+	// Log keeps the task log (engine.LogStore, K7). Default false: ReadLog
+	// fails with engine.ErrLogDisabled and writes cost no log entry.
+	Log bool
 }
 
 // Store is the in-memory backend. Create it with New.
 type Store struct {
 	clock  engine.Clock
 	limits engine.Limits
+	log    bool       // Options.Log
+	hub    loghub.Hub // wakes log readers after a write
 
 	mu struct {
 		sync.RWMutex
@@ -44,6 +50,11 @@ type Store struct {
 		ownerCtx pairCounts
 		states   [numStates]int // tasks per state
 		closed   bool
+		// logs are the task logs by task (Options.Log; nil without).
+		logs map[a2a.TaskID][]engine.LogEntry
+		// trimmed is where TrimLog goes on: the last task whose log it
+		// trimmed, in oldest-first order (nil: the oldest task).
+		trimmed *engine.Cursor
 	}
 }
 
@@ -125,9 +136,12 @@ func newIndex[T any](less func(a, b T) bool) *btree.BTreeG[T] {
 
 // New returns an empty store.
 func New(opts Options) *Store {
-	s := &Store{clock: opts.Clock, limits: opts.Limits}
+	s := &Store{clock: opts.Clock, limits: opts.Limits, log: opts.Log}
 	if s.clock == nil {
 		s.clock = engine.WallClock
+	}
+	if s.log {
+		s.mu.logs = make(map[a2a.TaskID][]engine.LogEntry)
 	}
 	s.mu.byID = make(map[a2a.TaskID]*entry)
 	s.mu.order = newIndex(itemLess)
@@ -145,7 +159,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.closed = true
-	s.mu.byID, s.mu.ownerCtx = nil, newPairCounts()
+	s.mu.byID, s.mu.ownerCtx, s.mu.logs = nil, newPairCounts(), nil
 	s.mu.order = newIndex(itemLess)
 	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(keyedLess), newIndex(keyedLess), newIndex(keyedLess)
 	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
@@ -180,6 +194,10 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
+	logged, err := s.newLogEntry(task, nil)
+	if err != nil {
+		return engine.Record{}, err
+	}
 	if err := s.lockOpen(); err != nil {
 		return engine.Record{}, err
 	}
@@ -194,8 +212,10 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	s.setLocked(e, enc)
 	s.mu.byID[e.id] = e
 	s.indexLocked(e)
+	s.logLocked(e, logged)
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
+	s.wake(e.id)
 	return decoded(rec, c)
 }
 
@@ -307,6 +327,10 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
+	logged, err := s.newLogEntry(task, engine.EventFrom(ctx))
+	if err != nil {
+		return engine.Record{}, err
+	}
 	s.mu.Lock()
 	e, err := s.findLocked(task.ID)
 	if err == nil && expectedRevision != 0 && expectedRevision != e.revision {
@@ -321,8 +345,10 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		return engine.Record{}, err
 	}
 	s.advanceLocked(e, enc, at)
+	s.logLocked(e, logged)
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
+	s.wake(e.id)
 	return decoded(rec, c)
 }
 
@@ -345,8 +371,10 @@ func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
 // Decoding and encoding run outside the lock; if another writer got there
 // first, modify starts over on the new content. A nonzero expected is the
 // revision the task must have (engine.ConditionalStore), compared before
-// edit runs.
-func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error)) (engine.Record, error) {
+// edit runs. With the log on, logged makes the revision's entry from the
+// edited task.
+func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error),
+	logged func(t *a2a.Task) (engine.LogEntry, error)) (engine.Record, error) {
 	for {
 		e, rec, c, err := s.read(id)
 		if err != nil {
@@ -371,6 +399,12 @@ func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at 
 		if err != nil {
 			return engine.Record{}, err
 		}
+		var l engine.LogEntry
+		if s.log {
+			if l, err = logged(cur.Task); err != nil {
+				return engine.Record{}, err
+			}
+		}
 
 		if err := s.lockOpen(); err != nil {
 			return engine.Record{}, err
@@ -380,8 +414,10 @@ func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at 
 			continue
 		}
 		s.advanceLocked(e, enc, at)
+		s.logLocked(e, l)
 		rec, c = s.snapshotLocked(e)
 		s.mu.Unlock()
+		s.wake(id)
 		return decoded(rec, c)
 	}
 }
@@ -403,7 +439,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		ts := time.UnixMicro(at).UTC()
 		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
 		return true, nil
-	})
+	}, func(t *a2a.Task) (engine.LogEntry, error) { return engine.CanceledEntry(t.ContextID), nil })
 }
 
 // AppendHistory appends msg unless its ID is already in the history (S3).
@@ -427,7 +463,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 		}
 		t.History = append(t.History, msg)
 		return true, nil
-	})
+	}, func(t *a2a.Task) (engine.LogEntry, error) { return engine.MessageEntry(msg, t.Status.State) })
 }
 
 // Delete removes a task (S9).
@@ -449,8 +485,16 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if err := checkRevision(e.revision, expectedRevision); err != nil {
 		return err
 	}
-	s.unindexLocked(e)
-	delete(s.mu.byID, id)
-	s.releaseLocked(e.ctx, e.owner)
+	s.removeLocked(e)
 	return nil
+}
+
+// removeLocked removes e from the store: indexes, counters, its log.
+// REQUIRES: s.mu held for writing.
+func (s *Store) removeLocked(e *entry) {
+	s.unindexLocked(e)
+	delete(s.mu.byID, e.id)
+	delete(s.mu.logs, e.id)
+	s.releaseLocked(e.ctx, e.owner)
+	s.wake(e.id) // its readers end
 }

@@ -69,9 +69,7 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		if s.mu.byID[e.id] != e || e.updatedAt != it.at || !req.Due(e.updatedAt, states[e.state]) {
 			continue // deleted or mutated meanwhile
 		}
-		s.unindexLocked(e)
-		delete(s.mu.byID, e.id)
-		s.releaseLocked(e.ctx, e.owner)
+		s.removeLocked(e)
 		scan.Removed()
 	}
 	return scan.Result(), nil

@@ -22,6 +22,10 @@ type Harness struct {
 	// and invalid UTF-8 included). When false the suite checks such IDs are
 	// rejected with ErrInvalidArgument (S8).
 	BinaryIDs bool
+	// OpenLogged, when set, opens a new, empty store as Open does but with
+	// its task log on: an engine.LogStore. The K7 clauses run on it (and
+	// are skipped without it).
+	OpenLogged func(t testing.TB, clock engine.Clock) engine.Store
 }
 
 // Checker is engine.Checker: a store that implements it has its invariants
@@ -83,6 +87,7 @@ type clause struct {
 	clock  bool // needs Harness.ClockInjection
 	owners bool // needs an engine.OwnerStore
 	cond   bool // needs an engine.ConditionalStore
+	log    bool // runs on Harness.OpenLogged's store
 	fn     func(t testing.TB, e *env)
 }
 
@@ -92,7 +97,16 @@ func (c *clause) run(t testing.TB, h Harness) {
 	if c.clock && !h.ClockInjection {
 		t.Skip("backend takes no custom clock")
 	}
+	if c.log {
+		if h.OpenLogged == nil {
+			t.Skip("Harness.OpenLogged is nil: log clause skipped")
+		}
+		h.Open = h.OpenLogged
+	}
 	e := newEnv(t, h)
+	if c.log && e.l == nil {
+		t.Fatalf("%T from Harness.OpenLogged is not an engine.LogStore", e.s)
+	}
 	if c.owners && e.o == nil {
 		t.Skipf("%T is not an engine.OwnerStore: owner clause skipped", e.s)
 	}
@@ -177,6 +191,16 @@ var clauses = []clause{
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
+
+	{name: "K7/entries", log: true, fn: testLogEntries},
+	{name: "K7/events", log: true, fn: testLogEvents},
+	{name: "K7/no-entry-for-no-revision", log: true, fn: testLogRejected},
+	{name: "K7/delete", log: true, fn: testLogDelete},
+	{name: "K7/read", log: true, fn: testLogRead},
+	{name: "K7/watch", log: true, fn: testLogWatch},
+	{name: "K7/trim", log: true, clock: true, fn: testLogTrim},
+	{name: "K7/random", log: true, fn: testLogRandom},
+	{name: "K7/concurrent", log: true, fn: testLogConcurrent},
 }
 
 // env is one clause's fresh store and, with ClockInjection, its clock.
@@ -185,6 +209,7 @@ type env struct {
 	s     engine.Store
 	o     engine.OwnerStore       // s, when it records owners; else nil
 	c     engine.ConditionalStore // s, when it has conditional writes; else nil
+	l     engine.LogStore         // s, when it keeps a task log; else nil
 	clock *ManualClock            // nil without ClockInjection
 	ctx   context.Context
 }
@@ -206,6 +231,7 @@ func newEnv(t testing.TB, h Harness) *env {
 	}
 	e.o, _ = e.s.(engine.OwnerStore)
 	e.c, _ = e.s.(engine.ConditionalStore)
+	e.l, _ = e.s.(engine.LogStore)
 	if c, ok := e.s.(Checker); ok {
 		t.Cleanup(func() {
 			if err := c.CheckInvariants(); err != nil {

@@ -1,0 +1,143 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// The task log (engine.LogStore, K7): with Options.Log, each task's
+// entries are a slice beside its entry, appended under the write lock
+// that makes the revision and removed with the task. TrimLog drops the
+// logs of tasks idle long enough, oldest first.
+var _ engine.LogStore = (*Store)(nil)
+
+// newLogEntry is the entry of a write storing task because of ev, made
+// outside the lock; nothing without the log.
+func (s *Store) newLogEntry(task *a2a.Task, ev a2a.Event) (engine.LogEntry, error) {
+	if !s.log {
+		return engine.LogEntry{}, nil
+	}
+	return engine.NewLogEntry(task, ev)
+}
+
+// logLocked appends l, completed with e's new revision and time, to e's
+// log.
+// REQUIRES: s.mu held for writing, e just written.
+func (s *Store) logLocked(e *entry, l engine.LogEntry) {
+	if !s.log {
+		return
+	}
+	l.Revision, l.Time = e.revision, e.updatedAt
+	s.mu.logs[e.id] = append(s.mu.logs[e.id], l)
+}
+
+// wake wakes the log readers of id.
+func (s *Store) wake(id a2a.TaskID) {
+	if s.log {
+		s.hub.Wake(id)
+	}
+}
+
+// ReadLog implements engine.LogStore.
+func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
+	if err := engine.ValidateLogRead(id, after, limit); err != nil {
+		return nil, err
+	}
+	if !s.log {
+		return nil, engine.ErrLogDisabled
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return nil, errClosed
+	}
+	log := s.mu.logs[id]
+	i, _ := slices.BinarySearchFunc(log, after+1, func(l engine.LogEntry, rev int64) int { return int(min(max(l.Revision-rev, -1), 1)) })
+	log = log[i:min(len(log), i+limit)]
+	// Entries are never modified once appended; bodies are shared.
+	return slices.Clone(log), nil
+}
+
+// WatchLog implements engine.LogStore.
+func (s *Store) WatchLog(id a2a.TaskID) (<-chan struct{}, func()) { return s.hub.Watch(id) }
+
+// TrimLog implements engine.LogStore: it walks the tasks oldest first from
+// where the last call stopped and drops the whole log of each whose time
+// is before before, at most limit tasks.
+func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, error) {
+	if limit < 1 || before < 0 {
+		return 0, fmt.Errorf("memstore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	if err := s.lockOpen(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	n := 0
+	visit := func(it item) bool {
+		if it.at >= before || n == limit {
+			return false
+		}
+		c := it.e.cursor()
+		if s.mu.trimmed != nil && c == *s.mu.trimmed {
+			return true
+		}
+		delete(s.mu.logs, it.e.id)
+		s.mu.trimmed = &c
+		n++
+		return true
+	}
+	if t := s.mu.trimmed; t != nil {
+		s.mu.order.Descend(item{t.UpdatedAt, probeAfter(t)}, visit)
+	} else {
+		s.mu.order.Reverse(visit)
+	}
+	return n, nil
+}
+
+// checkLogLocked verifies K7 for e: its log holds consecutive revisions
+// ending at e's revision (a trimmed log may start anywhere, or be empty),
+// the last entry at e's time and state.
+// REQUIRES: s.mu held.
+func (s *Store) checkLogLocked(e *entry) error {
+	log := s.mu.logs[e.id]
+	if len(log) == 0 {
+		return nil
+	}
+	for i := 1; i < len(log); i++ {
+		if log[i].Revision != log[i-1].Revision+1 {
+			return fmt.Errorf("log revisions %d then %d", log[i-1].Revision, log[i].Revision)
+		}
+	}
+	last := log[len(log)-1]
+	if last.Revision != e.revision || last.Time != e.updatedAt || last.State != states[e.state] {
+		return fmt.Errorf("last log entry at revision %d, time %d, state %s; task at %d, %d, %s",
+			last.Revision, last.Time, last.State, e.revision, e.updatedAt, states[e.state])
+	}
+	return nil
+}
+
+// checkLogsLocked verifies every log (checkLogLocked) and that no log
+// outlives its task.
+// REQUIRES: s.mu held.
+func (s *Store) checkLogsLocked() []error {
+	var errs []error
+	for id := range s.mu.logs {
+		e, ok := s.mu.byID[id]
+		if !ok {
+			errs = append(errs, fmt.Errorf("a log for task %q, which is not stored", id))
+			continue
+		}
+		if err := s.checkLogLocked(e); err != nil {
+			errs = append(errs, fmt.Errorf("task %q: %w", id, err))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,297 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/taskiter"
+)
+
+// The K7 clauses run on Harness.OpenLogged's store: every revision has
+// exactly one log entry, written with it; ReadLog returns them in order.
+
+// readLog returns every entry of id, failing the test on error.
+func (e *env) readLog(t testing.TB, id a2a.TaskID) []engine.LogEntry {
+	t.Helper()
+	var all []engine.LogEntry
+	after := int64(0)
+	for {
+		got, err := e.l.ReadLog(e.ctx, id, after, 2)
+		if err != nil {
+			t.Fatalf("ReadLog(%q, %d): %v", string(id), after, err)
+		}
+		if len(got) == 0 {
+			return all
+		}
+		all = append(all, got...)
+		after = got[len(got)-1].Revision
+	}
+}
+
+// checkLog checks that id's log holds one entry per revision 1..rec's,
+// the last at rec's time and state, and returns it.
+func (e *env) checkLog(t testing.TB, id a2a.TaskID, rec engine.Record) []engine.LogEntry {
+	t.Helper()
+	log := e.readLog(t, id)
+	if err := logMatches(log, rec); err != nil {
+		t.Fatalf("task %q: %v", string(id), err)
+	}
+	return log
+}
+
+// logMatches is checkLog's verdict.
+func logMatches(log []engine.LogEntry, rec engine.Record) error {
+	if int64(len(log)) != rec.Revision {
+		return fmt.Errorf("log of %d entries, revision %d (K7: one entry per revision)", len(log), rec.Revision)
+	}
+	for i, l := range log {
+		if l.Revision != int64(i+1) {
+			return fmt.Errorf("entry %d has revision %d", i, l.Revision)
+		}
+	}
+	last := log[len(log)-1]
+	if last.Time != rec.Cursor.UpdatedAt || last.State != rec.Task.Status.State {
+		return fmt.Errorf("last entry at time %d, state %s; task at %d, %s", last.Time, last.State, rec.Cursor.UpdatedAt, rec.Task.Status.State)
+	}
+	return nil
+}
+
+// event decodes l, failing the test on error.
+func event(t testing.TB, id a2a.TaskID, l engine.LogEntry) a2a.Event {
+	t.Helper()
+	ev, err := l.Event(id)
+	if err != nil {
+		t.Fatalf("entry %d: Event: %v", l.Revision, err)
+	}
+	return ev
+}
+
+func testLogEntries(t testing.TB, e *env) {
+	tk := task("k7-a", "ctx")
+	rec := e.mustCreate(t, tk)
+	log := e.checkLog(t, tk.ID, rec)
+	if got, ok := event(t, tk.ID, log[0]).(*a2a.Task); log[0].Kind != engine.LogTask || !ok || canon(got) != canon(rec.Task) {
+		t.Fatalf("Create's entry: kind %d, event %T; want the task as created (LogTask)", log[0].Kind, got)
+	}
+	next := spec{id: tk.ID, ctx: "ctx", state: a2a.TaskStateCompleted, ts: statusAt(5), history: 3, tag: "v2"}.build()
+	rec, err := e.s.Replace(e.ctx, next, rec.Revision)
+	if err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	log = e.checkLog(t, tk.ID, rec)
+	if got, ok := event(t, tk.ID, log[1]).(*a2a.Task); log[1].Kind != engine.LogTask || !ok || canon(got) != canon(rec.Task) {
+		t.Fatalf("Replace's entry (no event): kind %d, event %T; want the task as stored (LogTask)", log[1].Kind, got)
+	}
+	if !log[1].State.Terminal() {
+		t.Fatalf("entry of a completed task in state %s", log[1].State)
+	}
+
+	other := e.mustCreate(t, task("k7-b", "ctx-b"))
+	if _, err := e.s.AppendHistory(e.ctx, "k7-b", newMessage("m-new")); err != nil {
+		t.Fatalf("AppendHistory: %v", err)
+	}
+	rec, err = e.s.Cancel(e.ctx, "k7-b")
+	if err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	log = e.checkLog(t, "k7-b", rec)
+	if log[1].Kind != engine.LogMessage || event(t, "k7-b", log[1]) != nil {
+		t.Fatalf("AppendHistory's entry: kind %d; want LogMessage, no event", log[1].Kind)
+	}
+	if log[1].State != other.Task.Status.State {
+		t.Fatalf("AppendHistory's entry in state %s, task in %s", log[1].State, other.Task.Status.State)
+	}
+	st, ok := event(t, "k7-b", log[2]).(*a2a.TaskStatusUpdateEvent)
+	if !ok || st.Status.State != a2a.TaskStateCanceled || st.ContextID != "ctx-b" || st.TaskID != "k7-b" ||
+		st.Status.Timestamp == nil || !st.Status.Timestamp.Equal(*rec.Task.Status.Timestamp) {
+		t.Fatalf("Cancel's entry: %#v; want a status update to canceled at the task's status time", event(t, "k7-b", log[2]))
+	}
+}
+
+func testLogEvents(t testing.TB, e *env) {
+	rec := e.mustCreate(t, task("k7-ev", "ctx"))
+	tk := rec.Task
+	// A status update that describes the write: logged as the event.
+	ts := statusAt(9)
+	tk.Status = a2a.TaskStatus{State: a2a.TaskStateInputRequired, Timestamp: ts}
+	up := &a2a.TaskStatusUpdateEvent{TaskID: tk.ID, ContextID: tk.ContextID, Status: tk.Status}
+	rec, err := e.s.Replace(engine.WithEvent(e.ctx, up), tk, rec.Revision)
+	if err != nil {
+		t.Fatalf("Replace with a status event: %v", err)
+	}
+	// A message at the end of the history: a history revision.
+	msg := newMessage("follow-up")
+	tk.History = append(tk.History, msg)
+	if rec, err = e.s.Replace(engine.WithEvent(e.ctx, msg), tk, rec.Revision); err != nil {
+		t.Fatalf("Replace with a message: %v", err)
+	}
+	// An event that does not describe the write (a2a-go stores a failed
+	// task for an event it could not apply): the task is logged.
+	tk.Status = a2a.TaskStatus{State: a2a.TaskStateFailed}
+	if rec, err = e.s.Replace(engine.WithEvent(e.ctx, up), tk, rec.Revision); err != nil {
+		t.Fatalf("Replace with a stale event: %v", err)
+	}
+	log := e.checkLog(t, tk.ID, rec)
+	if got, ok := event(t, tk.ID, log[1]).(*a2a.TaskStatusUpdateEvent); log[1].Kind != engine.LogEvent || !ok ||
+		got.Status.State != a2a.TaskStateInputRequired || !got.Status.Timestamp.Equal(*ts) {
+		t.Fatalf("status event entry: kind %d, %#v", log[1].Kind, event(t, tk.ID, log[1]))
+	}
+	if log[2].Kind != engine.LogMessage || log[2].State != a2a.TaskStateInputRequired {
+		t.Fatalf("message entry: kind %d, state %s; want LogMessage in input-required", log[2].Kind, log[2].State)
+	}
+	if got, ok := event(t, tk.ID, log[3]).(*a2a.Task); log[3].Kind != engine.LogTask || !ok || got.Status.State != a2a.TaskStateFailed {
+		t.Fatalf("entry of an event that does not describe the write: kind %d, %T; want the failed task", log[3].Kind, event(t, tk.ID, log[3]))
+	}
+	p, err := log[1].Payload(tk.ID)
+	if err != nil || len(p) == 0 {
+		t.Fatalf("Payload of a status entry: %q, %v", p, err)
+	}
+}
+
+func testLogRejected(t testing.TB, e *env) {
+	rec := e.mustCreate(t, spec{id: "k7-rej", ctx: "c", state: a2a.TaskStateCompleted, history: 1, tag: "r"}.build())
+	if _, err := e.s.Replace(e.ctx, task("k7-rej", "c"), rec.Revision+5); !errors.Is(err, engine.ErrRevisionConflict) {
+		t.Fatalf("conflicting Replace: %v", err)
+	}
+	if _, err := e.s.Cancel(e.ctx, "k7-rej"); !errors.Is(err, engine.ErrNotCancelable) {
+		t.Fatalf("Cancel of a completed task: %v", err)
+	}
+	if _, err := e.s.AppendHistory(e.ctx, "k7-rej", rec.Task.History[0]); err != nil {
+		t.Fatalf("deduplicated AppendHistory: %v", err)
+	}
+	bad := task("k7-rej", "c")
+	bad.Status.State = "no-such-state"
+	if _, err := e.s.Replace(e.ctx, bad, 0); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("invalid Replace: %v", err)
+	}
+	e.checkLog(t, "k7-rej", e.mustGet(t, "k7-rej"))
+}
+
+func testLogDelete(t testing.TB, e *env) {
+	rec := e.mustCreate(t, task("k7-del", "c"))
+	if _, err := e.s.Replace(e.ctx, rec.Task, rec.Revision); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	if err := e.s.Delete(e.ctx, "k7-del"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if log := e.readLog(t, "k7-del"); len(log) != 0 {
+		t.Fatalf("log of a deleted task: %d entries", len(log))
+	}
+	rec = e.mustCreate(t, task("k7-del", "c2"))
+	e.checkLog(t, "k7-del", rec) // a new log at revision 1
+}
+
+func testLogRead(t testing.TB, e *env) {
+	rec := e.mustCreate(t, task("k7-read", "c"))
+	for range 4 {
+		var err error
+		if rec, err = e.s.Replace(e.ctx, rec.Task, 0); err != nil {
+			t.Fatalf("Replace: %v", err)
+		}
+	}
+	got, err := e.l.ReadLog(e.ctx, "k7-read", 2, 2)
+	if err != nil || len(got) != 2 || got[0].Revision != 3 || got[1].Revision != 4 {
+		t.Fatalf("ReadLog(after 2, limit 2) = %d entries, %v; want revisions 3, 4", len(got), err)
+	}
+	if got, err := e.l.ReadLog(e.ctx, "k7-read", 5, 10); err != nil || len(got) != 0 {
+		t.Fatalf("ReadLog after the last revision = %d entries, %v; want none", len(got), err)
+	}
+	if got, err := e.l.ReadLog(e.ctx, "k7-missing", 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("ReadLog of a missing task = %d entries, %v; want none, no error", len(got), err)
+	}
+	for _, c := range []struct {
+		id    a2a.TaskID
+		after int64
+		limit int
+	}{{"", 0, 1}, {"k7-read", -1, 1}, {"k7-read", 0, 0}, {"k7-read", 0, engine.MaxLogRead + 1}} {
+		if _, err := e.l.ReadLog(e.ctx, c.id, c.after, c.limit); !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("ReadLog(%q, %d, %d): %v; want ErrInvalidArgument", string(c.id), c.after, c.limit, err)
+		}
+	}
+}
+
+func testLogWatch(t testing.TB, e *env) {
+	wake, stop := e.l.WatchLog("k7-watch")
+	defer stop()
+	rec := e.mustCreate(t, task("k7-watch", "c"))
+	waitWake(t, wake, "Create")
+	if _, err := e.s.Replace(e.ctx, rec.Task, 0); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	waitWake(t, wake, "Replace")
+	if err := e.s.Delete(e.ctx, "k7-watch"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	waitWake(t, wake, "Delete") // readers of a deleted task learn it ends
+}
+
+// waitWake waits for a wake-up after a write: the store's own commit
+// sends it, so it comes at once; the bound only turns a missing one into
+// a failure instead of a hang.
+func waitWake(t testing.TB, wake <-chan struct{}, after string) {
+	t.Helper()
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no WatchLog wake-up after %s", after)
+	}
+}
+
+func testLogTrim(t testing.TB, e *env) {
+	old := e.mustCreate(t, task("k7-old", "c"))
+	e.tick(1000)
+	cutoff := e.clock.Now()
+	e.tick(1000)
+	young := e.mustCreate(t, task("k7-young", "c"))
+	n, err := e.l.TrimLog(e.ctx, cutoff, 10)
+	if err != nil || n != 1 {
+		t.Fatalf("TrimLog(before the young task) = %d, %v; want 1 log trimmed", n, err)
+	}
+	if log := e.readLog(t, "k7-old"); len(log) != 0 {
+		t.Fatalf("trimmed log still has %d entries", len(log))
+	}
+	e.checkLog(t, "k7-young", young)
+	// The idle task written again: its log starts at the new revision.
+	e.tick(1)
+	rec, err := e.s.Replace(e.ctx, old.Task, old.Revision)
+	if err != nil {
+		t.Fatalf("Replace after trim: %v", err)
+	}
+	if log := e.readLog(t, "k7-old"); len(log) != 1 || log[0].Revision != rec.Revision {
+		t.Fatalf("log after trim and a write: %d entries; want one at revision %d", len(log), rec.Revision)
+	}
+	if _, err := e.l.TrimLog(e.ctx, cutoff, 0); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("TrimLog limit 0: %v; want ErrInvalidArgument", err)
+	}
+}
+
+func testLogRandom(t testing.TB, e *env) {
+	testRandom(t, e)
+	e.checkAllLogs(t)
+}
+
+func testLogConcurrent(t testing.TB, e *env) {
+	testConcurrent(t, e)
+	e.checkAllLogs(t)
+}
+
+// checkAllLogs checks the log of every stored task (K7).
+func (e *env) checkAllLogs(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	for tk, err := range taskiter.FromStore(ctx, e.s, engine.ListRequest{PageSize: 100}) {
+		if err != nil {
+			t.Fatalf("listing every task: %v", err)
+		}
+		if err := logMatches(e.readLog(t, tk.ID), e.mustGet(t, tk.ID)); err != nil {
+			t.Errorf("task %q: %v", string(tk.ID), err)
+		}
+	}
+}
