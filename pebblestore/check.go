@@ -38,7 +38,8 @@ func (s *Store) CheckInvariants() (err error) {
 	}
 	defer it.Close()
 
-	c := keyspaceCheck{expected: map[string]*expectedKey{}, counters: map[string]int64{}}
+	c := keyspaceCheck{expected: map[string]*expectedKey{}, counters: map[string]int64{},
+		records: map[a2a.TaskID]record{}, logs: map[a2a.TaskID]*logSpan{}}
 	// Records first ('b' < 'c' < 'g' < 'm' < 'n' < 'o' < 'p' < 'r', so read
 	// 'r' on its own).
 	it.SetBounds([]byte{tagRecord}, []byte{tagRecord + 1})
@@ -63,6 +64,14 @@ type keyspaceCheck struct {
 	counters map[string]int64        // recounted, by counter key
 	format   bool                    // the format key was seen
 	errs     []error
+	records  map[a2a.TaskID]record   // by task, for the log check
+	logs     map[a2a.TaskID]*logSpan // the log keys seen, by task
+}
+
+// logSpan is what the check saw of one task's log keys.
+type logSpan struct {
+	first, n int64
+	last     engine.LogEntry
 }
 
 // expectedKey is an index or body key a record calls for.
@@ -95,6 +104,7 @@ func (c *keyspaceCheck) record(key, value []byte) {
 		c.fail("record %q: owner of %d bytes", id, len(r.light.owner))
 	}
 	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
+	c.records[id] = r
 	lv := r.light.append(nil)
 	for i, k := range indexKeys(r.light.owner, r.light.contextID, cur) {
 		c.expected[string(k)] = &expectedKey{id: id, kind: [...]string{"global", "context", "owner", "owner-context"}[i], value: lv}
@@ -133,6 +143,8 @@ func (c *keyspaceCheck) key(key, value []byte) {
 		c.format = true
 	case tagMarker:
 		c.fail("zero-counter marker %x pending (counters.go): a write's counter deletes were not done", key)
+	case tagLog:
+		c.logKey(key, value)
 	default:
 		c.fail("unknown key %x", key)
 	}
@@ -170,5 +182,41 @@ func (c *keyspaceCheck) finish() error {
 			c.fail("task %q has %d %s keys at its cursor, want 1", e.id, e.found, e.kind)
 		}
 	}
+	c.checkLogs()
 	return errors.Join(c.errs...)
+}
+
+// logKey notes one log key (keys come in order: a task's revisions
+// ascending).
+func (c *keyspaceCheck) logKey(key, value []byte) {
+	id, l, err := decodeLog(key, value)
+	if err != nil {
+		c.fail("%v", err)
+		return
+	}
+	sp := c.logs[id]
+	if sp == nil {
+		sp = &logSpan{first: l.Revision}
+		c.logs[id] = sp
+	}
+	sp.n++
+	sp.last = l
+}
+
+// checkLogs checks K7 on every log seen: consecutive revisions ending at
+// its record's, the last entry at its time and state (a trimmed log may
+// start anywhere), and no log without its record.
+func (c *keyspaceCheck) checkLogs() {
+	for id, sp := range c.logs {
+		r, ok := c.records[id]
+		switch {
+		case !ok:
+			c.fail("log keys of task %q, which has no record", id)
+		case sp.last.Revision-sp.first+1 != sp.n:
+			c.fail("task %q: %d log keys for revisions %d..%d", id, sp.n, sp.first, sp.last.Revision)
+		case sp.last.Revision != r.revision || sp.last.Time != r.updatedAt || sp.last.State != r.light.state:
+			c.fail("task %q: last log entry at revision %d, time %d, state %s; record at %d, %d, %s",
+				id, sp.last.Revision, sp.last.Time, sp.last.State, r.revision, r.updatedAt, r.light.state)
+		}
+	}
 }

@@ -15,7 +15,14 @@ var _ engine.Checker = (*Store)(nil)
 // openTest opens a store in dir on fs (nil: disk) with clock, closed at
 // tb's cleanup.
 func openTest(tb testing.TB, fs vfs.FS, dir string, clock engine.Clock) *Store {
-	s, err := Open(dir, Options{Clock: clock, FS: fs, Logger: pebblelog.Quiet{}})
+	return openTestOpts(tb, dir, Options{Clock: clock, FS: fs})
+}
+
+// openTestOpts opens a store in dir with opts (quiet), closed at tb's
+// cleanup.
+func openTestOpts(tb testing.TB, dir string, opts Options) *Store {
+	opts.Logger = pebblelog.Quiet{}
+	s, err := Open(dir, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -32,6 +39,10 @@ func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
 			fs, dir := open(tb)
 			return openTest(tb, fs, dir, clock)
+		},
+		OpenLogged: func(tb testing.TB, clock engine.Clock) engine.Store {
+			fs, dir := open(tb)
+			return openTestOpts(tb, dir, Options{Clock: clock, FS: fs, Log: true})
 		},
 		ClockInjection: true,
 		BinaryIDs:      true,

@@ -121,6 +121,7 @@ func (s *Store) removeDue(req *engine.RetainRequest, due []engine.Cursor) (int, 
 		}
 		_ = b.Delete(recordKey(c.ID), nil)
 		deleteTaskKeys(b, old)
+		s.deleteLog(b, c.ID)
 		gone = append(gone, old)
 	}
 	if len(gone) == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/loghub"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -48,6 +49,12 @@ type Options struct {
 	// Limits bound the tasks the store accepts. Default: engine.Limits{}
 	// (the engine's defaults).
 	Limits engine.Limits
+	// Log keeps the task log (engine.LogStore, K7): l keys written in each
+	// revision's batch. Default false: ReadLog fails with
+	// engine.ErrLogDisabled and writes cost no log key. A database written
+	// with the log may be opened without it; its log keys then stay until
+	// their tasks go.
+	Log bool
 	// NoUpgrade, when true, makes Open fail with ErrOldFormat on a database
 	// of an older format instead of upgrading it in place (see Open); the
 	// refused database is left as it was, older releases can open it.
@@ -132,6 +139,13 @@ type Store struct {
 
 	locks [stripes]sync.Mutex // per-task read-modify-write locks
 
+	log  bool       // Options.Log
+	hub  loghub.Hub // wakes log readers after a write
+	trim struct {
+		sync.Mutex
+		cursor *engine.Cursor // where TrimLog goes on (nil: the oldest task)
+	}
+
 	// counterLocks guard deleting counters at zero (counters.go):
 	// writers hold the shared side over their commit, a delete the
 	// exclusive side. Taken after task locks, in stripe order.
@@ -161,7 +175,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if _, err := opts.upgradeOwnerKey(); err != nil {
 		return nil, err
 	}
-	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync}
+	s := &Store{clock: opts.Clock, limits: opts.Limits, seed: maphash.MakeSeed(), wo: pebble.Sync, log: opts.Log}
 	if s.clock == nil {
 		s.clock = engine.WallClock
 	}

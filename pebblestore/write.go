@@ -65,10 +65,11 @@ func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error)
 }
 
 // put writes task as the new state of its ID at time now, in one batch with
-// everything old (if not nil) leaves behind, and returns the stored record.
-// The owner is old's, or for a new task owner.
+// everything old (if not nil) leaves behind and the revision's log entry l
+// (nil without the log), and returns the stored record. The owner is
+// old's, or for a new task owner.
 // REQUIRES: the task's write lock held.
-func (s *Store) put(old *current, task *a2a.Task, owner string, now int64) (engine.Record, error) {
+func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *engine.LogEntry) (engine.Record, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var counters counterDeltas
@@ -76,9 +77,11 @@ func (s *Store) put(old *current, task *a2a.Task, owner string, now int64) (engi
 	if err != nil {
 		return engine.Record{}, err
 	}
+	s.stageLog(b, task.ID, rec, l)
 	if err := s.commitCounted(b, &counters); err != nil {
 		return engine.Record{}, fmt.Errorf("pebblestore: %w", err)
 	}
+	s.wake(task.ID)
 	if rec.Task, err = decodeBody(body, task.ID, task.ContextID); err != nil {
 		return engine.Record{}, err
 	}
@@ -145,13 +148,17 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
+	l, err := s.newLogEntry(task, nil)
+	if err != nil {
+		return engine.Record{}, err
+	}
 	return s.locked("create", task.ID, func() (engine.Record, error) {
 		if _, err := s.load(task.ID, false); err == nil {
 			return engine.Record{}, fmt.Errorf("pebblestore: create %q: %w", task.ID, engine.ErrAlreadyExists)
 		} else if !errors.Is(err, engine.ErrNotFound) {
 			return engine.Record{}, err
 		}
-		return s.put(nil, task, owner, engine.CreateTime(s.clock()))
+		return s.put(nil, task, owner, engine.CreateTime(s.clock()), l)
 	})
 }
 
@@ -163,6 +170,10 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
+	l, err := s.newLogEntry(task, engine.EventFrom(ctx))
+	if err != nil {
+		return engine.Record{}, err
+	}
 	return s.mutate("replace", task.ID, false, func(old *current) (engine.Record, error) {
 		if expectedRevision != 0 && expectedRevision != old.rec.revision {
 			return engine.Record{}, fmt.Errorf("pebblestore: replace %q: revision %d, expected %d: %w",
@@ -172,7 +183,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		if err != nil {
 			return engine.Record{}, err
 		}
-		return s.put(old, task, "", now)
+		return s.put(old, task, "", now, l)
 	})
 }
 
@@ -227,7 +238,12 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		}
 		ts := time.UnixMicro(now).UTC()
 		t.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &ts}
-		return s.put(old, t, "", now)
+		var l *engine.LogEntry
+		if s.log {
+			c := engine.CanceledEntry(t.ContextID)
+			l = &c
+		}
+		return s.put(old, t, "", now, l)
 	})
 }
 
@@ -262,7 +278,15 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 		if err := s.limits.CheckTask(t); err != nil {
 			return engine.Record{}, err
 		}
-		return s.put(old, t, "", now)
+		var l *engine.LogEntry
+		if s.log {
+			m, err := engine.MessageEntry(msg, t.Status.State)
+			if err != nil {
+				return engine.Record{}, err
+			}
+			l = &m
+		}
+		return s.put(old, t, "", now, l)
 	})
 }
 
@@ -281,9 +305,11 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		defer b.Close()
 		_ = b.Delete(recordKey(id), nil)
 		deleteTaskKeys(b, old)
+		s.deleteLog(b, id)
 		if err := s.commitCounted(b, counterChanges([]*light{&old.rec.light}, nil)); err != nil {
 			return engine.Record{}, fmt.Errorf("pebblestore: delete: %w", err)
 		}
+		s.wake(id) // its readers end
 		return engine.Record{}, nil
 	})
 	return err

@@ -18,16 +18,20 @@ var _ engine.Checker = (*pgstore.Store)(nil)
 // schema in one database (a schema is about 100× cheaper than a database).
 func TestConformance(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	storetest.Run(t, storetest.Harness{
-		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
+	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
+		return func(tb testing.TB, clock engine.Clock) engine.Store {
 			schema := pgtest.Schema(tb, dsn)
-			s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{Schema: schema})
+			s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{Schema: schema, Log: log})
 			if err != nil {
 				tb.Fatal(err)
 			}
 			tb.Cleanup(func() { s.Close() })
 			return s
-		},
+		}
+	}
+	storetest.Run(t, storetest.Harness{
+		Open:           open(false),
+		OpenLogged:     open(true),
 		ClockInjection: false,
 		BinaryIDs:      false,
 	})

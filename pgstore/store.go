@@ -7,11 +7,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/loghub"
 	"github.com/a2astore/a2astore/engine/taskcodec"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,6 +61,16 @@ type Options struct {
 	// FoldCounts, must, or totals read a ledger that only grows (they stay
 	// exact, and get slower).
 	CountRollupInterval time.Duration
+	// Log keeps the task log (engine.LogStore, K7) in a2a_task_log,
+	// created with the table (ExternalSchema: LogMigrationFile). Default
+	// false: ReadLog fails with engine.ErrLogDisabled and writes insert
+	// no log row.
+	Log bool
+	// LogNotify, with Log, is a notification channel every logged write
+	// NOTIFYs in its transaction (payload NotifyPayload('e', task ID)),
+	// for servers that relay other servers' writes to their readers
+	// (pgcluster). Default "": none.
+	LogNotify string
 }
 
 // upgradeOwnerKey is the key the owner backfill reads ("" = no backfill).
@@ -91,6 +103,14 @@ type Store struct {
 	// foldHook, when set (tests), runs in each fold's transaction after
 	// the fold and before the commit; an error rolls the fold back.
 	foldHook atomic.Pointer[func(context.Context, pgx.Tx) error]
+
+	log       bool       // Options.Log
+	logNotify string     // Options.LogNotify
+	hub       loghub.Hub // wakes log readers of this process
+	trim      struct {
+		sync.Mutex
+		cursor *engine.Cursor // where TrimLog goes on (nil: the oldest task)
+	}
 }
 
 var (
@@ -112,6 +132,8 @@ type statements struct {
 	stateOf       string
 	appendHistory string
 	delete        string
+	readLog       string // Options.Log
+	trimLog       string // Options.Log
 }
 
 // Task states as SQL lists, derived from engine.KnownStates: every state
@@ -257,7 +279,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if opts.Schema == "" {
 		opts.Schema = "public"
 	}
-	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema), limits: opts.Limits}
+	s := &Store{pool: pool, schema: opts.Schema, sql: newStatements(opts.Schema), limits: opts.Limits,
+		log: opts.Log, logNotify: opts.LogNotify}
+	if s.log {
+		s.sql.logStatements(s.logNotify != "")
+	}
 	var err error
 	if s.upgradeOwnerKey, err = opts.upgradeOwnerKey(); err != nil {
 		return nil, err
@@ -281,6 +307,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	if err := s.checkExtras(ctx); err != nil {
 		return nil, err
+	}
+	if s.log && !opts.ExternalSchema {
+		if err := s.ensureLog(ctx); err != nil {
+			return nil, fmt.Errorf("pgstore: create schema: %w", err)
+		}
+	}
+	if s.log {
+		if err := s.checkLog(ctx); err != nil {
+			return nil, err
+		}
 	}
 	switch iv := opts.CountRollupInterval; {
 	case iv == 0:
@@ -317,16 +353,22 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 	if err != nil {
 		return engine.Record{}, err
 	}
+	l, err := s.newLogEntry(task, nil)
+	if err != nil {
+		return engine.Record{}, err
+	}
+	args := append([]any{string(task.ID), f.contextID, f.state,
+		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner}, s.logArgs(task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.create, string(task.ID), f.contextID, f.state,
-			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner))
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.create, args...))
 		return err
 	})
 	if err != nil {
 		return engine.Record{}, translate(ctx, "create", err)
 	}
 	s.rollup.wrote(1)
+	s.wake(task.ID)
 	return x.record()
 }
 
@@ -362,10 +404,15 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
+	l, err := s.newLogEntry(task, engine.EventFrom(ctx))
+	if err != nil {
+		return engine.Record{}, err
+	}
+	args := append([]any{string(task.ID), f.contextID, f.state,
+		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision}, s.logArgs(task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.replace, string(task.ID), f.contextID, f.state,
-			f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision))
+		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.replace, args...))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -392,6 +439,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		return engine.Record{}, s.writeError(ctx, "replace", err)
 	}
 	s.rollup.wrote(1)
+	s.wake(task.ID)
 	return x.record()
 }
 
@@ -416,10 +464,11 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if err := validateConditional(id, expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
+	args := append([]any{string(id), expectedRevision}, s.logArgs(id, engine.LogEntry{}, false)...)
 	var x row
 	err := retry(ctx, func() (err error) {
 		for range maxAttempts {
-			x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, string(id), expectedRevision))
+			x, err = scanRow(s.pool.QueryRow(ctx, s.sql.cancel, args...))
 			if !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
@@ -453,6 +502,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		return engine.Record{}, s.writeError(ctx, "cancel", err)
 	}
 	s.rollup.wrote(1)
+	s.wake(id)
 	return x.record()
 }
 
@@ -476,8 +526,15 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 	if err != nil {
 		return engine.Record{}, err
 	}
+	var l engine.LogEntry
+	if s.log {
+		if l, err = engine.MessageEntry(msg, ""); err != nil { // the state is the row's
+			return engine.Record{}, err
+		}
+	}
+	args := append([]any{string(id), b, []byte(msg.ID), expectedRevision}, s.logArgs(id, l, false)...)
 	for attempt := 1; ; attempt++ {
-		rec, err := s.appendOnce(ctx, id, b, []byte(msg.ID), expectedRevision)
+		rec, err := s.appendOnce(ctx, id, args)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return rec, err
 		}
@@ -515,11 +572,13 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 // nothing) and the limits check in one transaction: the appended task
 // must stay within the limits, and only the updated row says how large it
 // became, so a violation rolls the UPDATE back (S3).
-func (s *Store) appendOnce(ctx context.Context, id a2a.TaskID, b, msgID []byte, expectedRevision int64) (engine.Record, error) {
+// args are the statement's: id, the encoded message, its ID, the expected
+// revision, and logArgs.
+func (s *Store) appendOnce(ctx context.Context, id a2a.TaskID, args []any) (engine.Record, error) {
 	var rec engine.Record
 	err := retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, string(id), b, msgID, expectedRevision))
+			x, err := scanRow(tx.QueryRow(ctx, s.sql.appendHistory, args...))
 			if err != nil {
 				return err
 			}
@@ -538,6 +597,7 @@ func (s *Store) appendOnce(ctx context.Context, id a2a.TaskID, b, msgID []byte, 
 	if err != nil {
 		return engine.Record{}, translate(ctx, "append history", err)
 	}
+	s.wake(id)
 	return rec, nil
 }
 
@@ -564,6 +624,7 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		return s.deleteMissed(ctx, id, expectedRevision)
 	}
 	s.rollup.wrote(1)
+	s.wake(id) // its readers end
 	return nil
 }
 
@@ -582,6 +643,11 @@ func (s *Store) CheckInvariants() error {
 	}
 	if err := s.checkOwnersAndCounts(ctx); err != nil {
 		return err
+	}
+	if s.log {
+		if err := s.checkLogRows(ctx); err != nil {
+			return err
+		}
 	}
 	var bad int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.table+`

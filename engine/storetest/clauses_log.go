@@ -246,9 +246,11 @@ func waitWake(t testing.TB, wake <-chan struct{}, after string) {
 func testLogTrim(t testing.TB, e *env) {
 	old := e.mustCreate(t, task("k7-old", "c"))
 	e.tick(1000)
-	cutoff := e.clock.Now()
-	e.tick(1000)
 	young := e.mustCreate(t, task("k7-young", "c"))
+	cutoff := young.Cursor.UpdatedAt // trims tasks idle since before it
+	if old.Cursor.UpdatedAt >= cutoff {
+		t.Fatalf("the second task's time %d is not after the first's %d", cutoff, old.Cursor.UpdatedAt)
+	}
 	n, err := e.l.TrimLog(e.ctx, cutoff, 10)
 	if err != nil || n != 1 {
 		t.Fatalf("TrimLog(before the young task) = %d, %v; want 1 log trimmed", n, err)

@@ -198,7 +198,7 @@ var clauses = []clause{
 	{name: "K7/delete", log: true, fn: testLogDelete},
 	{name: "K7/read", log: true, fn: testLogRead},
 	{name: "K7/watch", log: true, fn: testLogWatch},
-	{name: "K7/trim", log: true, clock: true, fn: testLogTrim},
+	{name: "K7/trim", log: true, fn: testLogTrim},
 	{name: "K7/random", log: true, fn: testLogRandom},
 	{name: "K7/concurrent", log: true, fn: testLogConcurrent},
 }

@@ -1,0 +1,212 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
+)
+
+// The task log (engine.LogStore, K7): with Options.Log, each revision's
+// entry is a key
+//
+//	l ‖ asc(id) ‖ revision (8 bytes, big-endian) → time (8 bytes) ‖ kind ‖ uvarint(len(state)) ‖ state ‖ body
+//
+// set in the very batch that writes the revision, so both commit or
+// neither; Delete and retention range-delete the task's l keys in their
+// batch. asc is prefix-free, so one task's entries are one key range in
+// revision order. TrimLog range-deletes the logs of idle tasks, walking
+// the global ordering index from its tail.
+var _ engine.LogStore = (*Store)(nil)
+
+const tagLog = 'l'
+
+// logPrefix is the key range of id's entries.
+func logPrefix(id a2a.TaskID) []byte {
+	return desckey.AppendAscending([]byte{tagLog}, []byte(id))
+}
+
+func logKey(id a2a.TaskID, rev int64) []byte {
+	return binary.BigEndian.AppendUint64(logPrefix(id), uint64(rev))
+}
+
+func encodeLogValue(l *engine.LogEntry) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 10+len(l.State)+len(l.Body)), uint64(l.Time))
+	v = append(v, byte(l.Kind))
+	v = binary.AppendUvarint(v, uint64(len(l.State)))
+	v = append(v, l.State...)
+	return append(v, l.Body...)
+}
+
+// decodeLog decodes an entry; key is its full key.
+func decodeLog(key, value []byte) (a2a.TaskID, engine.LogEntry, error) {
+	id, rest, err := desckey.DecodeAscending(key[1:])
+	if err != nil || len(rest) != 8 || len(value) < 10 {
+		return "", engine.LogEntry{}, fmt.Errorf("pebblestore: log key %x: malformed: %w", key, engine.ErrInternal)
+	}
+	l := engine.LogEntry{Revision: int64(binary.BigEndian.Uint64(rest)), Time: int64(binary.BigEndian.Uint64(value)), Kind: engine.LogKind(value[8])}
+	n, k := binary.Uvarint(value[9:])
+	if k <= 0 || uint64(len(value)-9-k) < n {
+		return "", engine.LogEntry{}, fmt.Errorf("pebblestore: log entry %x: malformed: %w", key, engine.ErrInternal)
+	}
+	l.State = a2a.TaskState(value[9+k : 9+k+int(n)])
+	l.Body = bytes.Clone(value[9+k+int(n):])
+	return a2a.TaskID(id), l, nil
+}
+
+// stageLog adds l, the entry of the revision rec, to b.
+func (s *Store) stageLog(b *pebble.Batch, id a2a.TaskID, rec engine.Record, l *engine.LogEntry) {
+	if !s.log || l == nil {
+		return
+	}
+	l.Revision, l.Time = rec.Revision, rec.Cursor.UpdatedAt
+	_ = b.Set(logKey(id, rec.Revision), encodeLogValue(l), nil)
+}
+
+// deleteLog deletes id's log in b.
+func (s *Store) deleteLog(b *pebble.Batch, id a2a.TaskID) {
+	if s.log {
+		p := logPrefix(id)
+		_ = b.DeleteRange(p, desckey.PrefixEnd(p), nil)
+	}
+}
+
+// newLogEntry is the entry of a write storing task because of ev (nil
+// without the log).
+func (s *Store) newLogEntry(task *a2a.Task, ev a2a.Event) (*engine.LogEntry, error) {
+	if !s.log {
+		return nil, nil
+	}
+	l, err := engine.NewLogEntry(task, ev)
+	return &l, err
+}
+
+// ReadLog implements engine.LogStore.
+func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) (_ []engine.LogEntry, err error) {
+	if err := engine.ValidateLogRead(id, after, limit); err != nil {
+		return nil, err
+	}
+	if !s.log {
+		return nil, engine.ErrLogDisabled
+	}
+	exit, err := s.enter("read log")
+	if err != nil {
+		return nil, err
+	}
+	defer exit()
+	defer s.catch("read log", &err)
+	p := logPrefix(id)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(id, after+1), UpperBound: desckey.PrefixEnd(p)})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: read log: %v: %w", err, engine.ErrInternal)
+	}
+	defer it.Close()
+	var out []engine.LogEntry
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		_, l, err := decodeLog(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblestore: read log: %v: %w", err, engine.ErrInternal)
+	}
+	return out, nil
+}
+
+// WatchLog implements engine.LogStore.
+func (s *Store) WatchLog(id a2a.TaskID) (<-chan struct{}, func()) { return s.hub.Watch(id) }
+
+// wake wakes the log readers of id after a write.
+func (s *Store) wake(id a2a.TaskID) {
+	if s.log {
+		s.hub.Wake(id)
+	}
+}
+
+// TrimLog implements engine.LogStore: it reads the global index backward
+// from its tail (or from just before where the last call stopped) and
+// range-deletes, in one batch, the logs of the tasks idle since before.
+func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (_ int, err error) {
+	if limit < 1 || limit > engine.MaxRetainLimit || before < 0 {
+		return 0, fmt.Errorf("pebblestore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	exit, err := s.enter("trim log")
+	if err != nil {
+		return 0, err
+	}
+	defer exit()
+	defer s.catch("trim log", &err)
+	s.trim.Lock()
+	defer s.trim.Unlock()
+	upper := []byte{tagGlobal + 1}
+	if s.trim.cursor != nil {
+		upper = globalKey(*s.trim.cursor)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagGlobal}, UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	defer it.Close()
+	var idle []engine.Cursor
+	for ok := it.Last(); ok && len(idle) < limit; ok = it.Prev() {
+		c, err := decodeIndexCursor(it.Key(), 1)
+		if err != nil {
+			return 0, err
+		}
+		if c.UpdatedAt >= before {
+			break
+		}
+		idle = append(idle, c)
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	if len(idle) == 0 {
+		return 0, nil
+	}
+	if err := s.trimIdle(idle); err != nil {
+		return 0, err
+	}
+	last := idle[len(idle)-1]
+	s.trim.cursor = &last
+	return len(idle), nil
+}
+
+// trimIdle deletes, in one batch under the tasks' write locks, the logs
+// of the tasks at the idle cursors that are still there: a task written
+// since the scan moved to a new cursor and keeps its log (its new entry
+// must not go with the old ones).
+func (s *Store) trimIdle(idle []engine.Cursor) error {
+	var stripes []int
+	for _, c := range idle {
+		stripes = append(stripes, s.stripeOf([]byte(c.ID)))
+	}
+	defer lockStripes(stripes, func(i int) { s.locks[i].Lock() }, func(i int) { s.locks[i].Unlock() })()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, c := range idle {
+		cur, err := s.load(c.ID, false)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return err
+		}
+		if err == nil && cur.cursor() == c {
+			s.deleteLog(b, c.ID)
+		}
+	}
+	if err := s.db.Apply(b, s.wo); err != nil {
+		return fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	return nil
+}

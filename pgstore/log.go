@@ -1,0 +1,256 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// The task log (engine.LogStore, K7): with Options.Log, a2a_task_log holds
+// one row per revision, inserted by the very statement that makes the
+// revision (a data-modifying WITH around the task's INSERT or UPDATE), so
+// the two commit together or not at all. Its foreign key deletes a task's
+// rows with the task (Delete, retention, or any other SQL), and a task
+// created again starts a new log. With Options.LogNotify the statement
+// also NOTIFYs the channel ('e' and the task ID), in the same
+// transaction: other servers' readers (pgcluster) wake on commit.
+var _ engine.LogStore = (*Store)(nil)
+
+// LogMigrationFile creates the log table for an externally managed schema
+// whose store runs with Options.Log.
+const LogMigrationFile = "pgstore/migrations/005_task_log.sql"
+
+// logTableSQL defines the log table; %[1]s is the quoted schema.
+const logTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_task_log (
+	task_id  text        NOT NULL REFERENCES %[1]s.a2a_tasks (id) ON DELETE CASCADE,
+	revision bigint      NOT NULL,
+	at       timestamptz NOT NULL,
+	kind     smallint    NOT NULL,
+	state    text        NOT NULL,
+	body     bytea       NOT NULL,
+	PRIMARY KEY (task_id, revision)
+)`
+
+// logged wraps a statement that returns the written task row (fullColumns
+// names) so that it also inserts the revision's log row, with kind and
+// body the SQL of its kind and body, and, when notify is not "", runs it
+// (a pg_notify call) once the row is in.
+func logged(stmt, table, kind, body, notify string) string {
+	logTable := strings.TrimSuffix(table, `"a2a_tasks"`) + `"a2a_task_log"`
+	q := `WITH t AS (` + stmt + `),
+l AS (INSERT INTO ` + logTable + ` (task_id, revision, at, kind, state, body)
+  SELECT id, revision, updated_at, ` + kind + `, state, ` + body + ` FROM t RETURNING 1)
+SELECT t.* FROM t`
+	if notify != "" {
+		q += `, (SELECT ` + notify + ` FROM l) n`
+	}
+	return q
+}
+
+// param is placeholder n.
+func param(n int) string { return "$" + strconv.Itoa(n) }
+
+// logStatements turns the write statements into their logged forms. The
+// placeholders after a statement's own: kind and body (create and
+// replace), body (append), then the notification's channel and payload.
+func (sql *statements) logStatements(notify bool) {
+	note := func(n int) string {
+		if !notify {
+			return ""
+		}
+		return "pg_notify(" + param(n) + ", " + param(n+1) + ")"
+	}
+	sql.create = logged(sql.create, sql.table, "$12::smallint", "$13::bytea", note(14))
+	sql.replace = logged(sql.replace, sql.table, "$12::smallint", "$13::bytea", note(14))
+	sql.cancel = logged(sql.cancel, sql.table, strconv.Itoa(int(engine.LogCanceled)), "convert_to(context_id, 'UTF8')", note(3))
+	sql.appendHistory = logged(sql.appendHistory, sql.table, strconv.Itoa(int(engine.LogMessage)), "$5::bytea", note(6))
+	logTable := strings.TrimSuffix(sql.table, `"a2a_tasks"`) + `"a2a_task_log"`
+	sql.readLog = `SELECT revision, at, kind, state, body FROM ` + logTable + `
+WHERE task_id = $1 AND revision > $2 ORDER BY revision LIMIT $3`
+	// trimLog drops the logs of up to $4 tasks idle since $1, oldest
+	// first after the cursor ($2, $3), and returns the last one it
+	// examined with their number.
+	sql.trimLog = `WITH v AS (SELECT id, updated_at FROM ` + sql.table + `
+  WHERE updated_at < $1 AND (updated_at, id COLLATE "C") > ($2, $3)
+  ORDER BY updated_at, id COLLATE "C" LIMIT $4),
+d AS (DELETE FROM ` + logTable + ` WHERE task_id IN (SELECT id FROM v) AND at < $1)
+SELECT count(*) OVER (), id, updated_at FROM v ORDER BY updated_at DESC, id COLLATE "C" DESC LIMIT 1`
+}
+
+// logArgs are the placeholders a logged statement takes after its own:
+// the entry's kind and body when withEntry, then the notification's.
+func (s *Store) logArgs(id a2a.TaskID, l engine.LogEntry, withEntry bool) []any {
+	if !s.log {
+		return nil
+	}
+	var args []any
+	if withEntry {
+		args = append(args, int16(l.Kind), l.Body)
+	} else if l.Body != nil {
+		args = append(args, l.Body)
+	}
+	if s.logNotify != "" {
+		args = append(args, s.logNotify, NotifyPayload('e', id))
+	}
+	return args
+}
+
+// NotifyPayload is the payload of a notification about taskID: kind then
+// the task ID, or the kind alone when the ID would not fit a notification
+// (8000 bytes), which wakes every reader.
+func NotifyPayload(kind byte, taskID a2a.TaskID) string {
+	if len(taskID) > 4000 {
+		return string(kind)
+	}
+	return string(kind) + string(taskID)
+}
+
+// newLogEntry is the entry of a write storing task because of ev; nothing
+// without the log.
+func (s *Store) newLogEntry(task *a2a.Task, ev a2a.Event) (engine.LogEntry, error) {
+	if !s.log {
+		return engine.LogEntry{}, nil
+	}
+	return engine.NewLogEntry(task, ev)
+}
+
+// wake wakes this process's readers of id after a logged write.
+func (s *Store) wake(id a2a.TaskID) {
+	if s.log {
+		s.hub.Wake(id)
+	}
+}
+
+// WakeLog wakes this process's log readers of id: a notification from
+// another server (pgcluster's listener) says it wrote an entry.
+func (s *Store) WakeLog(id a2a.TaskID) { s.hub.Wake(id) }
+
+// WakeAllLogs wakes every log reader of this process (after notifications
+// may have been lost).
+func (s *Store) WakeAllLogs() { s.hub.WakeAll() }
+
+// ReadLog implements engine.LogStore.
+func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
+	if err := engine.ValidateLogRead(id, after, limit); err != nil {
+		return nil, err
+	}
+	if !s.log {
+		return nil, engine.ErrLogDisabled
+	}
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	var out []engine.LogEntry
+	err := s.read(ctx, func(c *pgxpool.Conn) error {
+		out = out[:0]
+		rows, err := c.Query(ctx, s.sql.readLog, string(id), after, limit)
+		if err != nil {
+			return err
+		}
+		var l engine.LogEntry
+		var at time.Time
+		var kind int16
+		var state string
+		_, err = pgx.ForEachRow(rows, []any{&l.Revision, &at, &kind, &state, &l.Body}, func() error {
+			l.Time, l.Kind, l.State = at.UnixMicro(), engine.LogKind(kind), a2a.TaskState(state)
+			out = append(out, l)
+			l.Body = nil
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, translate(ctx, "read log", err)
+	}
+	return out, nil
+}
+
+// WatchLog implements engine.LogStore: this process's writes wake it, and
+// other servers' when pgcluster relays their notifications (WakeLog).
+func (s *Store) WatchLog(id a2a.TaskID) (<-chan struct{}, func()) { return s.hub.Watch(id) }
+
+// TrimLog implements engine.LogStore. The cursor it goes on from is this
+// store value's; several servers trimming the same database each walk
+// the tail, deleting what is already gone at worst.
+func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, error) {
+	if limit < 1 || limit > engine.MaxRetainLimit || before < 0 {
+		return 0, fmt.Errorf("pgstore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	s.trim.Lock()
+	defer s.trim.Unlock()
+	from, fromID := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, ""
+	if c := s.trim.cursor; c != nil {
+		from, fromID = pgtype.Timestamptz{Time: time.UnixMicro(c.UpdatedAt), Valid: true}, string(c.ID)
+	}
+	var n int
+	var id string
+	var at time.Time
+	err := s.pool.QueryRow(ctx, s.sql.trimLog, time.UnixMicro(before), from, fromID, limit).Scan(&n, &id, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, translate(ctx, "trim log", err)
+	}
+	s.trim.cursor = &engine.Cursor{UpdatedAt: at.UnixMicro(), ID: a2a.TaskID(id)}
+	return n, nil
+}
+
+// ensureLog creates the log table (managed schema).
+func (s *Store) ensureLog(ctx context.Context) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := advisoryLock(ctx, tx, s.schema); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(logTableSQL, pgx.Identifier{s.schema}.Sanitize()))
+		return err
+	})
+}
+
+// checkLog fails with ErrSchema, naming LogMigrationFile, when the log
+// table is missing.
+func (s *Store) checkLog(ctx context.Context) error {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{s.schema, "a2a_task_log"}.Sanitize()).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s.a2a_task_log is missing (Options.Log); run %s", ErrSchema, s.schema, LogMigrationFile)
+	}
+	return nil
+}
+
+// checkLogRows verifies K7 on the stored rows: every task's log holds
+// consecutive revisions ending at the task's, the last at its time and
+// state (a trimmed log may start anywhere, or be empty).
+func (s *Store) checkLogRows(ctx context.Context) error {
+	logTable := pgx.Identifier{s.schema, "a2a_task_log"}.Sanitize()
+	var bad int
+	var example *string
+	err := s.pool.QueryRow(ctx, `SELECT count(*), min(task_id) FROM (
+  SELECT l.task_id FROM `+logTable+` l JOIN `+s.sql.table+` t ON t.id = l.task_id
+  GROUP BY l.task_id, t.revision
+  HAVING max(l.revision) <> t.revision OR count(*) <> max(l.revision) - min(l.revision) + 1
+     OR NOT bool_or(l.revision = t.revision AND l.state = t.state AND l.at = t.updated_at)) x`).Scan(&bad, &example)
+	if err != nil {
+		return fmt.Errorf("pgstore: check log: %w", err)
+	}
+	if bad > 0 {
+		return fmt.Errorf("pgstore: the logs of %d tasks (%q first) do not match their revisions (K7)", bad, *example)
+	}
+	return nil
+}

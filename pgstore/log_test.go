@@ -1,0 +1,103 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+// TestLogNotify: with Options.LogNotify every logged write NOTIFYs the
+// channel in its transaction, and a write that fails notifies nothing.
+func TestLogNotify(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{Log: true, LogNotify: "k7_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ln, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close(ctx)
+	if _, err := ln.Exec(ctx, "LISTEN k7_test"); err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) string {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n, err := ln.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatalf("no notification after %s: %v", what, err)
+		}
+		return n.Payload
+	}
+	rec, err := s.Create(ctx, task("n1", "c", a2a.TaskStateWorking))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := next("Create"); p != "en1" {
+		t.Fatalf("Create notified %q, want %q", p, "en1")
+	}
+	// A conflict writes nothing and must notify nothing: the next
+	// notification is the Cancel's.
+	if _, err := s.Replace(ctx, task("n1", "c", a2a.TaskStateCompleted), rec.Revision+1); !errors.Is(err, engine.ErrRevisionConflict) {
+		t.Fatalf("conflicting Replace: %v", err)
+	}
+	if _, err := s.AppendHistory(ctx, "n1", msg("m1", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if p := next("AppendHistory"); p != "en1" {
+		t.Fatalf("AppendHistory notified %q", p)
+	}
+	if _, err := s.Cancel(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if p := next("Cancel"); p != "en1" {
+		t.Fatalf("Cancel notified %q", p)
+	}
+	long := a2a.TaskID(strings.Repeat("x", 1024))
+	if _, err := s.Create(ctx, task(string(long), "c", a2a.TaskStateWorking)); err != nil {
+		t.Fatal(err)
+	}
+	if p := next("Create of a long ID"); p != "e"+string(long) {
+		t.Fatalf("long ID notified %d bytes", len(p))
+	}
+}
+
+// TestLogExternalSchema: a store with its log on, on an externally managed
+// schema without the log table, refuses to start and names the migration.
+func TestLogExternalSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{}) // installs the tables, no log
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: true})
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.LogMigrationFile) {
+		t.Fatalf("Open with Log on an external schema without the log table: %v; want ErrSchema naming %s", err, pgstore.LogMigrationFile)
+	}
+	s, err = pgstore.Open(ctx, dsn, pgstore.Options{Log: true}) // managed: creates it
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: true})
+	if err != nil {
+		t.Fatalf("Open with Log on an external schema with the log table: %v", err)
+	}
+	s.Close()
+}
