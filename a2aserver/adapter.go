@@ -46,13 +46,19 @@ func (a *adapter) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVer
 
 // Update replaces the stored task. PrevVersion, when set, must equal the
 // stored revision; taskstore.TaskVersionMissing (0) replaces unconditionally,
-// which is exactly engine.Store.Replace's expectedRevision 0.
+// which is exactly engine.Store.Replace's expectedRevision 0. The event
+// that caused the update travels with it (engine.WithEvent): a store that
+// keeps the task log records it as the revision's entry, in the same
+// transaction (K7).
 func (a *adapter) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
 	if req == nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "update", engine.ErrInvalidArgument)
 	}
 	if err := checkServable(req.Task); err != nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "update", err)
+	}
+	if req.Event != nil {
+		ctx = engine.WithEvent(ctx, req.Event)
 	}
 	rec, err := a.store.Replace(ctx, req.Task, int64(req.PrevVersion))
 	if err != nil {

@@ -27,11 +27,11 @@ func benchCluster(b *testing.B, dsn, schema, name string) *pgcluster.Cluster {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	store, err := pgstore.New(ctx, pool, pgstore.Options{Schema: schema})
+	store, err := pgstore.New(ctx, pool, pgcluster.StoreOptions(pgstore.Options{Schema: schema}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := pgcluster.New(ctx, pool, pgcluster.Options{Schema: schema, Instance: name, TaskStore: a2aserver.TaskStore(store), PollInterval: time.Hour})
+	c, err := pgcluster.New(ctx, pool, pgcluster.Options{Schema: schema, Instance: name, TaskStore: a2aserver.TaskStore(store), Log: store, PollInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

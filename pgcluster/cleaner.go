@@ -10,9 +10,11 @@ const cleanBatch = 1000
 
 // cleaner keeps the cluster tables bounded (K6): every CleanInterval it
 // deletes, in batches of cleanBatch, the finished work items older than
-// Retention and the events of tasks whose final event is older than
-// Retention. Every instance runs one; concurrent deletes of the same rows
-// are harmless.
+// Retention, the task-less replies (and the event rows of the release
+// before the task log) older than Retention, and the push configs older
+// than Retention of tasks that are gone or ended before it. (The task log
+// itself is bounded by tasklog.Trimmer and goes with its task.) Every
+// instance runs one; concurrent deletes of the same rows are harmless.
 type cleaner struct {
 	service
 	c *Cluster
@@ -44,14 +46,16 @@ func (cl *cleaner) clean(ctx context.Context) error {
 			break
 		}
 	}
-	for {
-		tag, err := c.pool.Exec(ctx, c.sql.cleanEvents, c.opts.Retention, cleanBatch)
-		if err != nil {
-			return fmt.Errorf("pgcluster: clean events: %w", err)
-		}
-		c.stats.CleanedEvents.Add(tag.RowsAffected())
-		if tag.RowsAffected() == 0 {
-			break
+	for _, stmt := range []string{c.sql.cleanReplies, c.sql.cleanLegacy, c.sql.cleanPush} {
+		for {
+			tag, err := c.pool.Exec(ctx, stmt, c.opts.Retention, cleanBatch)
+			if err != nil {
+				return fmt.Errorf("pgcluster: clean: %w", err)
+			}
+			c.stats.CleanedEvents.Add(tag.RowsAffected())
+			if tag.RowsAffected() < cleanBatch {
+				break
+			}
 		}
 	}
 	return nil

@@ -19,6 +19,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pgstore"
 )
 
 // Options configures a Cluster. The zero value is valid except for
@@ -34,6 +37,11 @@ type Options struct {
 	// by the cluster's own bookkeeping: resuming a task on a retry and
 	// finishing as FAILED a task whose attempts are used up. Required.
 	TaskStore taskstore.Store
+	// Log is the same store as an engine.LogStore, opened with its log on
+	// and notifying this cluster's channel (StoreOptions): event readers
+	// follow the task log, which every task write extends in its own
+	// transaction (K7). Required.
+	Log LogStore
 	// LeaseTimeout is how long a claimed work item stays with its instance
 	// without a heartbeat; heartbeats come every third of it. A dead
 	// instance's work is taken over within LeaseTimeout plus one rescue
@@ -55,16 +63,6 @@ type Options struct {
 	// CleanInterval is how often the cleaner runs. Default Retention/10,
 	// at most 1 min.
 	CleanInterval time.Duration
-	// GapTimeout bounds how long a reader holds an event whose version is
-	// ahead of the last one it delivered plus one, waiting (woken by
-	// notifications) for the missing version's event: two writers of one
-	// task (an execution and a cancel, say) write the store first and the
-	// event after, so their events may be inserted in the reverse order of
-	// their revisions. Past it the reader delivers what it has and counts
-	// a skipped gap (a revision without an event, e.g. the history update
-	// of a message to an existing task, or a writer that died in between).
-	// Default 1 s.
-	GapTimeout time.Duration
 	// Logger receives the cluster's warnings. Default slog.Default().
 	Logger *slog.Logger
 	// ObserveDelivery, when set, is called for each event a reader of this
@@ -81,7 +79,6 @@ const (
 	DefaultRetryDelay   = time.Second
 	DefaultPollInterval = 10 * time.Second
 	DefaultRetention    = time.Hour
-	DefaultGapTimeout   = time.Second
 )
 
 // cancelAttempts bounds the attempts of a cancel item, which retries at
@@ -114,9 +111,6 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CleanInterval <= 0 {
 		o.CleanInterval = min(o.Retention/10, time.Minute)
-	}
-	if o.GapTimeout <= 0 {
-		o.GapTimeout = DefaultGapTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -160,9 +154,6 @@ type Cluster struct {
 	// skew is added to the wall clock of the lease checks (tests
 	// simulate a stalled instance with it).
 	skew atomic.Int64
-	// onHold, when set (tests), is called when a reader starts holding an
-	// event for a missing earlier version.
-	onHold func(a2a.TaskID)
 	// onIdle, when set (tests), is called when a reader has read every
 	// stored event and waits to be woken.
 	onIdle func(a2a.TaskID)
@@ -183,11 +174,12 @@ type Stats struct {
 	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
-	GapWaits         atomic.Int64 // times a reader held an event for a missing earlier version
-	GapsSkipped      atomic.Int64 // held events delivered after GapTimeout without the missing version
+	CancelsSeen      atomic.Int64 // executions stopped because a heartbeat or a recheck found their task ended (K8)
+	Answered         atomic.Int64 // claimed executions completed without running: their message was answered (K8)
+	FollowUpWaits    atomic.Int64 // follow-up messages that waited for the previous execution to finish
 	Reconnects       atomic.Int64 // times the notification connection was re-established
 	Notifications    atomic.Int64 // notifications received
-	CleanedEvents    atomic.Int64 // event rows the cleaner deleted
+	CleanedEvents    atomic.Int64 // reply and push-config rows the cleaner deleted
 	CleanedWorkItems atomic.Int64 // work rows the cleaner deleted
 }
 
@@ -195,8 +187,14 @@ type Stats struct {
 // background services.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Cluster, error) {
 	opts.EnsureDefaults()
-	if opts.TaskStore == nil {
-		return nil, errors.New("pgcluster: Options.TaskStore is required")
+	if opts.TaskStore == nil || opts.Log == nil {
+		return nil, errors.New("pgcluster: Options.TaskStore and Options.Log are required")
+	}
+	if got, want := opts.Log.LogNotifyChannel(), channel(opts.Schema); got != want {
+		return nil, fmt.Errorf("pgcluster: Options.Log notifies channel %q, not the cluster's %q: open it with StoreOptions", got, want)
+	}
+	if _, err := opts.Log.ReadLog(ctx, "pgcluster-probe", 0, 1); err != nil {
+		return nil, fmt.Errorf("pgcluster: Options.Log: %w", err)
 	}
 	if err := install(ctx, pool, opts.Schema); err != nil {
 		return nil, err
@@ -268,13 +266,37 @@ func newToken() string {
 }
 
 // notifyPayload is the payload of a notification about taskID: kind
-// ('e' event, 'w' work, 'c' cancel) then the task ID, or the kind alone
-// when the ID would not fit a notification (8000 bytes), which wakes all.
-func notifyPayload(kind byte, taskID a2a.TaskID) string {
-	if len(taskID) > 4000 {
-		return string(kind)
+// ('e' a log entry or reply, 'w' work, 'c' a cancelation done, 'd' an
+// execution done) then the task ID, or the kind alone when the ID would
+// not fit a notification (8000 bytes), which wakes all.
+func notifyPayload(kind byte, taskID a2a.TaskID) string { return pgstore.NotifyPayload(kind, taskID) }
+
+// LogStore is what the cluster needs of the task store: its log (K7), and
+// a way to wake this process's log readers when another instance's
+// notification says it wrote an entry. *pgstore.Store opened with
+// StoreOptions is one.
+type LogStore interface {
+	engine.LogStore
+	WakeLog(a2a.TaskID)
+	WakeAllLogs()
+	LogNotifyChannel() string
+}
+
+// StoreOptions returns opts with what the cluster needs of the task store
+// on schema: its log on, notifying the cluster's channel.
+func StoreOptions(opts pgstore.Options) pgstore.Options {
+	opts.Log = true
+	opts.LogNotify = Channel(opts.Schema)
+	return opts
+}
+
+// Channel is the notification channel of the cluster in schema ("" is
+// "public").
+func Channel(schema string) string {
+	if schema == "" {
+		schema = "public"
 	}
-	return string(kind) + string(taskID)
+	return channel(schema)
 }
 
 // channel is the notification channel of the cluster tables in schema:

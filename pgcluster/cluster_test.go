@@ -79,6 +79,7 @@ type instance struct {
 	handler a2asrv.RequestHandler
 	tasks   taskstore.Store // unscoped
 	pool    *pgxpool.Pool
+	store   *pgstore.Store
 }
 
 type harness struct {
@@ -106,13 +107,13 @@ func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store, err := pgstore.New(ctx, pool, pgstore.Options{Schema: h.schema})
+	store, err := pgstore.New(ctx, pool, pgcluster.StoreOptions(pgstore.Options{Schema: h.schema}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	system := a2aserver.TaskStore(store)
 	opts := h.opts
-	opts.Schema, opts.Instance, opts.TaskStore = h.schema, name, system
+	opts.Schema, opts.Instance, opts.TaskStore, opts.Log = h.schema, name, system, store
 	c, err := pgcluster.New(ctx, pool, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -130,10 +131,14 @@ func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *
 		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: "x-caller", Required: true})
 	}
 	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
-	handler := a2asrv.NewHandler(agent,
+	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(agent,
 		a2asrv.WithCallInterceptors(interceptors...),
-		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)}))
-	return &instance{name: name, cluster: c, handler: handler, tasks: system, pool: pool}
+		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)})),
+		ts, store, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &instance{name: name, cluster: c, handler: handler, tasks: system, pool: pool, store: store}
 }
 
 // caller is a call context carrying identity user in the x-caller header.
@@ -261,41 +266,31 @@ func TestSubscribeOnOtherInstance(t *testing.T) {
 	if state(last) != a2a.TaskStateCompleted {
 		t.Fatalf("sender's last event %v", last)
 	}
-	// K2: TaskVersion of each persisted event is the store revision after it.
+	// K7: the log holds one entry per revision, 1..the store's.
 	st, err := a.tasks.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := a.pool.Query(ctx, fmt.Sprintf(`SELECT seq, version FROM %q.a2a_cluster_events WHERE task_id = $1 ORDER BY seq`, h.schema), string(id))
+	log, err := a.store.ReadLog(ctx, id, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var versions []int64
-	for rows.Next() {
-		var seq, v int64
-		if err := rows.Scan(&seq, &v); err != nil {
-			t.Fatal(err)
-		}
-		if seq != int64(len(versions)+1) {
-			t.Fatalf("seq %d at position %d", seq, len(versions)+1)
-		}
-		versions = append(versions, v)
-	}
-	rows.Close()
-	for i, v := range versions {
-		if v != int64(i+1) {
-			t.Fatalf("event %d has version %d, want %d (versions %v)", i+1, v, i+1, versions)
+	for i, l := range log {
+		if l.Revision != int64(i+1) {
+			t.Fatalf("entry %d has revision %d", i+1, l.Revision)
 		}
 	}
-	if last := versions[len(versions)-1]; last != int64(st.Version) {
-		t.Fatalf("last event version %d, store revision %d", last, st.Version)
+	if len(log) == 0 || log[len(log)-1].Revision != int64(st.Version) || !log[len(log)-1].State.Terminal() {
+		t.Fatalf("log of %d entries, store revision %d", len(log), st.Version)
 	}
 }
 
-// K2: a reader created late starts after the events already written; per
-// reader, versions strictly increase (a duplicate version is skipped); a
-// reader created before writes gets them all.
-func TestEventReaderOrderAndDuplicates(t *testing.T) {
+// K2, K7: readers follow the task log: one created before the task exists
+// gets every entry from revision 1, one created later starts after the
+// revision it found; history revisions deliver nothing; the final entry
+// (terminal or interrupted) comes without version, so that a2a-go's
+// subscription cannot skip it as older than its snapshot.
+func TestEventReaderFromLog(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
 	ctx := t.Context()
@@ -304,27 +299,28 @@ func TestEventReaderOrderAndDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := a.cluster.QueueManager().CreateWriter(ctx, id)
+	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	v, err := a.tasks.Create(ctx, task) // written by the other instance
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
-	write := func(v int64, st a2a.TaskState) {
-		t.Helper()
-		ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: st}}
-		if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(v)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = task
-	write(1, a2a.TaskStateWorking)
 	late, err := b.cluster.QueueManager().CreateReader(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(2, a2a.TaskStateWorking)
-	write(2, a2a.TaskStateWorking) // a losing writer's duplicate
-	write(3, a2a.TaskStateCompleted)
+	update := func(ev a2a.Event) {
+		t.Helper()
+		if v, err = a.tasks.Update(ctx, &taskstore.UpdateRequest{Task: task, Event: ev, PrevVersion: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task.Status.Message = &a2a.Message{ID: "s1", Role: a2a.MessageRoleAgent, Parts: a2a.ContentParts{a2a.NewTextPart("busy")}}
+	update(&a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: task.Status})
+	msg := &a2a.Message{ID: "m2", Role: a2a.MessageRoleUser, TaskID: id, Parts: a2a.ContentParts{a2a.NewTextPart("more")}}
+	task.History = append(task.History, msg)
+	update(msg) // a history revision
+	task.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted}
+	update(&a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: task.Status})
 	read := func(r eventqueue.Reader) []int64 {
 		var vs []int64
 		for {
@@ -340,11 +336,11 @@ func TestEventReaderOrderAndDuplicates(t *testing.T) {
 			}
 		}
 	}
-	if got := fmt.Sprint(read(early)); got != "[1 2 3]" {
-		t.Errorf("early reader got versions %s, want [1 2 3]", got)
+	if got := fmt.Sprint(read(early)); got != "[1 2 0]" {
+		t.Errorf("early reader got versions %s, want [1 2 0] (the history revision 3 delivers nothing; the final one unversioned)", got)
 	}
-	if got := fmt.Sprint(read(late)); got != "[2 3]" {
-		t.Errorf("late reader got versions %s, want [2 3]", got)
+	if got := fmt.Sprint(read(late)); got != "[2 0]" {
+		t.Errorf("late reader got versions %s, want [2 0]", got)
 	}
 	_ = early.Close()
 	rctx, cancel := context.WithTimeout(ctx, waitFor)
@@ -518,7 +514,7 @@ func TestTakeover(t *testing.T) {
 // hour, so only the reconnect's catch-up can deliver it.
 func TestListenerReconnect(t *testing.T) {
 	h := newHarness(t)
-	a := h.start(t, "a", newGateAgent(0))
+	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
 	ctx := t.Context()
 	admin, err := pgxpool.New(ctx, pgtest.AdminDSN(t))
 	if err != nil {
@@ -576,9 +572,9 @@ func TestListenerReconnect(t *testing.T) {
 		t.Fatalf("terminated %d listener connections: %v", n, err)
 	}
 	wait(reconnecting, "listener did not notice the lost connection")
-	w, _ := a.cluster.QueueManager().CreateWriter(ctx, id)
-	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
-	if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: 1}); err != nil {
+	// Written by the other instance: only a's listener could wake a's
+	// reader.
+	if _, err := b.tasks.Create(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
 		t.Fatal(err)
 	}
 	unhold.Do(func() { close(release) })
@@ -595,23 +591,26 @@ func TestListenerReconnect(t *testing.T) {
 	}
 }
 
-// K6: the cleaner drops finished work items, and the events and push
-// configs of ended tasks, older than the retention window, and keeps the rest.
+// K6: the cleaner drops finished work items, task-less replies and the
+// event rows of the release before the log, and the push configs of
+// ended or gone tasks, older than the retention window, and keeps the
+// rest.
 func TestCleaner(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Retention = time.Hour
 	a := h.start(t, "a", newGateAgent(0))
 	ctx := t.Context()
-	w1, _ := a.cluster.QueueManager().CreateWriter(ctx, "ended")
-	w2, _ := a.cluster.QueueManager().CreateWriter(ctx, "running")
-	for v, st := range []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted} {
-		ev := &a2a.TaskStatusUpdateEvent{TaskID: "ended", ContextID: "c", Status: a2a.TaskStatus{State: st}}
-		if err := w1.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(v + 1)}); err != nil {
+	for _, tk := range []struct {
+		id    a2a.TaskID
+		state a2a.TaskState
+	}{{"ended", a2a.TaskStateCompleted}, {"running", a2a.TaskStateWorking}, {"recent", a2a.TaskStateCompleted}} {
+		if _, err := a.tasks.Create(ctx, &a2a.Task{ID: tk.id, ContextID: "c", Status: a2a.TaskStatus{State: tk.state}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ev := &a2a.TaskStatusUpdateEvent{TaskID: "running", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
-	if err := w2.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: 1}); err != nil {
+	w, _ := a.cluster.QueueManager().CreateWriter(ctx, "reply")
+	reply := &a2a.Message{ID: "r", Role: a2a.MessageRoleAgent, Parts: a2a.ContentParts{a2a.NewTextPart("hi")}}
+	if err := w.Write(ctx, &eventqueue.Message{Event: reply}); err != nil {
 		t.Fatal(err)
 	}
 	q := func(sql string) {
@@ -620,12 +619,16 @@ func TestCleaner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, task := range []a2a.TaskID{"ended", "running"} {
+	for _, task := range []a2a.TaskID{"ended", "running", "gone", "recent"} {
 		if _, err := a.cluster.PushConfigs().Save(ctx, task, &a2a.PushConfig{URL: "https://hook.example/"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	q(`UPDATE %q.a2a_cluster_events SET created_at = now() - interval '2 hours'`)
+	q(`UPDATE %q.a2a_cluster_push_configs SET created_at = now() - interval '2 hours' WHERE task_id <> 'recent'`)
+	q(`UPDATE %q.a2a_tasks SET updated_at = now() - interval '2 hours' WHERE id = 'ended'`)
+	q(`INSERT INTO %q.a2a_cluster_events (task_id, seq, version, final, event, created_at) VALUES
+		('legacy', 1, 1, false, '{}', now() - interval '2 hours'), ('legacy', 2, 2, true, '{}', now() - interval '2 hours'),
+		('reply-old', 1, 0, true, '{}', now() - interval '2 hours')`)
 	q(`INSERT INTO %q.a2a_cluster_work (task_id, kind, payload, state, finished_at) VALUES
 		('old', 'execute', '{}', 'done', now() - interval '2 hours'),
 		('new', 'execute', '{}', 'done', now()),
@@ -640,23 +643,21 @@ func TestCleaner(t *testing.T) {
 		}
 		return n
 	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'ended'`); n != 0 {
-		t.Errorf("%d events of the ended task left", n)
-	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'running'`); n != 1 {
-		t.Errorf("%d events of the running task left, want 1", n)
-	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id IN ('new', 'open')`); n != 2 {
-		t.Errorf("%d recent or open work items left, want 2", n)
-	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'ended'`); n != 0 {
-		t.Errorf("push config of the ended task left")
-	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id = 'running'`); n != 1 {
-		t.Errorf("push config of the running task gone")
-	}
-	if n := count(`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id = 'old'`); n != 0 {
-		t.Errorf("old finished work item left")
+	for _, c := range []struct {
+		sql  string
+		want int
+		what string
+	}{
+		{`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id IN ('legacy', 'reply-old')`, 0, "old event rows"},
+		{`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'reply'`, 1, "recent reply"},
+		{`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id IN ('new', 'open')`, 2, "recent or open work items"},
+		{`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id = 'old'`, 0, "old finished work items"},
+		{`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id IN ('ended', 'gone')`, 0, "old push configs of ended or missing tasks"},
+		{`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id IN ('running', 'recent')`, 2, "push configs of a running task or a recent one"},
+	} {
+		if n := count(c.sql); n != c.want {
+			t.Errorf("%d %s left, want %d", n, c.what, c.want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package pgcluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,44 +11,42 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/tasklog"
 )
 
-// eventManager is the eventqueue.Manager: writers insert rows, readers
-// read them in seq order, woken by the listener.
+// eventManager is the eventqueue.Manager on the task log (K2, K7): a
+// reader follows the log of its task (tasklog.Tail), woken by the store's
+// watch, to which the listener relays the other instances' notifications.
+// Every event an execution applies to the store is logged by that very
+// write, so writers have nothing to add — but for the one event without a
+// revision: a Message that answers a new task without ever storing it,
+// which goes to a2a_cluster_events.
 type eventManager struct {
-	c  *Cluster
-	mu struct {
-		sync.Mutex
-		readers map[a2a.TaskID]map[*reader]struct{}
-	}
+	c *Cluster
 }
 
 var _ eventqueue.Manager = (*eventManager)(nil)
 
-func newEventManager(c *Cluster) *eventManager {
-	m := &eventManager{c: c}
-	m.mu.readers = make(map[a2a.TaskID]map[*reader]struct{})
-	return m
-}
+func newEventManager(c *Cluster) *eventManager { return &eventManager{c: c} }
 
 // CreateReader implements eventqueue.Manager: the reader returns every
-// event of the task written after this call, in order.
+// event of the task logged after this call, in revision order.
 func (m *eventManager) CreateReader(ctx context.Context, taskID a2a.TaskID) (eventqueue.Reader, error) {
-	r := &reader{m: m, taskID: taskID, wake: make(chan struct{}, 1), closed: make(chan struct{})}
-	// Registered before the cursor is read: a notification about an
-	// event after the cursor cannot be missed.
-	m.mu.Lock()
-	set := m.mu.readers[taskID]
-	if set == nil {
-		set = make(map[*reader]struct{})
-		m.mu.readers[taskID] = set
-	}
-	set[r] = struct{}{}
-	m.mu.Unlock()
-	if err := m.c.pool.QueryRow(ctx, m.c.sql.lastSeq, string(taskID)).Scan(&r.cursor); err != nil {
-		_ = r.Close()
+	var after int64
+	switch rec, err := m.c.opts.Log.Get(ctx, taskID); {
+	case err == nil:
+		after = rec.Revision
+	case !errors.Is(err, engine.ErrNotFound):
 		return nil, fmt.Errorf("pgcluster: create reader: %w", err)
 	}
+	r := &reader{m: m, taskID: taskID, closed: make(chan struct{})}
+	if err := m.c.pool.QueryRow(ctx, m.c.sql.lastSeq, string(taskID)).Scan(&r.seq); err != nil {
+		return nil, fmt.Errorf("pgcluster: create reader: %w", err)
+	}
+	r.tail = tasklog.NewTail(m.c.opts.Log, taskID, after, m.c.opts.PollInterval)
 	return r, nil
 }
 
@@ -56,74 +55,9 @@ func (m *eventManager) CreateWriter(_ context.Context, taskID a2a.TaskID) (event
 	return &writer{m: m, taskID: taskID}, nil
 }
 
-// Destroy implements eventqueue.Manager. Events stay for late readers; the
-// cleaner drops them after the retention window.
+// Destroy implements eventqueue.Manager: the log stays for late readers
+// (tasklog.Trimmer and the cleaner bound it).
 func (m *eventManager) Destroy(context.Context, a2a.TaskID) error { return nil }
-
-// wakeTask wakes the readers of taskID; "" wakes every reader.
-func (m *eventManager) wakeTask(taskID a2a.TaskID, all bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if all {
-		for _, set := range m.mu.readers {
-			for r := range set {
-				r.notify()
-			}
-		}
-		return
-	}
-	for r := range m.mu.readers[taskID] {
-		r.notify()
-	}
-}
-
-func (m *eventManager) remove(r *reader) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	set := m.mu.readers[r.taskID]
-	delete(set, r)
-	if len(set) == 0 {
-		delete(m.mu.readers, r.taskID)
-	}
-}
-
-// ended reports whether ev ends its task for good (the cleaner's
-// criterion): a terminal state, or a message (a task-less answer).
-func ended(ev a2a.Event) bool {
-	switch v := ev.(type) {
-	case *a2a.Message:
-		return true
-	case *a2a.Task:
-		return v.Status.State.Terminal()
-	case *a2a.TaskStatusUpdateEvent:
-		return v.Status.State.Terminal()
-	}
-	return false
-}
-
-// write appends ev to the task's events and notifies the listeners.
-func (m *eventManager) write(ctx context.Context, taskID a2a.TaskID, ev a2a.Event, version taskstore.TaskVersion, protocol a2a.ProtocolVersion) error {
-	body, err := json.Marshal(a2a.StreamResponse{Event: ev})
-	if err != nil {
-		return fmt.Errorf("pgcluster: encode event: %w", err)
-	}
-	for {
-		rows, err := m.c.pool.Query(ctx, m.c.sql.insertEvent, string(taskID), int64(version), string(protocol), ended(ev), body,
-			channel(m.c.opts.Schema), notifyPayload('e', taskID))
-		if err != nil {
-			return fmt.Errorf("pgcluster: write event: %w", err)
-		}
-		inserted := rows.Next()
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("pgcluster: write event: %w", err)
-		}
-		if inserted {
-			return nil
-		}
-		// A concurrent writer of the task took the seq: take the next.
-	}
-}
 
 // writer is an eventqueue.Writer of one task.
 type writer struct {
@@ -131,192 +65,184 @@ type writer struct {
 	taskID a2a.TaskID
 }
 
-// Write implements eventqueue.Writer.
+// Write implements eventqueue.Writer. An event with a version was logged
+// by the store write that gave it that version, in the same transaction;
+// one without (a task-less Message reply) is stored for the readers of
+// other instances.
 func (w *writer) Write(ctx context.Context, msg *eventqueue.Message) error {
-	return w.m.write(ctx, w.taskID, msg.Event, msg.TaskVersion, msg.Protocol)
+	if msg.TaskVersion != taskstore.TaskVersionMissing {
+		return nil
+	}
+	body, err := json.Marshal(a2a.StreamResponse{Event: msg.Event})
+	if err != nil {
+		return fmt.Errorf("pgcluster: encode reply: %w", err)
+	}
+	c := w.m.c
+	for {
+		tag, err := c.pool.Exec(ctx, c.sql.insertReply, string(w.taskID), string(msg.Protocol), body,
+			channel(c.opts.Schema), notifyPayload('e', w.taskID))
+		if err != nil {
+			return fmt.Errorf("pgcluster: write reply: %w", err)
+		}
+		if tag.RowsAffected() > 0 {
+			return nil
+		}
+		// A concurrent insert took the seq: take the next.
+	}
 }
 
 // Close implements eventqueue.Writer.
 func (w *writer) Close() error { return nil }
 
-// stored is an event read from the table and when it was inserted.
-type stored struct {
-	msg *eventqueue.Message
-	at  time.Time
-}
-
 // reader is an eventqueue.Reader of one task.
 type reader struct {
-	m       *eventManager
-	taskID  a2a.TaskID
-	cursor  int64                 // last seq read
-	version taskstore.TaskVersion // last version delivered
-	buf     []stored
-	wake    chan struct{}
-	closed  chan struct{}
-	once    sync.Once
+	m      *eventManager
+	taskID a2a.TaskID
+	tail   *tasklog.Tail
+	seq    int64 // the last reply row read
+	closed chan struct{}
+	once   sync.Once
 }
 
-func (r *reader) notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Read implements eventqueue.Reader: the next event after the last one,
-// waiting for it. Events are delivered in version order, not insert order:
-// the store revision and the event insert are separate steps, so two
-// writers of a task may insert their events in the reverse order of their
-// revisions. An event whose version is ahead of the last delivered plus
-// one is held, up to Options.GapTimeout, for the missing one; an event
-// whose version is not above the last delivered one (a losing writer's
-// duplicate, or one that came after its gap was given up) is skipped, so
-// versions strictly increase per reader (K2).
+// Read implements eventqueue.Reader: the next logged event, waiting for
+// it. History revisions (a message added to the history) deliver nothing.
+// An event's TaskVersion is its revision — but for an entry that leaves
+// the task terminal or interrupted (input or auth required), delivered
+// without version: a2a-go v2.3.1's remote subscription reads its snapshot
+// after it wrote the work item and skips every event at or below the
+// snapshot's version, so a final event logged before that snapshot would
+// be skipped and the call would never end. Unversioned, it always ends
+// the subscription.
 func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
-	var poll, gap *time.Timer
-	defer func() {
-		for _, t := range []*time.Timer{poll, gap} {
-			if t != nil {
-				t.Stop()
-			}
-		}
-	}()
-	gapDue := false
+	c := r.m.c
+	woken := false // a wake-up or the poll brought nothing new: is the task gone?
 	for {
-		if s, ok, held := r.next(gapDue); ok {
-			r.m.c.stats.Events.Add(1)
-			if observe := r.m.c.opts.ObserveDelivery; observe != nil {
-				observe(time.Since(s.at))
-			}
-			return s.msg, nil
-		} else if held && gap == nil {
-			r.m.c.stats.GapWaits.Add(1)
-			gap = time.NewTimer(r.m.c.opts.GapTimeout)
-			if r.m.c.onHold != nil {
-				r.m.c.onHold(r.taskID)
-			}
-		}
-		select {
-		case <-r.closed:
-			return nil, eventqueue.ErrQueueClosed
-		case <-r.m.c.closed:
-			return nil, eventqueue.ErrQueueClosed
-		default:
-		}
-		n, err := r.fetch(ctx)
-		if err != nil {
+		if err := r.open(); err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			continue
+		l, ok, err := r.tail.TryNext(ctx)
+		if err != nil {
+			return nil, readError(err)
 		}
-		if poll == nil {
-			poll = time.NewTimer(r.m.c.opts.PollInterval)
-		} else {
-			poll.Reset(r.m.c.opts.PollInterval)
+		if ok {
+			if l.Kind == engine.LogMessage {
+				continue
+			}
+			return r.deliver(l)
 		}
-		var gapC <-chan time.Time
-		if gap != nil {
-			gapC = gap.C
+		if !r.tail.Seen() { // a task-less reply comes only for a task never stored
+			if msg, err := r.reply(ctx); msg != nil || err != nil {
+				return msg, err
+			}
 		}
-		if r.m.c.onIdle != nil {
-			r.m.c.onIdle(r.taskID)
+		if woken {
+			if gone, err := r.tail.Gone(ctx); gone || err != nil {
+				return nil, readError(cmpErr(err, tasklog.ErrGone))
+			}
 		}
+		woken = true
+		if c.onIdle != nil {
+			c.onIdle(r.taskID)
+		}
+		timer := time.NewTimer(c.opts.PollInterval)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil, ctx.Err()
 		case <-r.closed:
-			return nil, eventqueue.ErrQueueClosed
-		case <-r.m.c.closed:
-			return nil, eventqueue.ErrQueueClosed
-		case <-r.wake:
-		case <-poll.C:
-		case <-gapC:
-			gapDue = true
+		case <-c.closed:
+		case <-r.tail.Woken():
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
 }
 
-// next takes the next event to deliver from buf: an unversioned event at
-// the front as it comes, otherwise the lowest version above the last
-// delivered one when it is the last plus one (or nothing was delivered
-// yet, or force). held reports a lowest version further ahead, not taken.
-func (r *reader) next(force bool) (s stored, ok, held bool) {
-	keep := r.buf[:0]
-	for _, s := range r.buf {
-		if v := s.msg.TaskVersion; v == taskstore.TaskVersionMissing || v > r.version {
-			keep = append(keep, s)
-		}
-	}
-	clear(r.buf[len(keep):])
-	r.buf = keep
-	if len(r.buf) == 0 {
-		return stored{}, false, false
-	}
-	i := 0
-	if r.buf[0].msg.TaskVersion != taskstore.TaskVersionMissing {
-		for j, s := range r.buf {
-			if v := s.msg.TaskVersion; v != taskstore.TaskVersionMissing && v < r.buf[i].msg.TaskVersion {
-				i = j
-			}
-		}
-		v := r.buf[i].msg.TaskVersion
-		if r.version != taskstore.TaskVersionMissing && v != r.version+1 {
-			if !force {
-				return stored{}, false, true
-			}
-			r.m.c.stats.GapsSkipped.Add(1)
-			r.m.c.opts.Logger.Warn("pgcluster: event versions missing; delivering the next one",
-				"task", r.taskID, "after", int64(r.version), "next", int64(v))
-		}
-		r.version = v
-	}
-	s = r.buf[i]
-	r.buf = append(r.buf[:i], r.buf[i+1:]...)
-	return s, true, false
-}
-
-// fetch reads the next rows after the cursor into buf.
-func (r *reader) fetch(ctx context.Context) (int, error) {
-	rows, err := r.m.c.pool.Query(ctx, r.m.c.sql.readEvents, string(r.taskID), r.cursor)
+func cmpErr(err, otherwise error) error {
 	if err != nil {
-		return 0, fmt.Errorf("pgcluster: read events: %w", err)
+		return err
 	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var (
-			seq, version int64
-			protocol     string
-			body         []byte
-			at           time.Time
-		)
-		if err := rows.Scan(&seq, &version, &protocol, &body, &at); err != nil {
-			return n, fmt.Errorf("pgcluster: read events: %w", err)
+	return otherwise
+}
+
+// open fails with eventqueue.ErrQueueClosed after Close (of the reader or
+// the cluster).
+func (r *reader) open() error {
+	select {
+	case <-r.closed:
+		return eventqueue.ErrQueueClosed
+	case <-r.m.c.closed:
+		return eventqueue.ErrQueueClosed
+	default:
+		return nil
+	}
+}
+
+// readError turns a vanished task into a2a's not found.
+func readError(err error) error {
+	if errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("pgcluster: read events: %w", a2a.ErrTaskNotFound)
+	}
+	return fmt.Errorf("pgcluster: read events: %w", err)
+}
+
+// deliver turns entry l into the reader's next message.
+func (r *reader) deliver(l engine.LogEntry) (*eventqueue.Message, error) {
+	ev, err := l.Event(r.taskID)
+	if err != nil {
+		return nil, err
+	}
+	c := r.m.c
+	c.stats.Events.Add(1)
+	if observe := c.opts.ObserveDelivery; observe != nil {
+		observe(time.Since(time.UnixMicro(l.Time)))
+	}
+	v := taskstore.TaskVersion(l.Revision)
+	if final(l.State) {
+		v = taskstore.TaskVersionMissing
+	}
+	return &eventqueue.Message{Event: ev, TaskVersion: v}, nil
+}
+
+// final reports whether a task in state st ends a subscription: a
+// terminal or an interrupted state (A2A: the stream closes there).
+func final(st a2a.TaskState) bool {
+	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
+}
+
+// reply returns the next task-less reply stored for the task, if any.
+func (r *reader) reply(ctx context.Context) (*eventqueue.Message, error) {
+	var (
+		seq      int64
+		protocol string
+		body     []byte
+		at       time.Time
+	)
+	err := r.m.c.pool.QueryRow(ctx, r.m.c.sql.readReply, string(r.taskID), r.seq).Scan(&seq, &protocol, &body, &at)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
 		}
-		r.cursor = seq
-		var sr a2a.StreamResponse
-		if err := json.Unmarshal(body, &sr); err != nil {
-			return n, fmt.Errorf("pgcluster: decode event %d of task: %w", seq, err)
-		}
-		r.buf = append(r.buf, stored{
-			msg: &eventqueue.Message{Event: sr.Event, TaskVersion: taskstore.TaskVersion(version), Protocol: a2a.ProtocolVersion(protocol)},
-			at:  at,
-		})
-		n++
+		return nil, fmt.Errorf("pgcluster: read reply: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return n, fmt.Errorf("pgcluster: read events: %w", err)
+	r.seq = seq
+	var sr a2a.StreamResponse
+	if err := json.Unmarshal(body, &sr); err != nil {
+		return nil, fmt.Errorf("pgcluster: decode reply %d of task: %w", seq, err)
 	}
-	return n, nil
+	c := r.m.c
+	c.stats.Events.Add(1)
+	if observe := c.opts.ObserveDelivery; observe != nil {
+		observe(time.Since(at))
+	}
+	return &eventqueue.Message{Event: sr.Event, Protocol: a2a.ProtocolVersion(protocol)}, nil
 }
 
 // Close implements eventqueue.Reader.
 func (r *reader) Close() error {
 	r.once.Do(func() {
 		close(r.closed)
-		r.m.remove(r)
+		r.tail.Close()
 	})
 	return nil
 }

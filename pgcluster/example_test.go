@@ -20,22 +20,26 @@ import (
 // queue and the event queue on the same pool.
 func Example() {
 	ctx := context.Background()
-	store, err := pgstore.Open(ctx, "postgres://a2a@db/a2a", pgstore.Options{})
+	// The store keeps the task log and notifies the cluster's channel.
+	store, err := pgstore.Open(ctx, "postgres://a2a@db/a2a", pgcluster.StoreOptions(pgstore.Options{}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
 	tasks := a2aserver.TaskStore(store)
-	cluster, err := pgcluster.New(ctx, store.Pool(), pgcluster.Options{TaskStore: tasks})
+	cluster, err := pgcluster.New(ctx, store.Pool(), pgcluster.Options{TaskStore: tasks, Log: store})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cluster.Close() // before the store closes the pool
-	handler := a2asrv.NewHandler(echoAgent{}, a2asrv.WithClusterMode(a2asrv.ClusterConfig{
+	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(echoAgent{}, a2asrv.WithClusterMode(a2asrv.ClusterConfig{
 		QueueManager: cluster.QueueManager(),
 		WorkQueue:    cluster.WorkQueue(),
 		TaskStore:    tasks,
-	}))
+	})), tasks, store, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
 	log.Fatal(http.ListenAndServe(":8080", a2asrv.NewJSONRPCHandler(handler)))
 }
 

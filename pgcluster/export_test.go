@@ -20,10 +20,6 @@ func (c *Cluster) Connected() <-chan struct{} { return c.listener.connected }
 // had been stopped for d.
 func (c *Cluster) Stall(d time.Duration) { c.skew.Add(int64(d)) }
 
-// OnHold makes c call f when one of its readers starts holding an event
-// for a missing earlier version. Set before the readers read.
-func (c *Cluster) OnHold(f func(a2a.TaskID)) { c.onHold = f }
-
 // OnIdle makes c call f when one of its readers has read every stored
 // event and waits to be woken. Set before the readers read.
 func (c *Cluster) OnIdle(f func(a2a.TaskID)) { c.onIdle = f }

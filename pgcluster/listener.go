@@ -14,11 +14,14 @@ import (
 const ListenerApplicationName = "a2astore-cluster-listener"
 
 // listener holds the instance's one LISTEN connection and dispatches
-// notifications: an event wakes the readers of its task, work wakes the
-// work loop, a finished cancelation cancels the local execution of its
-// task. When the connection drops it reconnects (backing off up to 1 s)
-// and wakes every reader and the work loop, which catch up from the
-// tables: a notification sent while it was away is not needed.
+// notifications: a log entry wakes the readers of its task (through the
+// store's watch), work wakes the work loop, a finished cancelation
+// cancels the local execution of its task, a finished execution wakes a
+// follow-up message waiting for it. When the connection drops it
+// reconnects (backing off up to 1 s), wakes every reader, waiter and the
+// work loop, which catch up from the tables, and looks at the state of
+// the tasks executing here, which a cancel may have ended meanwhile: a
+// notification sent while it was away is not needed.
 type listener struct {
 	service
 	c         *Cluster
@@ -46,8 +49,12 @@ func (l *listener) loop(ctx context.Context) {
 			} else {
 				l.c.stats.Reconnects.Add(1)
 			}
-			l.c.events.wakeTask("", true)
+			l.c.opts.Log.WakeAllLogs()
 			l.c.work.notify()
+			l.c.work.doneHub.WakeAll()
+			// A cancel notified while the connection was away is in
+			// the table: look at the tasks running here (K8).
+			go l.c.work.recheck(ctx)
 		})
 		if ctx.Err() != nil {
 			return
@@ -97,12 +104,22 @@ func (l *listener) dispatch(payload string) {
 	kind, task := payload[0], a2a.TaskID(payload[1:])
 	switch kind {
 	case 'e':
-		l.c.events.wakeTask(task, task == "")
+		if task == "" {
+			l.c.opts.Log.WakeAllLogs()
+		} else {
+			l.c.opts.Log.WakeLog(task)
+		}
 	case 'w':
 		l.c.work.notify()
 	case 'c':
 		if task != "" {
 			l.c.work.cancelLocal(task)
+		}
+	case 'd':
+		if task == "" {
+			l.c.work.doneHub.WakeAll()
+		} else {
+			l.c.work.doneHub.Wake(task)
 		}
 	}
 }

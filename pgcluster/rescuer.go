@@ -121,8 +121,7 @@ func (c *Cluster) giveUp(ctx context.Context, id int64, token string, task a2a.T
 	return nil
 }
 
-// failTask sets task FAILED with reason unless it has ended, and publishes
-// the final status to its readers.
+// failTask sets task FAILED with reason unless it has ended.
 func (c *Cluster) failTask(ctx context.Context, id a2a.TaskID, reason string) error {
 	for range 10 {
 		st, err := c.opts.TaskStore.Get(ctx, id)
@@ -143,14 +142,15 @@ func (c *Cluster) failTask(ctx context.Context, id a2a.TaskID, reason string) er
 			Timestamp: &now,
 		}
 		ev := &a2a.TaskStatusUpdateEvent{TaskID: task.ID, ContextID: task.ContextID, Status: task.Status}
-		v, err := c.opts.TaskStore.Update(ctx, &taskstore.UpdateRequest{Task: &task, Event: ev, PrevVersion: st.Version})
+		// The update logs ev in its transaction: readers get it (K7).
+		_, err = c.opts.TaskStore.Update(ctx, &taskstore.UpdateRequest{Task: &task, Event: ev, PrevVersion: st.Version})
 		if errors.Is(err, taskstore.ErrConcurrentModification) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("pgcluster: finish task: %w", err)
 		}
-		return c.events.write(ctx, id, ev, v, "")
+		return nil
 	}
 	return fmt.Errorf("pgcluster: finish task: too many concurrent writers: %w", taskstore.ErrConcurrentModification)
 }

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strings"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -79,13 +80,22 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return nil
 }
 
+// terminalStatesSQL is the SQL list of the terminal task states.
+var terminalStatesSQL = func() string {
+	var lits []string
+	for _, st := range []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected} {
+		lits = append(lits, "'"+string(st)+"'")
+	}
+	return "(" + strings.Join(lits, ", ") + ")"
+}()
+
 // statements are the SQL texts with the schema filled in.
 type statements struct {
 	insertWork, claim, heartbeat, complete, retry, finish  string
 	release                                                string
 	expired, rescue, depth, lease                          string
-	insertEvent, lastSeq, readEvents                       string
-	cleanWork, cleanEvents                                 string
+	insertReply, lastSeq, readReply, taskStates            string
+	cleanWork, cleanReplies, cleanLegacy, cleanPush        string
 	savePush, getPush, listPush, deletePush, deleteAllPush string
 }
 
@@ -102,8 +112,13 @@ func newStatements(schema string) statements {
 			WHERE id = (SELECT id FROM {s}.a2a_cluster_work WHERE state = 'available' AND available_at <= now()
 				ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 			RETURNING id, task_id, kind, payload, attempt`),
-		heartbeat: q(`UPDATE {s}.a2a_cluster_work SET lease_expires = now() + $3::interval
-			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		// heartbeat renews the lease and reads the task's state: a
+		// cancel is state, which the execution learns here at the latest
+		// (K8).
+		heartbeat: q(`UPDATE {s}.a2a_cluster_work w SET lease_expires = now() + $3::interval
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'
+			RETURNING (SELECT t.state FROM {s}.a2a_tasks t WHERE t.id = w.task_id)`),
+		taskStates: q(`SELECT id, state FROM {s}.a2a_tasks WHERE id = ANY($1::text[])`),
 		complete: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,
 				lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
@@ -136,25 +151,33 @@ func newStatements(schema string) statements {
 			FROM {s}.a2a_cluster_work WHERE state <> 'done'`),
 		lease: q(`SELECT lease_owner, state, attempt FROM {s}.a2a_cluster_work
 			WHERE task_id = $1 AND kind = 'execute' ORDER BY id DESC LIMIT 1`),
-		// insertEvent gives the event the next seq of its task; a
-		// concurrent writer of the same task makes one of them insert
-		// nothing (the primary key), and it tries again.
-		insertEvent: q(`WITH ins AS (
+		// insertReply stores a task-less reply (a Message answering a new
+		// task that was never stored) as the next seq of its task, version
+		// 0, and notifies; a concurrent insert makes it insert nothing
+		// (the primary key), and it tries again.
+		insertReply: q(`WITH ins AS (
 				INSERT INTO {s}.a2a_cluster_events (task_id, seq, version, protocol, final, event)
-				SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM {s}.a2a_cluster_events WHERE task_id = $1
+				SELECT $1, coalesce(max(seq), 0) + 1, 0, $2, true, $3 FROM {s}.a2a_cluster_events WHERE task_id = $1
 				ON CONFLICT DO NOTHING RETURNING seq)
-			SELECT seq, pg_notify($6, $7) FROM ins`),
+			SELECT seq, pg_notify($4, $5) FROM ins`),
 		lastSeq: q(`SELECT coalesce(max(seq), 0) FROM {s}.a2a_cluster_events WHERE task_id = $1`),
-		readEvents: q(`SELECT seq, version, protocol, event, created_at FROM {s}.a2a_cluster_events
-			WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT 100`),
+		readReply: q(`SELECT seq, protocol, event, created_at FROM {s}.a2a_cluster_events
+			WHERE task_id = $1 AND seq > $2 AND version = 0 ORDER BY seq LIMIT 1`),
 		cleanWork: q(`DELETE FROM {s}.a2a_cluster_work WHERE id IN (SELECT id FROM {s}.a2a_cluster_work
 			WHERE state = 'done' AND finished_at < now() - $1::interval ORDER BY finished_at LIMIT $2)`),
-		// cleanEvents drops every event of tasks whose final event is
-		// older than the retention window.
-		cleanEvents: q(`WITH ended AS (SELECT task_id FROM {s}.a2a_cluster_events
-				WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2),
-			push AS (DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id IN (SELECT task_id FROM ended))
-			DELETE FROM {s}.a2a_cluster_events WHERE task_id IN (SELECT task_id FROM ended)`),
+		// cleanReplies drops replies older than the retention window;
+		// cleanLegacy the event rows of the release before the task log
+		// (final or not), once as old.
+		cleanReplies: q(`DELETE FROM {s}.a2a_cluster_events WHERE ctid IN (SELECT ctid FROM {s}.a2a_cluster_events
+			WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2)`),
+		cleanLegacy: q(`DELETE FROM {s}.a2a_cluster_events WHERE ctid IN (SELECT ctid FROM {s}.a2a_cluster_events
+			WHERE NOT final AND created_at < now() - $1::interval LIMIT $2)`),
+		// cleanPush drops the push configs older than the retention
+		// window whose task is gone, or ended before that window.
+		cleanPush: q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE ctid IN (SELECT p.ctid FROM {s}.a2a_cluster_push_configs p
+			WHERE p.created_at < now() - $1::interval AND NOT EXISTS (SELECT 1 FROM {s}.a2a_tasks t WHERE t.id = p.task_id
+				AND (t.state NOT IN ` + terminalStatesSQL + ` OR t.updated_at >= now() - $1::interval))
+			LIMIT $2)`),
 		savePush: q(`INSERT INTO {s}.a2a_cluster_push_configs (task_id, id, config) VALUES ($1, $2, $3)
 			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`),
 		getPush:       q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),

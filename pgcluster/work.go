@@ -12,6 +12,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/loghub"
 )
 
 // workQueue is the workqueue.ReadWriter under a2a-go's pull queue: Write
@@ -19,6 +22,9 @@ import (
 type workQueue struct {
 	c    *Cluster
 	wake chan struct{} // a notification about work, or a reconnect
+	// doneHub wakes the follow-up messages waiting for an execution of
+	// their task to finish ('d' notifications, by task).
+	doneHub loghub.Hub
 
 	mu struct {
 		sync.Mutex
@@ -56,6 +62,43 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	if err != nil {
 		return "", fmt.Errorf("pgcluster: encode work item: %w", err)
 	}
+	if kind != workqueue.PayloadTypeExecute {
+		return q.insert(ctx, p, kind, body)
+	}
+	done, stop := q.doneHub.Watch(p.TaskID) // before the insert: no 'd' is missed
+	defer stop()
+	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
+	for {
+		id, err := q.insert(ctx, p, kind, body)
+		var busy inProgressError
+		if !errors.As(err, &busy) || !q.finishing(ctx, p.TaskID) || time.Now().After(deadline) {
+			return id, err
+		}
+		// The open execution already brought the task where an
+		// execution ends: it is finishing (its Complete follows), as
+		// a2a-go's local mode would wait for. Wait, woken by its 'd'.
+		q.c.stats.FollowUpWaits.Add(1)
+		t := time.NewTimer(min(time.Until(deadline), q.c.opts.PollInterval, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// finishing reports whether task is in a state where an execution ends
+// (terminal, or input or auth required).
+func (q *workQueue) finishing(ctx context.Context, id a2a.TaskID) bool {
+	rec, err := q.c.opts.Log.Get(ctx, id)
+	return err == nil && final(rec.Task.Status.State)
+}
+
+// insert inserts the work item and notifies, in one transaction.
+func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind string, body []byte) (a2a.TaskID, error) {
 	tx, err := q.c.pool.Begin(ctx)
 	if err != nil {
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
@@ -160,10 +203,52 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 		q.settle()
 		return nil, nil
 	}
-	if m.attempt > 1 {
+	if m.attempt > 1 && m.payload.Type == workqueue.PayloadTypeExecute {
+		if q.answered(ctx, m.payload) {
+			// An earlier attempt answered the message and died before
+			// completing the item: complete it, do not run the agent
+			// again (K8).
+			q.c.stats.Answered.Add(1)
+			_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "answered")
+			_, _ = q.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(q.c.opts.Schema), notifyPayload('d', m.taskID))
+			q.settle()
+			return nil, nil
+		}
 		q.resume(ctx, m.payload)
 	}
 	return m, nil
+}
+
+// answered reports whether the task's log shows the execution of p's
+// message done: an entry that leaves the task terminal or interrupted
+// after the revision that added the message to the history (after the
+// task's start when no entry added it: the message created the task).
+func (q *workQueue) answered(ctx context.Context, p *workqueue.Payload) bool {
+	if p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
+		return false
+	}
+	msgID := p.ExecuteRequest.Message.ID
+	var added int64
+	var finals []int64
+	for after := int64(0); ; {
+		log, err := q.c.opts.Log.ReadLog(ctx, p.TaskID, after, engine.MaxLogRead)
+		if err != nil || len(log) == 0 {
+			break
+		}
+		for _, l := range log {
+			if l.Kind == engine.LogMessage {
+				var m a2a.Message
+				if json.Unmarshal(l.Body, &m) == nil && m.ID == msgID {
+					added = l.Revision
+				}
+			}
+			if final(l.State) {
+				finals = append(finals, l.Revision)
+			}
+		}
+		after = log[len(log)-1].Revision
+	}
+	return len(finals) > 0 && finals[len(finals)-1] > added
 }
 
 // resume prepares a retried execution: when the first attempt created the
@@ -268,20 +353,56 @@ func (m *message) HeartbeatInterval() time.Duration { return m.q.c.opts.LeaseTim
 // Heartbeat renews the lease. It fails with ErrLeaseLost when the lease is
 // no longer this instance's, which stops the execution; a database that
 // cannot be reached fails it only once the lease has run out.
+// A task found CANCELED stops the execution (K8): a cancel is state, so an
+// execution learns of it here at the latest, whatever notification was
+// lost.
 func (m *message) Heartbeat(ctx context.Context) error {
 	sent := m.q.c.now()
-	tag, err := m.q.c.pool.Exec(ctx, m.q.c.sql.heartbeat, m.id, m.token, m.q.c.opts.LeaseTimeout)
+	var state *string
+	err := m.q.c.pool.QueryRow(ctx, m.q.c.sql.heartbeat, m.id, m.token, m.q.c.opts.LeaseTimeout).Scan(&state)
 	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrLeaseLost
 	case err != nil && m.holds():
 		m.q.c.opts.Logger.Warn("pgcluster: heartbeat failed; retrying", "task", m.taskID, "error", err)
 		return nil
 	case err != nil:
 		return fmt.Errorf("pgcluster: heartbeat: %w: %w", ErrLeaseLost, err)
-	case tag.RowsAffected() == 0:
-		return ErrLeaseLost
 	}
 	m.extend(sent)
+	if state != nil && a2a.TaskState(*state) == a2a.TaskStateCanceled && m.cancel != nil {
+		m.q.c.stats.CancelsSeen.Add(1)
+		m.cancel(ErrCanceled)
+	}
 	return nil
+}
+
+// recheck stops the executions of this instance whose task is CANCELED:
+// after the notification connection was lost, a cancel's notification may
+// have been too (K8).
+func (q *workQueue) recheck(ctx context.Context) {
+	q.mu.Lock()
+	ids := make([]string, 0, len(q.mu.executions))
+	for id := range q.mu.executions {
+		ids = append(ids, string(id))
+	}
+	q.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	rows, err := q.c.pool.Query(ctx, q.c.sql.taskStates, ids)
+	if err != nil {
+		q.c.opts.Logger.Warn("pgcluster: rechecking the tasks executing here failed; heartbeats will", "error", err)
+		return
+	}
+	var id, state string
+	_, _ = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		if a2a.TaskState(state) == a2a.TaskStateCanceled {
+			q.c.stats.CancelsSeen.Add(1)
+			q.cancelLocal(a2a.TaskID(id))
+		}
+		return nil
+	})
 }
 
 // extend moves the lease's local deadline to LeaseTimeout after from.
@@ -296,23 +417,44 @@ func (m *message) holds() bool {
 }
 
 // Complete finishes the item. A finished cancelation notifies every
-// instance, and the one executing the task cancels the execution (K3).
+// instance, and the one executing the task cancels the execution (K3); a
+// finished execution wakes the follow-up messages waiting for it. A failed
+// attempt is retried while the lease is this instance's: an item left
+// running would be taken over, and the message answered again but for
+// the answered check of claim (K8).
 func (m *message) Complete(ctx context.Context) error {
 	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
+	backoff := 10 * time.Millisecond
+	for {
+		err := m.complete(ctx, "completed")
+		if err == nil || !m.holds() {
+			return err
+		}
+		m.q.c.opts.Logger.Warn("pgcluster: completing a work item failed; retrying while the lease holds", "task", m.taskID, "error", err)
+		t := time.NewTimer(backoff)
+		<-t.C
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// complete is one attempt of Complete, recording outcome.
+func (m *message) complete(ctx context.Context, outcome string) error {
 	c := m.q.c
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgcluster: complete: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, c.sql.complete, m.id, m.token, "completed"); err != nil {
+	if _, err := tx.Exec(ctx, c.sql.complete, m.id, m.token, outcome); err != nil {
 		return fmt.Errorf("pgcluster: complete: %w", err)
 	}
+	kind := byte('d')
 	if m.payload.Type == workqueue.PayloadTypeCancel {
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', m.taskID)); err != nil {
-			return fmt.Errorf("pgcluster: complete: %w", err)
-		}
+		kind = 'c'
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload(kind, m.taskID)); err != nil {
+		return fmt.Errorf("pgcluster: complete: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgcluster: complete: %w", err)
@@ -330,11 +472,7 @@ func (m *message) Return(ctx context.Context, cause error) error {
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
-		_, err := c.pool.Exec(ctx, c.sql.complete, m.id, m.token, "task ended")
-		if err == nil && m.payload.Type == workqueue.PayloadTypeCancel {
-			_, err = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', m.taskID))
-		}
-		return err
+		return m.complete(ctx, "task ended")
 	}
 	if m.handedOver.Load() {
 		return m.release(ctx)

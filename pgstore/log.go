@@ -135,6 +135,14 @@ func (s *Store) wake(id a2a.TaskID) {
 // another server (pgcluster's listener) says it wrote an entry.
 func (s *Store) WakeLog(id a2a.TaskID) { s.hub.Wake(id) }
 
+// LogNotifyChannel is Options.LogNotify ("" without the log).
+func (s *Store) LogNotifyChannel() string {
+	if !s.log {
+		return ""
+	}
+	return s.logNotify
+}
+
 // WakeAllLogs wakes every log reader of this process (after notifications
 // may have been lost).
 func (s *Store) WakeAllLogs() { s.hub.WakeAll() }

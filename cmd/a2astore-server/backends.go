@@ -8,13 +8,20 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/internal/backends"
+	"github.com/a2astore/a2astore/pgcluster"
 )
 
-// openBackend opens the configured store and its health collectors.
+// openBackend opens the configured store, with its task log (K7: the
+// server's subscriptions and cluster mode read it), and its health
+// collectors. In cluster mode the store notifies the cluster's channel.
 func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
-	return backends.Open(ctx, backends.Config{
-		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits,
-	})
+	bc := backends.Config{
+		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits, Log: true,
+	}
+	if cfg.Cluster.Enabled {
+		bc.LogNotify = pgcluster.Channel("")
+	}
+	return backends.Open(ctx, bc)
 }
 
 // errNoOwners is applyPolicy's refusal of -policy owner over a backend that

@@ -27,7 +27,6 @@ type clusterConfig struct {
 	Lease     time.Duration // lease timeout
 	Retention time.Duration // of finished work items and ended tasks' events
 	Poll      time.Duration // safety-net poll
-	Gap       time.Duration // how long a subscriber waits for a missing event version
 }
 
 func addClusterFlags(fs *flag.FlagSet, c *clusterConfig) {
@@ -36,7 +35,6 @@ func addClusterFlags(fs *flag.FlagSet, c *clusterConfig) {
 	fs.DurationVar(&c.Lease, "cluster-lease", pgcluster.DefaultLeaseTimeout, "cluster: a dead server's work is taken over this long (plus a quarter) after its last heartbeat")
 	fs.DurationVar(&c.Retention, "cluster-retention", pgcluster.DefaultRetention, "cluster: keep finished work items and the events of ended tasks this long")
 	fs.DurationVar(&c.Poll, "cluster-poll", pgcluster.DefaultPollInterval, "cluster: safety-net poll for a lost notification")
-	fs.DurationVar(&c.Gap, "cluster-gap-timeout", pgcluster.DefaultGapTimeout, "cluster: a subscriber holds an event this long for a missing earlier version (two writers' events inserted out of order) before delivering past the gap")
 }
 
 var errClusterBackend = errors.New("-cluster needs -backend pg")
@@ -46,7 +44,8 @@ var errClusterBackend = errors.New("-cluster needs -backend pg")
 // (the scoped, metered task store) as its task store.
 func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts taskstore.Store) (a2asrv.RequestHandlerOption, error) {
 	pooled, ok := b.Store.(interface{ Pool() *pgxpool.Pool })
-	if !ok || s.cfg.Backend != "pg" {
+	logs, logged := b.Store.(pgcluster.LogStore)
+	if !ok || !logged || s.cfg.Backend != "pg" {
 		return nil, errClusterBackend
 	}
 	cc := s.cfg.Cluster
@@ -55,10 +54,10 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 	c, err := pgcluster.New(ctx, pooled.Pool(), pgcluster.Options{
 		Instance:        cc.Instance,
 		TaskStore:       a2aserver.TaskStore(b.Store), // unscoped: the cluster's own bookkeeping
+		Log:             logs,
 		LeaseTimeout:    cc.Lease,
 		Retention:       cc.Retention,
 		PollInterval:    cc.Poll,
-		GapTimeout:      cc.Gap,
 		Logger:          s.cfg.Logger,
 		ObserveDelivery: metrics.ObserveDelivery,
 	})
@@ -106,7 +105,9 @@ func clusterStats(c *pgcluster.Cluster) storemetrics.ClusterStats {
 		EventsDelivered:    st.Events.Load(),
 		Notifications:      st.Notifications.Load(),
 		ListenerReconnects: st.Reconnects.Load(),
-		EventGapsSkipped:   st.GapsSkipped.Load(),
+		CancelsObserved:    st.CancelsSeen.Load(),
+		AnsweredItems:      st.Answered.Load(),
+		FollowUpWaits:      st.FollowUpWaits.Load(),
 		CleanedRows:        st.CleanedEvents.Load() + st.CleanedWorkItems.Load(),
 	}
 	s.WorkWaiting, s.WorkRunning, _ = c.QueueDepth(ctx) // zero when the database does not answer

@@ -94,8 +94,14 @@ func (f *clusterFixture) lease(t *testing.T, id a2a.TaskID) pgcluster.Lease {
 	t.Helper()
 	var l pgcluster.Lease
 	var owner *string
-	err := f.db.QueryRow(t.Context(), `SELECT lease_owner, state, attempt FROM a2a_cluster_work
+	var err error
+	for range 3 { // a database restart leaves the pool dead connections to drop
+		err = f.db.QueryRow(t.Context(), `SELECT lease_owner, state, attempt FROM a2a_cluster_work
 		WHERE task_id = $1 AND kind = 'execute' ORDER BY id DESC LIMIT 1`, string(id)).Scan(&owner, &l.State, &l.Attempt)
+		if err == nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/retention"
+	"github.com/a2astore/a2astore/engine/tasklog"
 )
 
 // retainConfig is the retention part of the configuration (R1, R2):
@@ -22,6 +23,7 @@ type retainConfig struct {
 	Pause    time.Duration // -retain-pause
 	Interval time.Duration // -retain-interval; 0 = a tenth of the age, at most a minute
 	Once     bool          // -retain-once: sweep once and exit, without serving
+	LogAge   time.Duration // -log-retention: trim the task logs of tasks idle this long
 
 	clock retention.Clock // tests drive it; nil = the wall clock
 }
@@ -34,6 +36,7 @@ func retainFlags(fs *flag.FlagSet, rc *retainConfig) {
 	fs.DurationVar(&rc.Pause, "retain-pause", retention.DefaultPause, "pause between two retention batches (negative = none)")
 	fs.DurationVar(&rc.Interval, "retain-interval", 0, "time between retention sweeps (0 = a tenth of -retain, at most a minute)")
 	fs.BoolVar(&rc.Once, "retain-once", false, "run one retention sweep with -retain and exit, without serving")
+	fs.DurationVar(&rc.LogAge, "log-retention", tasklog.DefaultRetention, "keep a task's log (the events subscribers and cluster mode read) until the task has been idle this long")
 }
 
 // options is rc as retention options; locker elects one server (pg).

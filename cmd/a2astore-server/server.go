@@ -22,6 +22,7 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
+	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/pgcluster"
 )
 
@@ -93,6 +94,7 @@ type server struct {
 	execs    *a2aserver.Executions // the agent's running executions
 	cluster  *pgcluster.Cluster    // cluster mode only
 	retain   *retention.Service    // nil without -retain
+	trimmer  *tasklog.Trimmer      // the task log's retention
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
@@ -179,7 +181,20 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 		handlerOpts = append(handlerOpts, opt)
 	}
-	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...)
+	logs, ok := b.Store.(engine.LogStore)
+	if !ok {
+		s.closeListeners()
+		return nil, fmt.Errorf("backend %q keeps no task log", backendName)
+	}
+	// Subscriptions read the task log (W9): any non-terminal task, on
+	// any instance.
+	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...),
+		ts, logs, cfg.Cluster.Poll)
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	s.trimmer = tasklog.NewTrimmer(logs, cfg.Retain.LogAge, storeNow(cfg.Clock), cfg.Logger)
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
@@ -198,7 +213,16 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
 	s.startRetention()
+	s.trimmer.Start()
 	return s, nil
+}
+
+// storeNow is the time of the store's clock (nil: the wall clock).
+func storeNow(clock engine.Clock) func() time.Time {
+	if clock == nil {
+		return time.Now
+	}
+	return func() time.Time { return time.UnixMicro(clock()) }
 }
 
 // listen binds the configured listeners, the A2A ones capped at
@@ -358,6 +382,7 @@ func (s *server) shutdown(ctx context.Context) error {
 		if s.retain != nil {
 			_ = s.retain.Close()
 		}
+		_ = s.trimmer.Close()
 		if s.cluster != nil {
 			if err := s.cluster.Settle(fctx); err != nil {
 				log.Warn("cluster work items not settled; other servers take them over when their leases expire", "error", err)

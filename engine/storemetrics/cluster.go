@@ -19,7 +19,9 @@ type ClusterStats struct {
 	EventsDelivered          int64 // events this instance's subscribers received
 	Notifications            int64 // notifications the listener received
 	ListenerReconnects       int64 // times the notification connection was re-established
-	EventGapsSkipped         int64 // events delivered past a missing earlier version after the gap timeout
+	CancelsObserved          int64 // executions stopped because a heartbeat or a recheck found their task canceled (K8)
+	AnsweredItems            int64 // claimed executions completed without running: their message was answered (K8)
+	FollowUpWaits            int64 // follow-up messages that waited for the task's previous execution to finish
 	CleanedRows              int64 // rows the retention cleaner deleted
 }
 
@@ -52,7 +54,7 @@ func NewClusterCollector(backend string, stat func() ClusterStats) *ClusterColle
 		running: d("executions_running", "Executions this instance holds a lease for."),
 		delivery: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "a2astore_cluster_event_delivery_seconds", ConstLabels: labels,
-			Help:    "Time from an event's insert (database clock) to its delivery to a subscriber on this instance.",
+			Help:    "Time from an event's commit (its log entry's storage time) to its delivery to a subscriber on this instance.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms .. 4 s
 		}),
 	}
@@ -68,7 +70,9 @@ func NewClusterCollector(backend string, stat func() ClusterStats) *ClusterColle
 		{"events_delivered_total", "Events this instance's subscribers received.", func(s *ClusterStats) int64 { return s.EventsDelivered }},
 		{"notifications_total", "Notifications this instance's listener received.", func(s *ClusterStats) int64 { return s.Notifications }},
 		{"listener_reconnects_total", "Times the notification connection was re-established.", func(s *ClusterStats) int64 { return s.ListenerReconnects }},
-		{"event_gaps_skipped_total", "Events a subscriber here received past a missing earlier version, after the gap timeout.", func(s *ClusterStats) int64 { return s.EventGapsSkipped }},
+		{"cancels_observed_total", "Executions here stopped because a heartbeat or a recheck found their task canceled (every cancel notification lost).", func(s *ClusterStats) int64 { return s.CancelsObserved }},
+		{"answered_items_total", "Claimed executions completed without running the agent: an earlier attempt answered the message.", func(s *ClusterStats) int64 { return s.AnsweredItems }},
+		{"followup_waits_total", "Follow-up messages that waited for the task's previous execution to finish.", func(s *ClusterStats) int64 { return s.FollowUpWaits }},
 		{"cleaned_rows_total", "Rows the retention cleaner deleted (events and work items).", func(s *ClusterStats) int64 { return s.CleanedRows }},
 	} {
 		c.counters = append(c.counters, clusterCounter{d(m.name, m.help), m.get})

@@ -72,13 +72,13 @@ func (t *Tail) Next(ctx context.Context) (engine.LogEntry, error) {
 		if err := t.Wait(ctx); err != nil {
 			return engine.LogEntry{}, err
 		}
-		if t.seen {
-			if _, err := t.store.Get(ctx, t.id); errors.Is(err, engine.ErrNotFound) {
-				if l, ok, err := t.TryNext(ctx); err != nil || ok { // written and deleted meanwhile
-					return l, err
-				}
-				return engine.LogEntry{}, ErrGone
+		if gone, err := t.Gone(ctx); err != nil {
+			return engine.LogEntry{}, err
+		} else if gone {
+			if l, ok, err := t.TryNext(ctx); err != nil || ok { // written and deleted meanwhile
+				return l, err
 			}
+			return engine.LogEntry{}, ErrGone
 		}
 	}
 }
@@ -123,6 +123,26 @@ func (t *Tail) snapshot(ctx context.Context) (engine.LogEntry, bool, error) {
 	t.after, t.seen = rec.Revision, true
 	return engine.LogEntry{Revision: rec.Revision, Time: rec.Cursor.UpdatedAt, Kind: engine.LogTask,
 		State: rec.Task.Status.State, Body: body}, true, nil
+}
+
+// Woken is the task's watch: it receives after each write the store (or
+// a relay of other processes' notifications) signals for the task.
+func (t *Tail) Woken() <-chan struct{} { return t.wake }
+
+// Seen reports whether the task existed during the tail: an entry was
+// returned, or the tail started after a revision.
+func (t *Tail) Seen() bool { return t.seen }
+
+// Gone reports whether the task the tail saw exist is now deleted.
+func (t *Tail) Gone(ctx context.Context) (bool, error) {
+	if !t.seen {
+		return false, nil
+	}
+	_, err := t.store.Get(ctx, t.id)
+	if errors.Is(err, engine.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // Wait waits for a wake-up of the task's watch, the poll interval, or the

@@ -33,6 +33,11 @@ type Config struct {
 	// Limits bound the tasks every backend accepts (zero: the engine's
 	// defaults).
 	Limits engine.Limits
+	// Log keeps the task log (engine.LogStore, K7) on every backend.
+	Log bool
+	// LogNotify, pg with Log: the channel every logged write notifies
+	// (pgcluster.Channel for cluster mode).
+	LogNotify string
 }
 
 // Store is an opened store. Closing it releases everything the backend
@@ -53,14 +58,14 @@ type Backend struct {
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	switch cfg.Name {
 	case "", "mem":
-		return &Backend{Store: memstore.New(memstore.Options{Clock: cfg.Clock, Limits: cfg.Limits})}, nil
+		return &Backend{Store: memstore.New(memstore.Options{Clock: cfg.Clock, Limits: cfg.Limits, Log: cfg.Log})}, nil
 
 	case "pebble":
 		if cfg.PebbleDir == "" {
 			return nil, errors.New("backend pebble needs a directory")
 		}
 		opts := cfg.Pebble
-		opts.Clock, opts.Limits = cfg.Clock, cfg.Limits
+		opts.Clock, opts.Limits, opts.Log = cfg.Clock, cfg.Limits, cfg.Log
 		s, err := pebblestore.Open(cfg.PebbleDir, opts)
 		if err != nil {
 			return nil, err
@@ -73,7 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.PGDSN == "" {
 			return nil, errors.New("backend pg needs a DSN")
 		}
-		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits})
+		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits, Log: cfg.Log, LogNotify: cfg.LogNotify})
 		if err != nil {
 			return nil, fmt.Errorf("pg: %w", err)
 		}
