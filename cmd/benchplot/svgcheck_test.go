@@ -23,6 +23,16 @@ func checkSVGFile(t *testing.T, file string) []string {
 	return problems
 }
 
+// requireLegible fails t with every problem checkSVG finds in the files.
+func requireLegible(t *testing.T, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		for _, p := range checkSVGFile(t, f) {
+			t.Errorf("%s: %s", filepath.Base(f), p)
+		}
+	}
+}
+
 // TestCheckCatchesTheOldCharts: the charts of results/ as they were before
 // the check (testdata/before, generated at 1d30806) fail it with the
 // defects issue 33 saw in them rendered.
