@@ -9,7 +9,8 @@
 //	summary.md          the ratios and every benchmark's medians
 //
 // Results are read with golang.org/x/perf/benchfmt; medians come from
-// benchmath.
+// benchmath. Charts are laid out and checked for legibility as layout.go
+// and svgcheck.go describe.
 //
 // Usage:
 //

@@ -25,7 +25,8 @@ import (
 // — from the runs. Hand-written prose stays; then the page is checked: every
 // chart it links must be one this generation wrote, every section must be
 // present, and no table outside a generated section may carry a figure (a
-// digit), so no figure on the page is typed by hand.
+// digit), so no figure on the page is typed by hand. Every chart written is
+// checked to be legible (saveChart, checkSVG).
 
 // chartFile is a chart of the page and what draws it.
 type chartFile struct {
