@@ -98,8 +98,10 @@ bench-plot:
 # quick run).
 # `make results-page` regenerates the page from the recorded runs only.
 # `make results-check` (.ci/run): the generator end to end on the tiny
-# fixture run in results/testdata, and the committed page is what the
-# generator makes of results/runs.
+# fixture run in results/testdata, the committed page and charts are what the
+# generator makes of results/runs, and every chart is legible: each text
+# inside its picture, none over another text or a bar (cmd/benchplot's
+# checkSVG, text extents estimated from the font size).
 results:
 	bash results/run.sh
 

@@ -3,14 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -42,11 +43,49 @@ func throughput(d *data, name string) (float64, bool) {
 	return 0, false
 }
 
+// byWriters is a throughput by concurrent writers: one line per label,
+// in the order first seen.
+type byWriters struct {
+	order   []string
+	xys     map[string]plotter.XYs
+	writers []float64 // the writer counts seen
+}
+
+func (b *byWriters) add(label string, writers int, v float64) {
+	if b.xys == nil {
+		b.xys = map[string]plotter.XYs{}
+	}
+	if _, ok := b.xys[label]; !ok {
+		b.order = append(b.order, label)
+	}
+	b.xys[label] = append(b.xys[label], plotter.XY{X: float64(writers), Y: v})
+	if !slices.Contains(b.writers, float64(writers)) {
+		b.writers = append(b.writers, float64(writers))
+	}
+}
+
+// chart draws the lines: x logarithmic, labelled at the writer counts
+// measured; y linear from 0.
+func (b *byWriters) chart(title, yLabel, none, good string) (*chart, error) {
+	var lines []any
+	for _, l := range b.order {
+		lines = append(lines, l, b.xys[l])
+	}
+	p, err := linePlot(title, "concurrent writers, connections (log scale)", yLabel, lines, none)
+	if err != nil {
+		return nil, err
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = valueTicks(slices.Sorted(slices.Values(b.writers))...)
+	p.Y.Min = 0
+	p.Y.Tick.Marker = commaTicks{}
+	return &chart{p, 9 * vg.Inch, 4.5 * vg.Inch, good}, nil
+}
+
 // writesCounters: pgstore's BenchmarkCountWrites, writes/s by writers, one
 // line per (op, counts); creates of many owners only.
-func writesCounters(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
-	series := map[string]plotter.XYs{}
-	var order []string
+func writesCounters(d *data) (*chart, error) {
+	var b byWriters
 	for _, name := range d.names {
 		k := keys(name)
 		if k[""] != "CountWrites" || k["counts"] == "" || k["writers"] == "" {
@@ -60,69 +99,67 @@ func writesCounters(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 		if !ok {
 			continue
 		}
-		op := k["op"]
 		if k["owners"] == "1" {
 			continue // the one-owner skew: in summary.md, not drawn (it crowds the chart)
 		}
-		label := fmt.Sprintf("%s, counters %s", op, k["counts"])
-		if _, ok := series[label]; !ok {
-			order = append(order, label)
-		}
-		series[label] = append(series[label], plotter.XY{X: float64(w), Y: v})
+		b.add(fmt.Sprintf("%s, counters %s", k["op"], k["counts"]), w, v)
 	}
-	var lines []any
-	for _, l := range order {
-		lines = append(lines, l, series[l])
-	}
-	p, err := linePlot("PostgreSQL writes with and without the counter triggers", "concurrent writers (connections)", "writes/s (median)", true, lines, "no CountWrites results")
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	p.Y.Max *= 10
-	p.Legend.Left = false
-	return p, 8 * vg.Inch, 5 * vg.Inch, nil
+	return b.chart("PostgreSQL writes with and without the counter triggers", "writes/s, median", "no CountWrites results",
+		"sharded counters close to none at every writer count: keeping totals costs writes little")
 }
 
-// lifecycle: every pgstore benchmark whose name has "Lifecycle" in it
-// (BenchmarkLifecycle, BenchmarkWriteLifecycle…), its writes/s (or
-// operations/s), as horizontal bars.
-func lifecycle(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
-	var vals plotter.Values
-	var labels []string
+// lifecycleImpls are BenchmarkLifecycle's three paths (its us/lc-<impl>
+// metrics), as the legend names them.
+var lifecycleImpls = []struct{ impl, label string }{
+	{"pgstore", "pgstore"},
+	{"nocounts", "pgstore, counter triggers disabled"},
+	{"plain", "plain SQL into a copy of the table"},
+}
+
+// lifecycleSeries is pgstore's BenchmarkLifecycle as lifecycles/s (1e6 /
+// its us/lc-<impl> metrics: wall time per lifecycle) by writers, one line
+// per path (and per n when it ran at several).
+func lifecycleSeries(d *data) *byWriters {
+	ns := map[string]bool{}
 	for _, name := range d.names {
-		if !strings.Contains(keys(name)[""], "Lifecycle") {
+		if k := keys(name); k[""] == "Lifecycle" {
+			ns[k["n"]] = true
+		}
+	}
+	var b byWriters
+	for _, name := range d.names {
+		k := keys(name)
+		w, err := strconv.Atoi(k["writers"])
+		if k[""] != "Lifecycle" || err != nil {
 			continue
 		}
-		v, ok := throughput(d, name)
-		if !ok {
-			continue
+		for _, impl := range lifecycleImpls {
+			us, ok := d.median(name, "us/lc-"+impl.impl)
+			if !ok || us <= 0 {
+				continue
+			}
+			label := impl.label
+			if len(ns) > 1 {
+				label += ", n = " + k["n"]
+			}
+			b.add(label, w, 1e6/us)
 		}
-		vals = append(vals, v)
-		labels = append(labels, fmt.Sprintf("%s: %s/s", name, commas(v)))
 	}
-	if len(vals) == 0 {
-		return nil, 0, 0, errors.New("no Lifecycle benchmarks in pgstore.txt")
-	}
-	p := plot.New()
-	p.Title.Text = "PostgreSQL task lifecycle throughput"
-	p.X.Label.Text = "writes/s (median)"
-	bars, err := plotter.NewBarChart(vals, vg.Points(14))
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	bars.Horizontal = true
-	bars.Color = color.RGBA{R: 60, G: 140, B: 90, A: 255}
-	p.Add(bars)
-	p.NominalY(labels...)
-	return p, 10 * vg.Inch, vg.Length(1.2+0.35*float64(len(vals))) * vg.Inch, nil
+	return &b
+}
+
+func lifecycle(d *data) (*chart, error) {
+	return lifecycleSeries(d).chart("PostgreSQL task lifecycles (a create and three replaces)", "lifecycles/s, median",
+		"no BenchmarkLifecycle results (us/lc-* metrics) in pgstore.txt",
+		"pgstore's line near plain SQL's: at most 1.25× its time per lifecycle (the target)")
 }
 
 // wireLatency: p50 and p99 of each server row, by backend/transport, for
 // SendMessage and ListTasks (log scale).
-func wireLatency(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
+func wireLatency(r *run, _ []*run) (*chart, error) {
 	rows := sortedServer(r)
 	if len(rows) == 0 {
-		return nil, 0, 0, errors.New("the run has no server results")
+		return nil, errors.New("the run has no server results")
 	}
 	var cats []string
 	idx := map[string]int{}
@@ -133,11 +170,7 @@ func wireLatency(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
 			cats = append(cats, c)
 		}
 	}
-	p := plot.New()
-	p.Title.Text = "a2astore-server round trips on loopback (echo agent)"
-	p.X.Label.Text = "backend / transport"
-	p.Y.Label.Text = "latency, ms (log scale)"
-	logAxes(p, false, true)
+	p := newPlot("a2astore-server round trips on loopback (echo agent)", "backend / transport", "latency, ms (log scale)")
 	i := 0
 	for _, w := range []string{"send-only", "list-only"} {
 		for _, q := range []struct {
@@ -159,7 +192,7 @@ func wireLatency(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
 			}
 			sc, err := plotter.NewScatter(xys)
 			if err != nil {
-				return nil, 0, 0, err
+				return nil, err
 			}
 			sc.GlyphStyle.Color = plotutil.Color(i)
 			sc.GlyphStyle.Shape = plotutil.Shape(i)
@@ -174,18 +207,16 @@ func wireLatency(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
 		}
 	}
 	if i == 0 {
-		return nil, 0, 0, errors.New("no latencies")
+		return nil, errors.New("no latencies")
 	}
 	p.NominalX(cats...)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Y.Max *= 4
-	return p, vg.Length(2+0.9*float64(len(cats))) * vg.Inch, 4.5 * vg.Inch, nil
+	logAxis(&p.Y, false)
+	return &chart{p, vg.Length(3.6+0.9*float64(len(cats))) * vg.Inch, 4.5 * vg.Inch, "low points, p99 close to p50 (a short tail)"}, nil
 }
 
 // historyChart: the µs figures of figures marked Chart, at historyN, one
 // point per run that has them (x = run, oldest first).
-func historyChart(_ *run, runs []*run) (*plot.Plot, vg.Length, vg.Length, error) {
+func historyChart(_ *run, runs []*run) (*chart, error) {
 	var lines []any
 	for _, f := range figures {
 		if !f.Chart {
@@ -198,12 +229,12 @@ func historyChart(_ *run, runs []*run) (*plot.Plot, vg.Length, vg.Length, error)
 			}
 		}
 		if len(xys) > 0 {
-			lines = append(lines, f.Label, xys)
+			lines = append(lines, shortLabel(f), xys)
 		}
 	}
-	p, err := linePlot("Tracked figures by run (store figures at n = 1e4)", "run (commit; mode when not full)", "µs (median; log scale)", false, lines, "no tracked figures in any run")
+	p, err := linePlot("Tracked figures by run (store figures at n = 1e4)", "run, oldest first (commit; mode when not full)", "µs per operation, median (log scale)", lines, "no tracked figures in any run")
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	var labels []string
 	for _, r := range runs {
@@ -211,6 +242,11 @@ func historyChart(_ *run, runs []*run) (*plot.Plot, vg.Length, vg.Length, error)
 	}
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.5, float64(len(runs))-0.5
-	p.Y.Max = math.Max(p.Y.Max*30, p.Y.Min*10)
-	return p, vg.Length(math.Max(7, 1.2*float64(len(runs)))) * vg.Inch, 5 * vg.Inch, nil
+	// Slanted, each label ends at its run: labels wider than a run's
+	// share of the axis do not run into each other.
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = text.XRight
+	p.X.Tick.Label.YAlign = text.YTop
+	logAxis(&p.Y, false)
+	return &chart{p, vg.Length(math.Max(6, 0.9*float64(len(runs)))+2.4) * vg.Inch, 5 * vg.Inch, "lines flat or falling from run to run; a rise is a regression to explain"}, nil
 }

@@ -9,7 +9,8 @@
 //	summary.md          the ratios and every benchmark's medians
 //
 // Results are read with golang.org/x/perf/benchfmt; medians come from
-// benchmath.
+// benchmath. Charts are laid out and checked for legibility as layout.go
+// and svgcheck.go describe.
 //
 // Usage:
 //
@@ -36,6 +37,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -75,25 +77,20 @@ func main() {
 	}
 	for _, c := range []struct {
 		file string
-		make func(*data) (*plot.Plot, vg.Length, vg.Length, error)
+		make func(*data) (*chart, error)
 	}{
 		{"page-vs-n.svg", pageVsN},
 		{"depth-vs-latency.svg", depthVsLatency},
 		{"writes-indexes.svg", writesIndexes},
 		{"peer-ratios.svg", peerRatios},
 	} {
-		p, w, h, err := c.make(d)
+		ch, err := c.make(d)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchplot: %s: %v (skipped)\n", c.file, err)
 			continue
 		}
-		if err := p.Save(w, h, filepath.Join(*out, c.file)); err != nil {
+		if err := saveChart(ch, *out, c.file, *png); err != nil {
 			fail(err)
-		}
-		if *png {
-			if err := p.Save(w, h, filepath.Join(*out, strings.TrimSuffix(c.file, ".svg")+".png")); err != nil {
-				fail(err)
-			}
 		}
 	}
 	sf, err := os.Create(filepath.Join(*out, "summary.md"))
@@ -164,17 +161,6 @@ func (d *data) sizes(name func(n int) string) []int {
 
 func micros(sec float64) float64 { return sec * 1e6 }
 
-func logAxes(p *plot.Plot, x, y bool) {
-	if x {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-	if y {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-}
-
 func pageName(backend, impl string) func(n int) string {
 	return func(n int) string {
 		s := fmt.Sprintf("Store/backend=%s/op=page/n=%d/page=50/proj=light", backend, n)
@@ -185,7 +171,7 @@ func pageName(backend, impl string) func(n int) string {
 	}
 }
 
-func pageVsN(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+func pageVsN(d *data) (*chart, error) {
 	var lines []any
 	for _, s := range []struct{ label, backend, impl string }{
 		{"mem (memstore)", "mem", ""},
@@ -203,32 +189,26 @@ func pageVsN(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 			lines = append(lines, s.label, xys)
 		}
 	}
-	p, err := linePlot("Light page of 50 from a random cursor", "tasks in the store (n)", "µs per page (median)", true, lines, "no op=page results")
+	p, err := linePlot("Light page of 50 from a random cursor, by store size", "tasks in the store, n (log scale)", "µs per page, median (log scale)", lines, "no op=page results")
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	p.Y.Max *= 4 // room for the legend above the lines
-	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+	logAxis(&p.X, true)
+	logAxis(&p.Y, false)
+	return &chart{p, 9 * vg.Inch, 4.5 * vg.Inch, "flat lines (a page costs the same at n = 1e6 as at 1e3), and mem within 1.5× of the floor"}, nil
 }
 
 // linePlot is a line chart with points of lines (label, plotter.XYs
-// pairs, as plotutil.AddLinePoints takes them), a logarithmic y axis (and
-// x axis when logX) and the legend at the top left. Without lines it
-// fails with the message none.
-func linePlot(title, xLabel, yLabel string, logX bool, lines []any, none string) (*plot.Plot, error) {
+// pairs, as plotutil.AddLinePoints takes them); the caller sets its axes.
+// Without lines it fails with the message none.
+func linePlot(title, xLabel, yLabel string, lines []any, none string) (*plot.Plot, error) {
 	if len(lines) == 0 {
 		return nil, errors.New(none)
 	}
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	logAxes(p, logX, true)
+	p := newPlot(title, xLabel, yLabel)
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return nil, err
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
 	return p, nil
 }
 
@@ -236,24 +216,27 @@ func depthName(n, depth int, scheme string) string {
 	return fmt.Sprintf("Store/backend=pg/op=page-depth/n=%d/page=50/depth=%d/scheme=%s", n, depth, scheme)
 }
 
-func depthVsLatency(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+func depthVsLatency(d *data) (*chart, error) {
 	var lines []any
+	depths := []int{0, 10, 50, 90}
 	for _, scheme := range []string{"keyset", "offset"} {
 		for _, n := range d.sizes(func(n int) string { return depthName(n, 0, scheme) }) {
 			var xys plotter.XYs
-			for _, depth := range []int{0, 10, 50, 90} {
+			for _, depth := range depths {
 				if v, ok := d.median(depthName(n, depth, scheme), "sec/op"); ok {
 					xys = append(xys, plotter.XY{X: float64(depth), Y: micros(v)})
 				}
 			}
-			lines = append(lines, fmt.Sprintf("%s n=%s", scheme, short(n)), xys)
+			lines = append(lines, fmt.Sprintf("%s, n = %s", scheme, short(n)), xys)
 		}
 	}
-	p, err := linePlot("PostgreSQL page of 50 by depth: keyset token vs OFFSET", "depth (% of the list)", "µs per page (median)", false, lines, "no pg op=page-depth results")
+	p, err := linePlot("PostgreSQL page of 50 by depth: keyset token vs OFFSET", "depth of the page's start, % of the list", "µs per page, median (log scale)", lines, "no pg op=page-depth results")
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	return p, 7 * vg.Inch, 4.5 * vg.Inch, nil
+	p.X.Tick.Marker = valueTicks(0, 10, 50, 90)
+	logAxis(&p.Y, false)
+	return &chart{p, 9 * vg.Inch, 4.5 * vg.Inch, "keyset lines flat and low at every depth and n; OFFSET's climb with depth and n"}, nil
 }
 
 func short(n int) string {
@@ -264,10 +247,8 @@ func short(n int) string {
 	return strconv.Itoa(n)
 }
 
-func writesIndexes(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
-	p := plot.New()
-	p.Title.Text = "PostgreSQL writes with and without the two ordering indexes"
-	p.Y.Label.Text = "µs per write (median)"
+func writesIndexes(d *data) (*chart, error) {
+	p := newPlot("PostgreSQL writes with and without the two ordering indexes", "operation and tasks in the store (n)", "µs per write, median")
 	var labels []string
 	var with, without plotter.Values
 	for _, op := range []string{"create", "replace"} {
@@ -278,35 +259,34 @@ func writesIndexes(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
 			if !ok1 || !ok2 {
 				continue
 			}
-			labels = append(labels, fmt.Sprintf("%s n=%s", op, short(n)))
+			labels = append(labels, fmt.Sprintf("%s %s", op, short(n)))
 			with = append(with, micros(w))
 			without = append(without, micros(wo))
 		}
 	}
 	if len(labels) == 0 {
-		return nil, 0, 0, fmt.Errorf("no pg indexes=none results")
+		return nil, fmt.Errorf("no pg indexes=none results")
 	}
 	width := vg.Points(18)
-	b1, err := plotter.NewBarChart(with, width)
-	if err != nil {
-		return nil, 0, 0, err
+	for i, s := range []struct {
+		label string
+		vals  plotter.Values
+	}{{"with both ordering indexes", with}, {"without (dropped)", without}} {
+		b, err := plotter.NewBarChart(s.vals, width)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = plotutil.Color(i)
+		b.Offset = (vg.Length(i) - 0.5) * width
+		p.Add(b)
+		p.Legend.Add(s.label, b)
 	}
-	b1.Color = plotutil.Color(0)
-	b1.Offset = -width / 2
-	b2, err := plotter.NewBarChart(without, width)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	b2.Color = plotutil.Color(1)
-	b2.Offset = width / 2
-	p.Add(b1, b2)
-	p.Legend.Add("with both ordering indexes", b1)
-	p.Legend.Add("without (dropped)", b2)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(40)
 	p.NominalX(labels...)
-	return p, 8 * vg.Inch, 4.5 * vg.Inch, nil
+	p.Y.Tick.Marker = commaTicks{}
+	p.Y.Max = 1.1 * math.Max(slices.Max(with), slices.Max(without)) // room above the tallest bar
+	// An inch per pair of bars: room for its label.
+	w := vg.Length(math.Max(8, 3.2+float64(len(labels)))) * vg.Inch
+	return &chart{p, w, 4.5 * vg.Inch, "the two bars of each pair level: the ordering indexes cost writes little (anchor: 1.3–1.4×)"}, nil
 }
 
 // ratio is one peer comparison: peer cost / a2astore cost, same run.
@@ -397,39 +377,61 @@ func ratios(d *data) []struct {
 	return out
 }
 
-func peerRatios(d *data) (*plot.Plot, vg.Length, vg.Length, error) {
+// peerRatios: one horizontal bar per ratio from 1× (log scale), its
+// comparison written above it and its value at its end, so that no label
+// has to share the width of the bars.
+func peerRatios(d *data) (*chart, error) {
 	rs := ratios(d)
 	if len(rs) == 0 {
-		return nil, 0, 0, fmt.Errorf("no peer results")
+		return nil, fmt.Errorf("no peer results")
 	}
-	p := plot.New()
-	p.Title.Text = "Cost ratios within one run (medians; log scale)"
-	p.X.Label.Text = "ratio"
+	p := newPlot("Cost ratios within one run (medians)", "ratio, × (log scale)", "")
 	var vals plotter.Values
-	var labels []string
-	for _, r := range rs {
-		vals = append(vals, math.Log10(r.value))
-		labels = append(labels, fmt.Sprintf("%s: %s×", r.label, formatRatio(r.value)))
+	var names, values plotter.XYLabels
+	lo, hi := 0.0, 0.0
+	for i, r := range rs {
+		v := math.Log10(r.value)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		vals = append(vals, v)
+		names.XYs = append(names.XYs, plotter.XY{Y: float64(i)})
+		names.Labels = append(names.Labels, r.label)
+		values.XYs = append(values.XYs, plotter.XY{X: math.Max(v, 0), Y: float64(i)})
+		values.Labels = append(values.Labels, formatRatio(r.value)+"×")
 	}
-	bars, err := plotter.NewBarChart(vals, vg.Points(14))
+	thick := vg.Points(12)
+	bars, err := plotter.NewBarChart(vals, thick)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	bars.Horizontal = true
 	bars.Color = color.RGBA{R: 60, G: 110, B: 180, A: 255}
-	p.Add(bars)
-	p.NominalY(labels...)
-	lo, hi := 0.0, 0.0
-	for _, v := range vals {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	lo, hi = math.Floor(lo), math.Ceil(hi)
+	for i := range names.XYs {
+		names.XYs[i].X = lo
 	}
+	above, err := plotter.NewLabels(names)
+	if err != nil {
+		return nil, err
+	}
+	above.Offset = vg.Point{Y: thick/2 + 2}
+	atEnd, err := plotter.NewLabels(values)
+	if err != nil {
+		return nil, err
+	}
+	atEnd.Offset = vg.Point{X: 4}
+	for i := range atEnd.TextStyle {
+		atEnd.TextStyle[i].YAlign = text.YCenter
+	}
+	p.Add(bars, above, atEnd)
+	p.HideY()
 	var ticks []plot.Tick
-	for e := math.Floor(lo); e <= math.Ceil(hi); e++ {
-		ticks = append(ticks, plot.Tick{Value: e, Label: strconv.FormatFloat(math.Pow(10, e), 'g', -1, 64) + "×"})
+	for e := lo; e <= hi; e++ {
+		ticks = append(ticks, plot.Tick{Value: e, Label: tickLabel(decimal(1, int(e)), 1, int(e), false) + "×"})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Min, p.X.Max = math.Floor(lo), math.Ceil(hi)
-	return p, 10 * vg.Inch, vg.Length(1.2+0.35*float64(len(rs))) * vg.Inch, nil
+	p.X.Min, p.X.Max = lo-0.15, hi // the first tick's label inside the picture (no y axis to its left)
+	good := "long bars for the alternatives a2astore avoids; about 1× for its indexes' cost and against the floor"
+	return &chart{p, 10 * vg.Inch, vg.Length(1.4+0.42*float64(len(rs))) * vg.Inch, good}, nil
 }
 
 // summary writes the ratios and every benchmark's medians as Markdown.

@@ -12,9 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
 )
 
 // The page mode (`benchplot -runs results/runs -o results`, run by
@@ -28,18 +25,19 @@ import (
 // — from the runs. Hand-written prose stays; then the page is checked: every
 // chart it links must be one this generation wrote, every section must be
 // present, and no table outside a generated section may carry a figure (a
-// digit), so no figure on the page is typed by hand.
+// digit), so no figure on the page is typed by hand. Every chart written is
+// checked to be legible (saveChart, checkSVG).
 
 // chartFile is a chart of the page and what draws it.
 type chartFile struct {
 	file, caption string
-	make          func(newest *run, runs []*run) (*plot.Plot, vg.Length, vg.Length, error)
+	make          func(newest *run, runs []*run) (*chart, error)
 }
 
-func benchChart(f func(*data) (*plot.Plot, vg.Length, vg.Length, error)) func(*run, []*run) (*plot.Plot, vg.Length, vg.Length, error) {
-	return func(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
+func benchChart(f func(*data) (*chart, error)) func(*run, []*run) (*chart, error) {
+	return func(r *run, _ []*run) (*chart, error) {
 		if r.Bench == nil {
-			return nil, 0, 0, errors.New("the run has no bench.txt")
+			return nil, errors.New("the run has no bench.txt")
 		}
 		return f(r.Bench)
 	}
@@ -52,18 +50,46 @@ var pageCharts = []chartFile{
 	{"depth-vs-latency.svg", "PostgreSQL page by depth: keyset token vs OFFSET, at each n", benchChart(depthVsLatency)},
 	{"writes-indexes.svg", "PostgreSQL Create and Replace with and without the two ordering indexes", benchChart(writesIndexes)},
 	{"writes-counters.svg", "PostgreSQL writes/s with the counters (sharded, one hot row) and without, by writers", pgChart(writesCounters)},
-	{"lifecycle.svg", "PostgreSQL task lifecycle writes/s (pgstore lifecycle benchmarks)", pgChart(lifecycle)},
+	{"lifecycle.svg", "PostgreSQL task lifecycles/s by writers: pgstore, pgstore without its counter triggers, and plain SQL (BenchmarkLifecycle)", pgChart(lifecycle)},
 	{"wire-latency.svg", "a2astore-server round-trip latency percentiles per backend and transport", wireLatency},
 	{"history.svg", "Tracked figures over the recorded runs (n = 1e4 for store figures)", historyChart},
 }
 
-func pgChart(f func(*data) (*plot.Plot, vg.Length, vg.Length, error)) func(*run, []*run) (*plot.Plot, vg.Length, vg.Length, error) {
-	return func(r *run, _ []*run) (*plot.Plot, vg.Length, vg.Length, error) {
+func pgChart(f func(*data) (*chart, error)) func(*run, []*run) (*chart, error) {
+	return func(r *run, _ []*run) (*chart, error) {
 		if r.PG == nil {
-			return nil, 0, 0, errors.New("the run has no pgstore.txt")
+			return nil, errors.New("the run has no pgstore.txt")
 		}
 		return f(r.PG)
 	}
+}
+
+// saveChart writes ch as dir/file (an SVG), and beside it as PNG when
+// png; it fails when the SVG has a text outside the picture or two
+// texts, or a text and a bar, over each other (checkSVG).
+func saveChart(ch *chart, dir, file string, png bool) error {
+	path := filepath.Join(dir, file)
+	if err := ch.save(path); err != nil {
+		return err
+	}
+	if png {
+		if err := ch.save(strings.TrimSuffix(path, ".svg") + ".png"); err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	problems, err := checkSVG(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s is not legible:\n\t%s", path, strings.Join(problems, "\n\t"))
+	}
+	return nil
 }
 
 // alsoPNG (-png) writes each chart as PNG beside the SVG too, for a quick
@@ -85,18 +111,13 @@ func generatePage(runsDir, out string) ([]string, error) {
 	var written []string
 	var charts []chartFile
 	for _, c := range pageCharts {
-		p, w, h, err := c.make(newest, runs)
+		ch, err := c.make(newest, runs)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchplot: %s: %v (not on the page)\n", c.file, err)
 			continue
 		}
-		if err := p.Save(w, h, filepath.Join(out, c.file)); err != nil {
+		if err := saveChart(ch, out, c.file, alsoPNG); err != nil {
 			return nil, err
-		}
-		if alsoPNG {
-			if err := p.Save(w, h, filepath.Join(out, strings.TrimSuffix(c.file, ".svg")+".png")); err != nil {
-				return nil, err
-			}
 		}
 		written = append(written, c.file)
 		charts = append(charts, c)
