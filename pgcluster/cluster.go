@@ -160,6 +160,9 @@ type Cluster struct {
 	// beforeReconnect, when set (tests), is called by the listener before
 	// it connects again after losing its connection.
 	beforeReconnect atomic.Pointer[func()]
+	// beforeComplete, when set (tests), is called at each attempt to
+	// complete a work item; an error fails the attempt.
+	beforeComplete atomic.Pointer[func() error]
 }
 
 // now is the clock of the lease checks.

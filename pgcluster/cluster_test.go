@@ -86,6 +86,11 @@ type harness struct {
 	dsn, schema string
 	opts        pgcluster.Options
 	owners      bool // apply authz.OwnerPolicy
+	// wrap, when set, wraps an instance's handler task store (the one
+	// a2a-go's cluster mode uses: frontend reads and execution writes).
+	wrap func(name string, ts taskstore.Store) taskstore.Store
+	// poolConfig, when set, adjusts an instance's pool before it opens.
+	poolConfig func(name string, cfg *pgxpool.Config)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -102,7 +107,14 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *instance {
 	t.Helper()
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, h.dsn)
+	pcfg, err := pgxpool.ParseConfig(h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.poolConfig != nil {
+		h.poolConfig(name, pcfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +143,9 @@ func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *
 		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: "x-caller", Required: true})
 	}
 	interceptors = append(interceptors, a2aserver.TaskGuard(ts))
+	if h.wrap != nil {
+		ts = h.wrap(name, ts)
+	}
 	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(agent,
 		a2asrv.WithCallInterceptors(interceptors...),
 		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)})),

@@ -27,3 +27,7 @@ func (c *Cluster) OnIdle(f func(a2a.TaskID)) { c.onIdle = f }
 // BeforeReconnect makes c's listener call f before it connects again after
 // losing its connection.
 func (c *Cluster) BeforeReconnect(f func()) { c.beforeReconnect.Store(&f) }
+
+// BeforeComplete makes c call f at each attempt to complete a work item of
+// c's; an error fails the attempt (as a lost connection would).
+func (c *Cluster) BeforeComplete(f func() error) { c.beforeComplete.Store(&f) }

@@ -441,6 +441,11 @@ func (m *message) Complete(ctx context.Context) error {
 // complete is one attempt of Complete, recording outcome.
 func (m *message) complete(ctx context.Context, outcome string) error {
 	c := m.q.c
+	if f := c.beforeComplete.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			return fmt.Errorf("pgcluster: complete: %w", err)
+		}
+	}
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgcluster: complete: %w", err)
