@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,34 +222,50 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 
 // answered reports whether the task's log shows the execution of p's
 // message done: an entry that leaves the task terminal or interrupted
-// after the revision that added the message to the history (after the
-// task's start when no entry added it: the message created the task).
+// after the revision that brought the message in — the history revision
+// that added it, or the task's first entry when the message created the
+// task (it is in that task's history). A message the log does not show
+// brought in (a follow-up whose history revision never committed) is not
+// answered.
 func (q *workQueue) answered(ctx context.Context, p *workqueue.Payload) bool {
 	if p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
 		return false
 	}
 	msgID := p.ExecuteRequest.Message.ID
-	var added int64
-	var finals []int64
+	added := int64(-1)
 	for after := int64(0); ; {
 		log, err := q.c.opts.Log.ReadLog(ctx, p.TaskID, after, engine.MaxLogRead)
 		if err != nil || len(log) == 0 {
-			break
+			return false
 		}
 		for _, l := range log {
-			if l.Kind == engine.LogMessage {
-				var m a2a.Message
-				if json.Unmarshal(l.Body, &m) == nil && m.ID == msgID {
-					added = l.Revision
-				}
-			}
-			if final(l.State) {
-				finals = append(finals, l.Revision)
+			if broughtIn(l, msgID) {
+				added = l.Revision
+			} else if added >= 0 && final(l.State) {
+				return true
 			}
 		}
 		after = log[len(log)-1].Revision
 	}
-	return len(finals) > 0 && finals[len(finals)-1] > added
+}
+
+// broughtIn reports whether entry l brought message msgID into its task:
+// a history entry of it, or the first entry of a task whose history holds
+// it.
+func broughtIn(l engine.LogEntry, msgID string) bool {
+	switch {
+	case l.Kind == engine.LogMessage:
+		var m a2a.Message
+		return json.Unmarshal(l.Body, &m) == nil && m.ID == msgID
+	case l.Kind == engine.LogTask && l.Revision == 1:
+		var sr a2a.StreamResponse
+		if json.Unmarshal(l.Body, &sr) != nil {
+			return false
+		}
+		task, ok := sr.Event.(*a2a.Task)
+		return ok && slices.ContainsFunc(task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msgID })
+	}
+	return false
 }
 
 // resume prepares a retried execution: when the first attempt created the
