@@ -10,10 +10,18 @@
 //
 // New creates, idempotently and under an advisory lock, three tables in
 // Options.Schema: a2a_cluster_work (one row per execution or cancelation
-// request), a2a_cluster_events (one row per event an execution applied
-// to the store) and a2a_cluster_push_configs (PushConfigs, a
-// push.ConfigStore shared by the instances). SchemaSQL is the same DDL for deployments that manage the
-// schema themselves.
+// request), a2a_cluster_events (task-less replies; the release before
+// the task log kept every event there) and a2a_cluster_push_configs
+// (PushConfigs, a push.ConfigStore shared by the instances). SchemaSQL is
+// the same DDL for deployments that manage the schema themselves. The
+// task log is the store's (pgstore.LogMigrationFile).
+//
+// Upgrading from the release before the task log: stop every instance of
+// the old release, then start the new ones (a mixed cluster is not
+// supported: old instances write events to a2a_cluster_events, which new
+// readers do not follow). Work items carry over; the events of the old
+// table stay readable there until the cleaner drops them after
+// Options.Retention.
 //
 // # Work queue (K3, K4)
 //
@@ -36,27 +44,43 @@
 // execution's lease, which cancels the execution's context (K3). The old
 // execution's later writes fail on the revision, so CANCELED stays.
 //
-// # Event queue (K2)
+// # Event queue (K2, K7)
 //
-// Each event an execution writes is a row keyed by (task, seq), seq
-// counting 1, 2, … per task in commit order, carrying the store revision
-// after the event as its TaskVersion. A reader starts after the last seq
-// at its creation and reads rows in seq order but delivers them in
-// version order: the store write and the event insert are separate
-// steps, so two writers of a task (an execution and a cancel) may insert
-// their events in the reverse order of their revisions. An event ahead of
-// the last delivered version plus one is held, woken by notifications,
-// until the missing one arrives or Options.GapTimeout (default 1 s)
-// passes — not every revision has an event (a2a-go's history update of a
-// message to an existing task has none), so the wait is bounded; then it
-// is delivered and Stats.GapsSkipped counts it. Per reader, versions
-// strictly increase (an event at or below the last delivered version — a
-// duplicate written by a losing concurrent writer — is skipped). Inserts
-// NOTIFY; one LISTEN connection per instance (listener.go) wakes the
-// readers of the task. When that connection drops it reconnects and wakes
-// every reader, which catch up from the table: nothing is lost. A long
-// safety-net poll (Options.PollInterval, default 10 s) covers a
-// notification that never came.
+// There is no event table to write: the task store keeps the task log
+// (engine.LogStore; pgstore with StoreOptions), one entry per revision,
+// inserted by the very statement that makes the revision and NOTIFYing
+// the cluster's channel in the same transaction. An event is committed
+// exactly when its revision is, so no crash, handover or restart can
+// leave a revision without its event or an event without its revision.
+// A reader follows the log of its task (tasklog.Tail) from the revision
+// the task had when the reader was created, in revision order with no
+// gaps to wait for; history revisions (a message added to the history)
+// deliver nothing. One LISTEN connection per instance (listener.go) wakes
+// the readers of the task; when it drops it reconnects and wakes every
+// reader, which catch up from the log. A long safety-net poll
+// (Options.PollInterval, default 10 s) covers a notification that never
+// came. An entry that leaves the task terminal or interrupted is
+// delivered without TaskVersion: a2a-go v2.3.1's remote subscription
+// reads its snapshot after writing the work item and skips events at or
+// below the snapshot's version, which would skip a final event committed
+// before the snapshot and leave the call waiting forever. The one event
+// without a revision, a Message answering a new task that is never
+// stored, goes to a2a_cluster_events.
+//
+// # Cancel and exactly-once answers (K3, K8)
+//
+// A cancel is state: CANCELED in the task. Besides the notification of a
+// finished cancelation, the executing instance reads its task's state on
+// every heartbeat (a third of the lease) and after its notification
+// connection comes back, and stops an execution whose task is CANCELED.
+// A Complete that fails is retried while the lease holds; an item claimed
+// again after its instance died is completed without running the agent
+// when the log shows its message answered (an entry in a terminal or
+// interrupted state after the one that brought the message in). A
+// follow-up message to a task whose previous execution already wrote its
+// final entry waits, woken by that execution's completion notification,
+// for at most 1.5 lease timeouts, instead of being refused as in
+// progress.
 //
 // # Identity (K5)
 //
@@ -67,10 +91,12 @@
 //
 // # Retention (K6)
 //
-// Work items and events are rows in PostgreSQL, committed before a call is
+// Work items are rows in PostgreSQL, committed before a call is
 // acknowledged: an instance or a database restart loses none. The cleaner
-// (cleaner.go) deletes, in bounded batches, finished work items older than
-// Options.Retention (default 1 h) and the events and push configs of tasks
-// whose final event is older than Options.Retention, so the tables stay
-// bounded by the work of the last Retention.
+// (cleaner.go) deletes, in bounded batches, finished work items, replies
+// and old event rows older than Options.Retention (default 1 h), and the
+// push configs older than that of tasks that are gone or ended before
+// it; a task's log goes with the task, and tasklog.Trimmer trims the logs
+// of tasks idle for the log retention. So every table stays bounded by
+// the work of the last retention window.
 package pgcluster
