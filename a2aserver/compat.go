@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,25 +31,43 @@ import (
 //     them into some other instant).
 //
 // The message is the fixed "invalid params": the value is never echoed.
+// The status carries a google.rpc.ErrorInfo with reason INVALID_PARAMS in
+// the A2A domain, as a2a-go's own gRPC errors do (W10): clients that
+// classify gRPC errors by reason (the JavaScript and Python SDKs) see
+// InvalidParamsError, not an unclassified INVALID_ARGUMENT.
 // Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)).
 func GRPCRequestValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	switch r := req.(type) {
 	case *a2apb.ListTasksRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return nil, errGRPCInvalidParams
 		}
 		if _, known := a2apb.TaskState_name[int32(r.GetStatus())]; !known {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return nil, errGRPCInvalidParams
 		}
 		if ts := r.GetStatusTimestampAfter(); ts != nil && ts.CheckValid() != nil {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return nil, errGRPCInvalidParams
 		}
 	case *a2apb.GetTaskRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return nil, errGRPCInvalidParams
 		}
 	}
 	return next(ctx, req)
+}
+
+// errGRPCInvalidParams is GRPCRequestValidator's answer.
+var errGRPCInvalidParams = grpcA2AError(codes.InvalidArgument, a2a.ErrInvalidParams, msgInvalidParams)
+
+// grpcA2AError is the gRPC status error of an A2A error: code, message and
+// a google.rpc.ErrorInfo with the error's reason in the A2A domain, the
+// shape a2a-go v2.3.1 gives its own errors.
+func grpcA2AError(code codes.Code, sentinel error, msg string) error {
+	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: a2a.ErrorReason(sentinel), Domain: a2a.ProtocolDomain})
+	if err != nil {
+		panic(err) // an ErrorInfo always marshals
+	}
+	return st.Err()
 }
 
 // GRPCListTasksValidator is GRPCRequestValidator under its former name,
