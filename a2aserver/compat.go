@@ -22,8 +22,8 @@ import (
 // reinterpret silently, so gRPC answers INVALID_ARGUMENT like JSON-RPC and
 // HTTP+JSON do (W3, L3):
 //
-//   - a negative history_length in ListTasks or GetTask (pbconv turns it
-//     into "no limit"),
+//   - a negative history_length in ListTasks, GetTask or a SendMessage's
+//     configuration (pbconv turns it into "no limit"),
 //   - a status enum value A2A does not define in ListTasks (pbconv turns
 //     it into "any state"), and
 //   - a status_timestamp_after in ListTasks whose seconds or nanos are out
@@ -35,25 +35,56 @@ import (
 // the A2A domain, as a2a-go's own gRPC errors do (W10): clients that
 // classify gRPC errors by reason (the JavaScript and Python SDKs) see
 // InvalidParamsError, not an unclassified INVALID_ARGUMENT.
-// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)).
+// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)),
+// and GRPCStreamRequestValidator for the streaming methods.
 func GRPCRequestValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if err := validateGRPCRequest(req); err != nil {
+		return nil, err
+	}
+	return next(ctx, req)
+}
+
+// GRPCStreamRequestValidator is GRPCRequestValidator for the streaming
+// methods (a SendStreamingMessage's configuration): the call fails with
+// its error when the request message arrives.
+func GRPCStreamRequestValidator(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+	return next(srv, validatingStream{ss})
+}
+
+// validatingStream checks each request message it receives.
+type validatingStream struct{ grpc.ServerStream }
+
+func (s validatingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return validateGRPCRequest(m)
+}
+
+// validateGRPCRequest returns errGRPCInvalidParams for a request a2a-go's
+// conversion would change silently (see GRPCRequestValidator), else nil.
+func validateGRPCRequest(req any) error {
 	switch r := req.(type) {
 	case *a2apb.ListTasksRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, errGRPCInvalidParams
+			return errGRPCInvalidParams
 		}
 		if _, known := a2apb.TaskState_name[int32(r.GetStatus())]; !known {
-			return nil, errGRPCInvalidParams
+			return errGRPCInvalidParams
 		}
 		if ts := r.GetStatusTimestampAfter(); ts != nil && ts.CheckValid() != nil {
-			return nil, errGRPCInvalidParams
+			return errGRPCInvalidParams
 		}
 	case *a2apb.GetTaskRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, errGRPCInvalidParams
+			return errGRPCInvalidParams
+		}
+	case *a2apb.SendMessageRequest:
+		if c := r.GetConfiguration(); c != nil && c.HistoryLength != nil && c.GetHistoryLength() < 0 {
+			return errGRPCInvalidParams
 		}
 	}
-	return next(ctx, req)
+	return nil
 }
 
 // errGRPCInvalidParams is GRPCRequestValidator's answer.
