@@ -154,9 +154,33 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		return nil, err
 	}
 	s.card = s.agentCard()
+	cardHandler, err := a2aserver.AgentCardHandler(s.card, a2aserver.AgentCardOptions{})
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
 
 	ts := a2aserver.TaskStore(metered)
-	var interceptors []a2asrv.CallInterceptor
+	versions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "a2astore_protocol_version_calls_total",
+		Help: "A2A calls by the protocol version they named (A2A-Version): the version served, none, or unsupported (refused).",
+	}, []string{"version"})
+	reg.MustRegister(versions)
+	// The version first: a call in a version the server does not speak is
+	// not interpreted; then the capabilities the card declares (§3.3.4),
+	// before anything reads the named task.
+	interceptors := []a2asrv.CallInterceptor{
+		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
+			switch {
+			case !ok:
+				v = "unsupported"
+			case v == "":
+				v = "none"
+			}
+			versions.WithLabelValues(v).Inc()
+		}},
+		a2aserver.CapabilityGuard(s.card.Capabilities),
+	}
 	if cfg.CallerHeader != "" {
 		restrictive := cfg.Policy != "" && cfg.Policy != "none"
 		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: cfg.CallerHeader, Required: restrictive})
@@ -165,7 +189,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
+	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
@@ -182,14 +206,18 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...)
 
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
 	// StreamErrorsCompat: a stream whose first event is an error answers
-	// it plainly (SPEC W7).
-	mux.Handle(jsonrpcPath, a2aserver.StreamErrorsCompat(a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler))))
-	mux.Handle("/", a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler))))
+	// it plainly (SPEC W7). JSON-RPC is served at the URL the card gives
+	// and with a trailing slash, where clients that take the URL for a base
+	// (the official TCK's) post.
+	jsonrpc := a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler))))
+	mux.Handle(jsonrpcPath, jsonrpc)
+	mux.Handle(jsonrpcPath+"/{$}", jsonrpc)
+	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
+	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
@@ -232,7 +260,7 @@ func (s *server) listen() (err error) {
 // agentCard lists the three interfaces at the listeners' addresses.
 func (s *server) agentCard() *a2a.AgentCard {
 	httpBase := "http://" + s.publicAddr(s.httpLn.Addr())
-	return &a2a.AgentCard{
+	card := &a2a.AgentCard{
 		Name:        "a2astore synthetic agent",
 		Description: "Staging agent over an a2astore task store: every message becomes a task that goes through configurable status updates, history and artifacts.",
 		Version:     "1.0.0",
@@ -251,6 +279,7 @@ func (s *server) agentCard() *a2a.AgentCard {
 			Tags:        []string{"staging", "load"},
 		}},
 	}
+	return card
 }
 
 func (s *server) publicAddr(a net.Addr) string {
