@@ -57,7 +57,11 @@ type config struct {
 	// interfaces.
 	PublicHost string
 
-	Agent agentConfig
+	// AgentName selects the agent: agentSynthetic ("" too) or agentTCK.
+	AgentName string
+	Agent     agentConfig
+	// TCKLongTask is the TCK agent's long-running task time (0 = default).
+	TCKLongTask time.Duration
 
 	// Serve limits the listeners (body size, timeouts, gRPC streams);
 	// zero fields take a2aserver's defaults.
@@ -112,6 +116,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	// Log lines carry client-chosen IDs and error texts: keep them short,
 	// and client mistakes out of the error log.
 	cfg.Logger = slog.New(a2aserver.LogHandler(cfg.Logger.Handler(), 0))
+	switch cfg.AgentName {
+	case "", agentSynthetic, agentTCK:
+	default:
+		return nil, fmt.Errorf("unknown agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
+	}
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -203,7 +212,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 		handlerOpts = append(handlerOpts, opt)
 	}
-	handler := a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...)
+	var agent a2asrv.AgentExecutor = newSyntheticAgent(cfg.Agent)
+	if cfg.AgentName == agentTCK {
+		agent = tckAgent{longTask: cfg.TCKLongTask}
+	}
+	handler := a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...)
 
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
@@ -278,6 +291,16 @@ func (s *server) agentCard() *a2a.AgentCard {
 			Description: "Turns any message into a task with synthetic progress.",
 			Tags:        []string{"staging", "load"},
 		}},
+	}
+	if s.cfg.AgentName == agentTCK {
+		card.Name = "a2astore TCK scenario agent"
+		card.Description = "The official A2A TCK's scenarios over an a2astore task store: the message ID's prefix selects what the agent does (artifacts, a message reply, input required, a long task to cancel, ...)."
+		card.Skills = []a2a.AgentSkill{{
+			ID:          "tck",
+			Name:        "TCK scenarios",
+			Description: "Answers each message as the TCK scenario named by its message ID prefix.",
+			Tags:        []string{"tck", "conformance"},
+		}}
 	}
 	return card
 }
