@@ -11,6 +11,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/a2astore/a2astore/engine/memstore"
 )
@@ -168,4 +170,41 @@ func code(out map[string]any) float64 {
 	e, _ := out["error"].(map[string]any)
 	c, _ := e["code"].(float64)
 	return c
+}
+
+// FuzzCamelCaseParams: re-encoding params that use proto field names never
+// panics, yields JSON, and means the same request: the re-encoded params
+// parse (with protojson) to the message the original parsed to.
+func FuzzCamelCaseParams(f *testing.F) {
+	for _, seed := range []struct{ method, params string }{
+		{"GetTask", `{"id":"t-1","history_length":1}`},
+		{"ListTasks", `{"page_size":2,"page_token":"x","context_id":"c","status_timestamp_after":"2026-01-01T00:00:00Z"}`},
+		{"SendMessage", `{"message":{"message_id":"m","role":"ROLE_USER","parts":[{"text":"x"},{"data":{"a_b":[1,null]}}],"metadata":{"k_1":{}}},"configuration":{"history_length":0}}`},
+		{"CreateTaskPushNotificationConfig", `{"task_id":"t","id":"p","url":"https://x"}`},
+		{"SendStreamingMessage", `{"message":{"messageId":"m","parts":[{"raw":"AAE="}],"reference_task_ids":["a"]}}`},
+		{"ListTasks", `{"page_size":"NaN"}`},
+		{"Unknown", `{"a_b":1}`},
+	} {
+		f.Add(seed.method, seed.params)
+	}
+	f.Fuzz(func(t *testing.T, method, params string) {
+		out, ok := camelCaseParams(method, json.RawMessage(params))
+		if !ok {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%s %s: re-encoded to invalid JSON %s", method, params, out)
+		}
+		_, before := jsonrpcParams(method)
+		_, after := jsonrpcParams(method)
+		if err := protojson.Unmarshal([]byte(params), before); err != nil {
+			t.Fatalf("%s %s: accepted, but does not parse: %v", method, params, err)
+		}
+		if err := protojson.Unmarshal(out, after); err != nil {
+			t.Fatalf("%s %s: re-encoded %s does not parse: %v", method, params, out, err)
+		}
+		if !proto.Equal(before, after) {
+			t.Fatalf("%s %s: re-encoded %s means %v, not %v", method, params, out, after, before)
+		}
+	})
 }
