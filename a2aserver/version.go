@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,10 +48,6 @@ type VersionGuard struct {
 
 var _ a2asrv.CallInterceptor = VersionGuard{}
 
-// errVersionNotSupported is VersionGuard's answer; it never quotes the
-// client's value.
-var errVersionNotSupported = a2a.NewError(a2a.ErrVersionNotSupported, "A2A protocol version not supported; this server supports "+string(a2a.Version))
-
 // VersionHeader is the A2A-Version service parameter (a2a.SvcParamVersion).
 const VersionHeader = a2a.SvcParamVersion
 
@@ -65,7 +62,7 @@ func (g VersionGuard) Before(ctx context.Context, callCtx *a2asrv.CallContext, _
 	for _, v := range strings.Split(requested, ",") {
 		if !g.supports(strings.TrimSpace(v)) {
 			g.observe(requested, false)
-			return ctx, nil, errVersionNotSupported
+			return ctx, nil, a2a.NewError(a2a.ErrVersionNotSupported, "A2A protocol version not supported; supported: "+strings.Join(g.supported(), ", "))
 		}
 	}
 	g.observe(majorMinor(requested), true)
@@ -81,19 +78,20 @@ func (g VersionGuard) observe(version string, ok bool) {
 // supports reports whether v, a Major.Minor[.Patch] version, is served.
 func (g VersionGuard) supports(v string) bool {
 	mm := majorMinor(v)
-	if mm == "" {
-		return false
+	return mm != "" && slices.Contains(g.supported(), mm)
+}
+
+// supported returns the Major.Minor versions served (the error message
+// names them: they are the server's, not the client's).
+func (g VersionGuard) supported() []string {
+	if len(g.Supported) == 0 {
+		return []string{string(a2a.Version)}
 	}
-	supported := g.Supported
-	if len(supported) == 0 {
-		supported = []a2a.ProtocolVersion{a2a.Version}
+	out := make([]string, 0, len(g.Supported))
+	for _, s := range g.Supported {
+		out = append(out, majorMinor(string(s)))
 	}
-	for _, s := range supported {
-		if majorMinor(string(s)) == mm {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // majorMinor returns the Major.Minor of a version Major.Minor[.Patch]
