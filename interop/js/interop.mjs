@@ -262,17 +262,22 @@ async function main() {
   // Push notifications are not declared: every push-config call is
   // PushNotificationNotSupportedError (A2A §3.3.4), whatever task it names
   // and whoever asks — not TaskNotFoundError for a task the caller cannot
-  // see.
+  // see. The SDK's Client refuses create, get and list itself when the card
+  // declares no push (delete it sends), so the server's answer is checked
+  // through the Client and through its transport, which always sends.
   for (const tr of transports) {
     for (const [who, id, caller] of [["own", alice[0], "alice"], ["another's", alice[0], "bob"], ["a missing", randomUUID(), "alice"]]) {
-      for (const [op, f] of [
-        ["create", () => clients[tr].createTaskPushNotificationConfig({ tenant: "", id: "cfg-1", taskId: id, url: "https://example.com/hook", token: "", authentication: undefined }, as(caller))],
-        ["get", () => clients[tr].getTaskPushNotificationConfig({ tenant: "", taskId: id, id: "cfg-1" }, as(caller))],
-        ["list", () => clients[tr].listTaskPushNotificationConfig({ tenant: "", taskId: id, pageSize: 0, pageToken: "" }, as(caller))],
-        ["delete", () => clients[tr].deleteTaskPushNotificationConfig({ tenant: "", taskId: id, id: "cfg-1" }, as(caller))],
+      const direct = { serviceParameters: { [callerHeader]: caller, "A2A-Version": "1.0" } };
+      for (const [op, method, params] of [
+        ["create", "createTaskPushNotificationConfig", { tenant: "", id: "cfg-1", taskId: id, url: "https://example.com/hook", token: "", authentication: undefined }],
+        ["get", "getTaskPushNotificationConfig", { tenant: "", taskId: id, id: "cfg-1" }],
+        ["list", "listTaskPushNotificationConfig", { tenant: "", taskId: id, pageSize: 0, pageToken: "" }],
+        ["delete", "deleteTaskPushNotificationConfig", { tenant: "", taskId: id, id: "cfg-1" }],
       ]) {
-        const err = await failure(f);
-        check(errName(err) === "PushNotificationNotSupportedError", `push config ${op} on ${who} task over ${tr} is PushNotificationNotSupportedError`, errDetail(err));
+        const viaClient = await failure(() => clients[tr][method](params, as(caller)));
+        check(errName(viaClient) === "PushNotificationNotSupportedError", `push config ${op} on ${who} task over ${tr} is PushNotificationNotSupportedError`, errDetail(viaClient));
+        const viaTransport = await failure(() => clients[tr].transport[method](params, direct));
+        check(errName(viaTransport) === "PushNotificationNotSupportedError", `push config ${op} on ${who} task sent over ${tr} is the server's PushNotificationNotSupportedError`, errDetail(viaTransport));
       }
     }
   }
