@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check tck
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -124,3 +124,11 @@ dashboards:
 # Part of .ci/run.
 dashboards-check:
 	bash dashboards/check.sh
+
+# The official A2A TCK (../shared/tck, A2A 1.0) against a2astore-server
+# -agent tck on mem, pebble and pg (TCK_BACKENDS adds "cluster", a -cluster
+# pair; interop/tck/check.sh);
+# fails on any MUST-level failure but the TCK's own known defects
+# (interop/tck/known-defects.txt). Not part of make test. Part of .ci/run.
+tck:
+	bash interop/tck/check.sh

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -226,7 +227,9 @@ func TestRESTQueryCompat(t *testing.T) {
 
 // TestGRPCRequestValidator: the arguments a2a-go's protobuf conversion
 // would silently drop or reinterpret are INVALID_ARGUMENT, without the
-// value in the message; everything else passes.
+// value in the message and with the google.rpc.ErrorInfo (reason
+// INVALID_PARAMS, A2A domain) that classifies it as InvalidParamsError
+// (W10); everything else passes.
 func TestGRPCRequestValidator(t *testing.T) {
 	called := false
 	next := func(ctx context.Context, req any) (any, error) { called = true; return nil, nil }
@@ -244,6 +247,9 @@ func TestGRPCRequestValidator(t *testing.T) {
 		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Seconds: -1e12}}, false},
 		{&a2apb.ListTasksRequest{StatusTimestampAfter: &timestamppb.Timestamp{Seconds: 1e12}}, false},
 		{&a2apb.GetTaskRequest{Id: "x", HistoryLength: &neg}, false},
+		{&a2apb.SendMessageRequest{Configuration: &a2apb.SendMessageConfiguration{HistoryLength: &neg}}, false},
+		{&a2apb.SendMessageRequest{Configuration: &a2apb.SendMessageConfiguration{HistoryLength: &pos}}, true},
+		{&a2apb.SendMessageRequest{}, true},
 		{&a2apb.ListTasksRequest{HistoryLength: &pos, Status: a2apb.TaskState_TASK_STATE_WORKING}, true},
 		{&a2apb.ListTasksRequest{StatusTimestampAfter: timestamppb.New(time.Date(2026, 1, 1, 0, 0, 0, 999_999_999, time.UTC))}, true},
 		{&a2apb.ListTasksRequest{}, true},
@@ -258,5 +264,19 @@ func TestGRPCRequestValidator(t *testing.T) {
 		if !c.pass && (status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != msgInvalidParams) {
 			t.Errorf("%v: %v, want INVALID_ARGUMENT %q", c.req, err, msgInvalidParams)
 		}
+		if !c.pass && grpcReason(err) != "INVALID_PARAMS" {
+			t.Errorf("%v: %v: ErrorInfo reason %q, want INVALID_PARAMS in domain %s", c.req, err, grpcReason(err), a2a.ProtocolDomain)
+		}
 	}
+}
+
+// grpcReason returns the reason of the A2A-domain google.rpc.ErrorInfo in
+// a gRPC status error, "" when it has none.
+func grpcReason(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == a2a.ProtocolDomain {
+			return info.GetReason()
+		}
+	}
+	return ""
 }

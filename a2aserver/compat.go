@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,8 +22,8 @@ import (
 // reinterpret silently, so gRPC answers INVALID_ARGUMENT like JSON-RPC and
 // HTTP+JSON do (W3, L3):
 //
-//   - a negative history_length in ListTasks or GetTask (pbconv turns it
-//     into "no limit"),
+//   - a negative history_length in ListTasks, GetTask or a SendMessage's
+//     configuration (pbconv turns it into "no limit"),
 //   - a status enum value A2A does not define in ListTasks (pbconv turns
 //     it into "any state"), and
 //   - a status_timestamp_after in ListTasks whose seconds or nanos are out
@@ -29,25 +31,74 @@ import (
 //     them into some other instant).
 //
 // The message is the fixed "invalid params": the value is never echoed.
-// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)).
+// The status carries a google.rpc.ErrorInfo with reason INVALID_PARAMS in
+// the A2A domain, as a2a-go's own gRPC errors do (W10): clients that
+// classify gRPC errors by reason (the JavaScript and Python SDKs) see
+// InvalidParamsError, not an unclassified INVALID_ARGUMENT.
+// Install it with grpc.NewServer(grpc.UnaryInterceptor(GRPCRequestValidator)),
+// and GRPCStreamRequestValidator for the streaming methods.
 func GRPCRequestValidator(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if err := validateGRPCRequest(req); err != nil {
+		return nil, err
+	}
+	return next(ctx, req)
+}
+
+// GRPCStreamRequestValidator is GRPCRequestValidator for the streaming
+// methods (a SendStreamingMessage's configuration): the call fails with
+// its error when the request message arrives.
+func GRPCStreamRequestValidator(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+	return next(srv, validatingStream{ss})
+}
+
+// validatingStream checks each request message it receives.
+type validatingStream struct{ grpc.ServerStream }
+
+func (s validatingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return validateGRPCRequest(m)
+}
+
+// validateGRPCRequest returns errGRPCInvalidParams for a request a2a-go's
+// conversion would change silently (see GRPCRequestValidator), else nil.
+func validateGRPCRequest(req any) error {
 	switch r := req.(type) {
 	case *a2apb.ListTasksRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return errGRPCInvalidParams
 		}
 		if _, known := a2apb.TaskState_name[int32(r.GetStatus())]; !known {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return errGRPCInvalidParams
 		}
 		if ts := r.GetStatusTimestampAfter(); ts != nil && ts.CheckValid() != nil {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return errGRPCInvalidParams
 		}
 	case *a2apb.GetTaskRequest:
 		if r.HistoryLength != nil && r.GetHistoryLength() < 0 {
-			return nil, status.Error(codes.InvalidArgument, msgInvalidParams)
+			return errGRPCInvalidParams
+		}
+	case *a2apb.SendMessageRequest:
+		if c := r.GetConfiguration(); c != nil && c.HistoryLength != nil && c.GetHistoryLength() < 0 {
+			return errGRPCInvalidParams
 		}
 	}
-	return next(ctx, req)
+	return nil
+}
+
+// errGRPCInvalidParams is GRPCRequestValidator's answer.
+var errGRPCInvalidParams = grpcA2AError(codes.InvalidArgument, a2a.ErrInvalidParams, msgInvalidParams)
+
+// grpcA2AError is the gRPC status error of an A2A error: code, message and
+// a google.rpc.ErrorInfo with the error's reason in the A2A domain, the
+// shape a2a-go v2.3.1 gives its own errors.
+func grpcA2AError(code codes.Code, sentinel error, msg string) error {
+	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: a2a.ErrorReason(sentinel), Domain: a2a.ProtocolDomain})
+	if err != nil {
+		panic(err) // an ErrorInfo always marshals
+	}
+	return st.Err()
 }
 
 // GRPCListTasksValidator is GRPCRequestValidator under its former name,

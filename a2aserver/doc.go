@@ -59,8 +59,16 @@
 //     SubscribeToTask of a finished task UnsupportedOperationError (W6);
 //   - StreamErrorsCompat, which answers a streaming call whose first event
 //     would be an error with a plain error response — HTTP status and A2A
-//     error body, or a JSON-RPC error response — instead of a 200 event
-//     stream holding it (W7);
+//     error body, or a JSON-RPC error response (200, application/json) —
+//     instead of a 200 event stream holding it (W7);
+//   - VersionGuard (with VersionParam), which refuses a call naming an A2A
+//     protocol version other than 1.0 with VersionNotSupportedError (W8);
+//   - CapabilityGuard, which answers the methods of a capability the agent
+//     card does not declare (push notifications, streaming, the extended
+//     card) as A2A §3.3.4 says, before TaskGuard reads the task;
+//   - HistoryLength, SendMessage's configuration.historyLength applied to
+//     the task it returns (§3.2.4);
+//   - AgentCardHandler, the agent card with HTTP caching (§8.6.1);
 //   - GRPCErrorCodes, the gRPC status codes of the A2A v1.0 error table
 //     where a2a-go answers others (UnsupportedOperation: UNIMPLEMENTED);
 //   - ContentGuard, a call interceptor that answers invalid params to a
@@ -85,7 +93,8 @@
 // its gRPC client cannot decode.
 //
 // a2a-go's transports do not carry every request parameter equally; see
-// GRPCRequestValidator, RESTQueryCompat and JSONRPCParamsCompat for the
-// gaps this package closes on the server side, and the README for the ones
-// it cannot.
+// GRPCRequestValidator, GRPCStreamRequestValidator, RESTQueryCompat and
+// JSONRPCParamsCompat for the gaps this package closes on the server side,
+// package clientcompat for one of a2a-go's JSON-RPC client, and the README
+// for the ones left open.
 package a2aserver

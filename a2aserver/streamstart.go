@@ -15,27 +15,35 @@ import (
 // is an error decided before its first event answers that error as a
 // plain response (W7): on HTTP+JSON the error's HTTP status (401, 404,
 // 400 …) with the A2A error body a2a-go gives the non-streaming methods;
-// on JSON-RPC the JSON-RPC error response (application/json), not an
-// event stream holding it, with the HTTP status HTTP+JSON gives the same
-// error (jsonrpcHTTPStatus). An error after the first event keeps the
-// binding's in-stream form: the stream has started.
-//
-// Why JSON-RPC's plain error is not 200, as a2a-go answers errors of the
-// other methods: a2a-go v2.3.1's JSON-RPC client reads any 200 answer to a
-// streaming call as an event stream, whatever its Content-Type, and would
-// see a 200 error response as an empty stream that ended cleanly — the
-// very failure this wrapper is for. Answered with an error status, it
-// reports an error ("unexpected HTTP status"), and the JavaScript SDK,
-// which reads the body of a failed stream request, the JSON-RPC error
-// itself. The JSON-RPC binding sets no HTTP status for error responses.
+// on JSON-RPC the JSON-RPC error response with status 200 and
+// Content-Type application/json, as a2a-go answers the other methods'
+// errors (and the JavaScript and Python SDKs' servers answer a streaming
+// call's early error). An error after the first event keeps the binding's
+// in-stream form: the stream has started.
 //
 // Why it is needed: a2a-go v2.3.1 writes the event stream's headers
 // (200, text/event-stream) before it asks the handler for the first event,
 // so an unauthenticated caller, a missing or inaccessible task, a task in
 // a terminal state (W6) or invalid params are all answered 200 with one
-// `data:` line holding the error. A client that reads only the HTTP
-// status — or, like the JavaScript SDK's HTTP+JSON client, only `event:
-// error` lines — sees an empty stream that ended cleanly.
+// `data:` line holding the error. Clients that take an event stream for a
+// started call report that as success: the official TCK's JSON-RPC client
+// (SubscribeToTask of a finished task "succeeded"), the JavaScript SDK's
+// HTTP+JSON client (it reads in-stream errors only from `event: error`
+// lines and sees an empty stream that ended cleanly), and the JavaScript
+// SDK's JSON-RPC client throws a plain Error with the A2A error only as its
+// cause.
+//
+// How each official client reads the plain answers (measured with a2a-go
+// v2.3.1, @a2a-js/sdk 1.3.0 and the TCK; the Python SDK's from its source):
+// the HTTP+JSON error status with its body is the A2A error for all of
+// them. The JSON-RPC 200 application/json error is the A2A error for the
+// JavaScript SDK, the Python SDK (which turns any other status into a
+// generic HTTP error without the A2A error) and the TCK; a2a-go's JSON-RPC
+// client reads any 200 answer to a streaming call as an event stream
+// whatever its Content-Type, so it sees an empty stream — no form serves
+// it and the TCK both (the TCK needs a body that is JSON, a2a-go one that
+// is `data:` lines). Go programs fix that on their side with
+// clientcompat.JSONRPCStreamErrors.
 //
 // How: the wrapper holds the headers of an event stream (a 200 response
 // whose Content-Type is text/event-stream) and its bytes until the first
@@ -137,8 +145,8 @@ func (s *streamStart) release() {
 // firstEventError reports whether the Server-Sent Events in b begin with
 // an error event, and returns the status and body of the plain response
 // for it: an HTTP+JSON error body with the HTTP status it carries in
-// error.code, a JSON-RPC error response with jsonrpcHTTPStatus of its
-// code.
+// error.code (500 when that is not one), a JSON-RPC error response with
+// 200.
 func firstEventError(b []byte) (status int, body []byte, ok bool) {
 	var data []byte
 	for line := range bytes.Lines(b) {
@@ -167,30 +175,9 @@ func firstEventError(b []byte) (status int, body []byte, ok bool) {
 	}
 	switch {
 	case ev.JSONRPC != "":
-		return jsonrpcHTTPStatus(ev.Error.Code), data, true
+		return http.StatusOK, data, true
 	case ev.Error.Code >= 400 && ev.Error.Code <= 599:
 		return ev.Error.Code, data, true
 	}
 	return http.StatusInternalServerError, data, true
-}
-
-// jsonrpcHTTPStatus is the HTTP status a2a-go v2.3.1's HTTP+JSON binding
-// gives the error that has JSON-RPC code code (its internal/rest and
-// internal/jsonrpc tables); 500 for a code it does not know.
-func jsonrpcHTTPStatus(code int) int {
-	switch code {
-	case -32700, -32600, -32602, // parse error, invalid request, invalid params
-		-32002, -32003, -32004, -32005, // not cancelable, push not supported, unsupported operation, content type
-		-32007, -32008, -32009: // extended card, extension required, version
-		return http.StatusBadRequest
-	case -32601: // method not found
-		return http.StatusNotImplemented
-	case -32001: // task not found
-		return http.StatusNotFound
-	case -31401: // unauthenticated
-		return http.StatusUnauthorized
-	case -31403: // unauthorized
-		return http.StatusForbidden
-	}
-	return http.StatusInternalServerError
 }

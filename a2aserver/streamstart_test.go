@@ -68,9 +68,10 @@ func subscribe(t *testing.T, srv *httptest.Server, jsonrpc bool, id string) stre
 
 // TestStreamErrorsCompat (W7): a stream whose first event would be an
 // error is answered plainly — HTTP+JSON with the error's status and
-// a2a-go's error body, JSON-RPC with a JSON-RPC error response — while a
-// stream that started keeps its events and an error after them in the
-// stream. Without the wrapper a2a-go answers the first case
+// a2a-go's error body, JSON-RPC with a JSON-RPC error response, status 200
+// (the form the JavaScript and Python SDKs and the TCK read as the error)
+// — while a stream that started keeps its events and an error after them
+// in the stream. Without the wrapper a2a-go answers the first case
 // 200 text/event-stream (checked below, so the test fails if a2a-go ever
 // changes underneath).
 func TestStreamErrorsCompat(t *testing.T) {
@@ -92,7 +93,7 @@ func TestStreamErrorsCompat(t *testing.T) {
 			got := subscribe(t, srv, jsonrpc, "missing")
 			wantStatus, wantCode := http.StatusNotFound, 404.0
 			if jsonrpc {
-				wantCode = -32001
+				wantStatus, wantCode = http.StatusOK, -32001
 			}
 			if got.status != wantStatus || got.contentType != "application/json" {
 				t.Fatalf("missing task: %+v, want a plain %d application/json answer", got, wantStatus)

@@ -2,12 +2,13 @@ package pgcluster_test
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,8 +19,14 @@ import (
 	"github.com/a2astore/a2astore/pgstore"
 )
 
+// benchInstance is a bare Cluster and its unscoped task store.
+type benchInstance struct {
+	*pgcluster.Cluster
+	tasks taskstore.Store
+}
+
 // benchCluster opens a bare Cluster named name on dsn/schema.
-func benchCluster(b *testing.B, dsn, schema, name string) *pgcluster.Cluster {
+func benchCluster(b *testing.B, dsn, schema, name string) benchInstance {
 	b.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dsn)
@@ -37,7 +44,7 @@ func benchCluster(b *testing.B, dsn, schema, name string) *pgcluster.Cluster {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	<-c.Connected()
-	return c
+	return benchInstance{c, a2aserver.TaskStore(store)}
 }
 
 // reportLatencies reports p50, p99 and max of ds in milliseconds.
@@ -49,25 +56,28 @@ func reportLatencies(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(ms(ds[len(ds)-1]), "max-ms")
 }
 
-// Event delivery across instances: an event written on instance A (one
-// INSERT … pg_notify) until a reader on instance B, waiting, returns it
-// (NOTIFY → B's listener → the reader's query). Writes are paced 1 ms
-// after the previous delivery so that the reader is waiting (otherwise its
-// query finds the row without a notification). Issue #22's target: p99
-// ≤ 10 ms on loopback.
+// Event delivery across instances: a task write on instance A (one
+// statement: the task row, its log entry and pg_notify) until a reader on
+// instance B, waiting, returns its event (NOTIFY → B's listener → B's log
+// read). Writes are paced 1 ms after the previous delivery so that the
+// reader is waiting. Issue #22's target: p99 ≤ 10 ms on loopback.
 func BenchmarkEventDelivery(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	schema := pgtest.Schema(b, dsn)
 	a, bb := benchCluster(b, dsn, schema, "a"), benchCluster(b, dsn, schema, "b")
 	ctx := context.Background()
 	id := a2a.TaskID("bench")
+	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	v, err := a.tasks.Create(ctx, task)
+	if err != nil {
+		b.Fatal(err)
+	}
 	r, err := bb.QueueManager().CreateReader(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	w, _ := a.QueueManager().CreateWriter(ctx, id)
-	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: "c", Status: task.Status}
 	delivered := make(chan time.Time)
 	go func() {
 		for {
@@ -79,13 +89,11 @@ func BenchmarkEventDelivery(b *testing.B) {
 		}
 	}()
 	var ds []time.Duration
-	v := 0
 	pace := time.NewTimer(0)
 	for b.Loop() {
-		v++
 		<-pace.C
 		start := time.Now()
-		if err := w.Write(ctx, &eventqueue.Message{Event: ev, TaskVersion: taskstore.TaskVersion(v)}); err != nil {
+		if v, err = a.tasks.Update(ctx, &taskstore.UpdateRequest{Task: task, Event: ev, PrevVersion: v}); err != nil {
 			b.Fatal(err)
 		}
 		at, ok := <-delivered
@@ -122,4 +130,91 @@ func BenchmarkWorkDispatch(b *testing.B) {
 		ds = append(ds, time.Since(start))
 	}
 	reportLatencies(b, ds)
+}
+
+// blockAgent runs until its context ends and reports when that happened.
+type blockAgent struct{ stopped chan time.Time }
+
+func (a blockAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) || !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+			return
+		}
+		<-ctx.Done()
+		a.stopped <- time.Now()
+	}
+}
+
+func (blockAgent) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// Cancel latency across instances: the cancel until the execution's
+// context on A ends. listener=up: CancelTask on B (its cancel item runs,
+// writes CANCELED and NOTIFYs A). listener=down: A's notification
+// connection is gone and held away, and B writes CANCELED to the store as
+// a cancel item does; only A's heartbeat can find it (K8; lease 3 s, so a
+// heartbeat every second).
+func BenchmarkCancelLatency(b *testing.B) {
+	for _, listener := range []string{"up", "down"} {
+		b.Run("listener="+listener, func(b *testing.B) {
+			h := newHarness(b)
+			h.opts.LeaseTimeout = 3 * time.Second
+			agent := blockAgent{stopped: make(chan time.Time, 1)}
+			a, bb := h.start(b, "a", agent), h.start(b, "b", agent)
+			bb.cluster.StopWork() // a executes; b claims cancels only while a is away
+			ctx := context.Background()
+			if listener == "down" {
+				release := make(chan struct{})
+				b.Cleanup(func() { close(release) })
+				a.cluster.BeforeReconnect(func() { <-release })
+				admin, err := pgxpool.New(ctx, pgtest.AdminDSN(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer admin.Close()
+				if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
+					pgcluster.ListenerApplicationName+" a"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var ds []time.Duration
+			for b.Loop() {
+				res, err := bb.handler.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x")),
+					Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := res.(*a2a.Task).ID
+				for st, _ := bb.tasks.Get(ctx, id); st == nil || st.Task.Status.State != a2a.TaskStateWorking; st, _ = bb.tasks.Get(ctx, id) {
+					waitTick(ctx)
+				}
+				start := time.Now()
+				if listener == "up" {
+					if _, err := bb.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}); err != nil {
+						b.Fatal(err)
+					}
+				} else if err := cancelInStore(ctx, bb, id); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, (<-agent.stopped).Sub(start))
+			}
+			reportLatencies(b, ds)
+		})
+	}
+}
+
+// cancelInStore writes CANCELED as a cancel item's canceler does.
+func cancelInStore(ctx context.Context, in *instance, id a2a.TaskID) error {
+	st, err := in.tasks.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	task := *st.Task
+	task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled}
+	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: task.ContextID, Status: task.Status}
+	_, err = in.tasks.Update(ctx, &taskstore.UpdateRequest{Task: &task, Event: ev, PrevVersion: st.Version})
+	return err
 }

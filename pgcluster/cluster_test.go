@@ -93,7 +93,7 @@ type harness struct {
 	poolConfig func(name string, cfg *pgxpool.Config)
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	dsn := pgtest.DSN(t)
 	return &harness{dsn: dsn, schema: pgtest.Schema(t, dsn), opts: pgcluster.Options{
 		LeaseTimeout: time.Second,
@@ -104,7 +104,7 @@ func newHarness(t *testing.T) *harness {
 	}}
 }
 
-func (h *harness) start(t *testing.T, name string, agent a2asrv.AgentExecutor) *instance {
+func (h *harness) start(t testing.TB, name string, agent a2asrv.AgentExecutor) *instance {
 	t.Helper()
 	ctx := t.Context()
 	pcfg, err := pgxpool.ParseConfig(h.dsn)

@@ -96,10 +96,16 @@ func (a *syntheticAgent) Cancel(ctx context.Context, execCtx *a2asrv.ExecutorCon
 
 // think waits ThinkTime, or returns false when ctx ends first.
 func (a *syntheticAgent) think(ctx context.Context) bool {
-	if a.cfg.ThinkTime <= 0 {
+	return wait(ctx, a.cfg.ThinkTime)
+}
+
+// wait waits d (a timer), or returns false when ctx ends first; d <= 0
+// does not wait.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(a.cfg.ThinkTime)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -23,8 +23,10 @@ const interopBound = time.Minute
 // a staging server on loopback — owner policy, the caller identity in
 // X-A2astore-Caller, an agent that holds tasks whose message is "hold"
 // until they are canceled — over JSON-RPC, HTTP+JSON and gRPC: agent
-// card, sends, gets, traversals (also switching transport on every page),
-// filters, error codes (W3, W6, W7), cancel, subscribe, owner isolation.
+// card and its caching, sends, gets, traversals (also switching transport
+// on every page), filters, error codes (W3, W6, W7, W10), cancel,
+// subscribe, owner isolation, version refusal (W8), push-config calls the
+// card does not declare, SendMessage's historyLength.
 // It fails when the script reports a failed check. Without node or
 // without interop/js/node_modules (`cd interop/js && npm ci`) it skips,
 // and fails under CI=true. Hermetic: node gets no proxy settings
@@ -74,6 +76,14 @@ func TestInteropJS(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("the interop check failed: %v", err)
+	}
+	// W8: every call the SDK made named A2A-Version 1.0 (no call relied
+	// on the server serving a call without one as 1.0), and the script's
+	// deliberate 99.0 calls — a send and a stream per transport — were
+	// refused.
+	version := func(v string) float64 { return counter(t, s, "a2astore_protocol_version_calls_total", "version", v) }
+	if version("none") != 0 || version("1.0") == 0 || version("unsupported") != 2*float64(len(transports)) {
+		t.Errorf("calls by A2A-Version: none %v, 1.0 %v, unsupported %v; want 0, > 0, %d", version("none"), version("1.0"), version("unsupported"), 2*len(transports))
 	}
 }
 

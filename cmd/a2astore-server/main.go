@@ -79,6 +79,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.IntVar(&cfg.Limits.MaxDepth, "max-depth", engine.DefaultMaxDepth, "deepest nesting of task metadata and data parts the store accepts; -1 = no limit")
 	fs.BoolVar(&cfg.FinishAbandoned, "finish-abandoned", true, "on start, fail the tasks a previous run left submitted or working (assumes no other server runs agents on this store)")
 	fs.StringVar(&cfg.PublicHost, "public-host", "", "host name written in the agent card (default: the listen host)")
+	fs.StringVar(&cfg.AgentName, "agent", agentSynthetic, "agent behind the server: synthetic (staging and load: configurable updates, history, artifacts) or tck (the official A2A TCK's scenarios, chosen by message ID prefix)")
 	fs.IntVar(&cfg.Agent.StatusUpdates, "status-updates", 2, "synthetic agent: working status updates per task")
 	fs.IntVar(&cfg.Agent.HistoryMessages, "history-messages", 1, "synthetic agent: status updates that carry an agent message (kept in history)")
 	fs.IntVar(&cfg.Agent.ArtifactBytes, "artifact-bytes", 256, "synthetic agent: size of the artifact per task (0 = none)")
@@ -93,6 +94,9 @@ func parseFlags(args []string) (config, time.Duration, error) {
 		return config{}, 0, fmt.Errorf("-grpc-max-streams %d is too large", streams)
 	}
 	cfg.Serve.MaxConcurrentStreams = uint32(streams)
+	if cfg.AgentName != agentSynthetic && cfg.AgentName != agentTCK {
+		return config{}, 0, fmt.Errorf("-agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
+	}
 	if fs.NArg() > 0 {
 		return config{}, 0, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}

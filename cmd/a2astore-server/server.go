@@ -58,7 +58,11 @@ type config struct {
 	// interfaces.
 	PublicHost string
 
-	Agent agentConfig
+	// AgentName selects the agent: agentSynthetic ("" too) or agentTCK.
+	AgentName string
+	Agent     agentConfig
+	// TCKLongTask is the TCK agent's long-running task time (0 = default).
+	TCKLongTask time.Duration
 
 	// Serve limits the listeners (body size, timeouts, gRPC streams);
 	// zero fields take a2aserver's defaults.
@@ -114,6 +118,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	// Log lines carry client-chosen IDs and error texts: keep them short,
 	// and client mistakes out of the error log.
 	cfg.Logger = slog.New(a2aserver.LogHandler(cfg.Logger.Handler(), 0))
+	switch cfg.AgentName {
+	case "", agentSynthetic, agentTCK:
+	default:
+		return nil, fmt.Errorf("unknown agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
+	}
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
 		return nil, err
@@ -156,9 +165,33 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		return nil, err
 	}
 	s.card = s.agentCard()
+	cardHandler, err := a2aserver.AgentCardHandler(s.card, a2aserver.AgentCardOptions{})
+	if err != nil {
+		s.closeListeners()
+		return nil, err
+	}
 
 	ts := a2aserver.TaskStore(metered)
-	var interceptors []a2asrv.CallInterceptor
+	versions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "a2astore_protocol_version_calls_total",
+		Help: "A2A calls by the protocol version they named (A2A-Version): the version served, none, or unsupported (refused).",
+	}, []string{"version"})
+	reg.MustRegister(versions)
+	// The version first: a call in a version the server does not speak is
+	// not interpreted; then the capabilities the card declares (§3.3.4),
+	// before anything reads the named task.
+	interceptors := []a2asrv.CallInterceptor{
+		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
+			switch {
+			case !ok:
+				v = "unsupported"
+			case v == "":
+				v = "none"
+			}
+			versions.WithLabelValues(v).Inc()
+		}},
+		a2aserver.CapabilityGuard(s.card.Capabilities),
+	}
 	if cfg.CallerHeader != "" {
 		restrictive := cfg.Policy != "" && cfg.Policy != "none"
 		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: cfg.CallerHeader, Required: restrictive})
@@ -167,7 +200,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts))
+	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
@@ -181,6 +214,10 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 		handlerOpts = append(handlerOpts, opt)
 	}
+	var agent a2asrv.AgentExecutor = newSyntheticAgent(cfg.Agent)
+	if cfg.AgentName == agentTCK {
+		agent = tckAgent{longTask: cfg.TCKLongTask}
+	}
 	logs, ok := b.Store.(engine.LogStore)
 	if !ok {
 		s.closeListeners()
@@ -188,8 +225,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	// Subscriptions read the task log (W9): any non-terminal task, on
 	// any instance.
-	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(s.execs.Wrap(newSyntheticAgent(cfg.Agent)), handlerOpts...),
-		ts, logs, cfg.Cluster.Poll)
+	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs, cfg.Cluster.Poll)
 	if err != nil {
 		s.closeListeners()
 		return nil, err
@@ -197,14 +233,18 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	s.trimmer = tasklog.NewTrimmer(logs, cfg.Retain.LogAge, storeNow(cfg.Clock), cfg.Logger)
 
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.card))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
 	// StreamErrorsCompat: a stream whose first event is an error answers
-	// it plainly (SPEC W7).
-	mux.Handle(jsonrpcPath, a2aserver.StreamErrorsCompat(a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler))))
-	mux.Handle("/", a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler))))
+	// it plainly (SPEC W7). JSON-RPC is served at the URL the card gives
+	// and with a trailing slash, where clients that take the URL for a base
+	// (the official TCK's) post.
+	jsonrpc := a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(handler))))
+	mux.Handle(jsonrpcPath, jsonrpc)
+	mux.Handle(jsonrpcPath+"/{$}", jsonrpc)
+	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator))...)
+	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
@@ -256,7 +296,7 @@ func (s *server) listen() (err error) {
 // agentCard lists the three interfaces at the listeners' addresses.
 func (s *server) agentCard() *a2a.AgentCard {
 	httpBase := "http://" + s.publicAddr(s.httpLn.Addr())
-	return &a2a.AgentCard{
+	card := &a2a.AgentCard{
 		Name:        "a2astore synthetic agent",
 		Description: "Staging agent over an a2astore task store: every message becomes a task that goes through configurable status updates, history and artifacts.",
 		Version:     "1.0.0",
@@ -275,6 +315,17 @@ func (s *server) agentCard() *a2a.AgentCard {
 			Tags:        []string{"staging", "load"},
 		}},
 	}
+	if s.cfg.AgentName == agentTCK {
+		card.Name = "a2astore TCK scenario agent"
+		card.Description = "The official A2A TCK's scenarios over an a2astore task store: the message ID's prefix selects what the agent does (artifacts, a message reply, input required, a long task to cancel, ...)."
+		card.Skills = []a2a.AgentSkill{{
+			ID:          "tck",
+			Name:        "TCK scenarios",
+			Description: "Answers each message as the TCK scenario named by its message ID prefix.",
+			Tags:        []string{"tck", "conformance"},
+		}}
+	}
+	return card
 }
 
 func (s *server) publicAddr(a net.Addr) string {

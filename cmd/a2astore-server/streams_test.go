@@ -10,11 +10,15 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/a2astore/a2astore/clientcompat"
 )
 
 // streamReply is how a streaming call was answered on the wire.
@@ -69,6 +73,9 @@ func (h *hostile) streamCall(t *testing.T, tr a2a.TransportProtocol, method stri
 			Details []struct {
 				Reason string `json:"reason"`
 			} `json:"details"`
+			Data []struct {
+				Reason string `json:"reason"`
+			} `json:"data"` // JSON-RPC
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(payload, &out); err != nil {
@@ -79,7 +86,7 @@ func (h *hostile) streamCall(t *testing.T, tr a2a.TransportProtocol, method stri
 		return r
 	}
 	r.Code = out.Error.Code.String()
-	for _, d := range out.Error.Details {
+	for _, d := range append(out.Error.Details, out.Error.Data...) {
 		if d.Reason != "" {
 			r.Reason = d.Reason
 		}
@@ -122,10 +129,12 @@ func (h *hostile) grpcStreamCall(t *testing.T, ctx context.Context, method strin
 // TestStreamErrors (SPEC W6, W7): a streaming call whose outcome is an
 // error decided before its first event — no identity, another caller's
 // task, a missing task, a task in a terminal state, invalid params — is
-// answered plainly on JSON-RPC (a JSON-RPC error response, with the HTTP
-// status HTTP+JSON gives the error) and HTTP+JSON (the error's HTTP status
-// and A2A error body), never as an event stream, and a2a-go's clients
-// report it as an error (not as an empty stream);
+// answered plainly on JSON-RPC (a JSON-RPC error response, status 200, as
+// the JavaScript and Python SDKs' servers answer it) and HTTP+JSON (the
+// error's HTTP status and A2A error body), never as an event stream, and
+// a2a-go's clients report it as that error — its JSON-RPC client through
+// clientcompat.JSONRPCStreamErrors: alone it reads the plain answer as an
+// empty stream (checked here, so the test fails if a2a-go changes);
 // gRPC answers a status error. SubscribeToTask of a finished task is
 // UnsupportedOperationError on every transport (JSON-RPC -32004, HTTP 400
 // UNSUPPORTED_OPERATION, gRPC UNIMPLEMENTED per the spec's mapping
@@ -174,7 +183,7 @@ func TestStreamErrors(t *testing.T) {
 			if got.Code != c.want[tr] {
 				t.Errorf("%s over %s: %+v, want %s", c.name, tr, got, c.want[tr])
 			}
-			if c.reason != "" && tr != a2a.TransportProtocolJSONRPC && got.Reason != c.reason {
+			if c.reason != "" && got.Reason != c.reason {
 				t.Errorf("%s over %s: reason %q, want %s", c.name, tr, got.Reason, c.reason)
 			}
 			if tr == a2a.TransportProtocolGRPC {
@@ -184,8 +193,7 @@ func TestStreamErrors(t *testing.T) {
 				t.Errorf("%s over %s: event stream %v for answer %+v; an error decided before the first event is a plain response", c.name, tr, got.Stream, got)
 			}
 			wantStatus := http.StatusOK
-			if got.Code != "ok" {
-				// JSON-RPC too: the status HTTP+JSON gives the error.
+			if got.Code != "ok" && tr == a2a.TransportProtocolHTTPJSON {
 				wantStatus, _ = strconv.Atoi(c.want[a2a.TransportProtocolHTTPJSON])
 			}
 			if got.Status != wantStatus {
@@ -193,30 +201,57 @@ func TestStreamErrors(t *testing.T) {
 			}
 		}
 	}
-	// a2a-go's own clients see these errors as errors, not as an empty
-	// stream that ended cleanly (its JSON-RPC client reads any 200 answer
-	// as an event stream: hence the error status of the plain answer).
-	for _, tr := range transports {
-		for _, c := range []struct {
-			name string
-			id   a2a.TaskID
-			want error // nil: any error
-		}{{"missing", missing, a2a.ErrTaskNotFound}, {"finished", finished, a2a.ErrUnsupportedOperation}} {
-			var err error
-			n := 0
-			for _, e := range h.clients[tr].SubscribeToTask(asCallers(t.Context(), "alice"), &a2a.SubscribeToTaskRequest{ID: c.id}) {
-				n++
-				if err = e; err != nil {
-					break
+	// a2a-go's own clients see these errors as those errors, not as an
+	// empty stream that ended cleanly; its JSON-RPC client needs
+	// clientcompat for that.
+	fixed := jsonrpcClient(t, h.testServer, clientcompat.JSONRPCStreamErrors(nil))
+	subscribe := func(c *a2aclient.Client, id a2a.TaskID) (n int, err error) {
+		for _, e := range c.SubscribeToTask(asCallers(t.Context(), "alice"), &a2a.SubscribeToTaskRequest{ID: id}) {
+			if e != nil {
+				return n, e
+			}
+			n++
+		}
+		return n, nil
+	}
+	for _, c := range []struct {
+		name string
+		id   a2a.TaskID
+		want error
+	}{{"missing", missing, a2a.ErrTaskNotFound}, {"finished", finished, a2a.ErrUnsupportedOperation}} {
+		for _, tr := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
+			client, name := h.clients[tr], string(tr)
+			if tr == a2a.TransportProtocolJSONRPC {
+				if n, err := subscribe(client, c.id); n != 0 || err != nil {
+					t.Errorf("a2a-go's JSON-RPC client alone: SubscribeToTask of a %s task: %d events, error %v; want the empty stream it reads a plain answer as (the reason for clientcompat)", c.name, n, err)
 				}
+				client, name = fixed, "JSONRPC with clientcompat"
 			}
-			switch {
-			case err == nil:
-				t.Errorf("a2a-go client over %s: SubscribeToTask of a %s task: %d events and no error", tr, c.name, n)
-			case tr == a2a.TransportProtocolHTTPJSON && !errors.Is(err, c.want):
-				t.Errorf("a2a-go client over %s: SubscribeToTask of a %s task: %v, want %v", tr, c.name, err, c.want)
+			if n, err := subscribe(client, c.id); !errors.Is(err, c.want) {
+				t.Errorf("a2a-go client over %s: SubscribeToTask of a %s task: %d events, error %v; want %v", name, c.name, n, err, c.want)
 			}
+		}
+		// gRPC: a2a-go's client knows UnsupportedOperation only with
+		// FAILED_PRECONDITION (see GRPCErrorCodes); any error will do.
+		if _, err := subscribe(h.clients[a2a.TransportProtocolGRPC], c.id); err == nil {
+			t.Errorf("a2a-go client over gRPC: SubscribeToTask of a %s task: no error", c.name)
 		}
 	}
 	h.stillServing(t)
+}
+
+// jsonrpcClient is an a2a-go client of ts's JSON-RPC interface whose HTTP
+// client uses rt.
+func jsonrpcClient(t *testing.T, ts *testServer, rt http.RoundTripper) *a2aclient.Client {
+	t.Helper()
+	var card a2a.AgentCard
+	getJSON(t, ts.httpBase+a2asrv.WellKnownAgentCardPath, &card)
+	c, err := a2aclient.NewFromCard(t.Context(), &card,
+		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC}}),
+		a2aclient.WithJSONRPCTransport(&http.Client{Transport: rt}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
 }

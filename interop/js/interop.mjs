@@ -1,8 +1,10 @@
 // Interop check of a running a2astore staging server against the official
 // A2A JavaScript SDK (@a2a-js/sdk, pinned in package-lock.json) on all
-// three transports: agent card, send, get, full traversals (also switching
-// transport on every page), filters, error codes (including SPEC W6 and
-// W7), cancel, subscribe and owner isolation.
+// three transports: agent card (and its caching), send, get, full
+// traversals (also switching transport on every page), filters, error codes
+// (including SPEC W6, W7 and W10), cancel, subscribe, owner isolation,
+// version negotiation (W8), push-config calls the card does not declare,
+// and SendMessage's historyLength.
 //
 // The server must run with -policy owner and -caller-header
 // X-A2astore-Caller, and its agent must hold every task whose message is
@@ -85,6 +87,13 @@ async function main() {
   const bindings = (card.supportedInterfaces || []).map((i) => i.protocolBinding).sort();
   check(show(bindings) === show([...transports].sort()), "agent card lists the three transports", show(card.supportedInterfaces));
   check(card.capabilities && card.capabilities.streaming === true, "agent card declares streaming", show(card.capabilities));
+  check(!card.capabilities.pushNotifications, "agent card declares no push notifications", show(card.capabilities));
+  // Caching (A2A §8.6.1): max-age, ETag, Last-Modified; a revalidation is 304.
+  const etag = cardResp.headers.get("etag");
+  check(/max-age=\d+/.test(cardResp.headers.get("cache-control") || "") && etag && cardResp.headers.get("last-modified"),
+    "agent card has Cache-Control max-age, ETag and Last-Modified", show([...cardResp.headers]));
+  const revalidated = await fetch(base + "/.well-known/agent-card.json", { headers: { "If-None-Match": etag } });
+  check(revalidated.status === 304, "agent card revalidated with its ETag is 304", revalidated.status);
 
   // One client per transport, from the card.
   const clients = {};
@@ -232,6 +241,62 @@ async function main() {
     check(isUnauthenticated(tr, anonStream), `anonymous stream over ${tr} is unauthenticated (W7)`, errDetail(anonStream));
     const intoBob = await failure(() => drain(clients[tr].sendMessageStream(sendRequest(userMessage("mine", { taskId: bob[0] })), as("alice"))));
     check(errName(intoBob) === "TaskNotFoundError", `stream into bob's task as alice over ${tr} is TaskNotFoundError (W7)`, errDetail(intoBob));
+  }
+
+  // Version negotiation (W8): the SDK's client always sends A2A-Version
+  // 1.0 (the server's a2astore_protocol_version_calls_total shows it; see
+  // TestInteropJS) and overrides any other value given to it, so the
+  // refusal is checked through its transports, which send the service
+  // parameters they are given: VersionNotSupportedError on every
+  // transport, for a stream too (W7).
+  for (const tr of transports) {
+    const v99 = { serviceParameters: { [callerHeader]: "alice", "A2A-Version": "99.0" } };
+    const sent = await failure(() => clients[tr].transport.sendMessage(sendRequest(userMessage("v99")), v99));
+    check(errName(sent) === "VersionNotSupportedError", `send with A2A-Version 99.0 over ${tr} is VersionNotSupportedError`, errDetail(sent));
+    const streamed = await failure(() => drain(clients[tr].transport.sendMessageStream(sendRequest(userMessage("v99")), v99)));
+    check(errName(streamed) === "VersionNotSupportedError", `stream with A2A-Version 99.0 over ${tr} is VersionNotSupportedError (W7)`, errDetail(streamed));
+    const patch = await clients[tr].transport.sendMessage(sendRequest(userMessage("v1.0.1")), { serviceParameters: { [callerHeader]: "alice", "A2A-Version": "1.0.1" } });
+    check(patch && patch.id, `send with A2A-Version 1.0.1 over ${tr} is served (the patch number is ignored)`, show(patch));
+  }
+
+  // Push notifications are not declared: every push-config call is
+  // PushNotificationNotSupportedError (A2A §3.3.4), whatever task it names
+  // and whoever asks — not TaskNotFoundError for a task the caller cannot
+  // see. The SDK's Client refuses create, get and list itself when the card
+  // declares no push (delete it sends), so the server's answer is checked
+  // through the Client and through its transport, which always sends.
+  for (const tr of transports) {
+    for (const [who, id, caller] of [["own", alice[0], "alice"], ["another's", alice[0], "bob"], ["a missing", randomUUID(), "alice"]]) {
+      const direct = { serviceParameters: { [callerHeader]: caller, "A2A-Version": "1.0" } };
+      for (const [op, method, params] of [
+        ["create", "createTaskPushNotificationConfig", { tenant: "", id: "cfg-1", taskId: id, url: "https://example.com/hook", token: "", authentication: undefined }],
+        ["get", "getTaskPushNotificationConfig", { tenant: "", taskId: id, id: "cfg-1" }],
+        ["list", "listTaskPushNotificationConfig", { tenant: "", taskId: id, pageSize: 0, pageToken: "" }],
+        ["delete", "deleteTaskPushNotificationConfig", { tenant: "", taskId: id, id: "cfg-1" }],
+      ]) {
+        const viaClient = await failure(() => clients[tr][method](params, as(caller)));
+        check(errName(viaClient) === "PushNotificationNotSupportedError", `push config ${op} on ${who} task over ${tr} is PushNotificationNotSupportedError`, errDetail(viaClient));
+        const viaTransport = await failure(() => clients[tr].transport[method](params, direct));
+        check(errName(viaTransport) === "PushNotificationNotSupportedError", `push config ${op} on ${who} task sent over ${tr} is the server's PushNotificationNotSupportedError`, errDetail(viaTransport));
+      }
+    }
+  }
+
+  // W10: an invalid-params error carries its A2A reason on every transport,
+  // so the SDK classifies it (its name for INVALID_PARAMS is
+  // RequestMalformedError): GetTask with historyLength -1, refused over gRPC
+  // by GRPCRequestValidator, whose status had no ErrorInfo before.
+  for (const tr of transports) {
+    const err = await failure(() => clients[tr].getTask({ tenant: "", id: alice[0], historyLength: -1 }, as("alice")));
+    check(isInvalidParams(tr, err) && errName(err) === "RequestMalformedError", `get with historyLength -1 over ${tr} is the SDK's invalid-params error (W10)`, errDetail(err));
+  }
+
+  // SendMessage's historyLength (A2A §3.2.4) applies to the task it returns.
+  for (const tr of transports) {
+    const none = await clients[tr].sendMessage(sendRequest(userMessage("h0"), { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: 0, returnImmediately: false }), as("alice"));
+    check(none && (!none.history || none.history.length === 0), `send with historyLength 0 over ${tr} returns no history`, show(none && none.history));
+    const one = await clients[tr].sendMessage(sendRequest(userMessage("h1"), { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: 1, returnImmediately: false }), as("alice"));
+    check(one && one.history && one.history.length === 1, `send with historyLength 1 over ${tr} returns one history message`, show(one && one.history));
   }
 
   console.log(`${checks - failures.length}/${checks} interop checks passed`);

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# make tck: the official A2A TCK (a2aproject/a2a-tck, A2A 1.0; prepared in
+# ../shared/tck beside the repository) against a2astore-server -agent tck on
+# every backend: mem, pebble and pg (a throwaway PostgreSQL cluster, run as
+# the postgres user when root, as the tests run theirs); with
+# TCK_BACKENDS="mem pebble pg cluster" also on a -cluster pair of servers on
+# one PostgreSQL database (the TCK talks to one of them; not in the default:
+# cluster mode is being rebuilt, and the run takes minutes, not seconds).
+# Each run reads the server's agent card and tests every transport it
+# declares (JSON-RPC, HTTP+JSON, gRPC).
+#
+# Fails when any MUST-level test fails on any backend, except the TCK's own
+# known defects listed in interop/tck/known-defects.txt (each named in
+# ../shared/tck/README.md). Prints each run's tables (MUST / SHOULD / MAY,
+# transports, modules, failures) and its `tck:` line.
+#
+# Environment: TCK_DIR (default ../shared/tck), TCK_WORK (the TCK's work
+# dir; prepared with TCK_DIR/setup.sh when missing, which needs root for
+# Debian packages), TCK_BACKENDS (default "mem pebble pg"),
+# TCK_OUT (where logs and results go; default a new temporary directory).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+
+TCK_DIR=${TCK_DIR:-$repo/../shared/tck}
+TCK_WORK=${TCK_WORK:-${TMPDIR:-/tmp}/a2a-tck-work}
+TCK_BACKENDS=${TCK_BACKENDS:-mem pebble pg}
+export TCK_WORK
+
+log() { echo "tck-check: $*" >&2; }
+
+[ -x "$TCK_DIR/run.sh" ] || { log "no TCK at $TCK_DIR (set TCK_DIR)"; exit 2; }
+if [ ! -x "$TCK_WORK/venv/bin/python" ]; then
+  log "preparing the TCK in $TCK_WORK"
+  "$TCK_DIR/setup.sh" "$TCK_WORK" >&2
+fi
+
+out=${TCK_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+chmod 755 "$out"
+pids=()
+pgdata=""
+PGBIN=""
+asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+log "building a2astore-server"
+go build -o "$out/a2astore-server" ./cmd/a2astore-server
+
+needs_pg=0
+case " $TCK_BACKENDS " in *" pg "*|*" cluster "*) needs_pg=1 ;; esac
+if [ "$needs_pg" = 1 ]; then
+  PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -x "$PGBIN/initdb" ] || { log "no PostgreSQL binaries in /usr/lib/postgresql/*/bin"; exit 2; }
+  mkdir -p "$out/pg"
+  [ "$(id -u)" = 0 ] && chown postgres "$out/pg"
+  pgdata=$out/pg/data
+  PGPORT=${PGPORT:-15441} # names the socket only: PostgreSQL listens on no TCP address
+  log "starting PostgreSQL ($PGBIN)"
+  asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres --no-sync >"$out/initdb.log" 2>&1
+  asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$out/pg/log" -w \
+    -o "-p $PGPORT -k $out/pg -c listen_addresses='' -c fsync=off -c synchronous_commit=off" start >/dev/null
+  for db in tck cluster; do asuser "$PGBIN/createdb" -h "$out/pg" -p "$PGPORT" -U postgres "$db"; done
+  dsn() { echo "host=$out/pg port=$PGPORT user=postgres dbname=$1"; }
+fi
+
+# start NAME ARGS...: starts a server on free loopback ports and sets $url
+# to its HTTP base once it serves.
+start() {
+  local name=$1; shift
+  "$out/a2astore-server" -agent tck -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics "" "$@" >"$out/server-$name.log" 2>&1 &
+  pids+=($!)
+  url=""
+  for _ in $(seq 1 200); do
+    url=$(grep -o 'msg=serving .* http=[^ ]*' "$out/server-$name.log" | grep -o 'http=[^ ]*' | cut -d= -f2 || true)
+    [ -n "$url" ] && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { log "server $name did not start"; cat "$out/server-$name.log" >&2; exit 1; }
+  url="http://$url"
+}
+
+failed=0
+for backend in $TCK_BACKENDS; do
+  case $backend in
+    mem) start mem -backend mem ;;
+    pebble) start pebble -backend pebble -pebble-dir "$out/pebble" ;;
+    pg) start pg -backend pg -pg-dsn "$(dsn tck)" ;;
+    cluster)
+      # Two instances on one database; the TCK talks to the second, so
+      # work may run on either.
+      start cluster-a -backend pg -pg-dsn "$(dsn cluster)" -cluster -cluster-instance tck-a
+      start cluster-b -backend pg -pg-dsn "$(dsn cluster)" -cluster -cluster-instance tck-b ;;
+    *) log "unknown backend $backend"; exit 2 ;;
+  esac
+  log "running the TCK against $backend at $url"
+  started=$(date +%s)
+  TCK_OUT="$out/tck-$backend" "$TCK_DIR/run.sh" "$url" >"$out/tck-$backend.txt" 2>&1 || true
+  echo "== backend=$backend ($(( $(date +%s) - started )) s, load $(cut -d' ' -f1-3 /proc/loadavg))"
+  sed -n '/^== a2a-tck results/,$p' "$out/tck-$backend.txt"
+  if ! "$TCK_WORK/venv/bin/python" - "$out/tck-$backend/results.json" interop/tck/known-defects.txt <<'PY'
+import json, sys
+results, known = sys.argv[1], sys.argv[2]
+defects = {l.split("#")[0].strip() for l in open(known)} - {""}
+try:
+    tests = json.load(open(results))["tests"]
+except (OSError, ValueError, KeyError) as e:
+    print(f"tck-check: no results: {e}")
+    sys.exit(1)
+bad = [t["nodeid"] for t in tests if t["level"] == "must" and t["outcome"] in ("failed", "error") and t["nodeid"] not in defects]
+known_hits = [t["nodeid"] for t in tests if t["nodeid"] in defects and t["outcome"] in ("failed", "error")]
+for n in known_hits:
+    print(f"tck-check: known TCK defect, not counted: {n}")
+for n in bad:
+    print(f"tck-check: MUST-level failure: {n}")
+sys.exit(1 if bad or not tests else 0)
+PY
+  then
+    failed=1
+    log "$backend: MUST-level failures (server log: $out/server-*.log)"
+  fi
+  # Stop this backend's servers before the next.
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait "${pids[@]}" 2>/dev/null || true
+  pids=()
+done
+log "outputs in $out"
+exit $failed
