@@ -166,19 +166,22 @@ func BenchmarkCancelLatency(b *testing.B) {
 			a, bb := h.start(b, "a", agent), h.start(b, "b", agent)
 			bb.cluster.StopWork() // a executes; b claims cancels only while a is away
 			ctx := context.Background()
-			if listener == "down" {
-				release := make(chan struct{})
-				b.Cleanup(func() { close(release) })
-				a.cluster.BeforeReconnect(func() { <-release })
-				admin, err := pgxpool.New(ctx, pgtest.AdminDSN(b))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer admin.Close()
+			admin, err := pgxpool.New(ctx, pgtest.AdminDSN(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer admin.Close()
+			var hold chan struct{}
+			a.cluster.BeforeReconnect(func() { <-hold })
+			// listenerDown cuts a's notification connection and holds it
+			// away until the returned function is called.
+			listenerDown := func() func() {
+				hold = make(chan struct{})
 				if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
 					pgcluster.ListenerApplicationName+" a"); err != nil {
 					b.Fatal(err)
 				}
+				return func() { close(hold) }
 			}
 			var ds []time.Duration
 			for b.Loop() {
@@ -191,15 +194,24 @@ func BenchmarkCancelLatency(b *testing.B) {
 				for st, _ := bb.tasks.Get(ctx, id); st == nil || st.Task.Status.State != a2a.TaskStateWorking; st, _ = bb.tasks.Get(ctx, id) {
 					waitTick(ctx)
 				}
-				start := time.Now()
 				if listener == "up" {
+					start := time.Now()
 					if _, err := bb.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}); err != nil {
 						b.Fatal(err)
 					}
-				} else if err := cancelInStore(ctx, bb, id); err != nil {
+					ds = append(ds, (<-agent.stopped).Sub(start))
+					continue
+				}
+				release := listenerDown()
+				start := time.Now()
+				if err := cancelInStore(ctx, bb, id); err != nil {
 					b.Fatal(err)
 				}
 				ds = append(ds, (<-agent.stopped).Sub(start))
+				release() // back up for the next message's work notification
+				for a.cluster.Stats().Reconnects.Load() < int64(len(ds)) {
+					waitTick(ctx)
+				}
 			}
 			reportLatencies(b, ds)
 		})

@@ -430,3 +430,24 @@ func TestSubscribeInputRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// CancelTask of a task waiting for input answers the canceled task in
+// cluster mode (a2a-go v2.3.1's own path reads its snapshot before the
+// cancel ran and fails with "non-cancelable state").
+func TestCancelInputRequired(t *testing.T) {
+	h := newHarness(t)
+	agent := newTurnAgent(false)
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	ctx := t.Context()
+	res, err := send(ctx, a, "", "m1", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	for _, in := range []*instance{b, a} {
+		task, err := in.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+		if err != nil || task.Status.State != a2a.TaskStateCanceled {
+			t.Fatalf("cancel on %s of a task waiting for input: %v, %v", in.name, task, err)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func (l *listener) loop(ctx context.Context) {
 			l.c.opts.Log.WakeAllLogs()
 			l.c.work.notify()
 			l.c.work.doneHub.WakeAll()
+			l.c.work.cancelHub.WakeAll()
 			// A cancel notified while the connection was away is in
 			// the table: look at the tasks running here (K8).
 			go l.c.work.recheck(ctx)
@@ -114,10 +115,14 @@ func (l *listener) dispatch(payload string) {
 	case 'c':
 		if task != "" {
 			l.c.work.cancelLocal(task)
+			l.c.work.cancelHub.Wake(task)
+		} else {
+			l.c.work.cancelHub.WakeAll()
 		}
 	case 'd':
 		if task == "" {
 			l.c.work.doneHub.WakeAll()
+			l.c.work.cancelHub.WakeAll()
 		} else {
 			l.c.work.doneHub.Wake(task)
 		}

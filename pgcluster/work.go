@@ -24,8 +24,9 @@ type workQueue struct {
 	c    *Cluster
 	wake chan struct{} // a notification about work, or a reconnect
 	// doneHub wakes the follow-up messages waiting for an execution of
-	// their task to finish ('d' notifications, by task).
-	doneHub loghub.Hub
+	// their task to finish ('d' notifications, by task); cancelHub the
+	// CancelTask calls waiting for their cancelation ('c').
+	doneHub, cancelHub loghub.Hub
 
 	mu struct {
 		sync.Mutex
@@ -64,7 +65,7 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 		return "", fmt.Errorf("pgcluster: encode work item: %w", err)
 	}
 	if kind != workqueue.PayloadTypeExecute {
-		return q.insert(ctx, p, kind, body)
+		return q.writeCancel(ctx, p, body)
 	}
 	done, stop := q.doneHub.Watch(p.TaskID) // before the insert: no 'd' is missed
 	defer stop()
@@ -84,6 +85,40 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 		case <-ctx.Done():
 			t.Stop()
 			return "", ctx.Err()
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// writeCancel writes a cancel item and returns once its task has ended
+// (bounded by 1.5 lease timeouts, woken by the finished cancelation's
+// notification). a2a-go v2.3.1's cluster-mode CancelTask reads its
+// snapshot of the task after writing the item and answers with the
+// first final event it sees: a task waiting for input is final to it, so
+// without the wait the snapshot, read before the cancel ran, fails the
+// call with "task was in non-cancelable state" although the cancel then
+// succeeds. Joining a cancelation in progress (ErrLeaseAlreadyTaken)
+// waits too.
+func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body []byte) (a2a.TaskID, error) {
+	done, stop := q.cancelHub.Watch(p.TaskID)
+	defer stop()
+	id, err := q.insert(ctx, p, workqueue.PayloadTypeCancel, body)
+	if err != nil && !errors.Is(err, workqueue.ErrLeaseAlreadyTaken) {
+		return id, err
+	}
+	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
+	for {
+		rec, gerr := q.c.opts.Log.Get(ctx, p.TaskID)
+		if gerr != nil || rec.Task.Status.State.Terminal() || time.Now().After(deadline) {
+			return id, err
+		}
+		t := time.NewTimer(min(time.Until(deadline), q.c.opts.PollInterval, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return id, err
 		case <-done:
 		case <-t.C:
 		}

@@ -86,7 +86,11 @@ start() {
   url="http://$url"
 }
 
-failed=0
+# Every backend's servers start first, then the TCK runs against all of
+# them at once: a run spends most of its time waiting on streams that stay
+# open until the TCK's timeouts (a subscription to a task waiting for
+# input has nothing more to send), not on the machine's cores.
+declare -A urls runs
 for backend in $TCK_BACKENDS; do
   case $backend in
     mem) start mem -backend mem ;;
@@ -99,10 +103,18 @@ for backend in $TCK_BACKENDS; do
       start cluster-b -backend pg -pg-dsn "$(dsn cluster)" -cluster -cluster-instance tck-b ;;
     *) log "unknown backend $backend"; exit 2 ;;
   esac
-  log "running the TCK against $backend at $url"
-  started=$(date +%s)
-  TCK_OUT="$out/tck-$backend" "$TCK_DIR/run.sh" "$url" >"$out/tck-$backend.txt" 2>&1 || true
-  echo "== backend=$backend ($(( $(date +%s) - started )) s, load $(cut -d' ' -f1-3 /proc/loadavg))"
+  urls[$backend]=$url
+done
+started=$(date +%s)
+for backend in $TCK_BACKENDS; do
+  log "running the TCK against $backend at ${urls[$backend]}"
+  TCK_OUT="$out/tck-$backend" "$TCK_DIR/run.sh" "${urls[$backend]}" >"$out/tck-$backend.txt" 2>&1 &
+  runs[$backend]=$!
+done
+failed=0
+for backend in $TCK_BACKENDS; do
+  wait "${runs[$backend]}" || true
+  echo "== backend=$backend ($(( $(date +%s) - started )) s since the runs started, load $(cut -d' ' -f1-3 /proc/loadavg))"
   sed -n '/^== a2a-tck results/,$p' "$out/tck-$backend.txt"
   if ! "$TCK_WORK/venv/bin/python" - "$out/tck-$backend/results.json" interop/tck/known-defects.txt <<'PY'
 import json, sys
@@ -125,10 +137,6 @@ PY
     failed=1
     log "$backend: MUST-level failures (server log: $out/server-*.log)"
   fi
-  # Stop this backend's servers before the next.
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait "${pids[@]}" 2>/dev/null || true
-  pids=()
 done
 log "outputs in $out"
 exit $failed
