@@ -2,10 +2,9 @@
 # make tck: the official A2A TCK (a2aproject/a2a-tck, A2A 1.0; prepared in
 # ../shared/tck beside the repository) against a2astore-server -agent tck on
 # every backend: mem, pebble and pg (a throwaway PostgreSQL cluster, run as
-# the postgres user when root, as the tests run theirs); with
-# TCK_BACKENDS="mem pebble pg cluster" also on a -cluster pair of servers on
-# one PostgreSQL database (the TCK talks to one of them; not in the default:
-# cluster mode is being rebuilt, and the run takes minutes, not seconds).
+# the postgres user when root, as the tests run theirs), and a -cluster
+# pair of servers on one PostgreSQL database (the TCK talks to one of
+# them, so work runs on either). The runs go at once.
 # Each run reads the server's agent card and tests every transport it
 # declares (JSON-RPC, HTTP+JSON, gRPC).
 #
@@ -16,7 +15,7 @@
 #
 # Environment: TCK_DIR (default ../shared/tck), TCK_WORK (the TCK's work
 # dir; prepared with TCK_DIR/setup.sh when missing, which needs root for
-# Debian packages), TCK_BACKENDS (default "mem pebble pg"),
+# Debian packages), TCK_BACKENDS (default "mem pebble pg cluster"),
 # TCK_OUT (where logs and results go; default a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +23,7 @@ repo=$(pwd)
 
 TCK_DIR=${TCK_DIR:-$repo/../shared/tck}
 TCK_WORK=${TCK_WORK:-${TMPDIR:-/tmp}/a2a-tck-work}
-TCK_BACKENDS=${TCK_BACKENDS:-mem pebble pg}
+TCK_BACKENDS=${TCK_BACKENDS:-mem pebble pg cluster}
 export TCK_WORK
 
 log() { echo "tck-check: $*" >&2; }
