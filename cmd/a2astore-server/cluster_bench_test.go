@@ -19,8 +19,10 @@ import (
 // and artifact) on the pg backend, in local mode, in cluster mode on one
 // server, and over two cluster servers (in this process, calls
 // alternating). cpu-us/op is the process's CPU (client and servers) per
-// message; cluster-rows/op the rows cluster mode adds per message (events
-// and work items; each work item is also updated twice: claim, complete).
+// message; log-rows/op the task log's rows per message (K7: one per
+// revision, in the revision's statement); cluster-rows/op the rows cluster
+// mode adds (work items, each also updated twice: claim, complete;
+// replies); wal-B/op the WAL the database wrote per message.
 func BenchmarkSendMessageCluster(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
@@ -40,17 +42,22 @@ func BenchmarkSendMessageCluster(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			rows := func() int64 {
-				if !mode.cluster {
-					return 0
-				}
+			count := func(sql string) int64 {
 				var n int64
-				if err := db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM a2a_cluster_events) + (SELECT count(*) FROM a2a_cluster_work)`).Scan(&n); err != nil {
+				if err := db.QueryRow(context.Background(), sql).Scan(&n); err != nil {
 					b.Fatal(err)
 				}
 				return n
 			}
-			rows0, cpu0 := rows(), cpuTime()
+			rows := func() int64 {
+				if !mode.cluster {
+					return 0
+				}
+				return count(`SELECT (SELECT count(*) FROM a2a_cluster_events) + (SELECT count(*) FROM a2a_cluster_work)`)
+			}
+			logRows := func() int64 { return count(`SELECT count(*) FROM a2a_task_log`) }
+			wal := func() int64 { return count(`SELECT pg_current_wal_lsn() - '0/0'`) }
+			rows0, log0, wal0, cpu0 := rows(), logRows(), wal(), cpuTime()
 			i := 0
 			for b.Loop() {
 				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("bench"))
@@ -65,6 +72,8 @@ func BenchmarkSendMessageCluster(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 			b.ReportMetric(float64(rows()-rows0)/float64(b.N), "cluster-rows/op")
+			b.ReportMetric(float64(logRows()-log0)/float64(b.N), "log-rows/op")
+			b.ReportMetric(float64(wal()-wal0)/float64(b.N), "wal-B/op")
 		})
 	}
 }
