@@ -36,9 +36,42 @@ func LogHandler(h slog.Handler, maxValueBytes int) slog.Handler {
 	return &logHandler{inner: h, max: maxValueBytes}
 }
 
+// logHandler defers WithAttrs and WithGroup: a2a-go attaches a call's
+// attributes to its logger on every request, and most requests log
+// nothing, so they are applied to inner (whose handler may format them at
+// once) only when a record is handled.
 type logHandler struct {
 	inner slog.Handler
 	max   int
+	ops   []logOp // WithAttrs and WithGroup calls not applied yet, in order
+}
+
+// logOp is a deferred WithGroup (group != "") or WithAttrs.
+type logOp struct {
+	group string
+	attrs []slog.Attr
+}
+
+// resolved is inner with the deferred calls applied.
+func (h *logHandler) resolved() slog.Handler {
+	in := h.inner
+	for _, op := range h.ops {
+		if op.group != "" {
+			in = in.WithGroup(h.cut(op.group))
+			continue
+		}
+		cut := make([]slog.Attr, len(op.attrs))
+		for i, a := range op.attrs {
+			cut[i] = h.attr(a)
+		}
+		in = in.WithAttrs(cut)
+	}
+	return in
+}
+
+// with returns h with op deferred.
+func (h *logHandler) with(op logOp) *logHandler {
+	return &logHandler{inner: h.inner, max: h.max, ops: append(h.ops[:len(h.ops):len(h.ops)], op)}
 }
 
 // expectedOutcomes are the errors a client's own request causes.
@@ -69,19 +102,21 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		out.Level = level
 	}
-	return h.inner.Handle(ctx, out)
+	return h.resolved().Handle(ctx, out)
 }
 
 func (h *logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	cut := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		cut[i] = h.attr(a)
+	if len(attrs) == 0 {
+		return h
 	}
-	return &logHandler{inner: h.inner.WithAttrs(cut), max: h.max}
+	return h.with(logOp{attrs: attrs})
 }
 
 func (h *logHandler) WithGroup(name string) slog.Handler {
-	return &logHandler{inner: h.inner.WithGroup(h.cut(name)), max: h.max}
+	if name == "" {
+		return h
+	}
+	return h.with(logOp{group: name})
 }
 
 // expected reports whether v is an error that is an expected outcome.

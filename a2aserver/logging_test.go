@@ -54,3 +54,33 @@ func TestLogHandler(t *testing.T) {
 		t.Errorf("expected outcome logged at the default level: %s", buf.String())
 	}
 }
+
+// countingHandler counts the WithAttrs calls that reach it.
+type countingHandler struct {
+	slog.Handler
+	withAttrs *int
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	*h.withAttrs++
+	return countingHandler{h.Handler.WithAttrs(as), h.withAttrs}
+}
+
+// TestLogHandlerDefersAttrs: attributes attached to a logger that logs
+// nothing cost the wrapped handler nothing (a2a-go attaches a call's on
+// every request); a record logged gets them, cut, in order.
+func TestLogHandlerDefersAttrs(t *testing.T) {
+	var buf bytes.Buffer
+	n := 0
+	h := LogHandler(countingHandler{slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}), &n}, 8)
+	l := slog.New(h).With("task_id", "0123456789abcdef").WithGroup("g").With("k", "v")
+	l.Debug("not logged")
+	if n != 0 || buf.Len() != 0 {
+		t.Fatalf("a logger that logged nothing applied %d WithAttrs calls, wrote %q", n, buf.String())
+	}
+	l.Info("logged")
+	out := buf.String()
+	if n == 0 || !strings.Contains(out, `task_id="01234567`) || !strings.Contains(out, "g.k=v") || strings.Contains(out, "89abcdef") {
+		t.Fatalf("logged %q with %d WithAttrs calls", out, n)
+	}
+}

@@ -92,7 +92,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	defer it.Close()
 	p := newPageReader(q, len(prefix))
 	if q.Projection == engine.ProjectionFull {
-		if p.bodies, err = newBodyReader(it, q.ContextID == "" && q.Owner == ""); err != nil {
+		if p.bodies, err = newBodyReader(it, q.ContextID == "" && q.Owner == "", &q); err != nil {
 			return nil, err
 		}
 		defer p.bodies.close()
@@ -293,16 +293,21 @@ type bodyReader struct {
 	// adjacent: the previous index entry of a global page was returned, so
 	// its body is it's current key and the next body is one step away.
 	adjacent bool
+	// d decodes the page's bodies, building only the history and
+	// artifacts the page returns (taskcodec.Decoder.Shape).
+	d *taskcodec.Decoder
 }
 
-func newBodyReader(index *pebble.Iterator, global bool) (bodyReader, error) {
+func newBodyReader(index *pebble.Iterator, global bool, q *engine.Query) (bodyReader, error) {
 	it, err := index.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{
 		LowerBound: []byte{tagBody}, UpperBound: []byte{tagBody + 1},
 	}})
 	if err != nil {
 		return bodyReader{}, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
-	return bodyReader{it: it, global: global}, nil
+	d := new(taskcodec.Decoder)
+	d.Shape(q.HistoryLength, q.IncludeArtifacts)
+	return bodyReader{it: it, global: global, d: d}, nil
 }
 
 func (b *bodyReader) close() { b.it.Close() }
@@ -337,7 +342,12 @@ func (b *bodyReader) read(cur engine.Cursor, contextID string) (*a2a.Task, error
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: list: %v: %w", err, engine.ErrInternal)
 	}
-	return decodeBody(v, cur.ID, contextID)
+	t := new(a2a.Task)
+	if err := b.d.Task(string(v), t); err != nil { // string: v is the iterator's until it moves
+		return nil, err
+	}
+	t.ID, t.ContextID = cur.ID, contextID
+	return t, nil
 }
 
 // total computes TotalSize from it's view (L5, L8): a maintained counter, or

@@ -144,9 +144,15 @@ type page struct {
 	light   bool
 	cursors []engine.Cursor
 	owners  []string
-	tasks   []a2a.Task
-	times   []time.Time // cap fixed so pointers stay valid
+	tasks   []pageTask // cap fixed so pointers stay valid
 	bodies  []bodyRef
+}
+
+// pageTask is a page's task and its status timestamp, in one allocation
+// for the page.
+type pageTask struct {
+	task a2a.Task
+	ts   time.Time
 }
 
 // bodyRef is a body to decode into tasks[i].
@@ -160,8 +166,8 @@ func (p *page) init(size int, light bool) {
 	p.light = light
 	p.cursors = make([]engine.Cursor, 0, size)
 	p.owners = make([]string, 0, size)
-	p.tasks = make([]a2a.Task, 0, size)
-	p.times = make([]time.Time, 0, size)
+	p.tasks = make([]pageTask, 0, size)
+	p.bodies = make([]bodyRef, 0, size)
 }
 
 // addLocked appends the task of e to p.
@@ -170,29 +176,29 @@ func (s *Store) addLocked(p *page, e *entry) {
 	p.cursors = append(p.cursors, e.cursor())
 	p.owners = append(p.owners, s.mu.owners.names[e.owner])
 	i := len(p.tasks)
-	p.tasks = append(p.tasks, a2a.Task{})
-	p.times = append(p.times, time.Time{})
-	fillLight(&p.tasks[i], &p.times[i], e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
+	p.tasks = append(p.tasks, pageTask{})
+	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
 	if needsDecoding(e.body, e.metaLen, p.light) {
 		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
 	}
 }
 
 // finish decodes the bodies and returns the page's tasks, shaped by q
-// when whole.
+// when whole: the decoder builds only the history and artifacts q returns.
 func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
-	var d *taskcodec.Decoder // one for the page
+	d := new(taskcodec.Decoder) // one for the page
+	d.Shape(q.HistoryLength, q.IncludeArtifacts)
 	for _, b := range p.bodies {
-		if err := decodeBody(&p.tasks[b.i], b.body, b.metaLen, p.light, &d); err != nil {
+		if err := decodeBody(&p.tasks[b.i].task, b.body, b.metaLen, p.light, &d); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]*a2a.Task, len(p.tasks))
 	for i := range p.tasks {
 		if !p.light {
-			listpage.Shape(q, &p.tasks[i])
+			listpage.Shape(q, &p.tasks[i].task)
 		}
-		out[i] = &p.tasks[i]
+		out[i] = &p.tasks[i].task
 	}
 	return out, nil
 }

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -87,11 +88,14 @@ type Store struct {
 	backend string
 
 	duration *prometheus.HistogramVec
-	pageSize prometheus.Observer
-	examined prometheus.Observer
-	counted  prometheus.Counter
-	computed prometheus.Counter
-	skipped  prometheus.Counter
+	// observers caches duration's observer per (operation, outcome):
+	// WithLabelValues hashes and looks its labels up on every call.
+	observers sync.Map // opOutcome → prometheus.Observer
+	pageSize  prometheus.Observer
+	examined  prometheus.Observer
+	counted   prometheus.Counter
+	computed  prometheus.Counter
+	skipped   prometheus.Counter
 
 	collectors []prometheus.Collector
 }
@@ -191,8 +195,16 @@ func Outcome(err error) string {
 	return "internal"
 }
 
+// opOutcome keys the observer cache.
+type opOutcome struct{ op, outcome string }
+
 func (s *Store) observe(op string, start time.Time, err error) {
-	s.duration.WithLabelValues(op, Outcome(err)).Observe(time.Since(start).Seconds())
+	k := opOutcome{op, Outcome(err)}
+	o, ok := s.observers.Load(k)
+	if !ok {
+		o, _ = s.observers.LoadOrStore(k, s.duration.WithLabelValues(k.op, k.outcome))
+	}
+	o.(prometheus.Observer).Observe(time.Since(start).Seconds())
 }
 
 // Create implements engine.Store.

@@ -464,18 +464,116 @@ func (r *reader) task(t *a2a.Task) {
 	t.Status.Timestamp = r.time()
 	t.Status.Message = r.message()
 	if n := r.count(); n > 0 {
-		t.History = r.d.msgPtrs.take(n, r.d.exact)
-		for i := range t.History {
-			t.History[i] = r.message()
+		keep := n
+		if r.d.shaped && r.d.history >= 0 {
+			keep = min(n, r.d.history)
+		}
+		for range n - keep {
+			r.skipMessage() // trimmed away (Decoder.Shape): parsed, not built
+		}
+		if keep > 0 {
+			t.History = r.d.msgPtrs.take(keep, r.d.exact)
+			for i := range t.History {
+				t.History[i] = r.message()
+			}
 		}
 	}
 	if n := r.count(); n > 0 {
-		t.Artifacts = r.d.artPtrs.take(n, r.d.exact)
-		for i := range t.Artifacts {
-			t.Artifacts[i] = r.artifact()
+		if r.d.shaped && !r.d.artifacts {
+			for range n {
+				r.skipArtifact()
+			}
+		} else {
+			t.Artifacts = r.d.artPtrs.take(n, r.d.exact)
+			for i := range t.Artifacts {
+				t.Artifacts[i] = r.artifact()
+			}
 		}
 	}
 	t.Metadata = r.meta()
+}
+
+// The skip functions read what their namesakes read, checking it the
+// same way, but build nothing: for the parts of a task a page trims away.
+
+func (r *reader) skipValue() {
+	switch r.byte() {
+	case valNull, valFalse, valTrue:
+	case valNumber:
+		if len(r.s)-r.off < 8 {
+			r.fail("truncated")
+			return
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64([]byte(r.s[r.off : r.off+8])))
+		r.off += 8
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			r.fail("number is not finite")
+		}
+	case valString:
+		r.str()
+	case valArray:
+		for range r.count() {
+			r.skipValue()
+		}
+	case valObject:
+		for range r.count() {
+			r.str()
+			r.skipValue()
+		}
+	default:
+		r.fail("bad value kind")
+	}
+}
+
+func (r *reader) skipStrs() {
+	for range r.count() {
+		r.str()
+	}
+}
+
+func (r *reader) skipMessage() {
+	if r.byte() == 0 {
+		return
+	}
+	r.str()
+	r.str()
+	r.skipStrs()
+	r.skipValue()
+	r.skipParts()
+	r.skipStrs() // reference tasks
+	r.str()
+	r.str()
+}
+
+func (r *reader) skipArtifact() {
+	if r.byte() == 0 {
+		return
+	}
+	r.str()
+	r.str()
+	r.skipStrs()
+	r.skipValue()
+	r.str()
+	r.skipParts()
+}
+
+func (r *reader) skipParts() {
+	for range r.count() {
+		switch kind := r.byte(); kind {
+		case nilPart:
+			continue
+		case partNone:
+		case partText, partRaw, partURL:
+			r.str()
+		case partData:
+			r.skipValue()
+		default:
+			r.fail("bad part kind")
+		}
+		r.str()
+		r.str()
+		r.skipValue()
+	}
 }
 
 // value reads a JSON value stored by writer.value.

@@ -433,3 +433,64 @@ func FuzzDecodeMetadata(f *testing.F) {
 		}
 	})
 }
+
+// TestDecoderShape (L4): a shaped Decoder builds the same task as a full
+// decode trimmed by listpage's rule (last n messages, artifacts only when
+// asked for), for every history length, allocating nothing for what it
+// leaves out; and it still rejects a corrupt message it skips.
+func TestDecoderShape(t *testing.T) {
+	task := richTask()
+	m := task.History[0]
+	task.History = []*a2a.Message{m, nil, m, m}
+	b, err := EncodeTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, history := range []int{-1, 0, 1, 2, 4, 9} {
+		for _, artifacts := range []bool{false, true} {
+			var d Decoder
+			d.Shape(history, artifacts)
+			var got a2a.Task
+			if err := d.Task(string(b), &got); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := DecodeTask(b)
+			if history >= 0 && len(want.History) > history {
+				want.History = want.History[len(want.History)-history:]
+				if len(want.History) == 0 {
+					want.History = nil
+				}
+			}
+			if !artifacts {
+				want.Artifacts = nil
+			}
+			wj, _ := json.Marshal(want)
+			gj, _ := json.Marshal(&got)
+			if !bytes.Equal(wj, gj) {
+				t.Fatalf("history %d artifacts %v:\nwant %s\nhave %s", history, artifacts, wj, gj)
+			}
+		}
+	}
+	none := testing.AllocsPerRun(50, func() {
+		var d Decoder
+		d.Shape(0, false)
+		var got a2a.Task
+		_ = d.Task(string(b), &got)
+	})
+	all := testing.AllocsPerRun(50, func() {
+		var d Decoder
+		var got a2a.Task
+		_ = d.Task(string(b), &got)
+	})
+	if none >= all/2 {
+		t.Fatalf("a decode without history and artifacts allocates %.0f times, a full one %.0f: the trimmed parts were built", none, all)
+	}
+	// A body that ends inside a skipped message is still an error.
+	var d Decoder
+	d.Shape(0, false)
+	for cut := 1; cut < len(b); cut++ {
+		if err := d.Task(string(b[:cut]), &a2a.Task{}); err == nil {
+			t.Fatalf("a body cut at %d of %d bytes decoded", cut, len(b))
+		}
+	}
+}

@@ -19,6 +19,11 @@ import (
 // while any of them is referenced.
 type Decoder struct {
 	exact bool // allocate each value on its own (DecodeTask, DecodeMetadata)
+	// shaped, history and artifacts are Shape's: Task builds only the
+	// last history messages and, unless artifacts, no artifacts.
+	shaped    bool
+	history   int
+	artifacts bool
 
 	times    slab[time.Time]
 	msgs     slab[a2a.Message]
@@ -34,6 +39,15 @@ type Decoder struct {
 func (d *Decoder) Task(s string, t *a2a.Task) error {
 	*t = a2a.Task{}
 	return decodeString(s, "task", t, d)
+}
+
+// Shape makes Task build only what a page returns (L4): the last history
+// messages of each task (all when history is negative, none when 0) and
+// its artifacts only when artifacts is true. What it leaves out is read
+// and checked as the rest, never built: a page that asks for no history
+// allocates none.
+func (d *Decoder) Shape(history int, artifacts bool) {
+	d.shaped, d.history, d.artifacts = true, history, artifacts
 }
 
 // Metadata decodes task metadata (EncodeMetadata's form) held in s into a
