@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -139,12 +140,14 @@ func dialRemote(ctx context.Context, cfg *Config) (*remoteTarget, error) {
 		"grpc":    a2a.TransportProtocolGRPC,
 	}[transport]
 	r := &remoteTarget{header: cfg.CallerHeader, ids: newCallers(cfg)}
+	hc := keepAliveClient(cfg.Concurrency)
 	for _, base := range cfg.Targets() {
 		card, err := fetchCard(ctx, strings.TrimRight(base, "/"))
 		if err == nil {
 			var c *a2aclient.Client
 			c, err = a2aclient.NewFromCard(ctx, card,
 				a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{proto}}),
+				a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
 				a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())))
 			if err != nil {
 				err = fmt.Errorf("client for %s over %s: %w", base, transport, err)
@@ -157,6 +160,17 @@ func dialRemote(ctx context.Context, cfg *Config) (*remoteTarget, error) {
 		}
 	}
 	return r, nil
+}
+
+// keepAliveClient is the HTTP client of the JSON-RPC and HTTP+JSON
+// transports: it keeps an idle connection per worker to each server (Go's
+// default keeps 2 per host, so with more workers most calls would open a
+// new TCP connection and their latency would include it).
+func keepAliveClient(workers int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0 // no limit across hosts
+	t.MaxIdleConnsPerHost = max(workers, 2) + 8
+	return &http.Client{Transport: t, Timeout: 3 * time.Minute}
 }
 
 // c returns the client of the next call.
