@@ -98,6 +98,23 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attname = 'owner' AND NOT
 // inspectCounts checks the counter table's columns and key, the trigger
 // functions' bodies and the triggers, and returns what is wrong.
 func (s *Store) inspectCounts(ctx context.Context, db queryer) ([]string, error) {
+	problems, err := s.inspectCountTables(ctx, db)
+	if err != nil || len(problems) > 0 {
+		return problems, err
+	}
+	for _, step := range []func(context.Context, queryer) ([]string, error){s.inspectCountFunctions, s.inspectCountTriggers} {
+		more, err := step(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, more...)
+	}
+	return problems, nil
+}
+
+// inspectCountTables checks the counter and ledger tables' columns and
+// the counter table's key.
+func (s *Store) inspectCountTables(ctx context.Context, db queryer) ([]string, error) {
 	var problems []string
 	for _, tbl := range []struct {
 		name string
@@ -132,9 +149,13 @@ WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`
 	}) {
 		problems = append(problems, "a2a_task_counts's key (kind, name, state, shard)")
 	}
+	return problems, nil
+}
 
-	// Function bodies, as written by countsInstallSQL for this schema. The
-	// schema may be written quoted or as quote_ident writes it.
+// inspectCountFunctions checks the function bodies, as written by
+// countsInstallSQL for this schema. The schema may be written quoted or
+// as quote_ident writes it.
+func (s *Store) inspectCountFunctions(ctx context.Context, db queryer) ([]string, error) {
 	rows, err := db.Query(ctx, `
 SELECT p.proname::text, p.prosrc
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -143,37 +164,36 @@ WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 
 		return nil, err
 	}
 	bodies := map[string]string{}
-	for rows.Next() {
-		var name, src string
-		if err := rows.Scan(&name, &src); err != nil {
-			return nil, err
-		}
-		bodies[name] = src
-	}
-	if err := rows.Err(); err != nil {
+	var name, src string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &src}, func() error { bodies[name] = src; return nil }); err != nil {
 		return nil, err
 	}
-	for _, f := range countFunctions {
-		if src, ok := bodies[f.name]; !ok || !s.sameBody(src, f.body) {
-			problems = append(problems, "function "+f.name+" as this release defines it")
+	var problems []string
+	check := func(name, body string) {
+		if src, ok := bodies[name]; !ok || !s.sameBody(src, body) {
+			problems = append(problems, "function "+name+" as this release defines it")
 		}
+	}
+	for _, f := range countFunctions {
+		check(f.name, f.body)
 	}
 	for _, f := range countProcs {
-		if src, ok := bodies[f.name]; !ok || !s.sameBody(src, f.body) {
-			problems = append(problems, "function "+f.name+" as this release defines it")
-		}
+		check(f.name, f.body)
 	}
+	return problems, nil
+}
 
-	// Triggers: exactly one trigger per function, of the right type (and,
-	// for UPDATE, firing on at least state, context_id, owner), without a
-	// WHEN condition, firing for ordinary sessions: enabled as CREATE
-	// TRIGGER enables it ('O', fires unless session_replication_role is
-	// replica) or ENABLE ALWAYS ('A', fires for every session, replica role
-	// included, which keeps the counters exact for even more writers).
-	// Disabled ('D') and ENABLE REPLICA ('R', fires only in replica role)
-	// triggers do not count ordinary writes; neither does one whose WHEN
-	// condition can be false.
-	rows, err = db.Query(ctx, `
+// inspectCountTriggers checks that there is exactly one trigger per
+// function, of the right type (and, for UPDATE, firing on at least state,
+// context_id, owner), without a WHEN condition, firing for ordinary
+// sessions: enabled as CREATE TRIGGER enables it ('O', fires unless
+// session_replication_role is replica) or ENABLE ALWAYS ('A', fires for
+// every session, replica role included, which keeps the counters exact for
+// even more writers). Disabled ('D') and ENABLE REPLICA ('R', fires only
+// in replica role) triggers do not count ordinary writes; neither does one
+// whose WHEN condition can be false.
+func (s *Store) inspectCountTriggers(ctx context.Context, db queryer) ([]string, error) {
+	rows, err := db.Query(ctx, `
 SELECT p.proname::text, t.tgtype, t.tgenabled IN ('O', 'A') AND t.tgqual IS NULL,
        coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
        ARRAY(SELECT a.attname::text FROM unnest(t.tgattr::int2[]) k(attnum)
@@ -194,17 +214,15 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.n
 		cols             []string
 	}
 	trigs := map[string][]trig{}
-	for rows.Next() {
-		var fn string
-		var tg trig
-		if err := rows.Scan(&fn, &tg.tgtype, &tg.enabled, &tg.oldTable, &tg.newTab, &tg.cols); err != nil {
-			return nil, err
-		}
+	var fn string
+	var tg trig
+	if _, err := pgx.ForEachRow(rows, []any{&fn, &tg.tgtype, &tg.enabled, &tg.oldTable, &tg.newTab, &tg.cols}, func() error {
 		trigs[fn] = append(trigs[fn], tg)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, err
 	}
+	var problems []string
 	for _, want := range countTriggers {
 		got := trigs[want.function]
 		ok := len(got) == 1 && got[0].enabled && got[0].tgtype == want.tgtype &&

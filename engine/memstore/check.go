@@ -81,8 +81,31 @@ func (s *Store) CheckInvariants() error {
 		}
 	}
 
-	// The indexes hold nothing else: as many items as entries, each at
-	// a stored entry's cursor and key.
+	errs = append(errs, s.checkIndexesLocked(owned)...)
+
+	// Counters and interned strings.
+	for st, n := range s.mu.states {
+		if perState[st] != n {
+			fail("state %s counter %d, recount %d", states[st], n, perState[st])
+		}
+	}
+	errs = append(errs, s.mu.contexts.check("context", contexts)...)
+	errs = append(errs, s.mu.owners.check("owner", owners)...)
+	if counted := s.mu.ownerCtx.all(); !maps.Equal(ownerCtx, counted) {
+		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
+	}
+	errs = append(errs, s.mu.ownerCtx.check(ownerCtx)...)
+	errs = append(errs, s.checkLogsLocked()...)
+	return errors.Join(errs...)
+}
+
+// checkIndexesLocked verifies that the indexes hold nothing but the
+// stored entries: as many items as entries (owned of them with an
+// owner), each at a stored entry's cursor and key.
+// REQUIRES: s.mu held.
+func (s *Store) checkIndexesLocked(owned int) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	live := func(e *entry, at int64) bool { return e != nil && s.mu.byID[e.id] == e && e.updatedAt == at }
 	if n, m := s.mu.order.Len(), len(s.mu.byID); n != m {
 		fail("global index holds %d items, %d tasks", n, m)
@@ -118,20 +141,7 @@ func (s *Store) CheckInvariants() error {
 		})
 	}
 
-	// Counters and interned strings.
-	for st, n := range s.mu.states {
-		if perState[st] != n {
-			fail("state %s counter %d, recount %d", states[st], n, perState[st])
-		}
-	}
-	errs = append(errs, s.mu.contexts.check("context", contexts)...)
-	errs = append(errs, s.mu.owners.check("owner", owners)...)
-	if counted := s.mu.ownerCtx.all(); !maps.Equal(ownerCtx, counted) {
-		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
-	}
-	errs = append(errs, s.mu.ownerCtx.check(ownerCtx)...)
-	errs = append(errs, s.checkLogsLocked()...)
-	return errors.Join(errs...)
+	return errs
 }
 
 // checkBody decodes e's body: its metadata, and a rest (when there is
