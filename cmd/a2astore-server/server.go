@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -172,35 +173,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 
 	ts := a2aserver.TaskStore(metered)
-	versions := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "a2astore_protocol_version_calls_total",
-		Help: "A2A calls by the protocol version they named (A2A-Version): the version served, none, or unsupported (refused).",
-	}, []string{"version"})
-	reg.MustRegister(versions)
-	// The version first: a call in a version the server does not speak is
-	// not interpreted; then the capabilities the card declares (§3.3.4),
-	// before anything reads the named task.
-	interceptors := []a2asrv.CallInterceptor{
-		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
-			switch {
-			case !ok:
-				v = "unsupported"
-			case v == "":
-				v = "none"
-			}
-			versions.WithLabelValues(v).Inc()
-		}},
-		a2aserver.CapabilityGuard(s.card.Capabilities),
-	}
-	if cfg.CallerHeader != "" {
-		restrictive := cfg.Policy != "" && cfg.Policy != "none"
-		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: cfg.CallerHeader, Required: restrictive})
-		if restrictive {
-			cfg.Logger.Warn("caller identity is taken from a request header and trusted as sent: any client that reaches the listeners can claim any identity; serve behind a proxy that authenticates callers and overwrites the header",
-				"header", cfg.CallerHeader, "policy", cfg.Policy)
-		}
-	}
-	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
+	interceptors := s.interceptors(ts)
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
 		a2asrv.WithLogger(cfg.Logger),
@@ -232,6 +205,52 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	s.trimmer = tasklog.NewTrimmer(logs, cfg.Retain.LogAge, storeNow(cfg.Clock), cfg.Logger)
 
+	s.serveOn(handler, cardHandler)
+	s.startRetention()
+	s.trimmer.Start()
+	return s, nil
+}
+
+// interceptors are the server's call interceptors over ts, the handler's
+// task store. The version first: a call in a version the server does not
+// speak is not interpreted; then the capabilities the card declares
+// (§3.3.4), before anything reads the named task.
+func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
+	cfg := &s.cfg
+	versions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "a2astore_protocol_version_calls_total",
+		Help: "A2A calls by the protocol version they named (A2A-Version): the version served, none, or unsupported (refused).",
+	}, []string{"version"})
+	s.registry.MustRegister(versions)
+	interceptors := []a2asrv.CallInterceptor{
+		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
+			switch {
+			case !ok:
+				v = "unsupported"
+			case v == "":
+				v = "none"
+			}
+			versions.WithLabelValues(v).Inc()
+		}},
+		a2aserver.CapabilityGuard(s.card.Capabilities),
+	}
+	if cfg.CallerHeader != "" {
+		restrictive := cfg.Policy != "" && cfg.Policy != "none"
+		interceptors = append(interceptors, a2aserver.HeaderIdentity{Header: cfg.CallerHeader, Required: restrictive})
+		if restrictive {
+			cfg.Logger.Warn("caller identity is taken from a request header and trusted as sent: any client that reaches the listeners can claim any identity; serve behind a proxy that authenticates callers and overwrites the header",
+				"header", cfg.CallerHeader, "policy", cfg.Policy)
+		}
+	}
+	return append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
+}
+
+// serveOn builds the listeners' servers for handler: the agent card,
+// JSON-RPC and HTTP+JSON on the HTTP listener, gRPC, and the metrics
+// listener's.
+func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler) {
+	cfg := &s.cfg
+	reg := s.registry
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
 	// StreamErrorsCompat: a stream whose first event is an error answers
@@ -252,9 +271,6 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
-	s.startRetention()
-	s.trimmer.Start()
-	return s, nil
 }
 
 // storeNow is the time of the store's clock (nil: the wall clock).
