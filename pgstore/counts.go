@@ -155,6 +155,32 @@ var countExpand = `
 				(3::smallint, ` + ownerContextNameOf("r.owner", "r.context_id") + `)) AS k (kind, name)
 			WHERE k.kind = 0 OR k.name <> ''`
 
+// baseUpsert adds the signed counts of {delta} (rows shard, state,
+// context_id, owner, d; a query or a CTE name) to the base counters in
+// one statement, per counter row in key order (so two of them never wait
+// for each other in a cycle), and deletes the rows of kinds 1 to 3 it
+// brought to zero. {before} opens the statement's WITH list ("WITH" or a
+// CTE followed by a comma); {into} receives the zero rows' keys. Used by
+// the fold and by the triggers of bulk statements.
+var baseUpsert = `
+	{before} up AS (
+		INSERT INTO {schema}.a2a_task_counts AS c (kind, name, state, shard, n)
+		SELECT kind, name, state, shard, sum(d) FROM (` + strings.ReplaceAll(countExpand, "{rows}", "{delta}") + `
+		) AS delta (kind, name, state, shard, d)
+		GROUP BY kind, name, state, shard
+		HAVING sum(d) <> 0
+		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
+		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
+		RETURNING kind, name, state, shard, n)
+	SELECT {count}array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
+	INTO {into}zk, zn, zs, zh
+	FROM up WHERE kind > 0 AND n = 0;
+	IF zk IS NOT NULL THEN
+		DELETE FROM {schema}.a2a_task_counts c
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
+	END IF;`
+
 // foldBody folds up to foldBatch deltas into the base in one statement:
 // it deletes them, adds their sums per counter row (in key order), and
 // deletes the rows of kinds 1 to 3 it brought to zero. It returns how many
@@ -169,39 +195,40 @@ DECLARE
 BEGIN
 	IF NOT ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_try_advisory_xact_lock") + ` THEN
 		RETURN -1;
-	END IF;
-	WITH gone AS (
+	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (
 		DELETE FROM {schema}.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.a2a_task_count_deltas LIMIT {batch}))
 		RETURNING shard, state, context_id, owner, d
-	), up AS (
-		INSERT INTO {schema}.a2a_task_counts AS c (kind, name, state, shard, n)
-		SELECT kind, name, state, shard, sum(d) FROM (` + strings.ReplaceAll(countExpand, "{rows}", "gone") + `
-		) AS delta (kind, name, state, shard, d)
-		GROUP BY kind, name, state, shard
-		HAVING sum(d) <> 0
-		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
-		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
-		RETURNING kind, name, state, shard, n)
-	SELECT (SELECT count(*) FROM gone), array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
-	INTO folded, zk, zn, zs, zh
-	FROM up WHERE kind > 0 AND n = 0;
-	IF zk IS NOT NULL THEN
-		DELETE FROM {schema}.a2a_task_counts c
-		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
-		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
-	END IF;
+	),`, "{delta}", "gone", "{count}", "(SELECT count(*) FROM gone), ", "{into}", "folded, ") + `
 	RETURN folded;
 END
 `
 
+// bulkRows is how many rows a statement must insert or delete for its
+// trigger to add its counts to the base at once rather than append them
+// to the ledger: a bulk load or a retention batch then leaves no backlog
+// that totals would scan until the roll-up folds it, while single-task
+// writes keep the ledger's append without row locks.
+const bulkRows = 64
+
 // countAppend is a statement trigger's append: the rows of transition
 // table {rows}, grouped, each group counting {sign}count(*).
 var countAppend = `
+DECLARE
+	zk smallint[];
+	zn text[];
+	zs text[];
+	zh smallint[];
 BEGIN
-	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
-	SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
-	FROM {rows} GROUP BY 1, 2, 3, 4;
+	IF (SELECT count(*) FROM (SELECT FROM {rows} LIMIT ` + strconv.Itoa(bulkRows) + `) AS b) < ` + strconv.Itoa(bulkRows) + ` THEN
+		INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
+		SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
+		FROM {rows} GROUP BY 1, 2, 3, 4;
+		RETURN NULL;
+	END IF;` + replaceAll(baseUpsert, "{before}", `WITH g AS (
+		SELECT `+countShardSQL+` AS shard, state, context_id, owner, {sign}count(*) AS d
+		FROM {rows} GROUP BY 1, 2, 3, 4
+	),`, "{delta}", "g", "{count}", "", "{into}", "") + `
 	RETURN NULL;
 END
 `

@@ -114,15 +114,18 @@ func TestFoldKilledHalfway(t *testing.T) {
 }
 
 // A ledger longer than one fold transaction folds in several, each exact:
-// a multi-row statement of distinct groups leaves more than FoldBatch
-// delta rows.
+// statements of distinct groups (each under the bulk size, whose counts
+// would go to the base at once) leave more than FoldBatch delta rows.
 func TestFoldBatches(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	s := openNoRollup(t, dsn)
 	conn := connect(t, dsn)
 	rows := pgstore.FoldBatch*2 + 7
-	execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
-SELECT 'm' || i, 'c' || i, 1, 'TASK_STATE_WORKING', 'o' || (i % 3) FROM generate_series(1, $1) i`, rows)
+	execSQL(t, conn, fmt.Sprintf(`DO $$ BEGIN
+FOR k IN 0..%[1]d / 63 LOOP
+	INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
+	SELECT 'm' || i, 'c' || i, 1, 'TASK_STATE_WORKING', 'o' || (i %% 3) FROM generate_series(k * 63 + 1, least((k + 1) * 63, %[1]d)) i;
+END LOOP; END $$`, rows))
 	if got := ledgerRows(t, conn); got != rows {
 		t.Fatalf("ledger rows %d, want %d (one per distinct context)", got, rows)
 	}

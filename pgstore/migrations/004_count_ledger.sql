@@ -13,7 +13,10 @@
 --
 -- What changes: the triggers no longer update a2a_task_counts in the
 -- writer's transaction; they append signed deltas to a2a_task_count_deltas
--- (no row lock, no upsert). A total reads a2a_task_counts plus the pending
+-- (no row lock, no upsert) — but for a statement inserting or deleting 64
+-- rows or more (a bulk load, a retention batch), whose counts go to
+-- a2a_task_counts at once, so that no total scans a ledger it left (issue
+-- 31; a database that ran an earlier version of this file runs it again). A total reads a2a_task_counts plus the pending
 -- deltas in one snapshot, so it stays exact. The servers' roll-up service
 -- (or SELECT public.a2a_task_counts_fold(), repeated while it returns
 -- 10000) folds the deltas into a2a_task_counts, one transaction each.
@@ -49,18 +52,84 @@ CREATE TABLE IF NOT EXISTS public.a2a_task_count_deltas (
 	d          bigint NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE OR REPLACE FUNCTION public.a2a_task_counts_on_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+	zk smallint[];
+	zn text[];
+	zs text[];
+	zh smallint[];
 BEGIN
-	INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
-	SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, count(*)
-	FROM new_rows GROUP BY 1, 2, 3, 4;
+	IF (SELECT count(*) FROM (SELECT FROM new_rows LIMIT 64) AS b) < 64 THEN
+		INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
+		SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, count(*)
+		FROM new_rows GROUP BY 1, 2, 3, 4;
+		RETURN NULL;
+	END IF;
+	WITH g AS (
+		SELECT ((hashtext(id) & 2147483647) % 16)::smallint AS shard, state, context_id, owner, count(*) AS d
+		FROM new_rows GROUP BY 1, 2, 3, 4
+	), up AS (
+		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
+		SELECT kind, name, state, shard, sum(d) FROM (
+			SELECT k.kind, k.name, r.state, r.shard, r.d
+			FROM g AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, CASE WHEN r.owner <> '' AND r.context_id <> '' THEN octet_length(r.owner)::text || ':' || r.owner || r.context_id ELSE '' END)) AS k (kind, name)
+			WHERE k.kind = 0 OR k.name <> ''
+		) AS delta (kind, name, state, shard, d)
+		GROUP BY kind, name, state, shard
+		HAVING sum(d) <> 0
+		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
+		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
+	INTO zk, zn, zs, zh
+	FROM up WHERE kind > 0 AND n = 0;
+	IF zk IS NOT NULL THEN
+		DELETE FROM public.a2a_task_counts c
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
+	END IF;
 	RETURN NULL;
 END
 $fn$;
 CREATE OR REPLACE FUNCTION public.a2a_task_counts_on_delete() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+	zk smallint[];
+	zn text[];
+	zs text[];
+	zh smallint[];
 BEGIN
-	INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
-	SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, -count(*)
-	FROM old_rows GROUP BY 1, 2, 3, 4;
+	IF (SELECT count(*) FROM (SELECT FROM old_rows LIMIT 64) AS b) < 64 THEN
+		INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
+		SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, -count(*)
+		FROM old_rows GROUP BY 1, 2, 3, 4;
+		RETURN NULL;
+	END IF;
+	WITH g AS (
+		SELECT ((hashtext(id) & 2147483647) % 16)::smallint AS shard, state, context_id, owner, -count(*) AS d
+		FROM old_rows GROUP BY 1, 2, 3, 4
+	), up AS (
+		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
+		SELECT kind, name, state, shard, sum(d) FROM (
+			SELECT k.kind, k.name, r.state, r.shard, r.d
+			FROM g AS r
+			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
+				(3::smallint, CASE WHEN r.owner <> '' AND r.context_id <> '' THEN octet_length(r.owner)::text || ':' || r.owner || r.context_id ELSE '' END)) AS k (kind, name)
+			WHERE k.kind = 0 OR k.name <> ''
+		) AS delta (kind, name, state, shard, d)
+		GROUP BY kind, name, state, shard
+		HAVING sum(d) <> 0
+		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
+		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
+		RETURNING kind, name, state, shard, n)
+	SELECT array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
+	INTO zk, zn, zs, zh
+	FROM up WHERE kind > 0 AND n = 0;
+	IF zk IS NOT NULL THEN
+		DELETE FROM public.a2a_task_counts c
+		USING unnest(zk, zn, zs, zh) AS z (kind, name, state, shard)
+		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
+	END IF;
 	RETURN NULL;
 END
 $fn$;
