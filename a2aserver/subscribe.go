@@ -83,15 +83,10 @@ func (s *logSubscriber) SubscribeToTask(ctx context.Context, req *a2a.SubscribeT
 				yield(nil, wireError(ctx, "subscribe", err))
 				return
 			}
-			if !yield(ev, nil) || final(l.State) {
+			if !yield(ev, nil) || engine.Final(l.State) {
 				return
 			}
 		}
 	}
 }
 
-// final reports whether a task in state st ends a stream: a terminal or
-// an interrupted state.
-func final(st a2a.TaskState) bool {
-	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
-}

@@ -70,6 +70,13 @@ func ValidateLogRead(id a2a.TaskID, after int64, limit int) error {
 	return nil
 }
 
+// Final reports whether a task in state st is where a stream of its
+// events closes (A2A: the task is terminal, or interrupted waiting for
+// input or authentication) and an execution's answer to a message ends.
+func Final(st a2a.TaskState) bool {
+	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
+}
+
 // MaxLogRead bounds ReadLog's limit.
 const MaxLogRead = 1000
 

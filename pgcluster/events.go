@@ -198,17 +198,12 @@ func (r *reader) deliver(l engine.LogEntry) (*eventqueue.Message, error) {
 		observe(time.Since(time.UnixMicro(l.Time)))
 	}
 	v := taskstore.TaskVersion(l.Revision)
-	if final(l.State) {
+	if engine.Final(l.State) {
 		v = taskstore.TaskVersionMissing
 	}
 	return &eventqueue.Message{Event: ev, TaskVersion: v}, nil
 }
 
-// final reports whether a task in state st ends a subscription: a
-// terminal or an interrupted state (A2A: the stream closes there).
-func final(st a2a.TaskState) bool {
-	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
-}
 
 // reply returns the next task-less reply stored for the task, if any.
 func (r *reader) reply(ctx context.Context) (*eventqueue.Message, error) {

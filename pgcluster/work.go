@@ -130,7 +130,7 @@ func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body 
 // (terminal, or input or auth required).
 func (q *workQueue) finishing(ctx context.Context, id a2a.TaskID) bool {
 	rec, err := q.c.opts.Log.Get(ctx, id)
-	return err == nil && final(rec.Task.Status.State)
+	return err == nil && engine.Final(rec.Task.Status.State)
 }
 
 // insert inserts the work item and notifies, in one transaction.
@@ -276,7 +276,7 @@ func (q *workQueue) answered(ctx context.Context, p *workqueue.Payload) bool {
 		for _, l := range log {
 			if broughtIn(l, msgID) {
 				added = l.Revision
-			} else if added >= 0 && final(l.State) {
+			} else if added >= 0 && engine.Final(l.State) {
 				return true
 			}
 		}
