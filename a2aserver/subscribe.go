@@ -89,4 +89,3 @@ func (s *logSubscriber) SubscribeToTask(ctx context.Context, req *a2a.SubscribeT
 		}
 	}
 }
-

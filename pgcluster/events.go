@@ -204,7 +204,6 @@ func (r *reader) deliver(l engine.LogEntry) (*eventqueue.Message, error) {
 	return &eventqueue.Message{Event: ev, TaskVersion: v}, nil
 }
 
-
 // reply returns the next task-less reply stored for the task, if any.
 func (r *reader) reply(ctx context.Context) (*eventqueue.Message, error) {
 	var (
