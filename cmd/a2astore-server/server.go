@@ -269,6 +269,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		handlePprof(mm)
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
 }
