@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,29 +11,17 @@ import (
 // goroutine dump shows every caller's traffic.
 func TestPprofOnMetricsListenerOnly(t *testing.T) {
 	ts := startServer(t, config{Backend: "mem"})
-	get := func(base, path string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
-	}
-	metrics := "http://" + ts.metricsLn.Addr().String()
+	metrics := *ts
+	metrics.httpBase = "http://" + ts.metricsLn.Addr().String()
 	for _, path := range []string{pprofPath, pprofPath + "cmdline", pprofPath + "goroutine?debug=1", pprofPath + "heap"} {
-		if code, body := get(ts.httpBase, path); code == http.StatusOK || strings.Contains(body, "goroutine") || strings.Contains(body, "a2astore-server") {
+		if code, body := restGet(t, ts, path, nil); code == http.StatusOK || strings.Contains(string(body), "goroutine") || strings.Contains(string(body), "a2astore-server") {
 			t.Errorf("GET %s on the A2A listener: %d %.200q; want no profile", path, code, body)
 		}
-		if code, body := get(metrics, path); code != http.StatusOK || body == "" {
+		if code, body := restGet(t, &metrics, path, nil); code != http.StatusOK || len(body) == 0 {
 			t.Errorf("GET %s on the metrics listener: %d %.200q", path, code, body)
 		}
 	}
-	if _, body := get(metrics, pprofPath); !strings.Contains(body, "profile") || !strings.Contains(body, "goroutine") {
+	if _, body := restGet(t, &metrics, pprofPath, nil); !strings.Contains(string(body), "profile") || !strings.Contains(string(body), "goroutine") {
 		t.Errorf("the metrics listener's %s index lists no profiles: %.300q", pprofPath, body)
 	}
 }
