@@ -87,6 +87,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
 	addClusterFlags(fs, &cfg.Cluster)
 	retainFlags(fs, &cfg.Retain)
+	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")
 	if err := fs.Parse(args); err != nil {
 		return config{}, 0, err

@@ -81,6 +81,9 @@ type config struct {
 	Cluster clusterConfig
 	// Retain is the retention policy (-retain, retain.go).
 	Retain retainConfig
+	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
+	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
+	A2AInMemory bool
 
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
@@ -123,6 +126,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	case "", agentSynthetic, agentTCK:
 	default:
 		return nil, fmt.Errorf("unknown agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
+	}
+	if err := checkA2AInMemory(&cfg); err != nil {
+		return nil, err
 	}
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
@@ -172,7 +178,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		return nil, err
 	}
 
-	ts := a2aserver.TaskStore(metered)
+	ts := s.handlerTaskStore(metered)
 	interceptors := s.interceptors(ts)
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
@@ -198,7 +204,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	// Subscriptions read the task log (W9): any non-terminal task, on
 	// any instance.
-	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs, cfg.Cluster.Poll)
+	handler, err := s.subscriptions(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs)
 	if err != nil {
 		s.closeListeners()
 		return nil, err
