@@ -127,9 +127,6 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	default:
 		return nil, fmt.Errorf("unknown agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
 	}
-	if err := checkA2AInMemory(&cfg); err != nil {
-		return nil, err
-	}
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
 		return nil, err
