@@ -33,7 +33,7 @@
 #      listener's /debug/pprof/profile: <row>.pprof, no added time); then
 #      the two JSON-RPC rows again against the server serving from a2a-go's
 #      taskstore.InMemory (-a2a-inmemory, files a2a_inmemory-*: about 40 s
-#      more in a full run, 12 s quick), profiled too.
+#      more in a full run, about 10 s quick), profiled too.
 #   5. the generator rewrites every table and chart of the page.
 #
 # PostgreSQL: the bench and pgstore steps start their own throwaway cluster
