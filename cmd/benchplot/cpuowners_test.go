@@ -130,6 +130,9 @@ func TestSplitProfile(t *testing.T) {
 	if got := callersCell(c, ownerEncoding); got != "a2a-go 83.3 %, a2astore serving layer 16.7 %" {
 		t.Errorf("encoding called from %q", got)
 	}
+	if got := callersCell(c, ownerGC); got != "—" {
+		t.Errorf("GC, with nothing above, called from %q", got)
+	}
 	if got := callersCell(c, ownerA2AGo); got != "—" {
 		t.Errorf("a2a-go, with no CPU, called from %q", got)
 	}

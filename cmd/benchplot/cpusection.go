@@ -78,29 +78,35 @@ func ownerTable(b *strings.Builder, s serverRun, rel string) {
 }
 
 // callersCell lists the owners above o's frames that hold at least 5 % of
-// o's CPU, largest first.
+// o's CPU, largest first, with the part that has no owner above ("none
+// above": a goroutine's own root, as net/http's connection reader) when
+// another is listed.
 func callersCell(c *cpuSplit, o owner) string {
 	total := c.Owner[o]
 	if total == 0 {
 		return "—"
 	}
 	type share struct {
-		who owner
-		v   int64
+		name string
+		v    int64
 	}
 	var shares []share
-	for who := range numOwners {
-		if v := c.Caller[o][who]; v*20 >= total && v > 0 {
-			shares = append(shares, share{who, v})
+	for who, v := range c.Caller[o] {
+		if v*20 >= total && v > 0 {
+			name := "none above"
+			if who < int(numOwners) {
+				name = owner(who).String()
+			}
+			shares = append(shares, share{name, v})
 		}
+	}
+	if len(shares) == 0 || (len(shares) == 1 && shares[0].name == "none above") {
+		return "—"
 	}
 	slices.SortStableFunc(shares, func(a, b share) int { return cmp.Compare(b.v, a.v) })
 	var parts []string
 	for _, sh := range shares {
-		parts = append(parts, fmt.Sprintf("%s %s %%", sh.who, formatPercent(float64(sh.v)/float64(total))))
-	}
-	if len(parts) == 0 {
-		return "—"
+		parts = append(parts, fmt.Sprintf("%s %s %%", sh.name, formatPercent(float64(sh.v)/float64(total))))
 	}
 	return strings.Join(parts, ", ")
 }
