@@ -9,7 +9,8 @@
 # The full run has not been timed yet: the estimate is the suite at 1e3..1e5
 # (count 6 × 100 ms; 556 s at load ~10 for the smaller suite of e87b0fa),
 # mem at 1e6 (~3 min), CountWrites at 1 s per cell (~1.5 min), 3 × 30 s of
-# loadgen and 3 × (seed + 6 × 15 s) of server rows (~8 min), builds (~1.5 min).
+# loadgen and 3 × (seed + 6 × 15 s) of server rows (~8 min) plus the server
+# on a2a-go's InMemory (seed + 2 × 15 s, ~40 s), builds (~1.5 min).
 # steps.log times every step, so the first full run shows where the time goes.
 #
 # Steps (each timed in steps.log, each command in commands.txt):
@@ -27,7 +28,12 @@
 #      artifact, think time 0), loadgen on loopback: send-only (SendMessage)
 #      and list-only (ListTasks) on each transport (15 s full, 4 s quick),
 #      the server's CPU from /proc/<pid>/stat before and after each run
-#      (and, on pg, the PostgreSQL cluster's).
+#      (and, on pg, the PostgreSQL cluster's); on mem and pg, a CPU profile
+#      of the server during most of each JSON-RPC row (its metrics
+#      listener's /debug/pprof/profile: <row>.pprof, no added time); then
+#      the two JSON-RPC rows again against the server serving from a2a-go's
+#      taskstore.InMemory (-a2a-inmemory, files a2a_inmemory-*: about 40 s
+#      more in a full run, about 10 s quick), profiled too.
 #   5. the generator rewrites every table and chart of the page.
 #
 # PostgreSQL: the bench and pgstore steps start their own throwaway cluster
@@ -167,38 +173,67 @@ pgticks() {
   echo "$t"
 }
 hz=$(getconf CLK_TCK)
-serve() { # backend, args…
-  local backend=$1; shift
-  "$work/a2astore-server" -backend "$backend" "$@" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics "" \
-    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$work/server-$backend.log" &
+# A CPU profile covers the row but its first and last second (loadgen's
+# connections opening, its last calls draining): whole seconds, at least 1.
+PROFILE_SECONDS=$(awk -v d="$SERVER_FOR" 'BEGIN { if (d ~ /ms$/) s = d / 1000; else if (d ~ /m$/) s = d * 60; else s = d + 0; p = int(s) - 2; print (p < 1 ? 1 : p) }')
+# profile_start FILE: from 1 s on, a CPU profile of the server into FILE
+# (background; profile_end waits for it).
+profile_start() {
+  printf '  + (sleep 1; curl -sf -o %s http://%s/debug/pprof/profile?seconds=%s) during the next row\n' \
+    "${1#"$out"/}" "$maddr" "$PROFILE_SECONDS" >>"$out/commands.txt"
+  (sleep 1; curl -sf -o "$1" "http://$maddr/debug/pprof/profile?seconds=$PROFILE_SECONDS") &
+  prof_pid=$!
+}
+# profile_end FILE: a profile that failed is left out (the page says the
+# row has none), not the run.
+profile_end() {
+  if [ -n "$prof_pid" ] && ! wait "$prof_pid"; then log "CPU profile $1 failed (left out)"; rm -f "$1"; fi
+  prof_pid=""
+}
+# serve NAME args…: NAME is the backend, or a2a_inmemory (mem with the
+# handler on a2a-go's taskstore.InMemory: the JSON-RPC rows only).
+serve() {
+  local name=$1; shift
+  local backend=$name transports="jsonrpc http grpc"
+  if [ "$name" = a2a_inmemory ]; then backend=mem transports=jsonrpc; set -- -a2a-inmemory "$@"; fi
+  "$work/a2astore-server" -backend "$backend" "$@" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
+    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$work/server-$name.log" &
   server_pid=$!
   local addr=""
   for _ in $(seq 300); do
-    addr=$(sed -n 's/.*msg=serving.* http=\([0-9.:]*\).*/\1/p' "$work/server-$backend.log")
+    # (the log may not exist yet: the shell opens it in the child)
+    addr=$(sed -n 's/.*msg=serving.* http=\([0-9.:]*\).*/\1/p' "$work/server-$name.log" 2>/dev/null || true)
     [ -n "$addr" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server-$backend.log" >&2; return 1; }
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server-$name.log" >&2; return 1; }
     sleep 0.1
   done
-  [ -n "$addr" ] || { log "server $backend did not start"; cat "$work/server-$backend.log" >&2; return 1; }
+  [ -n "$addr" ] || { log "server $name did not start"; cat "$work/server-$name.log" >&2; return 1; }
   local url=http://$addr
-  printf '%s\n' "a2astore-server -backend $backend $* -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics '' -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0" >>"$out/commands.txt"
+  maddr=$(sed -n 's/.*msg=serving.* metrics=http:\/\/\([0-9.:]*\)\/metrics.*/\1/p' "$work/server-$name.log")
+  printf '%s\n' "a2astore-server -backend $backend $* -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0" >>"$out/commands.txt"
   # Tasks for ListTasks to page over, created before any measured run.
-  step "server-$backend-seed" "$work/loadgen" -target "$url" -workload send-only -initial -1 -ops "$SEED_TASKS" -concurrency 8 -seed 7 -quiet >/dev/null
-  for transport in jsonrpc http grpc; do
+  step "server-$name-seed" "$work/loadgen" -target "$url" -workload send-only -initial -1 -ops "$SEED_TASKS" -concurrency 8 -seed 7 -quiet >/dev/null
+  for transport in $transports; do
     for workload in send-only list-only; do
-      local f=$out/server/$backend-$transport-$workload
+      local f=$out/server/$name-$transport-$workload
+      local profiled=""
+      if [ "$transport" = jsonrpc ] && [ "$backend" != pebble ]; then profiled=$f.pprof; profile_start "$profiled"; fi
       local before; before=$(cputicks "$server_pid")
       local dbbefore=""
       if [ "$backend" = pg ]; then dbbefore=$(pgticks); fi
-      step "server-$backend-$transport-$workload" "$work/loadgen" -target "$url" -transport "$transport" -workload "$workload" \
+      step "server-$name-$transport-$workload" "$work/loadgen" -target "$url" -transport "$transport" -workload "$workload" \
         -initial -1 -duration "$SERVER_FOR" -concurrency "$SERVER_WORKERS" -seed 42 -quiet -json "$f.json" >/dev/null
       echo "$before $(cputicks "$server_pid") $hz" >"$f.cpu"
       if [ "$backend" = pg ]; then echo "$dbbefore $(pgticks) $hz" >"$f.dbcpu"; fi
+      if [ -n "$profiled" ]; then profile_end "$profiled"; fi
     done
   done
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""
 }
+prof_pid=""
+maddr=""
 serve mem
+serve a2a_inmemory
 serve pebble -pebble-dir "$work/srv-pebble"
 resetdb
 serve pg -pg-dsn "$DSN"

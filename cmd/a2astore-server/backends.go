@@ -14,7 +14,11 @@ import (
 // openBackend opens the configured store, with its task log (K7: the
 // server's subscriptions and cluster mode read it), and its health
 // collectors. In cluster mode the store notifies the cluster's channel.
+// -a2a-inmemory with a backend or feature it cannot serve is refused here.
 func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
+	if err := checkA2AInMemory(cfg); err != nil {
+		return nil, err
+	}
 	bc := backends.Config{
 		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits, Log: true,
 	}

@@ -6,7 +6,8 @@
 // /.well-known/agent-card.json (listing all three interfaces); a second
 // listener serves gRPC (lf.a2a.v1.A2AService); Prometheus metrics have a
 // listener of their own (-metrics, loopback by default), since they
-// describe every caller's traffic. The agent is synthetic: every message
+// describe every caller's traffic, and so have Go's profiles
+// (/debug/pprof/ on the same listener). The agent is synthetic: every message
 // becomes a task that goes through a configurable number of status
 // updates, history messages and an artifact, so SendMessage writes to the
 // store the way real agents do.
@@ -63,7 +64,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "request header (gRPC metadata key) trusted as the caller identity for -policy owner; staging only")
 	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/) and the agent card")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "listen address for gRPC")
-	fs.StringVar(&cfg.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address for Prometheus /metrics, apart from the A2A listeners (operators only); empty = none")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "127.0.0.1:9464", "listen address for Prometheus /metrics and Go's profiles (/debug/pprof/), apart from the A2A listeners (operators only); empty = none")
 	fs.Int64Var(&cfg.Serve.MaxBodyBytes, "max-body-bytes", a2aserver.DefaultMaxBodyBytes, "largest HTTP request body and gRPC request message")
 	fs.IntVar(&cfg.Serve.MaxHeaderBytes, "max-header-bytes", a2aserver.DefaultMaxHeaderBytes, "largest HTTP header block and gRPC metadata")
 	fs.DurationVar(&cfg.Serve.ReadTimeout, "read-timeout", a2aserver.DefaultReadTimeout, "time a client has to send a request's headers, then its body; gRPC handshake timeout, and time a gRPC call has to deliver its request")
@@ -86,6 +87,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
 	addClusterFlags(fs, &cfg.Cluster)
 	retainFlags(fs, &cfg.Retain)
+	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")
 	if err := fs.Parse(args); err != nil {
 		return config{}, 0, err

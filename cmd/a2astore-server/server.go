@@ -81,6 +81,9 @@ type config struct {
 	Cluster clusterConfig
 	// Retain is the retention policy (-retain, retain.go).
 	Retain retainConfig
+	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
+	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
+	A2AInMemory bool
 
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
@@ -172,7 +175,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		return nil, err
 	}
 
-	ts := a2aserver.TaskStore(metered)
+	ts := s.handlerTaskStore(metered)
 	interceptors := s.interceptors(ts)
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(ts),
@@ -198,7 +201,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	// Subscriptions read the task log (W9): any non-terminal task, on
 	// any instance.
-	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs, cfg.Cluster.Poll)
+	handler, err := s.subscriptions(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs)
 	if err != nil {
 		s.closeListeners()
 		return nil, err
@@ -269,6 +272,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		handlePprof(mm)
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
 }

@@ -97,7 +97,7 @@ func saveChart(ch *chart, dir, file string, png bool) error {
 var alsoPNG bool
 
 // sectionNames are the generated sections every page must hold.
-var sectionNames = []string{"headline", "run", "peers", "server", "loadgen", "history", "charts"}
+var sectionNames = []string{"headline", "run", "peers", "server", "cpu", "loadgen", "history", "charts"}
 
 // generatePage writes everything of the page mode into out; it returns the
 // files written (relative to out).
@@ -138,6 +138,7 @@ func generatePage(runsDir, out string) ([]string, error) {
 		"run":       runSection(newest, rel),
 		"peers":     peersSection(newest),
 		"server":    serverSection(newest),
+		"cpu":       cpuSection(newest, rel),
 		"loadgen":   loadgenSection(newest),
 		"retention": retentionSection(newest),
 		"history":   historySection(runs, out),

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,8 +65,10 @@ func TestPageFromFixture(t *testing.T) {
 	}
 	// Figures the fixture holds show up where they belong.
 	for name, want := range map[string][]string{
-		"headline":  {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
-		"server":    {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
+		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
+		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
+		"cpu": {"**a2astore mem, SendMessage** (jsonrpc)", "**a2astore mem, ListTasks** (jsonrpc)", "| encoding |", "| runtime/GC |",
+			"| SendMessage | jsonrpc | a2a-go InMemory |", "| ListTasks | jsonrpc | a2astore mem |"},
 		"loadgen":   {"| mem |", "| pebble |"},
 		"retention": {"| mem | 1e3 | 2,499,185 | 0.2 | 3.55 | 500 |", "| pebble | 1e3 | 3.42 | 3.04 | 4.61 | 3.65 | 1,000 |"},
 		"history":   {"e87b0fa (imported)", "(fixture)"},
@@ -78,6 +81,7 @@ func TestPageFromFixture(t *testing.T) {
 			}
 		}
 	}
+	checkOwnerShares(t, section(t, page, "cpu"), 2)
 	// The PostgreSQL cluster's CPU is shown for pg rows only.
 	for _, line := range strings.Split(section(t, page, "server"), "\n") {
 		cells := strings.Split(line, "|")
@@ -309,5 +313,44 @@ func TestReadRunsSkipsPartial(t *testing.T) {
 	mk("d", `{"commit": "abc"}`)
 	if _, err := readRuns(dir); err == nil || !strings.Contains(err.Error(), "required") {
 		t.Fatalf("a run.json without mode and start: %v", err)
+	}
+}
+
+// checkOwnerShares: the cpu section has want owner tables, and each
+// table's CPU shares add up to 100 %.
+func checkOwnerShares(t *testing.T, body string, want int) {
+	t.Helper()
+	tables := 0
+	for _, table := range strings.Split(body, "| owner | CPU share |")[1:] {
+		tables++
+		sum := 0.0
+		for _, line := range strings.Split(table, "\n")[2:] {
+			cells := strings.Split(line, "|")
+			if len(cells) < 5 {
+				break
+			}
+			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(cells[2]), " %"), 64)
+			if err != nil {
+				t.Fatalf("share cell %q: %v", cells[2], err)
+			}
+			sum += v
+		}
+		if sum < 99.5 || sum > 100.5 {
+			t.Errorf("owner shares add up to %.1f %%:\n%s", sum, table)
+		}
+	}
+	if tables != want {
+		t.Errorf("%d owner tables, want %d:\n%s", tables, want, body)
+	}
+}
+
+// TestCPUSectionWithoutProfiles: a run recorded before profiles were
+// taken (and without InMemory rows) gets a sentence, not a failure.
+func TestCPUSectionWithoutProfiles(t *testing.T) {
+	got := cpuSection(&run{Server: []serverRun{{Backend: "mem", Transport: "jsonrpc", Workload: "send-only"}}}, "runs/x")
+	for _, want := range []string{"no CPU profiles", "no rows of the server on a2a-go's InMemory"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("section without profiles lacks %q:\n%s", want, got)
+		}
 	}
 }

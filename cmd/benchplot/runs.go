@@ -28,6 +28,11 @@ import (
 //	server/<b>-<t>-<w>.cpu   the server process's CPU ticks before and after
 //	                  that loadgen run, and the clock tick: "before after hz"
 //	server/pg-<t>-<w>.dbcpu  the same for the PostgreSQL cluster
+//	server/<b>-jsonrpc-<w>.pprof  a CPU profile of the server during most of
+//	                  that run (mem and pg, and the peer below; cpuowners.go)
+//	server/a2a_inmemory-jsonrpc-<w>.{json,cpu,pprof}  the same rows against
+//	                  the server serving from a2a-go's taskstore.InMemory
+//	                  (-a2a-inmemory), kept apart from the backends (run.Peer)
 //
 // Every file but run.json is optional: a run imported from an older raw file
 // (mode "imported") has only bench.txt, and a figure a run lacks is left blank.
@@ -61,6 +66,7 @@ type serverRun struct {
 	HasCPU                       bool
 	DBCPUSec                     float64 // pg: the PostgreSQL cluster's CPU during the run
 	HasDBCPU                     bool
+	CPU                          *cpuSplit // the server's CPU profile by owner; nil without one
 }
 
 // DBCPUPerRequest is the database's CPU time per completed request, in µs
@@ -89,6 +95,7 @@ type run struct {
 	PG      *data // nil without pgstore.txt
 	Loadgen map[string]*load.Result
 	Server  []serverRun
+	Peer    []serverRun // the server on a2a-go's InMemory (peerBackend)
 }
 
 // Label names the run on the page and in charts: its commit, and the mode
@@ -203,18 +210,32 @@ func readRun(dir string) (*run, error) {
 		if s.DBCPUSec, s.HasDBCPU, err = readCPU(strings.TrimSuffix(f, ".json") + ".dbcpu"); err != nil {
 			return nil, err
 		}
+		if s.CPU, err = readProfile(strings.TrimSuffix(f, ".json") + ".pprof"); err != nil {
+			return nil, err
+		}
+		if s.Backend == peerBackend {
+			r.Peer = append(r.Peer, s)
+			continue
+		}
 		r.Server = append(r.Server, s)
 	}
 	return r, nil
 }
 
-// readBenchFile reads a benchfmt file; a missing file is nil, no error.
-func readBenchFile(path string) (*data, error) {
+// openOptional opens path; a missing file is nil, no error (a figure the
+// run does not have).
+func openOptional(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	return f, err
+}
+
+// readBenchFile reads a benchfmt file; a missing file is nil, no error.
+func readBenchFile(path string) (*data, error) {
+	f, err := openOptional(path)
+	if f == nil || err != nil {
 		return nil, err
 	}
 	defer f.Close()
