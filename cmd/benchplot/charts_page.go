@@ -211,7 +211,7 @@ func wireLatency(r *run, _ []*run) (*chart, error) {
 	}
 	p.NominalX(cats...)
 	logAxis(&p.Y, false)
-	return &chart{p, vg.Length(3.6+0.9*float64(len(cats))) * vg.Inch, 4.5 * vg.Inch, "low points, p99 close to p50 (a short tail)"}, nil
+	return &chart{p, vg.Length(3.6+1.3*float64(len(cats))) * vg.Inch, 4.5 * vg.Inch, "low points, p99 close to p50 (a short tail)"}, nil
 }
 
 // historyChart: the µs figures of figures marked Chart, at historyN, one
