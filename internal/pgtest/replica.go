@@ -1,0 +1,347 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Standbys is the number of streaming hot standbys of the replicated
+// cluster.
+const Standbys = 2
+
+// replicaSettings are the primary's settings beside the defaults:
+// synchronous commit as PostgreSQL ships it (the throwaway cluster turns
+// it off), so an acknowledged commit is flushed and can be streamed at
+// once. fsync stays off, so a commit costs a write, not a disk flush.
+var replicaSettings = []string{"synchronous_commit=on", "wal_level=replica", "max_wal_senders=8"}
+
+// standbySettings are a standby's: it answers queries while it replays
+// and tells the primary which rows its queries still need, so replay
+// waits for no query and cancels none.
+var standbySettings = []string{"hot_standby=on", "hot_standby_feedback=on", "max_standby_streaming_delay=-1"}
+
+// replicated is the package's replicated cluster, started by the first
+// Replicated call, and the lock a test holds while it uses it.
+var replicated struct {
+	mu  sync.Mutex
+	set *ReplicaSet
+	err error
+	use sync.Mutex
+}
+
+// ReplicaSet is a throwaway primary with Standbys streaming hot standbys
+// (pg_basebackup -R), each on its own port and socket directory on
+// 127.0.0.1, run as the postgres OS user when the tests run as root.
+type ReplicaSet struct {
+	primary  *cluster
+	standbys []*Standby
+}
+
+// Standby is one hot standby of a ReplicaSet.
+type Standby struct {
+	c       *cluster
+	primary *cluster
+	running bool
+}
+
+// Replicated returns the package's replicated cluster, starting it on
+// first use (about 3 s), and holds it for tb alone until tb's cleanup:
+// tests that use it run one at a time even when parallel, since they
+// pause and stop its standbys. At cleanup every standby is started and
+// replaying again. It is apart from the cluster DSN uses, so the WAL of
+// other tests does not reach its standbys. With A2ASTORE_PG_DSN set
+// there is no replicated cluster: tb is skipped (failed under CI=true).
+func Replicated(tb testing.TB) *ReplicaSet {
+	tb.Helper()
+	if os.Getenv(EnvDSN) != "" {
+		unavailable(tb, errors.New(EnvDSN+" names an existing server; replicated clusters are started only from PostgreSQL binaries"))
+	}
+	if !mainCalled.Load() {
+		unavailable(tb, errors.New("pgtest.Main was not called from TestMain, so a started cluster could not be stopped"))
+	}
+	replicated.mu.Lock()
+	if replicated.set == nil && replicated.err == nil {
+		replicated.set, replicated.err = startReplicaSet()
+	}
+	set, err := replicated.set, replicated.err
+	replicated.mu.Unlock()
+	if err != nil {
+		unavailable(tb, err)
+	}
+	replicated.use.Lock()
+	tb.Cleanup(func() {
+		defer replicated.use.Unlock()
+		if err := set.reset(); err != nil {
+			tb.Errorf("pgtest: reset standbys: %v", err)
+		}
+	})
+	return set
+}
+
+func startReplicaSet() (*ReplicaSet, error) {
+	p, err := startCluster(replicaSettings...)
+	if err != nil {
+		return nil, err
+	}
+	set := &ReplicaSet{primary: p}
+	for range Standbys {
+		s, err := startStandby(p)
+		if err != nil {
+			set.stop()
+			return nil, fmt.Errorf("standby: %w", err)
+		}
+		set.standbys = append(set.standbys, s)
+	}
+	return set, nil
+}
+
+// startStandby copies primary with pg_basebackup -R (streaming its WAL,
+// writing standby.signal and primary_conninfo) and starts the copy.
+func startStandby(primary *cluster) (*Standby, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCluster()
+	if err != nil {
+		return nil, err
+	}
+	c.settings = standbySettings
+	data := filepath.Join(c.dir, "data")
+	bb := exec.Command(filepath.Join(bin, "pg_basebackup"), "-D", data, "-R", "-X", "stream", "-c", "fast", "--no-sync",
+		"-h", primary.sockDir, "-p", strconv.Itoa(primary.port), "-U", "postgres")
+	bb.Dir = c.dir
+	bb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := bb.CombinedOutput(); err != nil {
+		os.RemoveAll(c.dir)
+		return nil, fmt.Errorf("pg_basebackup: %v: %s", err, out)
+	}
+	if err := c.startOnFreePort(bin, data, cred); err != nil {
+		os.RemoveAll(c.dir)
+		return nil, err
+	}
+	return &Standby{c: c, primary: primary, running: true}, nil
+}
+
+// stop stops every server of the set and removes their directories.
+func (r *ReplicaSet) stop() error {
+	var errs []error
+	for _, s := range r.standbys {
+		if s.running {
+			errs = append(errs, s.c.stop())
+		} else {
+			os.RemoveAll(s.c.dir)
+		}
+	}
+	return errors.Join(append(errs, r.primary.stop())...)
+}
+
+// reset starts every stopped standby and resumes replay on all.
+func (r *ReplicaSet) reset() error {
+	for _, s := range r.standbys {
+		if !s.running {
+			if err := s.start(); err != nil {
+				return err
+			}
+		}
+		if err := s.exec("SELECT pg_wal_replay_resume()"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopReplicated stops the package's replicated cluster (Main).
+func stopReplicated() error {
+	replicated.mu.Lock()
+	defer replicated.mu.Unlock()
+	if replicated.set == nil {
+		return nil
+	}
+	err := replicated.set.stop()
+	replicated.set = nil
+	return err
+}
+
+// DSN creates a new, empty database on the primary, dropped at tb's
+// cleanup, waits until every running standby has replayed its creation,
+// and returns the DSNs of the database on the primary and on each
+// standby (in Standby order).
+func (r *ReplicaSet) DSN(tb testing.TB) (primary string, standbys []string) {
+	tb.Helper()
+	name := fmt.Sprintf("a2astore_repl_%d_%d", os.Getpid(), dbSeq.Add(1))
+	if err := r.primary.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := r.primary.exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"); err != nil {
+			tb.Errorf("pgtest: drop database: %v", err)
+		}
+	})
+	r.WaitReplayed(tb)
+	for _, s := range r.standbys {
+		standbys = append(standbys, s.c.dsn(name))
+	}
+	return r.primary.dsn(name), standbys
+}
+
+// Standby returns standby i (0 ≤ i < Standbys).
+func (r *ReplicaSet) Standby(i int) *Standby { return r.standbys[i] }
+
+// PrimaryAdminDSN is the DSN of the primary's maintenance database.
+func (r *ReplicaSet) PrimaryAdminDSN() string { return r.primary.dsn("postgres") }
+
+// WaitReplayed waits (up to a minute) until every running standby whose
+// replay is not paused has replayed the primary's WAL up to its insert
+// position at the call.
+func (r *ReplicaSet) WaitReplayed(tb testing.TB) {
+	tb.Helper()
+	var lsn string
+	if err := r.primary.queryRow("SELECT pg_current_wal_insert_lsn()::text", &lsn); err != nil {
+		tb.Fatalf("pgtest: primary WAL position: %v", err)
+	}
+	for _, s := range r.standbys {
+		var paused bool
+		if !s.running {
+			continue
+		}
+		if err := s.c.queryRow("SELECT pg_get_wal_replay_pause_state() <> 'not paused'", &paused); err != nil {
+			tb.Fatalf("pgtest: standby replay state: %v", err)
+		}
+		if !paused {
+			s.waitReplay(tb, lsn)
+		}
+	}
+}
+
+// waitReplay waits until s has replayed up to lsn.
+func (s *Standby) waitReplay(tb testing.TB, lsn string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var done bool
+		err := s.c.queryRow("SELECT pg_last_wal_replay_lsn() >= '"+lsn+"'::pg_lsn", &done)
+		if err == nil && done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("pgtest: standby on port %d has not replayed up to %s within a minute (last error %v)", s.c.port, lsn, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// DSN returns the DSN of database name on the standby.
+func (s *Standby) DSN(name string) string { return s.c.dsn(name) }
+
+// Port is the standby's TCP port on 127.0.0.1.
+func (s *Standby) Port() int { return s.c.port }
+
+// PauseReplay pauses the standby's WAL replay (pg_wal_replay_pause): it
+// still answers queries, from data that no longer advances. The test's
+// cleanup resumes it.
+func (s *Standby) PauseReplay(tb testing.TB) {
+	tb.Helper()
+	if err := s.exec("SELECT pg_wal_replay_pause()"); err != nil {
+		tb.Fatalf("pgtest: pause replay: %v", err)
+	}
+}
+
+// ResumeReplay resumes the standby's WAL replay.
+func (s *Standby) ResumeReplay(tb testing.TB) {
+	tb.Helper()
+	if err := s.exec("SELECT pg_wal_replay_resume()"); err != nil {
+		tb.Fatalf("pgtest: resume replay: %v", err)
+	}
+}
+
+// Kill stops the standby at once (immediate shutdown: every session is
+// cut, nothing is flushed). The test's cleanup starts it again.
+func (s *Standby) Kill(tb testing.TB) {
+	tb.Helper()
+	if !s.running {
+		return
+	}
+	s.c.kill()
+	s.running = false
+}
+
+// Start starts a killed standby again on its port; it catches up from
+// the primary.
+func (s *Standby) Start(tb testing.TB) {
+	tb.Helper()
+	if err := s.start(); err != nil {
+		tb.Fatalf("pgtest: start standby: %v", err)
+	}
+}
+
+func (s *Standby) start() error {
+	if s.running {
+		return nil
+	}
+	bin, err := binDir()
+	if err != nil {
+		return err
+	}
+	cred, err := runAs()
+	if err != nil {
+		return err
+	}
+	if err := s.c.start(bin, filepath.Join(s.c.dir, "data"), cred); err != nil {
+		return err
+	}
+	s.running = true
+	return nil
+}
+
+// exec runs sql on the standby's maintenance database.
+func (s *Standby) exec(sql string) error { return s.c.exec(sql) }
+
+// dsn is the DSN of database name on c.
+func (c *cluster) dsn(name string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres sslmode=disable dbname=%s", c.sockDir, c.port, name)
+}
+
+// exec runs sql on c's maintenance database.
+func (c *cluster) exec(sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.dsn("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// queryRow runs sql on c's maintenance database and scans its one row.
+func (c *cluster) queryRow(sql string, dest ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.dsn("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
