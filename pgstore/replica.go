@@ -1,0 +1,312 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Reads from hot standbys (L10). With Options.Replicas, Get and List run
+// on a standby when it has replayed the primary's WAL up to where it was
+// when the read began; otherwise on the primary. Each such read:
+//
+//  1. asks the primary for its WAL insert position P
+//     (pg_current_wal_insert_lsn(): every commit already acknowledged or
+//     visible on the primary, synchronous or not, has its commit record
+//     before P);
+//  2. on a standby chosen round robin among those the health monitor
+//     finds healthy, runs the gate — a statement that fails unless
+//     pg_last_wal_replay_lsn() >= P — and then, in a transaction that
+//     starts after the gate (pipelined in the same round trip: the gate,
+//     COMMIT, BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, count,
+//     page, COMMIT), the read itself. A standby's snapshot holds exactly
+//     the commits whose records it has replayed, and replay only moves
+//     forward, so the read sees every commit before P: everything
+//     committed before the read began;
+//  3. when the gate fails, waits (polling the replay position, up to
+//     Options.ReplicaWait) and runs again, then falls back to the
+//     primary.
+//
+// On the primary, a snapshot may lack a commit that a standby already
+// shows: PostgreSQL writes (and streams) a commit record before the
+// committing backend marks the transaction visible, and with synchronous
+// replication it waits for the standbys in between. So with standbys
+// configured, a read on the primary also runs a gate as the first
+// statement of its transaction: it fails while a transaction the
+// snapshot sees as in progress is committed in the commit log
+// (pg_xact_status), and the read is then taken again (up to
+// primaryGateWait; after that it fails).
+//
+// Successive reads therefore see growing sets of commits wherever they
+// run, as successive reads on the primary alone do: L7 holds over a
+// traversal whose pages come from any mix of standbys and the primary,
+// L8 within a page (one REPEATABLE READ transaction on one server), and a
+// caller's committed writes are visible to its later reads on any store
+// instance.
+
+// Defaults of the standby options.
+const (
+	DefaultReplicaWait          = 50 * time.Millisecond
+	DefaultReplicaMaxLag        = time.Second
+	DefaultReplicaCheckInterval = 250 * time.Millisecond
+	// primaryGateWait bounds how long a read on the primary waits for
+	// commits already in the WAL to become visible there.
+	primaryGateWait = 2 * time.Second
+	// replicaConnectTimeout is a standby pool's connect timeout when its
+	// DSN sets none, so that an unreachable standby fails a read over to
+	// the primary instead of holding it.
+	replicaConnectTimeout = time.Second
+)
+
+// Fallback reasons: why a read that could have run on a standby ran on
+// the primary (ReplicaStats.Fallbacks).
+const (
+	ReasonDisconnected = "disconnected"    // the standby's last probe or read could not reach it
+	ReasonPaused       = "paused"          // its WAL replay is paused
+	ReasonLagging      = "lagging"         // its replay lags by more than Options.ReplicaMaxLag
+	ReasonNotStandby   = "not_standby"     // it is not in recovery (promoted, or not a standby)
+	ReasonCatchup      = "catchup_timeout" // it had not replayed up to the read's start within Options.ReplicaWait
+	ReasonError        = "error"           // the read failed on it (connection lost, recovery conflict, …)
+)
+
+// Reasons lists the fallback reasons.
+var Reasons = reasonIndex[:]
+
+// gateKind says which gate a read runs before its statements.
+type gateKind int
+
+const (
+	gateNone    gateKind = iota // a store without standbys: the read as it always was
+	gateStandby                 // on a standby: replayed up to lsn
+	gatePrimary                 // on the primary of a store with standbys: no commit pending visibility
+)
+
+// gate is the check a read runs first, in the same round trip as the
+// read.
+type gate struct {
+	kind gateKind
+	lsn  int64 // gateStandby: the primary's insert position when the read began
+}
+
+// The gates fail their batch with division_by_zero, which stops every
+// later statement of the batch (the server skips to the batch's end).
+const (
+	codeGateClosed  = "22012"
+	standbyGateSQL  = `SELECT 1 / coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)::int`
+	primaryGateSQL  = `SELECT 1 / (NOT EXISTS (SELECT FROM pg_snapshot_xip(pg_current_snapshot()) AS x WHERE pg_xact_status(x) = 'committed'))::int`
+	beginReadOnlyRR = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	// positionSQL is the primary's WAL position a read must see: the
+	// insert position, not the write or flush position, since a commit
+	// made with synchronous_commit off is visible (and acknowledged)
+	// before its record is written out.
+	positionSQL = `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`
+)
+
+// errGateClosed is a read whose gate failed: on a standby, it has not
+// replayed far enough; on the primary, a commit is not yet visible.
+var errGateClosed = errors.New("pgstore: read gate closed")
+
+// batched reports whether the read must be sent as a batch.
+func (g gate) batched() bool { return g.kind != gateNone }
+
+// queue queues the gate and, with tx, the start of the read's
+// REPEATABLE READ READ ONLY transaction. The standby gate runs in a
+// transaction of its own, so that the read's snapshot is taken after it.
+func (g gate) queue(b *pgx.Batch, tx bool) {
+	switch g.kind {
+	case gateStandby:
+		b.Queue(standbyGateSQL, g.lsn)
+		if tx {
+			b.Queue("COMMIT")
+		}
+	case gatePrimary:
+		if !tx {
+			b.Queue(primaryGateSQL)
+			return
+		}
+	}
+	if tx {
+		b.Queue(beginReadOnlyRR)
+		if g.kind == gatePrimary {
+			b.Queue(primaryGateSQL) // the first statement: it sees the transaction's snapshot
+		}
+	}
+}
+
+// results reads the results of what queue queued, errGateClosed when
+// the gate failed.
+func (g gate) results(br pgx.BatchResults, tx bool) error {
+	n := 0
+	switch {
+	case g.kind == gateStandby && tx:
+		n = 3
+	case g.kind != gateNone && tx:
+		n = 2
+	case g.kind != gateNone || tx:
+		n = 1
+	}
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == codeGateClosed {
+				return errGateClosed
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readFunc is a read: its statements, after g, on conn.
+type readFunc func(conn *pgxpool.Conn, g gate) error
+
+// routedRead runs the idempotent read f on a standby that has replayed
+// everything committed before the call, or on the primary (see the
+// package comment above).
+func (s *Store) routedRead(ctx context.Context, f readFunc) error {
+	r := s.replicas
+	if len(r.list) == 0 {
+		r.primaryReads.Add(1)
+		return s.read(ctx, func(c *pgxpool.Conn) error { return f(c, gate{}) })
+	}
+	var lsn int64
+	sql := positionSQL
+	if p := r.positionSQL.Load(); p != nil {
+		sql = *p // tests
+	}
+	err := s.read(ctx, func(c *pgxpool.Conn) error { return c.QueryRow(ctx, sql).Scan(&lsn) })
+	if err != nil {
+		return err
+	}
+	sb, reason := r.pick()
+	if sb != nil {
+		if reason, err = r.onStandby(ctx, sb, lsn, f); reason == "" {
+			return err
+		}
+	}
+	if reason != "" {
+		r.fallback(reason)
+	}
+	return s.onPrimary(ctx, f)
+}
+
+// onStandby runs f on sb behind the standby gate. reason is "" when the
+// read is done (err is its outcome), else why it should fall back.
+func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f readFunc) (reason string, err error) {
+	g := gate{kind: gateStandby, lsn: lsn}
+	if r.gateOff.Load() {
+		g = gate{} // tests: a standby read without the gate
+	}
+	start := time.Now()
+	waited := false
+	for {
+		err = readOn(ctx, sb.pool, func(c *pgxpool.Conn) error { return f(c, g) })
+		if !errors.Is(err, errGateClosed) {
+			break
+		}
+		waited = true
+		if !r.waitReplay(ctx, sb, lsn, start.Add(r.wait)) {
+			r.waits.observe(time.Since(start))
+			return ReasonCatchup, nil
+		}
+	}
+	switch {
+	case err == nil || errors.Is(err, pgx.ErrNoRows): // a Get of a missing task is an answer too
+		if waited {
+			r.waits.observe(time.Since(start))
+		} else {
+			r.waits.observe(0)
+		}
+		sb.reads.Add(1)
+		return "", nil
+	case ctx.Err() != nil:
+		return "", err
+	case connLost(err):
+		sb.setHealth(health{reason: ReasonDisconnected})
+	}
+	var de *decodeError
+	if errors.As(err, &de) {
+		return "", err // the row is what it is on the primary too
+	}
+	return ReasonError, nil
+}
+
+// waitReplay polls sb's replay position until it reaches lsn (true), or
+// deadline or ctx ends (false). PostgreSQL has no way to wake a waiter
+// when a standby replays a position, so this polls, from 200 µs up to
+// 5 ms between looks.
+func (r *replicas) waitReplay(ctx context.Context, sb *standby, lsn int64, deadline time.Time) bool {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	pause := 200 * time.Microsecond
+	for {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		var done bool
+		err := sb.pool.QueryRow(ctx, `SELECT coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)`, lsn).Scan(&done)
+		if err != nil {
+			return false
+		}
+		if done {
+			return true
+		}
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// onPrimary runs f on the primary behind the primary gate, again while
+// the gate is closed (a commit the snapshot lacks is being made visible),
+// for up to primaryGateWait.
+func (s *Store) onPrimary(ctx context.Context, f readFunc) error {
+	s.replicas.primaryReads.Add(1)
+	g := gate{kind: gatePrimary}
+	if s.replicas.gateOff.Load() {
+		g = gate{}
+	}
+	deadline := time.Now().Add(primaryGateWait)
+	pause := 50 * time.Microsecond
+	for {
+		err := s.read(ctx, func(c *pgxpool.Conn) error { return f(c, g) })
+		if !errors.Is(err, errGateClosed) {
+			return err
+		}
+		s.replicas.primaryRetries.Add(1)
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("pgstore: commits already in the WAL stayed invisible on the primary for %v (synchronous replication stalled?): %w", primaryGateWait, errGateClosed)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// runBatch sends b on conn, lets read consume its results and closes it;
+// a transaction the batch left open (a statement failed inside it) is
+// rolled back so the connection goes back to the pool clean (if that
+// fails too, the pool drops the connection).
+func runBatch(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	br := conn.SendBatch(ctx, b)
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	return err
+}
