@@ -34,14 +34,20 @@ import (
 //
 // On the primary, a snapshot may lack a commit that a standby already
 // shows: PostgreSQL writes (and streams) a commit record before the
-// committing backend marks the transaction visible, and with synchronous
-// replication it waits for the standbys in between. So with standbys
-// configured, a read on the primary also runs a gate as the first
-// statement of its transaction: it fails while a transaction the
-// snapshot sees as in progress is committed in the commit log
-// (pg_xact_status), and the read is then taken again (up to
-// primaryGateWait; after that it fails).
-//
+// committing backend makes its transaction visible, and with synchronous
+// replication it waits for the standbys in between (the primary then
+// still reports the transaction in progress, even to pg_xact_status). So
+// with standbys configured, a read on the primary runs a gate too, before
+// its transaction as on a standby: it fails while a backend with a
+// transaction waits at the end of its commit (pg_stat_activity: waiting
+// for synchronous replication, or for the group update of the commit log
+// or of the list of running transactions), and the read is then taken
+// again (up to primaryGateWait; after that it fails). What no view shows
+// is a committing backend between flushing its commit record and leaving
+// the list of running transactions while it is not waiting (a few
+// instructions, unless the scheduler stops it there): a standby read and
+// then the next request would have to fit in that pause.
+
 // Successive reads therefore see growing sets of commits wherever they
 // run, as successive reads on the primary alone do: L7 holds over a
 // traversal whose pages come from any mix of standbys and the primary,
@@ -96,9 +102,10 @@ type gate struct {
 // The gates fail their batch with division_by_zero, which stops every
 // later statement of the batch (the server skips to the batch's end).
 const (
-	codeGateClosed  = "22012"
-	standbyGateSQL  = `SELECT 1 / coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)::int`
-	primaryGateSQL  = `SELECT 1 / (NOT EXISTS (SELECT FROM pg_snapshot_xip(pg_current_snapshot()) AS x WHERE pg_xact_status(x) = 'committed'))::int`
+	codeGateClosed = "22012"
+	standbyGateSQL = `SELECT 1 / coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)::int`
+	primaryGateSQL = `SELECT 1 / (NOT EXISTS (SELECT FROM pg_stat_activity
+  WHERE backend_xid IS NOT NULL AND wait_event IN ('SyncRep', 'ProcArrayGroupUpdate', 'XactGroupUpdate')))::int`
 	beginReadOnlyRR = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 	// positionSQL is the primary's WAL position a read must see: the
 	// insert position, not the write or flush position, since a commit
@@ -115,26 +122,20 @@ var errGateClosed = errors.New("pgstore: read gate closed")
 func (g gate) batched() bool { return g.kind != gateNone }
 
 // queue queues the gate and, with tx, the start of the read's
-// REPEATABLE READ READ ONLY transaction. The standby gate runs in a
-// transaction of its own, so that the read's snapshot is taken after it.
+// REPEATABLE READ READ ONLY transaction. The gate runs in a transaction
+// of its own, so that the read's snapshot is taken after it.
 func (g gate) queue(b *pgx.Batch, tx bool) {
 	switch g.kind {
 	case gateStandby:
 		b.Queue(standbyGateSQL, g.lsn)
-		if tx {
-			b.Queue("COMMIT")
-		}
 	case gatePrimary:
-		if !tx {
-			b.Queue(primaryGateSQL)
-			return
-		}
+		b.Queue(primaryGateSQL)
 	}
 	if tx {
-		b.Queue(beginReadOnlyRR)
-		if g.kind == gatePrimary {
-			b.Queue(primaryGateSQL) // the first statement: it sees the transaction's snapshot
+		if g.kind != gateNone {
+			b.Queue("COMMIT")
 		}
+		b.Queue(beginReadOnlyRR)
 	}
 }
 
@@ -142,13 +143,14 @@ func (g gate) queue(b *pgx.Batch, tx bool) {
 // the gate failed.
 func (g gate) results(br pgx.BatchResults, tx bool) error {
 	n := 0
-	switch {
-	case g.kind == gateStandby && tx:
-		n = 3
-	case g.kind != gateNone && tx:
-		n = 2
-	case g.kind != gateNone || tx:
-		n = 1
+	if g.kind != gateNone {
+		n++
+		if tx {
+			n++ // COMMIT
+		}
+	}
+	if tx {
+		n++ // BEGIN
 	}
 	for range n {
 		if _, err := br.Exec(); err != nil {

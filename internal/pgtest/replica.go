@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,8 +97,8 @@ func startReplicaSet() (*ReplicaSet, error) {
 		return nil, err
 	}
 	set := &ReplicaSet{primary: p}
-	for range Standbys {
-		s, err := startStandby(p)
+	for i := range Standbys {
+		s, err := startStandby(p, i)
 		if err != nil {
 			set.stop()
 			return nil, fmt.Errorf("standby: %w", err)
@@ -107,8 +109,10 @@ func startReplicaSet() (*ReplicaSet, error) {
 }
 
 // startStandby copies primary with pg_basebackup -R (streaming its WAL,
-// writing standby.signal and primary_conninfo) and starts the copy.
-func startStandby(primary *cluster) (*Standby, error) {
+// writing standby.signal and primary_conninfo) and starts the copy, named
+// standby<i> (its cluster_name, and so the application_name the primary
+// knows it by).
+func startStandby(primary *cluster, i int) (*Standby, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -121,7 +125,7 @@ func startStandby(primary *cluster) (*Standby, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.settings = standbySettings
+	c.settings = append(slices.Clone(standbySettings), fmt.Sprintf("cluster_name=standby%d", i))
 	data := filepath.Join(c.dir, "data")
 	bb := exec.Command(filepath.Join(bin, "pg_basebackup"), "-D", data, "-R", "-X", "stream", "-c", "fast", "--no-sync",
 		"-h", primary.sockDir, "-p", strconv.Itoa(primary.port), "-U", "postgres")
@@ -198,6 +202,49 @@ func (r *ReplicaSet) DSN(tb testing.TB) (primary string, standbys []string) {
 		standbys = append(standbys, s.c.dsn(name))
 	}
 	return r.primary.dsn(name), standbys
+}
+
+// SetSynchronous sets the primary's synchronous_standby_names to names
+// (standby0, standby1 are the standbys; e.g. "ANY 2 (standby0,
+// standby1)") until tb's cleanup: commits then wait for those standbys
+// as synchronous_commit says.
+func (r *ReplicaSet) SetSynchronous(tb testing.TB, names string) {
+	tb.Helper()
+	set := func(v string) error {
+		if err := r.primary.exec("ALTER SYSTEM SET synchronous_standby_names = '" + strings.ReplaceAll(v, "'", "''") + "'"); err != nil {
+			return err
+		}
+		return r.primary.exec("SELECT pg_reload_conf()")
+	}
+	if err := set(names); err != nil {
+		tb.Fatalf("pgtest: synchronous standbys: %v", err)
+	}
+	r.waitSyncStates(tb)
+	tb.Cleanup(func() {
+		if err := set(""); err != nil {
+			tb.Errorf("pgtest: reset synchronous standbys: %v", err)
+		}
+	})
+}
+
+// waitSyncStates waits until the primary's walsenders report a
+// synchronous state for some standby (the reload has reached them).
+func (r *ReplicaSet) waitSyncStates(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var n int
+		err := r.primary.queryRow("SELECT count(*) FROM pg_stat_replication WHERE sync_state <> 'async'", &n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("pgtest: no synchronous standby within a minute (last error %v)", err)
+		}
+		<-tick.C
+	}
 }
 
 // Standby returns standby i (0 ≤ i < Standbys).
