@@ -16,7 +16,7 @@ import (
 // collectors. In cluster mode the store notifies the cluster's channel.
 func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 	bc := backends.Config{
-		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits, Log: true,
+		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, PGReplicas: cfg.PGReplicas, Limits: cfg.Limits, Log: true,
 	}
 	if cfg.Cluster.Enabled {
 		bc.LogNotify = pgcluster.Channel("")
