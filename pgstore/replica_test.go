@@ -14,7 +14,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
-	"github.com/a2astore/a2astore/loadgen/load"
 	"github.com/a2astore/a2astore/pgstore"
 )
 
@@ -560,33 +559,14 @@ func TestStandbysUnderLoad(t *testing.T) {
 	set := pgtest.Replicated(t)
 	p, sbs := set.DSN(t)
 	s1, s2 := openReplicated(t, p, sbs, 0), openReplicated(t, p, sbs, 0)
-	ops := int64(2000)
-	if testing.Short() {
-		ops = 500
-	}
-	res, err := load.Run(context.Background(), load.Config{
-		Store:       &alternating{stores: []engine.Store{s1, s2}},
-		Workload:    "traversal-under-churn",
-		Concurrency: 6,
-		Ops:         ops,
-		Initial:     300,
-		PageSize:    20,
-		Seed:        seed,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Err(); err != nil {
-		t.Fatal(err)
-	}
+	loadTwo(t, seed, 2000, s1, s2)
 	var standby int64
 	for _, s := range []*pgstore.Store{s1, s2} {
 		st := s.ReplicaStats()
 		standby += st.Standbys[0].Reads + st.Standbys[1].Reads
 		t.Logf("reads: primary %d, standbys %d and %d; fallbacks %v", st.PrimaryReads, st.Standbys[0].Reads, st.Standbys[1].Reads, st.Fallbacks)
 	}
-	t.Logf("%d ops, %d traversals of %d pages, %d tasks checked exactly once", res.Total.Count, res.Traversals, res.TraversalPages, res.ExactlyOnce)
-	if res.Traversals == 0 || res.ExactlyOnce == 0 || standby == 0 {
-		t.Fatal("no traversal was checked, or no read ran on a standby")
+	if standby == 0 {
+		t.Fatal("no read ran on a standby")
 	}
 }
