@@ -392,3 +392,7 @@ func (c *cluster) queryRow(sql string, dest ...any) error {
 	defer conn.Close(ctx)
 	return conn.QueryRow(ctx, sql).Scan(dest...)
 }
+
+// PrimaryPID is the process ID of the primary's postmaster (its backends
+// and WAL senders are its children), for measuring the primary's CPU.
+func (r *ReplicaSet) PrimaryPID() int { return r.primary.cmd.Process.Pid }
