@@ -570,3 +570,89 @@ func TestStandbysUnderLoad(t *testing.T) {
 		t.Fatal("no read ran on a standby")
 	}
 }
+
+// loadgen's live checks with every other read of two instances routed to
+// a standby whose replay is paused (after the schema, before the run's
+// initial load) and the others to a current one. Without the gates loadgen finds
+// violations (the control); with them, none.
+func TestStandbysUnderLoadPaused(t *testing.T) {
+	seed, _ := testRand(t)
+	set := pgtest.Replicated(t)
+	for _, gates := range []bool{false, true} {
+		p, sbs := set.DSN(t)
+		s1, s2 := openReplicated(t, p, sbs, 5*time.Millisecond), openReplicated(t, p, sbs, 5*time.Millisecond)
+		for _, s := range []*pgstore.Store{s1, s2} {
+			s.SetGates(gates)
+			routeCycle(s, 0, 1)
+		}
+		set.WaitReplayed(t) // the schema is on both standbys
+		set.Standby(0).PauseReplay(t)
+		if !gates {
+			res := runTwo(t, seed, 1000, s1, s2)
+			if res.Err() == nil {
+				t.Fatal("without gates loadgen found no violation with a paused standby serving half the reads: the test does not reach the mechanism")
+			}
+			t.Logf("without gates (control): %v", res.Err())
+			set.Standby(0).ResumeReplay(t)
+			continue
+		}
+		loadTwo(t, seed, 1000, s1, s2)
+		if st := s1.ReplicaStats(); st.Fallbacks[pgstore.ReasonCatchup] == 0 || st.Standbys[1].Reads == 0 {
+			t.Fatalf("reads routed to the paused standby should fall back, the others run on the current one: %+v", st)
+		}
+	}
+}
+
+// A standby that lags by seconds (recovery_min_apply_delay) while the
+// primary writes is found lagging and skipped: reads run on the other
+// standby, or count as lagging fallbacks when it is the only one.
+func TestStandbyLagging(t *testing.T) {
+	ctx := context.Background()
+	set := pgtest.Replicated(t)
+	p, sbs := set.DSN(t)
+	s, err := pgstore.Open(ctx, p, pgstore.Options{Replicas: sbs[:1], ReplicaWait: 20 * time.Millisecond,
+		ReplicaMaxLag: 200 * time.Millisecond, ReplicaCheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set.Standby(0).SetApplyDelay(t, 3*time.Second)
+	n := 0
+	waitFor(t, "the delayed standby found lagging", func() bool {
+		must(t)(s.Create(ctx, task(fmt.Sprint("lag", n), "lag", a2a.TaskStateSubmitted)))
+		n++
+		return s.ReplicaStats().Standbys[0].Reason == pgstore.ReasonLagging
+	})
+	must(t)(s.Get(ctx, "lag0"))
+	st := s.ReplicaStats()
+	if st.Fallbacks[pgstore.ReasonLagging] == 0 || st.Standbys[0].Lag < 200*time.Millisecond {
+		t.Fatalf("a read with the only standby lagging should fall back for that reason: %+v", st)
+	}
+	t.Logf("lag %v (%d bytes) after %d writes", st.Standbys[0].Lag, st.Standbys[0].LagBytes, n)
+}
+
+// The task log stays on the primary: with the only standby paused, a log
+// entry written a moment ago is read at once, and no read of the log
+// counts as a read of the store (on a standby or as a fallback).
+func TestStandbyReadLogOnPrimary(t *testing.T) {
+	ctx := context.Background()
+	set := pgtest.Replicated(t)
+	p, sbs := set.DSN(t)
+	s, err := pgstore.Open(ctx, p, pgstore.Options{Replicas: sbs[:1], Log: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set.Standby(0).PauseReplay(t)
+	s.RouteReads(func() int { return 0 })
+	must(t)(s.Create(ctx, task("log1", "c", a2a.TaskStateSubmitted)))
+	before := s.ReplicaStats()
+	entries, err := s.ReadLog(ctx, "log1", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := s.ReplicaStats()
+	if len(entries) != 1 || after.Standbys[0].Reads != before.Standbys[0].Reads || after.PrimaryReads != before.PrimaryReads {
+		t.Fatalf("ReadLog: %d entries (want 1); stats before %+v, after %+v", len(entries), before, after)
+	}
+}

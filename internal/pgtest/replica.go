@@ -396,3 +396,27 @@ func (c *cluster) queryRow(sql string, dest ...any) error {
 // PrimaryPID is the process ID of the primary's postmaster (its backends
 // and WAL senders are its children), for measuring the primary's CPU.
 func (r *ReplicaSet) PrimaryPID() int { return r.primary.cmd.Process.Pid }
+
+// SetApplyDelay makes the standby apply each commit d after the primary
+// made it (recovery_min_apply_delay, set with ALTER SYSTEM and a reload):
+// a standby that lags by d while the primary writes. The test's cleanup
+// sets it back to 0.
+func (s *Standby) SetApplyDelay(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	set := func(d time.Duration) error {
+		if err := s.exec(fmt.Sprintf("ALTER SYSTEM SET recovery_min_apply_delay = '%dms'", d.Milliseconds())); err != nil {
+			return err
+		}
+		return s.exec("SELECT pg_reload_conf()")
+	}
+	if err := set(d); err != nil {
+		tb.Fatalf("pgtest: apply delay: %v", err)
+	}
+	tb.Cleanup(func() {
+		if s.running {
+			if err := set(0); err != nil {
+				tb.Errorf("pgtest: reset apply delay: %v", err)
+			}
+		}
+	})
+}
