@@ -24,3 +24,7 @@ func (s *Store) SetPositionSQL(sql string) {
 	}
 	s.replicas.positionSQL.Store(&sql)
 }
+
+// SetNudges turns the WAL flush nudges of waiting standby reads on (the
+// default) or off.
+func (s *Store) SetNudges(on bool) { s.replicas.nudgeOff.Store(!on) }

@@ -205,14 +205,14 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 		g = gate{} // tests: a standby read without the gate
 	}
 	start := time.Now()
-	waited := false
+	waited, nudged := false, false
 	for {
 		err = readOn(ctx, sb.pool, func(c *pgxpool.Conn) error { return f(c, g) })
 		if !errors.Is(err, errGateClosed) {
 			break
 		}
 		waited = true
-		if !r.waitReplay(ctx, sb, lsn, start.Add(r.wait)) {
+		if !r.catchUp(ctx, sb, lsn, start, &nudged) {
 			r.waits.observe(time.Since(start))
 			return ReasonCatchup, nil
 		}
@@ -238,31 +238,69 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 	return ReasonError, nil
 }
 
-// waitReplay polls sb's replay position until it reaches lsn (true), or
-// deadline or ctx ends (false). PostgreSQL has no way to wake a waiter
-// when a standby replays a position, so this polls, from 200 µs up to
-// 5 ms between looks.
-func (r *replicas) waitReplay(ctx context.Context, sb *standby, lsn int64, deadline time.Time) bool {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	pause := 200 * time.Microsecond
-	for {
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
+// catchUp waits until sb has replayed up to lsn, for up to r.wait from
+// start. After nudgeAfter it has the primary flush its WAL (nudge), once
+// per read: the WAL up to lsn may sit unflushed — records of transactions
+// still running, of pruning by reads, of commits made with
+// synchronous_commit off — until the WAL writer's next round
+// (wal_writer_delay, 200 ms by default) or another commit, and a standby
+// receives only flushed WAL.
+func (r *replicas) catchUp(ctx context.Context, sb *standby, lsn int64, start time.Time, nudged *bool) bool {
+	deadline := start.Add(r.wait)
+	if !*nudged && !r.nudgeOff.Load() {
+		first := start.Add(nudgeAfter)
+		if deadline.Before(first) {
+			first = deadline
 		}
-		var done bool
-		err := sb.pool.QueryRow(ctx, `SELECT coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)`, lsn).Scan(&done)
-		if err != nil {
-			return false
-		}
-		if done {
+		if r.waitReplay(ctx, sb, lsn, first) {
 			return true
 		}
-		pause = min(2*pause, 5*time.Millisecond)
+		*nudged = true
+		r.nudge(ctx, lsn)
+	}
+	return r.waitReplay(ctx, sb, lsn, deadline)
+}
+
+// nudgeAfter is how long a standby read waits for replay before it has the
+// primary flush its WAL.
+const nudgeAfter = 2 * time.Millisecond
+
+// nudge has the primary flush its WAL past lsn: a transaction that logs
+// an empty message (pg_logical_emit_message, which any role may call and
+// which logical decoding ignores unless asked for the prefix) and commits
+// with synchronous_commit local, so its commit flushes every record before
+// it. One nudge at a time; one that already flushed past lsn serves.
+func (r *replicas) nudge(ctx context.Context, lsn int64) {
+	r.nudgeMu.Lock()
+	defer r.nudgeMu.Unlock()
+	if r.nudged.Load() >= lsn {
+		return
+	}
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit TO local")
+	b.Queue(`SELECT (pg_logical_emit_message(true, 'a2astore.flush', '') - '0/0')::bigint`)
+	b.Queue("COMMIT")
+	var at int64
+	err := withConn(ctx, r.primary, false, func(c *pgxpool.Conn) error {
+		return runBatch(ctx, c, &b, func(br pgx.BatchResults) error {
+			for i := range 4 {
+				if i == 2 {
+					if err := br.QueryRow().Scan(&at); err != nil {
+						return err
+					}
+					continue
+				}
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		r.nudged.Store(at)
+		r.nudges.Add(1)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,11 +18,23 @@ import (
 )
 
 // TestStandbyCost measures, with A2ASTORE_STANDBY_COST=1 (skipped
-// otherwise), the primary's CPU per ListTasks (first page with total) and
-// the list latency at one offered load (open loop) with 0, 1 and 2
-// standbys, and with 2 standbys without the gates (what the consistency
-// mechanism adds). The primary's CPU is that of its postmaster and every
-// child (backends, WAL senders, background processes), from /proc.
+// otherwise), on pgtest's replicated cluster with 3,000 tasks:
+//
+//   - idle: the primary's CPU with no reads (its background and WAL
+//     senders, and the health monitor's probes), the floor under every
+//     figure below;
+//   - get: the latency of one Get at a time on the primary, on a standby
+//     through the gate, and on a standby without it (what the mechanism
+//     adds per read: the position query and the gate);
+//   - list-only at one offered load (open loop, A2ASTORE_STANDBY_RATE,
+//     default 300/s) with 0, 1 and 2 standbys and 2 without gates: the
+//     primary's CPU per list (first page with total) and the latency;
+//   - read-heavy and list-only closed loop (8 workers): throughput and the
+//     primary's CPU per operation with 0, 1 and 2 standbys, and 2 with one
+//     lagging by 2 s.
+//
+// The primary's CPU is that of its postmaster and every child (backends,
+// WAL senders, background processes), from /proc.
 func TestStandbyCost(t *testing.T) {
 	if os.Getenv("A2ASTORE_STANDBY_COST") == "" {
 		t.Skip("set A2ASTORE_STANDBY_COST=1 to measure")
@@ -37,29 +50,89 @@ func TestStandbyCost(t *testing.T) {
 	for i := range 3000 {
 		must(t)(w.Create(ctx, task(fmt.Sprintf("cost%05d", i), fmt.Sprint("ctx", i%50), a2a.TaskStateWorking)))
 	}
-	for _, c := range []struct {
-		name     string
-		replicas []string
-		gates    bool
-	}{{"standbys=0", nil, true}, {"standbys=1", sbs[:1], true}, {"standbys=2", sbs, true}, {"standbys=2/gates=off", sbs, false}} {
+	set.WaitReplayed(t)
+	idle := openReplicated(t, p, sbs, 0)
+	cpu0 := treeCPU(t, set.PrimaryPID())
+	l0 := loadavg()
+	time.Sleep(10 * time.Second) // a measurement window, not a wait for a condition
+	t.Logf("idle: primary_cpu=%v over 10s (2 standbys, health monitor every %v) load=%s..%s",
+		treeCPU(t, set.PrimaryPID())-cpu0, pgstore.DefaultReplicaCheckInterval, l0, loadavg())
+	idle.Close()
+	costGets(t, p, sbs)
+	for _, c := range costCases(sbs) {
+		costRun(t, set, p, c, load.Config{Workload: "list-only", Rate: rate, Duration: 10 * time.Second, Concurrency: 16, Initial: -1, Seed: 1})
+	}
+	for _, wl := range []string{"read-heavy", "list-only"} {
+		for _, c := range costCases(sbs)[:3] {
+			costRun(t, set, p, c, load.Config{Workload: wl, Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
+		}
+	}
+	set.Standby(1).SetApplyDelay(t, 2*time.Second)
+	costRun(t, set, p, costCase{"standbys=2/one-lagging-2s", sbs, true},
+		load.Config{Workload: "read-heavy", Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
+}
+
+type costCase struct {
+	name     string
+	replicas []string
+	gates    bool
+}
+
+func costCases(sbs []string) []costCase {
+	return []costCase{{"standbys=0", nil, true}, {"standbys=1", sbs[:1], true}, {"standbys=2", sbs, true}, {"standbys=2/gates=off", sbs, false}}
+}
+
+// costRun runs cfg on a store for c and logs throughput, latency and the
+// primary's CPU.
+func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg load.Config) {
+	t.Helper()
+	s := openReplicated(t, p, c.replicas, 0)
+	defer s.Close()
+	s.SetGates(c.gates)
+	set.WaitReplayed(t)
+	l0 := loadavg()
+	cpu0 := treeCPU(t, set.PrimaryPID())
+	cfg.Store = s
+	res, err := load.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := treeCPU(t, set.PrimaryPID()) - cpu0
+	st := s.ReplicaStats()
+	ls := res.Ops[load.OpList]
+	mode := "closed"
+	if cfg.Rate > 0 {
+		mode = fmt.Sprintf("rate=%.0f/s", cfg.Rate)
+	}
+	t.Logf("%s %s %s: ops=%d ops/s=%.0f primary_cpu=%v primary_cpu_per_op=%.1fµs list_p50=%.3fms list_p99=%.3fms primary_reads=%d standby_reads=%v fallbacks=%v load=%s..%s",
+		cfg.Workload, mode, c.name, res.Total.Count, res.Total.OpsPerSec, cpu, float64(cpu.Microseconds())/float64(max(res.Total.Count, 1)),
+		ls.P50Ms, ls.P99Ms, st.PrimaryReads, standbyReads(st), nonzero(st.Fallbacks), l0, loadavg())
+}
+
+// costGets logs the latency of 3,000 Gets, one at a time, on the primary
+// and on a standby with and without the gate.
+func costGets(t *testing.T, p string, sbs []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range []costCase{{"primary", nil, true}, {"standby", sbs[:1], true}, {"standby/gates=off", sbs[:1], false}} {
 		s := openReplicated(t, p, c.replicas, 0)
 		s.SetGates(c.gates)
-		set.WaitReplayed(t)
-		load1, _ := os.ReadFile("/proc/loadavg")
-		cpu0 := treeCPU(t, set.PrimaryPID())
-		res, err := load.Run(ctx, load.Config{Store: s, Workload: "list-only", Rate: rate, Duration: 10 * time.Second,
-			Concurrency: 16, Initial: -1, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
+		l0 := loadavg()
+		var d []time.Duration
+		for i := range 3000 {
+			start := time.Now()
+			must(t)(s.Get(ctx, a2a.TaskID(fmt.Sprintf("cost%05d", i))))
+			d = append(d, time.Since(start))
 		}
-		cpu := treeCPU(t, set.PrimaryPID()) - cpu0
-		load2, _ := os.ReadFile("/proc/loadavg")
+		slices.Sort(d)
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
 		st := s.ReplicaStats()
-		ls := res.Ops[load.OpList]
-		lists := ls.Count
-		t.Logf("%s rate=%.0f/s lists=%d primary_cpu=%v primary_cpu_per_list=%.1fµs list_p50=%.3fms list_p99=%.3fms primary_reads=%d standby_reads=%v fallbacks=%v load_before=%s load_after=%s",
-			c.name, rate, lists, cpu, float64(cpu.Microseconds())/float64(max(lists, 1)), ls.P50Ms, ls.P99Ms, st.PrimaryReads, standbyReads(st), st.Fallbacks,
-			strings.TrimSpace(string(load1)), strings.TrimSpace(string(load2)))
+		t.Logf("get one at a time, %s: mean=%v p50=%v p99=%v primary_reads=%d standby_reads=%v load=%s..%s",
+			c.name, sum/time.Duration(len(d)), d[len(d)/2], d[len(d)*99/100], st.PrimaryReads, standbyReads(st), l0, loadavg())
+		s.Close()
 	}
 }
 
@@ -69,6 +142,25 @@ func standbyReads(st pgstore.ReplicaStats) []int64 {
 		r = append(r, sb.Reads)
 	}
 	return r
+}
+
+func nonzero(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // treeCPU is the user+system CPU time of pid and its children.

@@ -33,6 +33,7 @@ type standby struct {
 	pool   *pgxpool.Pool
 	reads  atomic.Int64
 	health atomic.Pointer[health]
+	watch  replayWatch
 }
 
 func (sb *standby) setHealth(h health) { sb.health.Store(&h) }
@@ -44,14 +45,20 @@ type replicas struct {
 	wait, maxLag time.Duration
 	interval     time.Duration
 
+	primary *pgxpool.Pool // for the nudges
+
 	primaryReads   atomic.Int64
 	primaryRetries atomic.Int64 // primary reads taken again because the primary gate was closed
 	fallbacks      [len(reasonIndex)]atomic.Int64
 	waits          waitHistogram
+	nudges         atomic.Int64 // WAL flushes asked of the primary
+	nudged         atomic.Int64 // the position the last nudge flushed past
+	nudgeMu        sync.Mutex
 
 	gateOff     atomic.Bool                // tests: no gates
 	route       atomic.Pointer[func() int] // tests: which standby serves (-1: the primary), health ignored
 	positionSQL atomic.Pointer[string]     // tests: another position query
+	nudgeOff    atomic.Bool                // tests: no nudges
 
 	samples struct {
 		sync.Mutex
@@ -116,6 +123,7 @@ func (r *replicas) closePools() {
 
 // start starts the monitor over primary.
 func (r *replicas) start(primary *pgxpool.Pool) {
+	r.primary = primary
 	if len(r.list) == 0 {
 		return
 	}

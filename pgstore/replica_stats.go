@@ -11,6 +11,9 @@ type ReplicaStats struct {
 	// PrimaryRetries counts primary reads taken again because a commit
 	// already in the WAL was not yet visible there.
 	PrimaryRetries int64
+	// Nudges counts the WAL flushes standby reads asked of the primary
+	// after waiting for replay (see Options.ReplicaWait).
+	Nudges int64
 	// Fallbacks counts reads that ran on the primary although standbys
 	// are configured, by reason (every one of Reasons is present).
 	Fallbacks map[string]int64
@@ -41,6 +44,7 @@ func (s *Store) ReplicaStats() ReplicaStats {
 	st := ReplicaStats{
 		PrimaryReads:   r.primaryReads.Load(),
 		PrimaryRetries: r.primaryRetries.Load(),
+		Nudges:         r.nudges.Load(),
 		Fallbacks:      make(map[string]int64, len(reasonIndex)),
 		WaitSum:        time.Duration(r.waits.sumNs.Load()),
 	}

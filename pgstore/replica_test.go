@@ -656,3 +656,50 @@ func TestStandbyReadLogOnPrimary(t *testing.T) {
 		t.Fatalf("ReadLog: %d entries (want 1); stats before %+v, after %+v", len(entries), before, after)
 	}
 }
+
+// A read whose target WAL sits unflushed on the primary: a commit with
+// synchronous_commit off, with the WAL writer's round set to 10 s, leaves
+// its record in a partial WAL page no one flushes, so no standby can
+// replay it. The read nudges the primary to flush and runs on the standby
+// at once; without the nudge (the control) it waits its full ReplicaWait
+// and falls back.
+func TestStandbyNudge(t *testing.T) {
+	ctx := context.Background()
+	set := pgtest.Replicated(t)
+	p, sbs := set.DSN(t)
+	set.SetPrimary(t, "wal_writer_delay", "10s")
+	// No roll-ups: their synchronous commits would flush the WAL.
+	writer, err := pgstore.Open(ctx, p+" options='-c synchronous_commit=off'", pgstore.Options{CountRollupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader, err := pgstore.Open(ctx, p, pgstore.Options{Replicas: sbs, ReplicaWait: 500 * time.Millisecond, CountRollupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	reader.RouteReads(func() int { return 0 })
+	for i, nudges := range []bool{false, true} {
+		reader.SetNudges(nudges)
+		set.WaitReplayed(t)
+		id := a2a.TaskID(fmt.Sprint("nudge", i))
+		must(t)(writer.Create(ctx, task(string(id), "n", a2a.TaskStateSubmitted)))
+		before := reader.ReplicaStats()
+		start := time.Now()
+		must(t)(reader.Get(ctx, id))
+		took := time.Since(start)
+		after := reader.ReplicaStats()
+		onStandby := after.Standbys[0].Reads > before.Standbys[0].Reads
+		switch {
+		case !nudges && onStandby:
+			t.Fatalf("without nudges the standby served a task whose commit was never flushed (%v): the test does not reach the guard", took)
+		case !nudges:
+			t.Logf("without nudges (control): fell back after %v", took)
+		case !onStandby || after.Nudges == before.Nudges:
+			t.Fatalf("with nudges: standby read %t, nudges %d → %d, %v", onStandby, before.Nudges, after.Nudges, took)
+		default:
+			t.Logf("with nudges: on the standby after %v", took)
+		}
+	}
+}

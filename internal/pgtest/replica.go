@@ -210,19 +210,26 @@ func (r *ReplicaSet) DSN(tb testing.TB) (primary string, standbys []string) {
 // as synchronous_commit says.
 func (r *ReplicaSet) SetSynchronous(tb testing.TB, names string) {
 	tb.Helper()
-	set := func(v string) error {
-		if err := r.primary.exec("ALTER SYSTEM SET synchronous_standby_names = '" + strings.ReplaceAll(v, "'", "''") + "'"); err != nil {
+	r.SetPrimary(tb, "synchronous_standby_names", names)
+	r.waitSyncStates(tb)
+}
+
+// SetPrimary sets a reloadable setting of the primary (ALTER SYSTEM and
+// a reload) until tb's cleanup, which resets it.
+func (r *ReplicaSet) SetPrimary(tb testing.TB, name, value string) {
+	tb.Helper()
+	set := func(stmt string) error {
+		if err := r.primary.exec(stmt); err != nil {
 			return err
 		}
 		return r.primary.exec("SELECT pg_reload_conf()")
 	}
-	if err := set(names); err != nil {
-		tb.Fatalf("pgtest: synchronous standbys: %v", err)
+	if err := set("ALTER SYSTEM SET " + pgx.Identifier{name}.Sanitize() + " = '" + strings.ReplaceAll(value, "'", "''") + "'"); err != nil {
+		tb.Fatalf("pgtest: set %s: %v", name, err)
 	}
-	r.waitSyncStates(tb)
 	tb.Cleanup(func() {
-		if err := set(""); err != nil {
-			tb.Errorf("pgtest: reset synchronous standbys: %v", err)
+		if err := set("ALTER SYSTEM RESET " + pgx.Identifier{name}.Sanitize()); err != nil {
+			tb.Errorf("pgtest: reset %s: %v", name, err)
 		}
 	})
 }
@@ -255,11 +262,13 @@ func (r *ReplicaSet) PrimaryAdminDSN() string { return r.primary.dsn("postgres")
 
 // WaitReplayed waits (up to a minute) until every running standby whose
 // replay is not paused has replayed the primary's WAL up to its insert
-// position at the call.
+// position at the call. It first has the primary flush its WAL (a logged
+// message committed synchronously), since standbys receive only flushed
+// WAL.
 func (r *ReplicaSet) WaitReplayed(tb testing.TB) {
 	tb.Helper()
-	var lsn string
-	if err := r.primary.queryRow("SELECT pg_current_wal_insert_lsn()::text", &lsn); err != nil {
+	var lsn, setting string
+	if err := r.primary.queryRow("SELECT set_config('synchronous_commit', 'local', true), pg_logical_emit_message(true, 'pgtest', '')::text", &setting, &lsn); err != nil {
 		tb.Fatalf("pgtest: primary WAL position: %v", err)
 	}
 	for _, s := range r.standbys {
