@@ -12,6 +12,7 @@ import (
 type ReplicaStats struct {
 	PrimaryReads   int64            // reads run on the primary, cumulative
 	PrimaryRetries int64            // primary reads taken again for a commit not yet visible there
+	Nudges         int64            // WAL flushes waiting standby reads asked of the primary
 	Fallbacks      map[string]int64 // reads run on the primary although standbys are configured, by reason
 	Standbys       []StandbyStats
 	// WaitCounts[i] counts standby reads that waited for catch-up at most
@@ -36,6 +37,7 @@ type StandbyStats struct {
 //	a2astore_replica_reads_total{backend,target=primary|standby-N}   counter
 //	a2astore_replica_fallbacks_total{backend,reason}                counter
 //	a2astore_replica_primary_retries_total{backend}                 counter
+//	a2astore_replica_nudges_total{backend}                          counter
 //	a2astore_replica_healthy{backend,standby}                       gauge (0/1)
 //	a2astore_replica_lag_seconds{backend,standby}                   gauge
 //	a2astore_replica_lag_bytes{backend,standby}                     gauge
@@ -43,7 +45,7 @@ type StandbyStats struct {
 type ReplicaCollector struct {
 	stat func() ReplicaStats
 
-	reads, fallbacks, retries, healthy, lag, lagBytes, wait *prometheus.Desc
+	reads, fallbacks, retries, nudges, healthy, lag, lagBytes, wait *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*ReplicaCollector)(nil)
@@ -59,6 +61,7 @@ func NewReplicaCollector(backend string, stat func() ReplicaStats) *ReplicaColle
 		reads:     d("reads_total", "Get and List calls by where they ran: the primary or a standby.", "target"),
 		fallbacks: d("fallbacks_total", "Reads run on the primary although standbys are configured, by reason.", "reason"),
 		retries:   d("primary_retries_total", "Primary reads taken again because a commit already in the WAL was not yet visible there."),
+		nudges:    d("nudges_total", "WAL flushes that standby reads waiting for replay asked of the primary."),
 		healthy:   d("healthy", "1 when the health monitor last found the standby able to serve.", "standby"),
 		lag:       d("lag_seconds", "How long the primary has been ahead of the standby's replay position.", "standby"),
 		lagBytes:  d("lag_bytes", "WAL bytes the primary has that the standby has not replayed.", "standby"),
@@ -68,7 +71,7 @@ func NewReplicaCollector(backend string, stat func() ReplicaStats) *ReplicaColle
 
 // Describe implements prometheus.Collector.
 func (c *ReplicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.reads, c.fallbacks, c.retries, c.healthy, c.lag, c.lagBytes, c.wait} {
+	for _, d := range []*prometheus.Desc{c.reads, c.fallbacks, c.retries, c.nudges, c.healthy, c.lag, c.lagBytes, c.wait} {
 		ch <- d
 	}
 }
@@ -84,6 +87,7 @@ func (c *ReplicaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.reads, s.PrimaryReads, "primary")
 	counter(c.retries, s.PrimaryRetries)
+	counter(c.nudges, s.Nudges)
 	for reason, n := range s.Fallbacks {
 		counter(c.fallbacks, n, reason)
 	}

@@ -209,7 +209,7 @@ func observations(t *testing.T, m *storemetrics.Store, op, outcome string) uint6
 
 func TestReplicaCollector(t *testing.T) {
 	c := storemetrics.NewReplicaCollector("pg", func() storemetrics.ReplicaStats {
-		return storemetrics.ReplicaStats{PrimaryReads: 7, PrimaryRetries: 1, Fallbacks: map[string]int64{"paused": 3},
+		return storemetrics.ReplicaStats{PrimaryReads: 7, PrimaryRetries: 1, Nudges: 2, Fallbacks: map[string]int64{"paused": 3},
 			Standbys:    []storemetrics.StandbyStats{{Name: "standby-1", Reads: 20, Healthy: true, Lag: 2 * time.Second, LagBytes: 4096}},
 			WaitBuckets: []float64{0, 0.001}, WaitCounts: []int64{15, 4, 1}, WaitSum: 80 * time.Millisecond}
 	})
@@ -235,6 +235,9 @@ a2astore_replica_lag_bytes{backend="pg",standby="standby-1"} 4096
 # HELP a2astore_replica_lag_seconds How long the primary has been ahead of the standby's replay position.
 # TYPE a2astore_replica_lag_seconds gauge
 a2astore_replica_lag_seconds{backend="pg",standby="standby-1"} 2
+# HELP a2astore_replica_nudges_total WAL flushes that standby reads waiting for replay asked of the primary.
+# TYPE a2astore_replica_nudges_total counter
+a2astore_replica_nudges_total{backend="pg"} 2
 # HELP a2astore_replica_primary_retries_total Primary reads taken again because a commit already in the WAL was not yet visible there.
 # TYPE a2astore_replica_primary_retries_total counter
 a2astore_replica_primary_retries_total{backend="pg"} 1

@@ -108,7 +108,7 @@ func poolStats(s *pgxpool.Stat) storemetrics.PoolStats {
 }
 
 func replicaStats(s pgstore.ReplicaStats) storemetrics.ReplicaStats {
-	out := storemetrics.ReplicaStats{PrimaryReads: s.PrimaryReads, PrimaryRetries: s.PrimaryRetries, Fallbacks: s.Fallbacks,
+	out := storemetrics.ReplicaStats{PrimaryReads: s.PrimaryReads, PrimaryRetries: s.PrimaryRetries, Nudges: s.Nudges, Fallbacks: s.Fallbacks,
 		WaitBuckets: pgstore.WaitBuckets[:], WaitCounts: s.WaitCounts, WaitSum: s.WaitSum}
 	for _, sb := range s.Standbys {
 		out.Standbys = append(out.Standbys, storemetrics.StandbyStats{Name: sb.Name, Reads: sb.Reads, Healthy: sb.Healthy,
