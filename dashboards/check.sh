@@ -86,6 +86,8 @@ STANDBY_DSN="host=$work/pg port=$STANDBY_PORT user=postgres dbname=postgres"
 # checks exact totals over its own.
 asuser "$PGBIN/createdb" -h "$work/pg" -p "$PGPORT" -U postgres cluster
 CLUSTER_DSN="host=$work/pg port=$PGPORT user=postgres dbname=cluster"
+# Cluster mode reads through the standby too (its loadgen checks L7 live).
+CLUSTER_STANDBY_DSN="host=$work/pg port=$STANDBY_PORT user=postgres dbname=cluster"
 
 cat >"$work/prometheus.yml" <<YML
 global:
@@ -108,7 +110,7 @@ log "starting a2astore-server (pebble) at $SERVER_HTTP"
 pids+=($!)
 
 log "starting a2astore-server (pg, -cluster) at $CLUSTER_HTTP"
-"$work/a2astore-server" -backend pg -pg-dsn "$CLUSTER_DSN" -cluster -cluster-instance check -http "$CLUSTER_HTTP" -grpc "$CLUSTER_GRPC" \
+"$work/a2astore-server" -backend pg -pg-dsn "$CLUSTER_DSN" -pg-replica "$CLUSTER_STANDBY_DSN" -cluster -cluster-instance check -http "$CLUSTER_HTTP" -grpc "$CLUSTER_GRPC" \
   -metrics "$CLUSTER_METRICS" >"$work/server-cluster.log" 2>&1 &
 pids+=($!)
 

@@ -226,7 +226,7 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 			r.waits.observe(0)
 		}
 		sb.reads.Add(1)
-		return "", nil
+		return "", err
 	case ctx.Err() != nil:
 		return "", err
 	case connLost(err):
