@@ -29,7 +29,8 @@ import (
 //     forward, so the read sees every commit before P: everything
 //     committed before the read began;
 //  3. when the gate fails, waits for the standby's replay (replica_wait.go:
-//     one poller per standby), after 2 ms has the primary flush its WAL
+//     one poller per standby), after Options.ReplicaNudgeAfter (2 ms) has
+//     the primary flush its WAL
 //     (a standby receives only flushed WAL; see catchUp), and runs again;
 //     after Options.ReplicaWait it falls back to the primary.
 //
@@ -61,6 +62,7 @@ const (
 	DefaultReplicaWait          = 50 * time.Millisecond
 	DefaultReplicaMaxLag        = time.Second
 	DefaultReplicaCheckInterval = 250 * time.Millisecond
+	DefaultReplicaNudgeAfter    = 2 * time.Millisecond
 	// primaryGateWait bounds how long a read on the primary waits for
 	// commits already in the WAL to become visible there.
 	primaryGateWait = 2 * time.Second
@@ -240,7 +242,7 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 }
 
 // catchUp waits until sb has replayed up to lsn, for up to r.wait from
-// start. After nudgeAfter it has the primary flush its WAL (nudge), once
+// start. After r.nudgeAfter it has the primary flush its WAL (nudge), once
 // per read: the WAL up to lsn may sit unflushed — records of transactions
 // still running, of pruning by reads, of commits made with
 // synchronous_commit off — until the WAL writer's next round
@@ -248,8 +250,8 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 // receives only flushed WAL.
 func (r *replicas) catchUp(ctx context.Context, sb *standby, lsn int64, start time.Time, nudged *bool) bool {
 	deadline := start.Add(r.wait)
-	if !*nudged && !r.nudgeOff.Load() {
-		first := start.Add(nudgeAfter)
+	if !*nudged && r.nudgeAfter >= 0 && !r.nudgeOff.Load() {
+		first := start.Add(r.nudgeAfter)
 		if deadline.Before(first) {
 			first = deadline
 		}
@@ -261,10 +263,6 @@ func (r *replicas) catchUp(ctx context.Context, sb *standby, lsn int64, start ti
 	}
 	return r.waitReplay(ctx, sb, lsn, deadline)
 }
-
-// nudgeAfter is how long a standby read waits for replay before it has the
-// primary flush its WAL.
-const nudgeAfter = 2 * time.Millisecond
 
 // nudge has the primary flush its WAL past lsn: a transaction that logs
 // an empty message (pg_logical_emit_message, which any role may call and

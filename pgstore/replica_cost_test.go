@@ -30,8 +30,9 @@ import (
 //     default 300/s) with 0, 1 and 2 standbys and 2 without gates: the
 //     primary's CPU per list (first page with total) and the latency;
 //   - read-heavy and list-only closed loop (8 workers): throughput and the
-//     primary's CPU per operation with 0, 1 and 2 standbys, and 2 with one
-//     lagging by 2 s.
+//     primary's CPU per operation with 0, 1 and 2 standbys; read-heavy
+//     with 1 standby and no nudges, nudges after 2 ms and after 10 ms; and
+//     2 standbys with one lagging by 2 s.
 //
 // The primary's CPU is that of its postmaster and every child (backends,
 // WAL senders, background processes), from /proc.
@@ -67,26 +68,34 @@ func TestStandbyCost(t *testing.T) {
 			costRun(t, set, p, c, load.Config{Workload: wl, Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
 		}
 	}
+	for _, after := range []time.Duration{-1, 2 * time.Millisecond, 10 * time.Millisecond} {
+		costRun(t, set, p, costCase{fmt.Sprintf("standbys=1/nudge-after=%v", after), sbs[:1], true, after},
+			load.Config{Workload: "read-heavy", Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
+	}
 	set.Standby(1).SetApplyDelay(t, 2*time.Second)
-	costRun(t, set, p, costCase{"standbys=2/one-lagging-2s", sbs, true},
+	costRun(t, set, p, costCase{"standbys=2/one-lagging-2s", sbs, true, 0},
 		load.Config{Workload: "read-heavy", Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
 }
 
 type costCase struct {
-	name     string
-	replicas []string
-	gates    bool
+	name       string
+	replicas   []string
+	gates      bool
+	nudgeAfter time.Duration // 0: the default
 }
 
 func costCases(sbs []string) []costCase {
-	return []costCase{{"standbys=0", nil, true}, {"standbys=1", sbs[:1], true}, {"standbys=2", sbs, true}, {"standbys=2/gates=off", sbs, false}}
+	return []costCase{{"standbys=0", nil, true, 0}, {"standbys=1", sbs[:1], true, 0}, {"standbys=2", sbs, true, 0}, {"standbys=2/gates=off", sbs, false, 0}}
 }
 
 // costRun runs cfg on a store for c and logs throughput, latency and the
 // primary's CPU.
 func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg load.Config) {
 	t.Helper()
-	s := openReplicated(t, p, c.replicas, 0)
+	s, err := pgstore.Open(context.Background(), p, pgstore.Options{Replicas: c.replicas, ReplicaNudgeAfter: c.nudgeAfter})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	s.SetGates(c.gates)
 	set.WaitReplayed(t)
@@ -104,9 +113,9 @@ func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg loa
 	if cfg.Rate > 0 {
 		mode = fmt.Sprintf("rate=%.0f/s", cfg.Rate)
 	}
-	t.Logf("%s %s %s: ops=%d ops/s=%.0f primary_cpu=%v primary_cpu_per_op=%.1fµs list_p50=%.3fms list_p99=%.3fms primary_reads=%d standby_reads=%v fallbacks=%v load=%s..%s",
+	t.Logf("%s %s %s: ops=%d ops/s=%.0f primary_cpu=%v primary_cpu_per_op=%.1fµs list_p50=%.3fms list_p99=%.3fms get_p50=%.3fms get_p99=%.3fms primary_reads=%d standby_reads=%v fallbacks=%v nudges=%d load=%s..%s",
 		cfg.Workload, mode, c.name, res.Total.Count, res.Total.OpsPerSec, cpu, float64(cpu.Microseconds())/float64(max(res.Total.Count, 1)),
-		ls.P50Ms, ls.P99Ms, st.PrimaryReads, standbyReads(st), nonzero(st.Fallbacks), l0, loadavg())
+		ls.P50Ms, ls.P99Ms, res.Ops[load.OpGet].P50Ms, res.Ops[load.OpGet].P99Ms, st.PrimaryReads, standbyReads(st), nonzero(st.Fallbacks), st.Nudges, l0, loadavg())
 }
 
 // costGets logs the latency of 3,000 Gets, one at a time, on the primary
@@ -114,7 +123,7 @@ func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg loa
 func costGets(t *testing.T, p string, sbs []string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, c := range []costCase{{"primary", nil, true}, {"standby", sbs[:1], true}, {"standby/gates=off", sbs[:1], false}} {
+	for _, c := range []costCase{{"primary", nil, true, 0}, {"standby", sbs[:1], true, 0}, {"standby/gates=off", sbs[:1], false, 0}} {
 		s := openReplicated(t, p, c.replicas, 0)
 		s.SetGates(c.gates)
 		l0 := loadavg()

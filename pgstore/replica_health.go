@@ -44,6 +44,7 @@ type replicas struct {
 	next         atomic.Uint64 // round robin
 	wait, maxLag time.Duration
 	interval     time.Duration
+	nudgeAfter   time.Duration // negative: no nudges
 
 	primary *pgxpool.Pool // for the nudges
 
@@ -94,6 +95,9 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 	}
 	if r.interval <= 0 {
 		r.interval = DefaultReplicaCheckInterval
+	}
+	if r.nudgeAfter = opts.ReplicaNudgeAfter; r.nudgeAfter == 0 {
+		r.nudgeAfter = DefaultReplicaNudgeAfter
 	}
 	for i, dsn := range opts.Replicas {
 		cfg, err := PoolConfig(dsn)

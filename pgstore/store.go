@@ -90,6 +90,13 @@ type Options struct {
 	// takes a standby out of use until it catches up. Default (0):
 	// DefaultReplicaMaxLag.
 	ReplicaMaxLag time.Duration
+	// ReplicaNudgeAfter is how long a read waits for a standby's replay
+	// before it has the primary flush its WAL (a standby receives only
+	// flushed WAL; see "Reads from standbys"): shorter waits cost more
+	// flushes on the primary. Default (0): DefaultReplicaNudgeAfter.
+	// Negative: never; such reads wait for the next flush (the next commit
+	// or the WAL writer's round), up to ReplicaWait.
+	ReplicaNudgeAfter time.Duration
 	// ReplicaCheckInterval is the health monitor's cadence: how soon a
 	// standby that went down, stopped replaying or came back is noticed.
 	// Default (0): DefaultReplicaCheckInterval.
