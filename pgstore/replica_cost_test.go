@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,14 +45,8 @@ func TestStandbyCost(t *testing.T) {
 	if rate == 0 {
 		rate = 300
 	}
-	ctx := context.Background()
 	set := pgtest.Replicated(t)
-	p, sbs := set.DSN(t)
-	w := openAgain(t, p)
-	for i := range 3000 {
-		must(t)(w.Create(ctx, task(fmt.Sprintf("cost%05d", i), fmt.Sprint("ctx", i%50), a2a.TaskStateWorking)))
-	}
-	set.WaitReplayed(t)
+	p, sbs := costDB(t, set)
 	idle := openReplicated(t, p, sbs, 0)
 	cpu0 := treeCPU(t, set.PrimaryPID())
 	l0 := loadavg()
@@ -60,39 +55,70 @@ func TestStandbyCost(t *testing.T) {
 		treeCPU(t, set.PrimaryPID())-cpu0, pgstore.DefaultReplicaCheckInterval, l0, loadavg())
 	idle.Close()
 	costGets(t, p, sbs)
-	for _, c := range costCases(sbs) {
-		costRun(t, set, p, c, load.Config{Workload: "list-only", Rate: rate, Duration: 10 * time.Second, Concurrency: 16, Initial: -1, Seed: 1})
+	for _, c := range costCases() {
+		costRun(t, set, c, load.Config{Workload: "list-only", Rate: rate, Duration: 10 * time.Second, Concurrency: 16, Initial: -1, Seed: 1})
 	}
 	for _, wl := range []string{"read-heavy", "list-only"} {
-		for _, c := range costCases(sbs)[:3] {
-			costRun(t, set, p, c, load.Config{Workload: wl, Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
+		for _, c := range costCases()[:3] {
+			costRun(t, set, c, load.Config{Workload: wl, Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
 		}
 	}
 	for _, after := range []time.Duration{-1, 2 * time.Millisecond, 10 * time.Millisecond} {
-		costRun(t, set, p, costCase{fmt.Sprintf("standbys=1/nudge-after=%v", after), sbs[:1], true, after},
+		costRun(t, set, costCase{fmt.Sprintf("standbys=1/nudge-after=%v", after), 1, true, after},
 			load.Config{Workload: "read-heavy", Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
 	}
 	set.Standby(1).SetApplyDelay(t, 2*time.Second)
-	costRun(t, set, p, costCase{"standbys=2/one-lagging-2s", sbs, true, 0},
+	costRun(t, set, costCase{"standbys=2/one-lagging-2s", 2, true, 0},
 		load.Config{Workload: "read-heavy", Duration: 10 * time.Second, Concurrency: 8, Initial: -1, Seed: 1})
 }
 
 type costCase struct {
 	name       string
-	replicas   []string
+	standbys   int
 	gates      bool
 	nudgeAfter time.Duration // 0: the default
 }
 
-func costCases(sbs []string) []costCase {
-	return []costCase{{"standbys=0", nil, true, 0}, {"standbys=1", sbs[:1], true, 0}, {"standbys=2", sbs, true, 0}, {"standbys=2/gates=off", sbs, false, 0}}
+func costCases() []costCase {
+	return []costCase{{"standbys=0", 0, true, 0}, {"standbys=1", 1, true, 0}, {"standbys=2", 2, true, 0}, {"standbys=2/gates=off", 2, false, 0}}
 }
 
-// costRun runs cfg on a store for c and logs throughput, latency and the
-// primary's CPU.
-func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg load.Config) {
+// costDB returns a new database on the replicated cluster holding 3,000
+// tasks in 50 contexts, replayed on the standbys: every run has its own,
+// since loadgen's task IDs are the same in every run.
+func costDB(t *testing.T, set *pgtest.ReplicaSet) (string, []string) {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), p, pgstore.Options{Replicas: c.replicas, ReplicaNudgeAfter: c.nudgeAfter})
+	p, sbs := set.DSN(t)
+	w, err := pgstore.Open(context.Background(), p, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < 3000; i += 8 {
+				if _, err := w.Create(context.Background(), task(fmt.Sprintf("cost%05d", i), fmt.Sprint("ctx", i%50), a2a.TaskStateWorking)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := w.FoldCounts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	set.WaitReplayed(t)
+	return p, sbs
+}
+
+// costRun runs cfg on a store for c over a database of its own and logs
+// throughput, latency and the primary's CPU.
+func costRun(t *testing.T, set *pgtest.ReplicaSet, c costCase, cfg load.Config) {
+	t.Helper()
+	p, sbs := costDB(t, set)
+	s, err := pgstore.Open(context.Background(), p, pgstore.Options{Replicas: sbs[:c.standbys], ReplicaNudgeAfter: c.nudgeAfter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +149,8 @@ func costRun(t *testing.T, set *pgtest.ReplicaSet, p string, c costCase, cfg loa
 func costGets(t *testing.T, p string, sbs []string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, c := range []costCase{{"primary", nil, true, 0}, {"standby", sbs[:1], true, 0}, {"standby/gates=off", sbs[:1], false, 0}} {
-		s := openReplicated(t, p, c.replicas, 0)
+	for _, c := range []costCase{{"primary", 0, true, 0}, {"standby", 1, true, 0}, {"standby/gates=off", 1, false, 0}} {
+		s := openReplicated(t, p, sbs[:c.standbys], 0)
 		s.SetGates(c.gates)
 		l0 := loadavg()
 		var d []time.Duration
