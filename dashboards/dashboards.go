@@ -107,7 +107,7 @@ var Rows = []Row{
 	{Title: "PostgreSQL standbys (pgstore, -pg-replica)", Panels: []Panel{
 		{Title: "Reads by target", Description: "Get and List calls by where they ran: the primary (every read without standbys) or each standby. The primary's share is what standbys take off it.", Unit: "ops",
 			Targets: []Target{{Expr: `sum by (target) (rate(a2astore_replica_reads_total` + sel + `[$__rate_interval]))`, Legend: "{{target}}"}}},
-		{Title: "Fallbacks to the primary by reason", Description: "Reads that ran on the primary although standbys are configured: disconnected, paused, lagging, not_standby (health monitor), catchup_timeout (did not replay up to the read's start in time), error (failed on the standby). Primary retries: reads on the primary taken again while a commit already in the WAL was not yet visible there. Nudges: WAL flushes asked of the primary by standby reads that waited over 2 ms for replay.", Unit: "ops",
+		{Title: "Fallbacks to the primary by reason", Description: "Reads that ran on the primary although standbys are configured: disconnected, paused, lagging, not_standby (health monitor), catchup_timeout (did not replay up to the read's start in time), error (failed on the standby). Primary retries: reads on the primary taken again while a commit already in the WAL was not yet visible there. Nudges: WAL flushes asked of the primary by standby reads that waited over pgstore.Options.ReplicaNudgeAfter (10 ms by default) for replay.", Unit: "ops",
 			Targets: []Target{
 				{Expr: `sum by (reason) (rate(a2astore_replica_fallbacks_total` + sel + `[$__rate_interval]))`, Legend: "{{reason}}"},
 				{Expr: `sum(rate(a2astore_replica_primary_retries_total` + sel + `[$__rate_interval]))`, Legend: "primary retries"},

@@ -170,7 +170,7 @@
 // Get and List run on a standby that has replayed the primary's WAL up to
 // its insert position at the read's start — checked by a gate statement
 // pipelined before the read's own transaction, so the read's snapshot is
-// taken after it; a read that waits over 2 ms has the primary flush its
+// taken after it; a read that waits over 10 ms has the primary flush its
 // WAL, which is all a standby receives — and otherwise, after waiting up
 // to Options.ReplicaWait, on the primary, behind a gate that waits out
 // commits already in the WAL but not yet visible there. Every read thus

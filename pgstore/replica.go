@@ -29,7 +29,7 @@ import (
 //     forward, so the read sees every commit before P: everything
 //     committed before the read began;
 //  3. when the gate fails, waits for the standby's replay (replica_wait.go:
-//     one poller per standby), after Options.ReplicaNudgeAfter (2 ms) has
+//     one poller per standby), after Options.ReplicaNudgeAfter (10 ms) has
 //     the primary flush its WAL
 //     (a standby receives only flushed WAL; see catchUp), and runs again;
 //     after Options.ReplicaWait it falls back to the primary.
@@ -62,7 +62,7 @@ const (
 	DefaultReplicaWait          = 50 * time.Millisecond
 	DefaultReplicaMaxLag        = time.Second
 	DefaultReplicaCheckInterval = 250 * time.Millisecond
-	DefaultReplicaNudgeAfter    = 2 * time.Millisecond
+	DefaultReplicaNudgeAfter    = 10 * time.Millisecond
 	// primaryGateWait bounds how long a read on the primary waits for
 	// commits already in the WAL to become visible there.
 	primaryGateWait = 2 * time.Second
