@@ -29,10 +29,10 @@ import (
 //     forward, so the read sees every commit before P: everything
 //     committed before the read began;
 //  3. when the gate fails, waits for the standby's replay (replica_wait.go:
-//     one poller per standby), after Options.ReplicaNudgeAfter (10 ms) has
-//     the primary flush its WAL
-//     (a standby receives only flushed WAL; see catchUp), and runs again;
-//     after Options.ReplicaWait it falls back to the primary.
+//     one poller per standby), after Options.ReplicaNudgeAfter (10 ms)
+//     has the primary flush its WAL (a standby receives only flushed WAL;
+//     see catchUp), and runs again; after Options.ReplicaWait it falls
+//     back to the primary.
 //
 // On the primary, a snapshot may lack a commit that a standby already
 // shows: PostgreSQL writes (and streams) a commit record before the
