@@ -117,6 +117,27 @@ const (
 	positionSQL = `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`
 )
 
+// ErrReplicaPrivilege is New's error when Options.Replicas are set and
+// the role on the primary can see no other session's wait event (neither
+// a superuser nor a member of pg_read_all_stats): the primary gate would
+// see no commit waiting, and pass every read.
+var ErrReplicaPrivilege = errors.New("pgstore: reading from standbys needs a role with pg_read_all_stats (or superuser) on the primary")
+
+// checkStatsPrivilege returns ErrReplicaPrivilege unless the primary's
+// role sees other sessions' wait events.
+func checkStatsPrivilege(ctx context.Context, pool *pgxpool.Pool) error {
+	var ok bool
+	err := pool.QueryRow(ctx, `SELECT rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')
+FROM pg_roles WHERE rolname = current_user`).Scan(&ok)
+	switch {
+	case err != nil:
+		return fmt.Errorf("pgstore: open: %w", err)
+	case !ok:
+		return ErrReplicaPrivilege
+	}
+	return nil
+}
+
 // errGateClosed is a read whose gate failed: on a standby, it has not
 // replayed far enough; on the primary, a commit is not yet visible.
 var errGateClosed = errors.New("pgstore: read gate closed")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -702,4 +703,38 @@ func TestStandbyNudge(t *testing.T) {
 			t.Logf("with nudges: on the standby after %v", took)
 		}
 	}
+}
+
+// A store with standbys on a role that cannot see other sessions' wait
+// events (no superuser, no pg_read_all_stats) would run a primary gate
+// that sees nothing: New refuses it, and accepts it once the role has
+// pg_read_all_stats.
+func TestStandbyRolePrivilege(t *testing.T) {
+	ctx := context.Background()
+	set := pgtest.Replicated(t)
+	p, sbs := set.DSN(t)
+	admin := connect(t, p)
+	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
+	db := p[strings.LastIndex(p, "dbname=")+len("dbname="):]
+	for _, stmt := range []string{"CREATE ROLE " + role + " LOGIN", "GRANT ALL ON SCHEMA public TO " + role, "GRANT ALL ON DATABASE " + db + " TO " + role} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	dsn := strings.Replace(p, "user=postgres", "user="+role, 1)
+	if _, err := pgstore.Open(ctx, dsn, pgstore.Options{Replicas: sbs}); !errors.Is(err, pgstore.ErrReplicaPrivilege) {
+		t.Fatalf("Open without pg_read_all_stats: %v, want ErrReplicaPrivilege", err)
+	}
+	if _, err := admin.Exec(ctx, "GRANT pg_read_all_stats TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{Replicas: sbs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 }

@@ -80,7 +80,10 @@ type Options struct {
 	// task log stay on the primary. The store opens a pool per standby
 	// (connecting lazily) and closes them on Close, whether or not it
 	// owns the primary's pool. A DSN without connect_timeout gets one
-	// second. Default: none; reads run on the primary as they always did.
+	// second. The primary's role must be a superuser or have
+	// pg_read_all_stats (the primary gate reads other sessions' wait
+	// events), or New fails with ErrReplicaPrivilege. Default: none; reads
+	// run on the primary as they always did.
 	Replicas []string
 	// ReplicaWait bounds how long a read waits for a standby to replay up
 	// to the primary's position at the read's start before it runs on the
@@ -318,6 +321,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	var err error
 	if s.upgradeOwnerKey, err = opts.upgradeOwnerKey(); err != nil {
 		return nil, err
+	}
+	if len(opts.Replicas) > 0 {
+		if err := checkStatsPrivilege(ctx, pool); err != nil {
+			return nil, err
+		}
 	}
 	if s.qschema, err = quoteSchema(ctx, pool, s.schema); err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
