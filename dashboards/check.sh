@@ -55,6 +55,7 @@ asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; f
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "${standbydata:-}" ]; then asuser "$PGBIN/pg_ctl" -D "$standbydata" -m immediate stop >/dev/null 2>&1 || true; fi
   if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
@@ -72,10 +73,21 @@ asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&
 asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$work/pg/log" -w \
   -o "-p $PGPORT -k $work/pg -c listen_addresses=''" start >/dev/null
 DSN="host=$work/pg port=$PGPORT user=postgres dbname=postgres"
+# A hot standby of it (pg_basebackup -R) for the embedded pg loadgen's
+# reads (-pg-replica), so the standby panels have series.
+STANDBY_PORT=$((PGPORT + 1))
+standby=$work/pg/standby
+asuser "$PGBIN/pg_basebackup" -D "$standby" -R -X stream -c fast -h "$work/pg" -p "$PGPORT" -U postgres
+asuser "$PGBIN/pg_ctl" -D "$standby" -l "$work/pg/standby.log" -w \
+  -o "-p $STANDBY_PORT -k $work/pg -c listen_addresses='' -c hot_standby_feedback=on" start >/dev/null
+standbydata=$standby
+STANDBY_DSN="host=$work/pg port=$STANDBY_PORT user=postgres dbname=postgres"
 # The -cluster server has a database of its own: the embedded pg loadgen
 # checks exact totals over its own.
 asuser "$PGBIN/createdb" -h "$work/pg" -p "$PGPORT" -U postgres cluster
 CLUSTER_DSN="host=$work/pg port=$PGPORT user=postgres dbname=cluster"
+# Cluster mode reads through the standby too (its loadgen checks L7 live).
+CLUSTER_STANDBY_DSN="host=$work/pg port=$STANDBY_PORT user=postgres dbname=cluster"
 
 cat >"$work/prometheus.yml" <<YML
 global:
@@ -98,7 +110,7 @@ log "starting a2astore-server (pebble) at $SERVER_HTTP"
 pids+=($!)
 
 log "starting a2astore-server (pg, -cluster) at $CLUSTER_HTTP"
-"$work/a2astore-server" -backend pg -pg-dsn "$CLUSTER_DSN" -cluster -cluster-instance check -http "$CLUSTER_HTTP" -grpc "$CLUSTER_GRPC" \
+"$work/a2astore-server" -backend pg -pg-dsn "$CLUSTER_DSN" -pg-replica "$CLUSTER_STANDBY_DSN" -cluster -cluster-instance check -http "$CLUSTER_HTTP" -grpc "$CLUSTER_GRPC" \
   -metrics "$CLUSTER_METRICS" >"$work/server-cluster.log" 2>&1 &
 pids+=($!)
 
@@ -118,7 +130,7 @@ lg_remote=$!
 "$work/loadgen" -quiet -target pebble -dir "$work/pebble" -workload write-heavy -duration "$RUN_FOR" -concurrency 4 \
   -metrics-addr "$LG_PEBBLE" >"$work/lg-pebble.txt" 2>&1 &
 lg_pebble=$!
-"$work/loadgen" -quiet -target pg -dsn "$DSN" -workload read-heavy -duration "$RUN_FOR" -concurrency 4 \
+"$work/loadgen" -quiet -target pg -dsn "$DSN" -pg-replica "$STANDBY_DSN" -workload read-heavy -duration "$RUN_FOR" -concurrency 4 \
   -initial 1000 -metrics-addr "$LG_PG" >"$work/lg-pg.txt" 2>&1 &
 lg_pg=$!
 "$work/loadgen" -quiet -target "http://$CLUSTER_HTTP" -transport jsonrpc -duration "$RUN_FOR" -concurrency 2 \

@@ -104,6 +104,23 @@ var Rows = []Row{
 				{Expr: `sum(rate(a2astore_pool_acquire_seconds_total` + sel + `[$__rate_interval])) / sum(rate(a2astore_pool_acquires_total` + sel + `[$__rate_interval]))`, Legend: "mean acquire seconds"},
 			}},
 	}},
+	{Title: "PostgreSQL standbys (pgstore, -pg-replica)", Panels: []Panel{
+		{Title: "Reads by target", Description: "Get and List calls by where they ran: the primary (every read without standbys) or each standby. The primary's share is what standbys take off it.", Unit: "ops",
+			Targets: []Target{{Expr: `sum by (target) (rate(a2astore_replica_reads_total` + sel + `[$__rate_interval]))`, Legend: "{{target}}"}}},
+		{Title: "Fallbacks to the primary by reason", Description: "Reads that ran on the primary although standbys are configured: disconnected, paused, lagging, not_standby (health monitor), catchup_timeout (did not replay up to the read's start in time), error (failed on the standby). Primary retries: reads on the primary taken again while a commit already in the WAL was not yet visible there. Nudges: WAL flushes asked of the primary by standby reads that waited over pgstore.Options.ReplicaNudgeAfter (10 ms by default) for replay.", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum by (reason) (rate(a2astore_replica_fallbacks_total` + sel + `[$__rate_interval]))`, Legend: "{{reason}}"},
+				{Expr: `sum(rate(a2astore_replica_primary_retries_total` + sel + `[$__rate_interval]))`, Legend: "primary retries"},
+				{Expr: `sum(rate(a2astore_replica_nudges_total` + sel + `[$__rate_interval]))`, Legend: "WAL flush nudges"},
+			}},
+		{Title: "Replay lag per standby", Description: "How long the primary has been ahead of each standby's replay position (seconds), and whether the health monitor lets it serve (1) or not (0).", Unit: "s",
+			Targets: []Target{
+				{Expr: `max by (standby) (a2astore_replica_lag_seconds` + sel + `)`, Legend: "{{standby}} lag"},
+				{Expr: `min by (standby) (a2astore_replica_healthy` + sel + `)`, Legend: "{{standby}} healthy"},
+			}},
+		{Title: "Catch-up wait of standby reads", Description: "How long a standby read waited for the standby to replay up to the read's start (0 for most: already there).", Unit: "s",
+			Targets: quantiles("a2astore_replica_catchup_wait_seconds", "", "")},
+	}},
 	{Title: "Cluster mode (a2astore-server -cluster, pgcluster)", Panels: []Panel{
 		{Title: "Work queue depth and executions", Description: "Open work items of the cluster by state (the same on every instance), and executions each instance holds a lease for.", Unit: "short",
 			Targets: []Target{

@@ -98,6 +98,10 @@ func registries(t *testing.T) map[string]map[string]bool {
 		// What cmd/a2astore-server adds for -backend pebble and -backend pg.
 		storemetrics.NewLSMCollector("pebble", func() storemetrics.LSMStats { return storemetrics.LSMStats{} }),
 		storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return storemetrics.PoolStats{MaxConns: 4} }),
+		// What -pg-replica adds.
+		storemetrics.NewReplicaCollector("pg", func() storemetrics.ReplicaStats {
+			return storemetrics.ReplicaStats{Fallbacks: map[string]int64{"paused": 0}, Standbys: []storemetrics.StandbyStats{{Name: "standby-1"}}}
+		}),
 		cluster)
 	res, err := load.Run(t.Context(), load.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
 	if err != nil {

@@ -38,6 +38,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Dir, "dir", "", "pebble: data directory (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&cfg.PebbleNoSync, "pebble-nosync", false, "pebble: acknowledge writes before fsync")
 	fs.StringVar(&cfg.DSN, "dsn", "", "pg: PostgreSQL connection string")
+	fs.Func("pg-replica", "pg: connection string of a hot standby of -dsn's primary that the store's reads may run on (repeatable)", func(v string) error {
+		cfg.Replicas = append(cfg.Replicas, v)
+		return nil
+	})
 	fs.StringVar(&cfg.Transport, "transport", "jsonrpc", "remote target: jsonrpc, http (HTTP+JSON) or grpc")
 	fs.StringVar(&cfg.Caller, "caller", "", "caller identity: sent in -caller-header to a remote server (one with -policy owner needs one); embedded, the store runs under the owner policy and the caller owns its tasks")
 	fs.IntVar(&cfg.Callers, "callers", 0, "spread the load over this many callers, CALLER-1…CALLER-N (-caller default loadgen), one per context, each owning its context's tasks")

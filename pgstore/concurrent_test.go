@@ -326,9 +326,32 @@ func TestTwoPoolsUnderLoad(t *testing.T) {
 	seed, _ := testRand(t)
 	s1, dsn := open(t)
 	s2 := openAgain(t, dsn)
-	ops := int64(3000)
+	loadTwo(t, seed, 3000, s1, s2)
+	checkShapes(t, s1, connect(t, dsn))
+}
+
+// loadTwo runs loadgen's traversal-under-churn over s1 and s2 in turn
+// (runTwo) and fails t on any violation or when no traversal was checked.
+func loadTwo(t *testing.T, seed uint64, ops int64, s1, s2 engine.Store) *load.Result {
+	t.Helper()
+	res := runTwo(t, seed, ops, s1, s2)
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d ops, %d traversals of %d pages, %d tasks checked exactly once", res.Total.Count, res.Traversals, res.TraversalPages, res.ExactlyOnce)
+	if res.Traversals == 0 || res.ExactlyOnce == 0 {
+		t.Fatal("no traversal was checked")
+	}
+	return res
+}
+
+// runTwo runs loadgen's traversal-under-churn, ops operations (a fifth of
+// them under -short), each call on the other of s1 and s2 than the one
+// before.
+func runTwo(t *testing.T, seed uint64, ops int64, s1, s2 engine.Store) *load.Result {
+	t.Helper()
 	if testing.Short() {
-		ops = 600
+		ops /= 5
 	}
 	res, err := load.Run(context.Background(), load.Config{
 		Store:       &alternating{stores: []engine.Store{s1, s2}},
@@ -342,12 +365,5 @@ func TestTwoPoolsUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d ops, %d traversals of %d pages, %d tasks checked exactly once", res.Total.Count, res.Traversals, res.TraversalPages, res.ExactlyOnce)
-	if res.Traversals == 0 || res.ExactlyOnce == 0 {
-		t.Fatal("no traversal was checked")
-	}
-	checkShapes(t, s1, connect(t, dsn))
+	return res
 }

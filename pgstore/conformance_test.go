@@ -36,3 +36,34 @@ func TestConformance(t *testing.T) {
 		BinaryIDs:      false,
 	})
 }
+
+// The conformance suite with every Get and List on a hot standby (L10):
+// each store reads from both standbys of pgtest's replicated cluster,
+// its schema created on the primary, so every clause sees what the gate
+// lets a standby serve.
+func TestConformanceOnStandbys(t *testing.T) {
+	set := pgtest.Replicated(t)
+	dsn, standbys := set.DSN(t)
+	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
+		return func(tb testing.TB, clock engine.Clock) engine.Store {
+			schema := pgtest.Schema(tb, dsn)
+			s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{Schema: schema, Log: log, Replicas: standbys})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() {
+				if st := s.ReplicaStats(); st.PrimaryReads > 0 {
+					tb.Logf("%d reads ran on the primary: %v", st.PrimaryReads, st.Fallbacks)
+				}
+				s.Close()
+			})
+			return s
+		}
+	}
+	storetest.Run(t, storetest.Harness{
+		Open:           open(false),
+		OpenLogged:     open(true),
+		ClockInjection: false,
+		BinaryIDs:      false,
+	})
+}

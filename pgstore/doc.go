@@ -164,6 +164,25 @@
 // READ ONLY transaction, sent as one pipelined batch (BEGIN, count, page,
 // COMMIT: one round trip); otherwise no count runs at all.
 //
+// # Reads from standbys (L10)
+//
+// With Options.Replicas (DSNs of hot standbys streaming from the primary),
+// Get and List run on a standby that has replayed the primary's WAL up to
+// its insert position at the read's start — checked by a gate statement
+// pipelined before the read's own transaction, so the read's snapshot is
+// taken after it; a read that waits over 10 ms has the primary flush its
+// WAL, which is all a standby receives — and otherwise, after waiting up
+// to Options.ReplicaWait, on the primary, behind a gate that waits out
+// commits already in the WAL but not yet visible there. Every read thus
+// sees everything committed before it began: L7 over pages from any mix
+// of standbys and the primary, L8 within a page, read-your-writes across
+// store instances. A health monitor (one goroutine per store) skips
+// standbys that are down, paused, lagging beyond Options.ReplicaMaxLag or
+// promoted, and uses them again once healthy. Writes, conditional
+// operations' follow-up reads, retention, the roll-up and ReadLog stay on
+// the primary. ReplicaStats reports reads by target, fallbacks by reason,
+// lag and catch-up waits. See replica.go for the argument.
+//
 // # Several processes on one database
 //
 // Any number of processes may run stores on one database, as servers

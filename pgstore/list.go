@@ -179,15 +179,8 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	lq := s.buildList(&q)
 
 	var resp *engine.ListResponse
-	err = s.read(ctx, func(conn *pgxpool.Conn) (err error) {
-		if lq.count != "" {
-			resp, err = countAndPage(ctx, conn, &q, &lq)
-			return err
-		}
-		var rows pgx.Rows
-		if rows, err = conn.Query(ctx, lq.page, lq.pageArgs...); err == nil {
-			resp, err = readPage(rows, &q)
-		}
+	err = s.routedRead(ctx, func(conn *pgxpool.Conn, g gate) (err error) {
+		resp, err = listOn(ctx, conn, g, &q, &lq)
 		return err
 	})
 	if err != nil {
@@ -200,33 +193,48 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-// countAndPage reads the total and the page in one REPEATABLE READ, READ
-// ONLY transaction (L8), sent as one pipelined batch — BEGIN, count, page,
-// COMMIT — so it costs one round trip, like a page without a total.
-func countAndPage(ctx context.Context, conn *pgxpool.Conn, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+// listOn reads a page, after g, on conn. With a total, count and page
+// run in one REPEATABLE READ, READ ONLY transaction (L8), sent as one
+// pipelined batch — BEGIN, count, page, COMMIT — so it costs one round
+// trip, like a page without a total.
+func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq *listQuery) (resp *engine.ListResponse, err error) {
+	tx := lq.count != ""
+	if !tx && !g.batched() {
+		rows, err := conn.Query(ctx, lq.page, lq.pageArgs...)
+		if err != nil {
+			return nil, err
+		}
+		return readPage(rows, q)
+	}
 	var b pgx.Batch
-	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-	b.Queue(lq.count, lq.countArgs...)
+	g.queue(&b, tx)
+	if tx {
+		b.Queue(lq.count, lq.countArgs...)
+	}
 	b.Queue(lq.page, lq.pageArgs...)
-	b.Queue("COMMIT")
-	br := conn.SendBatch(ctx, &b)
-	resp, err := readCountAndPage(br, q, lq)
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if tx {
+		b.Queue("COMMIT")
 	}
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		// A failed statement leaves the transaction open, aborted: end it
-		// so the connection goes back to the pool clean (if this fails
-		// too, the pool drops the connection).
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-	}
+	err = runBatch(ctx, conn, &b, func(br pgx.BatchResults) error {
+		if err := g.results(br, tx); err != nil {
+			return err
+		}
+		if !tx {
+			rows, err := br.Query()
+			if err == nil {
+				resp, err = readPage(rows, q)
+			}
+			return err
+		}
+		resp, err = readCountAndPage(br, q, lq)
+		return err
+	})
 	return resp, err
 }
 
+// readCountAndPage reads the count, the page and the COMMIT of a list
+// batch (its BEGIN is read by gate.results).
 func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
 	var total int64
 	if err := br.QueryRow().Scan(&total); err != nil {
 		return nil, err

@@ -39,22 +39,28 @@ func connLost(err error) bool {
 // read runs the idempotent read f on a pooled connection, and once more
 // on a live one when the first found its connection gone.
 func (s *Store) read(ctx context.Context, f func(*pgxpool.Conn) error) error {
-	err := s.withConn(ctx, false, f)
+	return readOn(ctx, s.pool, f)
+}
+
+// readOn runs the idempotent read f on a connection of pool, and once
+// more on a live one when the first found its connection gone.
+func readOn(ctx context.Context, pool *pgxpool.Pool, f func(*pgxpool.Conn) error) error {
+	err := withConn(ctx, pool, false, f)
 	if err == nil || ctx.Err() != nil || !connLost(err) {
 		return err
 	}
-	return s.withConn(ctx, true, f)
+	return withConn(ctx, pool, true, f)
 }
 
-// withConn runs f on a pooled connection; with live, on one that answers
+// withConn runs f on a connection of pool; with live, on one that answers
 // a ping (a connection that fails it is closed, and the pool drops it).
-func (s *Store) withConn(ctx context.Context, live bool, f func(*pgxpool.Conn) error) error {
+func withConn(ctx context.Context, pool *pgxpool.Pool, live bool, f func(*pgxpool.Conn) error) error {
 	for tries := int32(0); ; tries++ {
-		c, err := s.pool.Acquire(ctx)
+		c, err := pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		if live && tries <= s.pool.Config().MaxConns && c.Ping(ctx) != nil {
+		if live && tries <= pool.Config().MaxConns && c.Ping(ctx) != nil {
 			c.Release()
 			continue
 		}

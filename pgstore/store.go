@@ -71,6 +71,39 @@ type Options struct {
 	// for servers that relay other servers' writes to their readers
 	// (pgcluster). Default "": none.
 	LogNotify string
+	// Replicas are DSNs (as for Open) of hot standbys streaming from the
+	// primary (PostgreSQL streaming replication). Get and List run on one
+	// of them when it has replayed everything committed before the call,
+	// else on the primary; every guarantee of a read on the primary holds
+	// (L10; see "Reads from standbys" in the package documentation).
+	// Writes, conditional operations, retention, the roll-up and the
+	// task log stay on the primary. The store opens a pool per standby
+	// (connecting lazily) and closes them on Close, whether or not it
+	// owns the primary's pool. A DSN without connect_timeout gets one
+	// second. The primary's role must be a superuser or have
+	// pg_read_all_stats (the primary gate reads other sessions' wait
+	// events), or New fails with ErrReplicaPrivilege. Default: none; reads
+	// run on the primary as they always did.
+	Replicas []string
+	// ReplicaWait bounds how long a read waits for a standby to replay up
+	// to the primary's position at the read's start before it runs on the
+	// primary instead. Default (0): DefaultReplicaWait.
+	ReplicaWait time.Duration
+	// ReplicaMaxLag is the replay lag beyond which the health monitor
+	// takes a standby out of use until it catches up. Default (0):
+	// DefaultReplicaMaxLag.
+	ReplicaMaxLag time.Duration
+	// ReplicaNudgeAfter is how long a read waits for a standby's replay
+	// before it has the primary flush its WAL (a standby receives only
+	// flushed WAL; see "Reads from standbys"): shorter waits cost more
+	// flushes on the primary. Default (0): DefaultReplicaNudgeAfter.
+	// Negative: never; such reads wait for the next flush (the next commit
+	// or the WAL writer's round), up to ReplicaWait.
+	ReplicaNudgeAfter time.Duration
+	// ReplicaCheckInterval is the health monitor's cadence: how soon a
+	// standby that went down, stopped replaying or came back is noticed.
+	// Default (0): DefaultReplicaCheckInterval.
+	ReplicaCheckInterval time.Duration
 }
 
 // upgradeOwnerKey is the key the owner backfill reads ("" = no backfill).
@@ -99,7 +132,8 @@ type Store struct {
 	// upgradeOwnerKey is the metadata key of the owner backfill ("":
 	// none), used only when the managed schema adds the owner column.
 	upgradeOwnerKey string
-	rollup          *rollup // nil: no roll-up service
+	rollup          *rollup   // nil: no roll-up service
+	replicas        *replicas // never nil; without standbys its list is empty
 	// foldHook, when set (tests), runs in each fold's transaction after
 	// the fold and before the commit; an error rolls the fold back.
 	foldHook atomic.Pointer[func(context.Context, pgx.Tx) error]
@@ -288,6 +322,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if s.upgradeOwnerKey, err = opts.upgradeOwnerKey(); err != nil {
 		return nil, err
 	}
+	if len(opts.Replicas) > 0 {
+		if err := checkStatsPrivilege(ctx, pool); err != nil {
+			return nil, err
+		}
+	}
 	if s.qschema, err = quoteSchema(ctx, pool, s.schema); err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
@@ -318,6 +357,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 			return nil, err
 		}
 	}
+	if s.replicas, err = openReplicas(ctx, &opts); err != nil {
+		return nil, err
+	}
+	s.replicas.start(pool)
 	switch iv := opts.CountRollupInterval; {
 	case iv == 0:
 		s.rollup = startRollup(s, DefaultCountRollupInterval)
@@ -332,10 +375,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 // closes it.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close stops the roll-up service, then closes the pool if Open created
-// it.
+// Close stops the roll-up service and the standby health monitor, closes
+// the standby pools, then closes the primary's pool if Open created it.
 func (s *Store) Close() error {
 	s.rollup.stop()
+	s.replicas.stop()
 	if s.ownsPool {
 		s.pool.Close()
 	}
@@ -372,20 +416,43 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 	return x.record()
 }
 
-// Get implements engine.Store.
+// Get implements engine.Store. With standbys it may run on one (L10).
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 	if err := validateID(id); err != nil {
 		return engine.Record{}, err
 	}
-	return s.get(ctx, "get", id)
+	var x row
+	err := s.routedRead(ctx, func(conn *pgxpool.Conn, g gate) (err error) {
+		if !g.batched() {
+			x, err = scanRow(conn.QueryRow(ctx, s.sql.get, string(id)))
+			return err
+		}
+		var b pgx.Batch
+		g.queue(&b, false)
+		b.Queue(s.sql.get, string(id))
+		return runBatch(ctx, conn, &b, func(br pgx.BatchResults) error {
+			if err := g.results(br, false); err != nil {
+				return err
+			}
+			x, err = scanRow(br.QueryRow())
+			return err
+		})
+	})
+	return getResult(ctx, "get", x, err)
 }
 
+// get reads a task on the primary (for the writes' follow-up reads).
 func (s *Store) get(ctx context.Context, op string, id a2a.TaskID) (engine.Record, error) {
 	var x row
 	err := s.read(ctx, func(conn *pgxpool.Conn) (err error) {
 		x, err = scanRow(conn.QueryRow(ctx, s.sql.get, string(id)))
 		return err
 	})
+	return getResult(ctx, op, x, err)
+}
+
+// getResult is the outcome of a Get's read.
+func getResult(ctx context.Context, op string, x row, err error) (engine.Record, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Record{}, fmt.Errorf("pgstore: %s: %w", op, engine.ErrNotFound)
 	}

@@ -20,7 +20,7 @@ func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 		return nil, err
 	}
 	bc := backends.Config{
-		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, Limits: cfg.Limits, Log: true,
+		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, PGReplicas: cfg.PGReplicas, Limits: cfg.Limits, Log: true,
 	}
 	if cfg.Cluster.Enabled {
 		bc.LogNotify = pgcluster.Channel("")

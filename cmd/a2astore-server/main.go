@@ -60,6 +60,10 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.StringVar(&cfg.Backend, "backend", "mem", "task store: mem, pebble (needs -pebble-dir) or pg (needs -pg-dsn)")
 	fs.StringVar(&cfg.PebbleDir, "pebble-dir", "", "Pebble data directory")
 	fs.StringVar(&cfg.PGDSN, "pg-dsn", "", "PostgreSQL connection string")
+	fs.Func("pg-replica", "PostgreSQL connection string of a hot standby of -pg-dsn's primary that GetTask and ListTasks may read from, keeping every guarantee (repeatable)", func(v string) error {
+		cfg.PGReplicas = append(cfg.PGReplicas, v)
+		return nil
+	})
 	fs.StringVar(&cfg.Policy, "policy", "none", "authorization policy: none, or owner (each caller owns the tasks it creates and sees only those; the backend must record owners)")
 	fs.StringVar(&cfg.CallerHeader, "caller-header", "X-A2astore-Caller", "request header (gRPC metadata key) trusted as the caller identity for -policy owner; staging only")
 	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "listen address for JSON-RPC (/jsonrpc), HTTP+JSON (/) and the agent card")

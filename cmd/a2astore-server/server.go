@@ -42,7 +42,10 @@ type config struct {
 	Backend   string // mem | pebble | pg
 	PebbleDir string // pebble: data directory
 	PGDSN     string // pg: connection string
-	Policy    string // none | owner
+	// PGReplicas are DSNs of hot standbys of PGDSN's primary that Get and
+	// List may run on (pgstore.Options.Replicas).
+	PGReplicas []string
+	Policy     string // none | owner
 	// CallerHeader names the request header (or gRPC metadata key) that
 	// carries the caller's identity for the owner policy. It is trusted as
 	// sent: staging only, or behind an authenticating proxy. "" = none.

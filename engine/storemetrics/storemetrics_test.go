@@ -206,3 +206,47 @@ func observations(t *testing.T, m *storemetrics.Store, op, outcome string) uint6
 	}
 	return 0
 }
+
+func TestReplicaCollector(t *testing.T) {
+	c := storemetrics.NewReplicaCollector("pg", func() storemetrics.ReplicaStats {
+		return storemetrics.ReplicaStats{PrimaryReads: 7, PrimaryRetries: 1, Nudges: 2, Fallbacks: map[string]int64{"paused": 3},
+			Standbys:    []storemetrics.StandbyStats{{Name: "standby-1", Reads: 20, Healthy: true, Lag: 2 * time.Second, LagBytes: 4096}},
+			WaitBuckets: []float64{0, 0.001}, WaitCounts: []int64{15, 4, 1}, WaitSum: 80 * time.Millisecond}
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP a2astore_replica_catchup_wait_seconds Time a standby read waited for the standby to replay up to the read's start (0: none).
+# TYPE a2astore_replica_catchup_wait_seconds histogram
+a2astore_replica_catchup_wait_seconds_bucket{backend="pg",le="0"} 15
+a2astore_replica_catchup_wait_seconds_bucket{backend="pg",le="0.001"} 19
+a2astore_replica_catchup_wait_seconds_bucket{backend="pg",le="+Inf"} 20
+a2astore_replica_catchup_wait_seconds_sum{backend="pg"} 0.08
+a2astore_replica_catchup_wait_seconds_count{backend="pg"} 20
+# HELP a2astore_replica_fallbacks_total Reads run on the primary although standbys are configured, by reason.
+# TYPE a2astore_replica_fallbacks_total counter
+a2astore_replica_fallbacks_total{backend="pg",reason="paused"} 3
+# HELP a2astore_replica_healthy 1 when the health monitor last found the standby able to serve.
+# TYPE a2astore_replica_healthy gauge
+a2astore_replica_healthy{backend="pg",standby="standby-1"} 1
+# HELP a2astore_replica_lag_bytes WAL bytes the primary has that the standby has not replayed.
+# TYPE a2astore_replica_lag_bytes gauge
+a2astore_replica_lag_bytes{backend="pg",standby="standby-1"} 4096
+# HELP a2astore_replica_lag_seconds How long the primary has been ahead of the standby's replay position.
+# TYPE a2astore_replica_lag_seconds gauge
+a2astore_replica_lag_seconds{backend="pg",standby="standby-1"} 2
+# HELP a2astore_replica_nudges_total WAL flushes that standby reads waiting for replay asked of the primary.
+# TYPE a2astore_replica_nudges_total counter
+a2astore_replica_nudges_total{backend="pg"} 2
+# HELP a2astore_replica_primary_retries_total Primary reads taken again because a commit already in the WAL was not yet visible there.
+# TYPE a2astore_replica_primary_retries_total counter
+a2astore_replica_primary_retries_total{backend="pg"} 1
+# HELP a2astore_replica_reads_total Get and List calls by where they ran: the primary or a standby.
+# TYPE a2astore_replica_reads_total counter
+a2astore_replica_reads_total{backend="pg",target="primary"} 7
+a2astore_replica_reads_total{backend="pg",target="standby-1"} 20
+`))
+	if err != nil {
+		t.Error(err)
+	}
+}

@@ -30,6 +30,9 @@ type Config struct {
 	// and Limits are replaced by Clock and Limits.
 	Pebble pebblestore.Options
 	PGDSN  string // pg: required; pool settings ride on the DSN
+	// PGReplicas, pg: DSNs of hot standbys that Get and List may run on
+	// (pgstore.Options.Replicas).
+	PGReplicas []string
 	// Limits bound the tasks every backend accepts (zero: the engine's
 	// defaults).
 	Limits engine.Limits
@@ -78,12 +81,14 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		if cfg.PGDSN == "" {
 			return nil, errors.New("backend pg needs a DSN")
 		}
-		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits, Log: cfg.Log, LogNotify: cfg.LogNotify})
+		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits, Log: cfg.Log, LogNotify: cfg.LogNotify,
+			Replicas: cfg.PGReplicas})
 		if err != nil {
 			return nil, fmt.Errorf("pg: %w", err)
 		}
 		return &Backend{Store: s, Collectors: []prometheus.Collector{
 			storemetrics.NewPoolCollector("pg", func() storemetrics.PoolStats { return poolStats(s.Pool().Stat()) }),
+			storemetrics.NewReplicaCollector("pg", func() storemetrics.ReplicaStats { return replicaStats(s.ReplicaStats()) }),
 		}}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q (want mem, pebble or pg)", cfg.Name)
@@ -100,6 +105,16 @@ func poolStats(s *pgxpool.Stat) storemetrics.PoolStats {
 		CanceledAcquireCount: s.CanceledAcquireCount(),
 		AcquireDuration:      s.AcquireDuration(),
 	}
+}
+
+func replicaStats(s pgstore.ReplicaStats) storemetrics.ReplicaStats {
+	out := storemetrics.ReplicaStats{PrimaryReads: s.PrimaryReads, PrimaryRetries: s.PrimaryRetries, Nudges: s.Nudges, Fallbacks: s.Fallbacks,
+		WaitBuckets: pgstore.WaitBuckets[:], WaitCounts: s.WaitCounts, WaitSum: s.WaitSum}
+	for _, sb := range s.Standbys {
+		out.Standbys = append(out.Standbys, storemetrics.StandbyStats{Name: sb.Name, Reads: sb.Reads, Healthy: sb.Healthy,
+			Lag: sb.Lag, LagBytes: sb.LagBytes})
+	}
+	return out
 }
 
 func lsmStats(m *pebble.Metrics) storemetrics.LSMStats {

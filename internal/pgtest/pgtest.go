@@ -52,6 +52,12 @@ var (
 func Main(m *testing.M) {
 	mainCalled.Store(true)
 	code := m.Run()
+	if err := stopReplicated(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: stopping replicated cluster: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	mu.Lock()
 	c := mu.cluster
 	mu.cluster = nil
@@ -188,6 +194,9 @@ type cluster struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
 	waitErr error         // valid after exited is closed
+	// settings are extra -c name=value settings after the defaults (a
+	// later -c wins).
+	settings []string
 }
 
 // binDir finds the directory holding initdb and postgres.
@@ -235,11 +244,44 @@ func runAs() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func startCluster() (*cluster, error) {
+func startCluster(settings ...string) (*cluster, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
 	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCluster()
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(c.dir)
+		}
+	}()
+	c.settings = settings
+	data := filepath.Join(c.dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
+	initdb.Dir = c.dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	if err := c.startOnFreePort(bin, data, cred); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// newCluster makes the temporary directory of a cluster and its socket
+// directory, owned by the user PostgreSQL runs as.
+func newCluster() (*cluster, error) {
 	cred, err := runAs()
 	if err != nil {
 		return nil, err
@@ -249,46 +291,37 @@ func startCluster() (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{dir: dir, sockDir: filepath.Join(dir, "sock")}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(dir)
-		}
-	}()
 	if err := os.Mkdir(c.sockDir, 0o700); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	if cred != nil {
 		for _, p := range []string{dir, c.sockDir} {
 			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				os.RemoveAll(dir)
 				return nil, err
 			}
 		}
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
-	initdb.Dir = dir
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
-	}
+	return c, nil
+}
 
-	// The port is chosen by binding port 0 and releasing it; another process
-	// may take it first, so a failed start is retried on a new port.
+// startOnFreePort starts the server on a free port. The port is chosen by
+// binding port 0 and releasing it; another process may take it first, so
+// a failed start is retried on a new port.
+func (c *cluster) startOnFreePort(bin, data string, cred *syscall.Credential) error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.port = port
 		if lastErr = c.start(bin, data, cred); lastErr == nil {
-			ok = true
-			return c, nil
+			return nil
 		}
 	}
-	return nil, lastErr
+	return lastErr
 }
 
 func freePort() (int, error) {
@@ -307,7 +340,7 @@ func (c *cluster) start(bin, data string, cred *syscall.Credential) error {
 		return err
 	}
 	defer logf.Close()
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+	args := []string{"-D", data,
 		"-p", strconv.Itoa(c.port),
 		"-k", c.sockDir,
 		"-c", "listen_addresses=127.0.0.1",
@@ -318,7 +351,11 @@ func (c *cluster) start(bin, data string, cred *syscall.Credential) error {
 		"-c", "shared_buffers=128MB",
 		"-c", "max_wal_size=2GB",
 		"-c", "log_min_messages=warning",
-	)
+	}
+	for _, kv := range c.settings {
+		args = append(args, "-c", kv)
+	}
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 	c.cmd.Dir = c.dir
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}

@@ -50,3 +50,61 @@ func BenchmarkDSN(b *testing.B) {
 		pgtest.DSN(b)
 	}
 }
+
+// A standby of the replicated cluster has the primary's writes once it
+// has replayed them, keeps its old data while its replay is paused, and
+// comes back after it was killed.
+func TestReplicated(t *testing.T) {
+	ctx := context.Background()
+	r := pgtest.Replicated(t)
+	p, standbys := r.DSN(t)
+	if len(standbys) != pgtest.Standbys {
+		t.Fatalf("%d standby DSNs, want %d", len(standbys), pgtest.Standbys)
+	}
+	exec := func(dsn, sql string) {
+		t.Helper()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(dsn string) int {
+		t.Helper()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	exec(p, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)")
+	r.WaitReplayed(t)
+	for i, s := range standbys {
+		if n := count(s); n != 1 {
+			t.Fatalf("standby %d: %d rows, want 1", i, n)
+		}
+	}
+	r.Standby(0).PauseReplay(t)
+	r.Standby(1).Kill(t)
+	exec(p, "INSERT INTO t VALUES (2)")
+	r.WaitReplayed(t) // skips the paused and the killed standby
+	if n := count(standbys[0]); n != 1 {
+		t.Fatalf("paused standby: %d rows, want 1", n)
+	}
+	r.Standby(1).Start(t)
+	r.Standby(0).ResumeReplay(t)
+	r.WaitReplayed(t)
+	for i, s := range standbys {
+		if n := count(s); n != 2 {
+			t.Fatalf("standby %d after resume/restart: %d rows, want 2", i, n)
+		}
+	}
+}

@@ -126,6 +126,9 @@ type Config struct {
 	PebbleNoSync bool
 	// DSN is the PostgreSQL connection string (Target "pg").
 	DSN string
+	// Replicas are DSNs of hot standbys of DSN's primary that the store's
+	// Get and List may run on (Target "pg"; pgstore.Options.Replicas).
+	Replicas []string
 	// Transport for a remote Target: jsonrpc (default), http or grpc.
 	Transport string
 	// Caller is the identity every call carries, for a server that

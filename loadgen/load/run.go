@@ -198,7 +198,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 	}
 	s, rm := cfg.Store, func() {}
 	if s == nil {
-		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN}
+		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN, PGReplicas: cfg.Replicas}
 		if cfg.Target == "pebble" {
 			bcfg.PebbleDir = cfg.Dir
 			if bcfg.PebbleDir == "" {
