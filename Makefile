@@ -3,12 +3,14 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check tck
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check tck flagref
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
 
-# The README's test command: every package, race detector on.
+# The README's test command: every package, race detector on. It includes
+# the manual's checks: links, anchors, Go snippets and import rules
+# (internal/doccheck) and the flag reference (cmd/flagref).
 test:
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -114,6 +116,11 @@ results-check:
 # The main command: a short load run on the embedded in-memory store.
 loadgen:
 	$(GO) run ./loadgen
+
+# Regenerate docs/flags.md from the commands' -h (after changing a flag;
+# go test ./cmd/flagref fails until then).
+flagref:
+	$(GO) run ./cmd/flagref
 
 # Regenerate dashboards/a2astore.json from the panel table.
 dashboards:

@@ -95,6 +95,6 @@
 // a2a-go's transports do not carry every request parameter equally; see
 // GRPCRequestValidator, GRPCStreamRequestValidator, RESTQueryCompat and
 // JSONRPCParamsCompat for the gaps this package closes on the server side,
-// package clientcompat for one of a2a-go's JSON-RPC client, and the README
-// for the ones left open.
+// package clientcompat for one of a2a-go's JSON-RPC client, and
+// docs/conformance.md for the whole list and the ones left open.
 package a2aserver

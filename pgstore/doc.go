@@ -85,7 +85,7 @@
 // <schema>.a2a_task_counts_rebuild() recounts under the same lock as the
 // install. Roles that write a2a_tasks need INSERT on
 // a2a_task_count_deltas (and, to TRUNCATE, DELETE on both tables).
-
+//
 // # Owners (O1–O6)
 //
 // The owner is a column, owner text NOT NULL DEFAULT the empty string,

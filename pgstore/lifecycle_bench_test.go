@@ -205,7 +205,7 @@ WHERE id = $1 AND revision = $11`
 // IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
 // folded (backlog=0) and with a backlog of pending deltas as long as one
 // fold transaction takes (backlog=FoldBatch: the roll-up's cadence keeps
-// it far shorter under load, see the README). The store runs no roll-up
+// it far shorter under load, see docs/postgres.md). The store runs no roll-up
 // here, so the backlog stays put. server-ms is the count query's own
 // execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
 //

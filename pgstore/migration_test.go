@@ -245,7 +245,7 @@ func needPsql(t *testing.T) string {
 	return psql
 }
 
-// The README runs the file with psql -f: psql splits it into statements
+// docs/postgres.md runs the file with psql -f: psql splits it into statements
 // itself (dollar-quoted bodies, the DO block), stopping at the first error.
 func TestMigration003WithPsql(t *testing.T) {
 	psql := needPsql(t)
