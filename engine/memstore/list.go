@@ -167,7 +167,6 @@ func (p *page) init(size int, light bool) {
 	p.cursors = make([]engine.Cursor, 0, size)
 	p.owners = make([]string, 0, size)
 	p.tasks = make([]pageTask, 0, size)
-	p.bodies = make([]bodyRef, 0, size)
 }
 
 // addLocked appends the task of e to p.
@@ -179,6 +178,9 @@ func (s *Store) addLocked(p *page, e *entry) {
 	p.tasks = append(p.tasks, pageTask{})
 	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
 	if needsDecoding(e.body, e.metaLen, p.light) {
+		if p.bodies == nil { // sized once, only for pages that decode
+			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
+		}
 		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
 	}
 }
@@ -186,8 +188,11 @@ func (s *Store) addLocked(p *page, e *entry) {
 // finish decodes the bodies and returns the page's tasks, shaped by q
 // when whole: the decoder builds only the history and artifacts q returns.
 func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
-	d := new(taskcodec.Decoder) // one for the page
-	d.Shape(q.HistoryLength, q.IncludeArtifacts)
+	var d *taskcodec.Decoder // one for the page, when it decodes
+	if len(p.bodies) > 0 {
+		d = new(taskcodec.Decoder)
+		d.Shape(q.HistoryLength, q.IncludeArtifacts)
+	}
 	for _, b := range p.bodies {
 		if err := decodeBody(&p.tasks[b.i].task, b.body, b.metaLen, p.light, &d); err != nil {
 			return nil, err
