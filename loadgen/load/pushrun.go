@@ -27,22 +27,14 @@ type pushRun struct {
 	errs   io.Writer // the cycle's error, if any (Config.Progress)
 }
 
-// startPush starts the receiver and its down cycle; nil when the run has no
-// push workload.
-func startPush(cfg *Config, seed uint64, reg prometheus.Registerer) (*pushRun, error) {
+// startPush starts the receiver, counting its deliveries in counter, and
+// its down cycle; nil when the run has no push workload.
+func startPush(cfg *Config, seed uint64, counter *prometheus.CounterVec) (*pushRun, error) {
 	if cfg.PushReceiver == "" && cfg.PushURL == "" {
 		return nil, nil
 	}
 	p := &pushRun{url: cfg.PushURL, errs: cfg.Progress}
 	if cfg.PushReceiver != "" {
-		counter := prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "a2astore_loadgen_push_deliveries_total",
-			Help: "Push deliveries the receiver got, by outcome: ok, duplicate, order (a revision after a higher one), malformed.",
-		}, []string{"outcome"})
-		for _, o := range []string{pushOK, pushDuplicate, pushOrder, pushMalformed} {
-			counter.WithLabelValues(o)
-		}
-		reg.MustRegister(counter)
 		p.book = newPushBook(fmt.Sprintf("loadgen-%d", seed), counter)
 		recv, err := listenPush(cfg.PushReceiver, p.book, time.Now)
 		if err != nil {

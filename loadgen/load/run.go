@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.metrics = newMetrics(reg, cfg.Workload, cfg.Target, r.tracker)
 	var err error
 
-	if r.push, err = startPush(&r.cfg, r.seed, reg); err != nil {
+	if r.push, err = startPush(&r.cfg, r.seed, r.metrics.push); err != nil {
 		return nil, err
 	}
 	defer r.push.close()
