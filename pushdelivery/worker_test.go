@@ -85,6 +85,7 @@ func TestDeadlineDrops(t *testing.T) {
 	down := newReceiver(t, func(*http.Request, int) int { return http.StatusInternalServerError })
 	up := newReceiver(t, nil)
 	h := newHarness(t, func(o *Options) { o.Deadline = 10 * time.Minute })
+	start := h.clock.Now()
 	h.config("a", "c", down.srv.URL+"/hook?key=secret")
 	h.config("b", "c", up.srv.URL)
 	h.create("a")
@@ -99,6 +100,9 @@ func TestDeadlineDrops(t *testing.T) {
 		t.Fatalf("b received %v while a fails, want [1 2]", got)
 	}
 	h.drive(time.Minute, "a done", func() bool { return h.outbox.rec("a", "c").Done })
+	if took := h.clock.Now().Sub(start); took > 12*time.Minute {
+		t.Fatalf("dropping took %v: entries after the first waited for deadlines of their own", took)
+	}
 	h.update("b", a2a.TaskStateCompleted)
 	h.settle()
 
