@@ -27,7 +27,7 @@ import (
 // harness is a worker over a memstore and a fake outbox, on a clock the
 // test drives. Its Poll is an hour: only Wake makes it claim.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	clock   *fakeclock.Clock
 	store   *memstore.Store
@@ -38,7 +38,7 @@ type harness struct {
 	w       *Worker
 }
 
-func newHarness(t *testing.T, mod func(*Options)) *harness {
+func newHarness(t testing.TB, mod func(*Options)) *harness {
 	t.Helper()
 	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
