@@ -162,14 +162,15 @@ func (s sender) SendPush(_ context.Context, config *a2a.PushConfig, event a2a.Ev
 	return nil
 }
 
-// Close stops claiming and waits for the deliveries in flight to finish
-// until ctx ends; then it cancels them and returns ctx's error (their
-// leases expire and their records are claimed again).
+// Close stops claiming and waits for the claim and the deliveries in
+// flight to finish until ctx ends; then it cancels them and returns ctx's
+// error (a delivery canceled commits what it delivered before; the leases
+// of the others expire and their records are claimed again).
 func (w *Worker) Close(ctx context.Context) error {
 	w.once.Do(func() { close(w.stop) })
-	<-w.looped
 	done := make(chan struct{})
 	go func() {
+		<-w.looped // a Claim in progress ends first (no Add after it)
 		w.wg.Wait()
 		close(done)
 	}()

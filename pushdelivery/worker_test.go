@@ -431,3 +431,39 @@ func TestLeaseLost(t *testing.T) {
 		t.Fatalf("%d hits", len(rc.hits()))
 	}
 }
+
+// stuckOutbox is an outbox whose Claim hangs until its context ends (a
+// database that does not answer).
+type stuckOutbox struct {
+	*fakeOutbox
+	claiming chan struct{}
+}
+
+func (o *stuckOutbox) Claim(ctx context.Context, _ time.Time, _ []string) (Lease, error) {
+	o.claiming <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCloseDuringClaim: Close's context bounds a Claim that hangs too.
+func TestCloseDuringClaim(t *testing.T) {
+	stuck := &stuckOutbox{claiming: make(chan struct{}, 1)}
+	h := newHarness(t, func(o *Options) {
+		stuck.fakeOutbox = o.Outbox.(*fakeOutbox)
+		o.Outbox = stuck
+	})
+	h.w.Wake("")
+	<-stuck.claiming
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- h.w.Close(ctx) }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a hanging Claim past its context")
+	}
+}
