@@ -181,6 +181,9 @@ const (
 	ReasonOther     = "other"
 )
 
+// failureReasons are the reasons a failed attempt can have.
+var failureReasons = []string{Reason3xx, Reason4xx, Reason5xx, ReasonTimeout, ReasonRefused, ReasonBlocked, ReasonOther}
+
 // classify names the outcome of a POST: its status class, or the kind of
 // its transport error. It never says more than the reason: no URL, no
 // credentials.

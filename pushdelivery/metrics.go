@@ -53,6 +53,14 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 		}),
 	}
 	reg.MustRegister(m.deliveries, m.attempts, m.failures, m.leaseLost, m.latency)
+	// Every outcome and reason from the start, at zero: rates and panels
+	// have series before the first failure.
+	for _, o := range []string{OutcomeDelivered, OutcomeFailed, OutcomeDropped} {
+		m.deliveries.WithLabelValues(o)
+	}
+	for _, r := range failureReasons {
+		m.failures.WithLabelValues(r)
+	}
 	if depth != nil {
 		reg.MustRegister(depthCollector(depth))
 	}
