@@ -89,6 +89,14 @@ type Lease interface {
 	Release(ctx context.Context)
 }
 
+// Toucher is implemented by an Outbox that reads task revisions only for
+// the tasks it was told about (Local): the worker calls Touch when a task
+// gets an event, so that the next Claim reads the task's revision. An
+// outbox that reads revisions in its Claim (PG) needs no Touch.
+type Toucher interface {
+	Touch(task a2a.TaskID)
+}
+
 // Outbox errors.
 var (
 	ErrNotFound  = errors.New("pushdelivery: push config not found")

@@ -1,0 +1,197 @@
+package pushdelivery_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/pushdelivery"
+	"github.com/a2astore/a2astore/pushdelivery/outboxtest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
+		s := memstore.New(memstore.Options{})
+		return pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Lease: outboxtest.Lease, Clock: clock}), s
+	})
+}
+
+func TestPebbleConformance(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
+		s := memstore.New(memstore.Options{})
+		o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
+			Lease: outboxtest.Lease, Clock: clock, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o, s
+	})
+}
+
+// countingStore counts Get calls per task.
+type countingStore struct {
+	engine.Store
+	mu   sync.Mutex
+	gets map[a2a.TaskID]int
+}
+
+func (c *countingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	c.mu.Lock()
+	c.gets[id]++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, id)
+}
+
+func (c *countingStore) take() map[a2a.TaskID]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.gets
+	c.gets = map[a2a.TaskID]int{}
+	return g
+}
+
+func newTask(t *testing.T, s engine.Store, id a2a.TaskID) {
+	t.Helper()
+	if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain claims every due record and commits it delivered up to its lease's
+// revision, returning how many.
+func drain(t *testing.T, o pushdelivery.Outbox, now time.Time) int {
+	t.Helper()
+	n := 0
+	for {
+		l, err := o.Claim(context.Background(), now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			return n
+		}
+		r := l.Record()
+		r.Delivered = l.Revision()
+		if err := l.Commit(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+}
+
+// Claim reads from the store the revisions of touched tasks only, and of
+// every task once per Rescan: not one lookup per record per call.
+func TestLocalClaimReadsOnlyDirtyTasks(t *testing.T) {
+	ctx := context.Background()
+	s := &countingStore{Store: memstore.New(memstore.Options{}), gets: map[a2a.TaskID]int{}}
+	o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Minute})
+	now := time.Unix(1e9, 0)
+	for i := range 10 {
+		id := a2a.TaskID(fmt.Sprintf("t%d", i))
+		newTask(t, s, id)
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := drain(t, o, now); n != 10 {
+		t.Fatalf("first drain: %d claims, want 10", n)
+	}
+	s.take()
+	if n := drain(t, o, now.Add(time.Second)); n != 0 || len(s.take()) != 0 {
+		t.Fatalf("nothing touched: %d claims, store read", n)
+	}
+	if _, err := s.Replace(ctx, &a2a.Task{ID: "t3", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(t, o, now.Add(2*time.Second)); n != 0 {
+		t.Fatalf("untouched change claimed before the rescan")
+	}
+	o.Touch("t3")
+	n := drain(t, o, now.Add(3*time.Second))
+	if g := s.take(); n != 1 || len(g) != 1 || g["t3"] != 1 {
+		t.Fatalf("touched t3: %d claims, reads %v", n, g)
+	}
+	if _, err := s.Replace(ctx, &a2a.Task{ID: "t5", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(t, o, now.Add(time.Minute)); n != 1 || len(s.take()) != 10 {
+		t.Fatalf("rescan: %d claims, want t5's", n)
+	}
+}
+
+// A Pebble outbox reopened has every acknowledged record as it was, and
+// no lease (a lease does not outlive its process).
+func TestPebbleReopenKeepsState(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := memstore.New(memstore.Options{})
+	open := func() *pushdelivery.Local {
+		o, err := pushdelivery.OpenPebble(dir, s, pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := open()
+	now := time.Unix(1e9, 0).UTC()
+	ids := []a2a.TaskID{"a", "a\x01b", "\xffé/x"}
+	for _, id := range ids {
+		newTask(t, s, id)
+		for _, c := range []string{"x", "y", "z"} {
+			r := &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{TaskID: id, ID: c, URL: "https://h/" + c}, Created: now}
+			if err := o.Save(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := o.Delete(ctx, "a", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.DeleteAll(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := o.Claim(ctx, now, nil)
+	r := l.Record()
+	r.Delivered, r.LastError, r.NextAt = 1, "x", now
+	if err := l.Commit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := o.Claim(ctx, now, nil); held == nil { // leased when the process goes
+		t.Fatal("nothing to claim")
+	}
+	want := snapshot(t, o, ids)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = open()
+	defer o.Close()
+	if got := snapshot(t, o, ids); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened:\n%v\nwant\n%v", got, want)
+	}
+	if n := drain(t, o, now); n != 4 { // a/z, é/x, é/y, é/z: one was leased
+		t.Fatalf("after reopen %d claims, want 4 (a lease outlived its process?)", n)
+	}
+}
+
+func snapshot(t *testing.T, o pushdelivery.Outbox, ids []a2a.TaskID) []string {
+	var out []string
+	for _, id := range ids {
+		rs, err := o.List(context.Background(), id, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%q %+v", id, *r))
+		}
+	}
+	return out
+}
