@@ -1,6 +1,7 @@
 package outboxtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -83,24 +84,18 @@ func testClaimOnce(t *testing.T, e *env) {
 	e.noClaim("lease alive")
 }
 
-func testConcurrentClaims(t *testing.T, e *env) {
-	want := map[string]bool{}
-	for i := range 3 {
-		task := a2a.TaskID(fmt.Sprintf("t%d", i))
-		e.task(task)
-		for j := range 10 {
-			r := e.record(task, fmt.Sprintf("c%d", j))
-			e.save(r)
-			want[string(task)+"/"+r.Config.ID] = true
-		}
-	}
+// ClaimConcurrently claims from the outboxes with goroutines goroutines
+// (spread over them) until none claims anything, and returns how many
+// times each record ("task/id") was claimed. Leases are kept.
+func ClaimConcurrently(t *testing.T, now time.Time, goroutines int, outboxes ...pushdelivery.Outbox) map[string]int {
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup
-	for range 8 {
+	for i := range goroutines {
+		o := outboxes[i%len(outboxes)]
 		wg.Go(func() {
 			for {
-				l, err := e.o.Claim(e.ctx, e.clk.Now(), nil)
+				l, err := o.Claim(context.Background(), now, nil)
 				if err != nil {
 					t.Error(err)
 				}
@@ -114,6 +109,21 @@ func testConcurrentClaims(t *testing.T, e *env) {
 		})
 	}
 	wg.Wait()
+	return got
+}
+
+func testConcurrentClaims(t *testing.T, e *env) {
+	want := map[string]bool{}
+	for i := range 3 {
+		task := a2a.TaskID(fmt.Sprintf("t%d", i))
+		e.task(task)
+		for j := range 10 {
+			r := e.record(task, fmt.Sprintf("c%d", j))
+			e.save(r)
+			want[string(task)+"/"+r.Config.ID] = true
+		}
+	}
+	got := ClaimConcurrently(t, e.clk.Now(), 8, e.o)
 	for k, n := range got {
 		if n != 1 || !want[k] {
 			t.Errorf("%s claimed %d times (expected: %v)", k, n, want[k])
