@@ -1,6 +1,3 @@
-// Package outboxtest is the conformance suite of pushdelivery.Outbox: Run
-// checks every rule of the contract against an implementation, driving
-// its clock and moving task revisions through the engine.Store beside it.
 package outboxtest
 
 import (
