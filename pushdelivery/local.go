@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // LocalOptions configure the memory and Pebble outboxes. The zero value is
@@ -26,6 +27,9 @@ type LocalOptions struct {
 	// Logger receives Pebble's messages (OpenPebble only). Default:
 	// pebble.DefaultLogger.
 	Logger pebble.Logger
+	// FS is the file system of the Pebble database (OpenPebble only).
+	// Default: the operating system's (vfs.Default).
+	FS vfs.FS
 }
 
 func (o *LocalOptions) ensureDefaults() {
@@ -97,7 +101,7 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 // before they return, so a crash loses no acknowledged state.
 func OpenPebble(dir string, store engine.Store, opts LocalOptions) (*Local, error) {
 	l := NewMemory(store, opts)
-	po := &pebble.Options{Logger: opts.Logger}
+	po := &pebble.Options{Logger: opts.Logger, FS: opts.FS}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pushdelivery: open %s: %w", dir, err)
@@ -163,9 +167,11 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 	t := l.taskLocked(r.TaskID)
 	cur := t.recs[r.Config.ID]
 	next := *r
+	next.Config.TaskID = r.TaskID
 	if cur != nil {
 		next = cur.rec
 		next.Config, next.Dest = r.Config, r.Dest
+		next.Config.TaskID = r.TaskID
 	} else if len(t.recs) >= MaxConfigsPerTask {
 		l.dropIfEmptyLocked(r.TaskID)
 		return ErrTooMany

@@ -123,7 +123,7 @@ func (e *env) touch(id a2a.TaskID) {
 func (e *env) record(task a2a.TaskID, id string) *pushdelivery.Record {
 	return &pushdelivery.Record{
 		TaskID:  task,
-		Config:  a2a.PushConfig{TaskID: task, ID: id, URL: "https://hook.example/" + id, Token: "tok-" + id},
+		Config:  a2a.PushConfig{ID: id, URL: "https://hook.example/" + id, Token: "tok-" + id},
 		Dest:    "https://hook.example:443",
 		Created: e.clk.Now(),
 		NextAt:  e.clk.Now(),
@@ -179,6 +179,8 @@ func (e *env) noClaim(why string, busy ...string) {
 // compared with Equal.
 func sameRecord(got, want *pushdelivery.Record) error {
 	switch {
+	case got.Config.TaskID != got.TaskID:
+		return fmt.Errorf("config of task %q in a record of %q", got.Config.TaskID, got.TaskID)
 	case got.TaskID != want.TaskID || got.Config.ID != want.Config.ID:
 		return fmt.Errorf("key %s/%s, want %s/%s", got.TaskID, got.Config.ID, want.TaskID, want.Config.ID)
 	case got.Config.URL != want.Config.URL || got.Config.Token != want.Config.Token || got.Dest != want.Dest:
