@@ -29,7 +29,9 @@ type PGOptions struct {
 // {schema}.a2a_push_configs, claimed by any instance over the same
 // database. A claim is one statement (FOR UPDATE SKIP LOCKED, then a lease
 // token and expiry on the row), so no transaction stays open while the
-// holder delivers; Commit and Release are fenced by the token.
+// holder delivers; Commit and Release are fenced by the token. Lease
+// expiry compares the times the instances pass to Claim: their clocks
+// must agree to well within the lease time.
 type PG struct {
 	pool *pgxpool.Pool
 	opts PGOptions
@@ -116,6 +118,9 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 		return fmt.Errorf("pushdelivery: encode config: %w", err)
 	}
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
+			return err
+		}
 		var n int
 		var exists bool
 		if err := tx.QueryRow(ctx, p.sql.count, r.TaskID, r.Config.ID).Scan(&n, &exists); err != nil {

@@ -7,9 +7,9 @@ import (
 
 // pgSQL holds the statements of one schema.
 type pgSQL struct {
-	ddl                                         []string
-	count, upsert, get, list, delete, deleteAll string
-	claim, commit, release, sweep, depth        string
+	ddl                                                   []string
+	lockTask, count, upsert, get, list, delete, deleteAll string
+	claim, commit, release, sweep, depth                  string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -71,7 +71,9 @@ func newPGSQL(schema string) pgSQL {
 			f(pgTableSQL),
 			f(`CREATE INDEX IF NOT EXISTS a2a_push_configs_due ON %[1]s.a2a_push_configs (next_at) WHERE NOT done`),
 		},
-		count: f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		// $1 the schema, $2 the task: serialises the saves of one task.
+		lockTask: `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery.task:' || $1 || ':' || $2, 0))`,
+		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		upsert: f(`INSERT INTO %[1]s.a2a_push_configs (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest`),
 		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),

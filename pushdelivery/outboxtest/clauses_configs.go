@@ -3,6 +3,7 @@ package outboxtest
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -138,4 +139,31 @@ func testTooMany(t *testing.T, e *env) {
 	}
 	e.save(e.record("t1", "c00")) // replacing one is no new config
 	e.save(e.record("t2", "extra"))
+}
+
+func testTooManyConcurrent(t *testing.T, e *env) {
+	const n = 2 * pushdelivery.MaxConfigsPerTask
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs <- e.o.Save(e.ctx, e.record("t1", fmt.Sprintf("c%02d", i))) })
+	}
+	wg.Wait()
+	close(errs)
+	refused := 0
+	for err := range errs {
+		switch {
+		case isTooMany(err):
+			refused++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	page, err := e.o.List(e.ctx, "t1", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != pushdelivery.MaxConfigsPerTask || refused != n-pushdelivery.MaxConfigsPerTask {
+		t.Fatalf("%d stored, %d refused; want %d stored", len(page), refused, pushdelivery.MaxConfigsPerTask)
+	}
 }

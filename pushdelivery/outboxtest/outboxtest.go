@@ -46,6 +46,7 @@ var clauses = []struct {
 	{"delete-all-removes-the-tasks-records-only", testDeleteAll},
 	{"save-replacing-keeps-delivery-state", testSaveKeepsDelivery},
 	{"too-many-configs-stores-nothing", testTooMany},
+	{"concurrent-saves-never-pass-the-limit", testTooManyConcurrent},
 	{"claim-none-when-nothing-behind-revision", testClaimNeedsRevision},
 	{"claim-skips-done", testClaimSkipsDone},
 	{"claim-waits-for-next-at", testClaimWaitsNextAt},
