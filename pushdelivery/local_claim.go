@@ -44,10 +44,10 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	clear(l.mu.dirty)
 	l.mu.Unlock()
 	revs := make(map[a2a.TaskID]int64, len(ids))
-	for i, id := range ids {
+	for _, id := range ids {
 		rec, err := l.store.Get(ctx, id)
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
-			l.markDirty(ids[i:])
+			l.markDirty(ids) // none of them applied: all read again
 			return fmt.Errorf("pushdelivery: claim: read task: %w", err)
 		}
 		revs[id] = rec.Revision // 0 when not found

@@ -2,6 +2,7 @@ package pushdelivery_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -244,5 +245,52 @@ func TestPebbleCrashKeepsAcknowledged(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: after crash\n%v\nwant\n%v", i, got, want)
 		}
+	}
+}
+
+// failingStore answers budget Gets (negative: any number), then fails.
+type failingStore struct {
+	engine.Store
+	mu     sync.Mutex
+	budget int
+}
+
+func (f *failingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.budget == 0 {
+		return engine.Record{}, errors.New("store down")
+	}
+	f.budget--
+	return f.Store.Get(ctx, id)
+}
+
+func (f *failingStore) setBudget(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.budget = n
+}
+
+// A store failure halfway through Claim's reading of revisions loses no
+// touched task: the next Claim, before any rescan, reads them all again.
+func TestLocalClaimStoreFailureKeepsTouches(t *testing.T) {
+	ctx := context.Background()
+	s := &failingStore{Store: memstore.New(memstore.Options{}), budget: -1}
+	o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Hour})
+	now := time.Unix(1e9, 0)
+	for i := range 4 {
+		id := a2a.TaskID(fmt.Sprintf("t%d", i))
+		newTask(t, s, id)
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.setBudget(2) // two tasks read, then the store fails
+	if _, err := o.Claim(ctx, now, nil); err == nil {
+		t.Fatal("claim with the store down: no error")
+	}
+	s.setBudget(-1)
+	if n := drain(t, o, now.Add(time.Second)); n != 4 {
+		t.Fatalf("after the failure %d claims, want 4", n)
 	}
 }
