@@ -16,7 +16,9 @@ import (
 // needs (the events themselves are read from the log, never copied).
 type Record struct {
 	TaskID a2a.TaskID
-	Config a2a.PushConfig // ID, URL, Token, Auth as the client set them
+	// Config is the configuration: ID, URL, Token, Auth as the client set
+	// them; its TaskID is always the record's (an outbox sets it).
+	Config a2a.PushConfig
 	// Dest is the webhook's destination, scheme://host:port of Config.URL,
 	// the key of the per-destination concurrency limit.
 	Dest    string
@@ -71,7 +73,8 @@ type Outbox interface {
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
 	// Depth reports the records that are not Done and the age of the
-	// oldest due one (zero when none), for the metrics.
+	// oldest due one (zero when none), for the metrics. The age of a due
+	// record is now minus its NextAt.
 	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
 }
 
@@ -87,6 +90,14 @@ type Lease interface {
 	// deleted) it changes nothing and returns ErrLeaseLost.
 	Commit(ctx context.Context, r *Record) error
 	Release(ctx context.Context)
+}
+
+// Toucher is implemented by an Outbox that reads task revisions only for
+// the tasks it was told about (Local): the worker calls Touch when a task
+// gets an event, so that the next Claim reads the task's revision. An
+// outbox that reads revisions in its Claim (PG) needs no Touch.
+type Toucher interface {
+	Touch(task a2a.TaskID)
 }
 
 // Outbox errors.
