@@ -108,6 +108,23 @@ func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, err
 	return rec.Revision, nil
 }
 
+// Validate checks a push configuration as Save does, without storing it:
+// nil, or an error wrapping a2a.ErrInvalidParams that names neither the
+// token nor the credentials. Servers call it before a2a-go v2.3.1 saves a
+// SendMessage's configuration, whose failure error prints the whole
+// configuration.
+func Validate(cfg *a2a.PushConfig) error {
+	if cfg == nil {
+		return invalid("push config missing")
+	}
+	c := *cfg
+	if c.ID == "" {
+		c.ID = "generated" // Save generates one
+	}
+	_, err := validateConfig(&c)
+	return err
+}
+
 // validateConfig checks cfg against the limits and returns its Dest.
 func validateConfig(cfg *a2a.PushConfig) (string, error) {
 	if err := validateID(cfg.ID); err != nil {

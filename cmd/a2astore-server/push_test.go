@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,4 +274,28 @@ func listAllPushConfigs(t *testing.T, ts *testServer, tr a2a.TransportProtocol, 
 	}
 	t.Fatalf("%s: listing did not end: %v", tr, ids)
 	return nil
+}
+
+// A SendMessage whose push config is invalid is InvalidParams on every
+// transport, creates no task, and its error names neither the token nor
+// the credentials (a2a-go v2.3.1 formats the whole config into the error
+// of a failed save).
+func TestSendMessageBadPushConfig(t *testing.T) {
+	ts := startServer(t, config{Backend: "mem", Push: pushOn})
+	for _, tr := range transports {
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("bad hook"))
+		_, err := ts.clients[tr].SendMessage(t.Context(), &a2a.SendMessageRequest{Message: msg,
+			Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "ftp://hook.example/", Token: "secret-token-x",
+				Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret-cred-y"}}}})
+		if !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("%s: SendMessage with an ftp webhook: %v, want InvalidParams", tr, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "secret-token-x") || strings.Contains(err.Error(), "secret-cred-y")) {
+			t.Errorf("%s: the error shows the config's secrets: %v", tr, err)
+		}
+	}
+	resp, err := ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
+	if err != nil || len(resp.Tasks) != 0 {
+		t.Errorf("tasks after refused sends: %v, %v", resp, err)
+	}
 }

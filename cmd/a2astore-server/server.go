@@ -277,7 +277,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
+	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
