@@ -68,7 +68,11 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
 		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
 	}
+	start := w.o.Clock()
 	for i := range entries {
+		if i > 0 && w.o.Clock().Sub(start) >= w.o.ClaimBudget {
+			return nil // the rest in the next claim, within the lease
+		}
 		e := &entries[i]
 		payload, err := e.Payload(rec.TaskID)
 		if err != nil { // undecodable: it will never deliver

@@ -231,9 +231,32 @@ func (l *Local) Depth(ctx context.Context, now time.Time) (int, time.Duration, e
 			}
 			pending++
 			if !r.NextAt.After(now) && t.rev > r.Delivered {
-				oldest = max(oldest, now.Sub(r.NextAt))
+				oldest = max(oldest, now.Sub(l.waitingSince(ctx, r)))
 			}
 		}
 	}
 	return pending, oldest, nil
+}
+
+// waitingSince is when due record r began to wait: the later of its
+// NextAt and the commit of its first undelivered log entry (NextAt alone
+// when the store keeps no log or the entry is gone).
+// REQUIRES: l.mu held.
+func (l *Local) waitingSince(ctx context.Context, r *Record) time.Time {
+	logs, ok := l.store.(engine.LogStore)
+	if !ok {
+		return r.NextAt
+	}
+	entries, err := logs.ReadLog(ctx, r.TaskID, r.Delivered, 1)
+	if err != nil || len(entries) == 0 {
+		return r.NextAt
+	}
+	return maxTime(r.NextAt, time.UnixMicro(entries[0].Time))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -21,14 +21,14 @@ import (
 
 func TestMemoryConformance(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
-		s := memstore.New(memstore.Options{})
+		s := memstore.New(memstore.Options{Log: true})
 		return pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Lease: outboxtest.Lease, Clock: clock}), s
 	})
 }
 
 func TestPebbleConformance(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
-		s := memstore.New(memstore.Options{})
+		s := memstore.New(memstore.Options{Log: true})
 		o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
 			Lease: outboxtest.Lease, Clock: clock, Logger: pebblelog.Quiet{}})
 		if err != nil {

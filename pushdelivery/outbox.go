@@ -29,8 +29,11 @@ type Record struct {
 	// configuration saved on an existing task starts at the task's
 	// revision then (events before it are not sent).
 	Delivered int64
-	// Attempts counts the failed attempts of the entry after Delivered;
-	// FailingSince is the time of the first of them (zero when none).
+	// Attempts counts the failed attempts of the entry after Delivered.
+	// FailingSince is when the webhook began to fail: its first failed
+	// attempt since its last success (zero when none). A dropped entry
+	// does not reset it, so a webhook down past the deadline gets one
+	// attempt per later entry, not a deadline each.
 	Attempts     int
 	FailingSince time.Time
 	// NextAt: not before this time (backoff after a failure).
@@ -73,8 +76,9 @@ type Outbox interface {
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
 	// Depth reports the records that are not Done and the age of the
-	// oldest due one (zero when none), for the metrics. The age of a due
-	// record is now minus its NextAt.
+	// oldest due one (zero when none), for the metrics. A due record has
+	// waited since the later of its NextAt and the time its first
+	// undelivered log entry was committed.
 	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
 }
 

@@ -57,9 +57,13 @@ const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
 WHERE p.task_id = d.task_id AND p.id = d.id`
 
 // pgDepthSQL: $1 now.
+// A due record has waited since its first undelivered entry was logged
+// (the task's last write when that entry was trimmed), or since its
+// retry time when that is later.
 const pgDepthSQL = `SELECT count(*),
-	min(p.next_at) FILTER (WHERE p.next_at <= $1 AND t.revision > p.delivered)
+	min(greatest(p.next_at, coalesce(l.at, t.updated_at))) FILTER (WHERE p.next_at <= $1 AND t.revision > p.delivered)
 FROM %[1]s.a2a_push_configs p LEFT JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
+	LEFT JOIN %[1]s.a2a_task_log l ON l.task_id = p.task_id AND l.revision = p.delivered + 1
 WHERE NOT p.done`
 
 func newPGSQL(schema string) pgSQL {

@@ -41,6 +41,12 @@ type Options struct {
 	// Deadline: an entry whose webhook has been failing for this long is
 	// dropped (and counted). Default 1h.
 	Deadline time.Duration
+	// ClaimBudget: a claim posts no further entry once it has run this
+	// long, and commits; keep it well below the outbox's lease (30 s by
+	// default), so that a claim past its deadline trying one entry after
+	// another against a hanging webhook does not outlive its lease.
+	// Default 10s.
+	ClaimBudget time.Duration
 	// Clock reads the time. Default time.Now.
 	Clock func() time.Time
 	// Metrics records deliveries. Default nil: none.
@@ -74,6 +80,7 @@ func (o *Options) ensureDefaults() {
 	defd(&o.MinBackoff, time.Second)
 	defd(&o.MaxBackoff, time.Minute)
 	defd(&o.Deadline, time.Hour)
+	defd(&o.ClaimBudget, 10*time.Second)
 	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
 	if o.Clock == nil {
 		o.Clock = time.Now

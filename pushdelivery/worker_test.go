@@ -467,3 +467,35 @@ func TestCloseDuringClaim(t *testing.T) {
 		t.Fatal("Close waited for a hanging Claim past its context")
 	}
 }
+
+// TestClaimBudget: a claim posts no further entry once it has run
+// ClaimBudget (10 s by default) and commits what it delivered, so a slow
+// webhook cannot keep a claim past its lease; the next claim goes on from
+// the committed cursor. Each post here takes 6 s of the clock: the first
+// claim posts revisions 1 and 2, the second revision 3.
+func TestClaimBudget(t *testing.T) {
+	var h *harness
+	var mu sync.Mutex
+	var cursors []int64 // the committed cursor at each post
+	rc := newReceiver(t, func(_ *http.Request, _ int) int {
+		mu.Lock()
+		cursors = append(cursors, h.outbox.rec("t1", "c1").Delivered)
+		mu.Unlock()
+		h.clock.Advance(6 * time.Second)
+		return 0
+	})
+	h = newHarness(t, nil)
+	h.config("t1", "c1", rc.srv.URL+"/hook")
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateCompleted)
+	h.drive(time.Second, "t1 done", func() bool { return h.outbox.rec("t1", "c1").Done })
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("revisions received %v, want [1 2 3]", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(cursors, []int64{0, 0, 2}) {
+		t.Fatalf("committed cursor at each post %v, want [0 0 2]: one claim of two entries, then one of one", cursors)
+	}
+}

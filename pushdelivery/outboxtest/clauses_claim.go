@@ -272,12 +272,19 @@ func testSweepLimit(t *testing.T, e *env) {
 	e.sweep(time.Hour, 2, 0)
 }
 
+// testDepth: a due record has waited since the later of its NextAt and
+// its first undelivered entry's commit (here, the task's creation 30 s
+// ago).
 func testDepth(t *testing.T, e *env) {
 	e.task("t1")
+	e.clk.advance(30 * time.Second)
 	now := e.clk.Now()
 	mk := func(id string, next time.Duration, delivered int64, done bool) {
 		r := e.record("t1", id)
 		r.NextAt, r.Delivered, r.Done = now.Add(next), delivered, done
+		if next == 0 {
+			r.NextAt = time.Time{} // as a delivery leaves it
+		}
 		e.save(r)
 	}
 	mk("done", -time.Hour, 0, true)
@@ -291,5 +298,13 @@ func testDepth(t *testing.T, e *env) {
 	}
 	if n != 4 || age != 10*time.Second {
 		t.Fatalf("depth %d, oldest due %v; want 4, 10s", n, age)
+	}
+	// A record due since its entry (no retry time) has waited since the
+	// task's creation: 30 s on the suite's clock, a little less on a store
+	// that stamps its own.
+	mk("fresh", 0, 0, false)
+	e.get("t1", "fresh") // saved
+	if _, age, err = e.o.Depth(e.ctx, now); err != nil || age < 29*time.Second || age > 30*time.Second {
+		t.Fatalf("oldest due %v, %v; want the task's age, 29-30s", age, err)
 	}
 }
