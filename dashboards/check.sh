@@ -28,6 +28,7 @@ LG_CLUSTER=${LG_CLUSTER:-127.0.0.1:19104}
 LG_REMOTE=${LG_REMOTE:-127.0.0.1:19101}
 LG_PEBBLE=${LG_PEBBLE:-127.0.0.1:19102}
 LG_PG=${LG_PG:-127.0.0.1:19103}
+LG_HOOK=${LG_HOOK:-127.0.0.1:19106} # the remote loadgen's webhook receiver
 PROM=${PROM:-127.0.0.1:19190}
 PGPORT=${PGPORT:-15439}
 RUN_FOR=${RUN_FOR:-45s}   # loadgen duration; queries run while they are live
@@ -106,7 +107,7 @@ pids+=($!)
 
 log "starting a2astore-server (pebble) at $SERVER_HTTP"
 "$work/a2astore-server" -backend pebble -pebble-dir "$work/server-pebble" -http "$SERVER_HTTP" -grpc "$SERVER_GRPC" \
-  -metrics "$SERVER_METRICS" -policy owner -retain 1h >"$work/server.log" 2>&1 &
+  -metrics "$SERVER_METRICS" -policy owner -retain 1h -push-allow-private >"$work/server.log" 2>&1 &
 pids+=($!)
 
 log "starting a2astore-server (pg, -cluster) at $CLUSTER_HTTP"
@@ -124,7 +125,10 @@ for i in $(seq 1 100); do
 done
 
 log "running loadgen for $RUN_FOR: remote (grpc), embedded pebble, embedded pg, remote on the -cluster server"
+# Its tasks carry push configs to its own receiver, down 5 s in every 15 s
+# (so the failure panels have data); -push-grace covers the retries' backoff.
 "$work/loadgen" -quiet -target "http://$SERVER_HTTP" -transport grpc -callers 4 -duration "$RUN_FOR" -concurrency 4 \
+  -push-receiver "$LG_HOOK" -push-down 5s -push-every 15s -push-grace 90s \
   -metrics-addr "$LG_REMOTE" >"$work/lg-remote.txt" 2>&1 &
 lg_remote=$!
 "$work/loadgen" -quiet -target pebble -dir "$work/pebble" -workload write-heavy -duration "$RUN_FOR" -concurrency 4 \

@@ -137,6 +137,27 @@ var Rows = []Row{
 				{Expr: `sum(rate(a2astore_cluster_cleaned_rows_total` + sel + `[$__rate_interval]))`, Legend: "rows cleaned/s"},
 			}},
 	}},
+	{Title: "Push notifications (pushdelivery, a2astore-server -push)", Panels: []Panel{
+		{Title: "Push deliveries by outcome, and attempts", Description: "POSTs to webhooks by outcome: delivered (2xx), failed (retried with backoff), dropped (still failing past -push-deadline: the event is passed over).", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum by (outcome) (rate(a2astore_push_deliveries_total[$__rate_interval]))`, Legend: "{{outcome}}"},
+				{Expr: `sum(rate(a2astore_push_attempts_total[$__rate_interval]))`, Legend: "attempts/s"},
+			}},
+		{Title: "Push failures by reason, and lost leases", Description: "Failed attempts by reason (status_4xx, status_5xx, timeout, refused, blocked by the SSRF policy, …). Lost leases: a delivery whose lease expired before its commit; another worker sends it again (a duplicate, never a loss).", Unit: "ops",
+			Targets: []Target{
+				{Expr: `sum by (reason) (rate(a2astore_push_failures_total[$__rate_interval]))`, Legend: "{{reason}}"},
+				{Expr: `sum(increase(a2astore_push_lease_lost_total[$__rate_interval]))`, Legend: "leases lost"},
+			}},
+		{Title: "Push queue depth", Description: "Push configurations with events still to deliver (cluster mode: the whole cluster's, the same on every instance).", Unit: "short",
+			Targets: []Target{{Expr: `max by (instance) (a2astore_push_queue_depth)`, Legend: "{{instance}}"}}},
+		{Title: "Oldest due push delivery", Description: "Age of the oldest delivery that is due: grows while webhooks are down or the workers fall behind.", Unit: "s",
+			Targets: []Target{{Expr: `max by (instance) (a2astore_push_oldest_due_seconds)`, Legend: "{{instance}}"}}},
+		{Title: "Push delivery latency", Description: "From an event's commit to its webhook's 2xx: p50 and p99 (retries included).", Unit: "s",
+			Targets: []Target{
+				{Expr: `histogram_quantile(0.5, sum by (le) (rate(a2astore_push_delivery_latency_seconds_bucket[$__rate_interval])))`, Legend: "p50"},
+				{Expr: `histogram_quantile(0.99, sum by (le) (rate(a2astore_push_delivery_latency_seconds_bucket[$__rate_interval])))`, Legend: "p99"},
+			}},
+	}},
 	{Title: "Pebble LSM (storemetrics.LSMCollector)", Panels: []Panel{
 		{Title: "Read amplification", Unit: "short",
 			Targets: []Target{{Expr: q("a2astore_lsm_read_amplification"), Legend: "{{job}} read amp"}}},
@@ -165,6 +186,8 @@ var Rows = []Row{
 				{Expr: `sum by (target, kind) (a2astore_loadgen_violations_total)`, Legend: "{{target}} violations {{kind}}"},
 				{Expr: `sum by (target, result) (rate(a2astore_loadgen_traversals_total[$__rate_interval]))`, Legend: "{{target}} traversals/s {{result}}"},
 			}},
+		{Title: "loadgen push receiver", Description: "Deliveries loadgen's webhook (-push-receiver) got, by outcome: ok, duplicate (allowed: at least once), order (a revision after a higher one of its task) and malformed fail the run.", Unit: "ops",
+			Targets: []Target{{Expr: `sum by (outcome) (rate(a2astore_loadgen_push_deliveries_total[$__rate_interval]))`, Legend: "{{outcome}}"}}},
 		{Title: "loadgen in flight and live tasks", Unit: "short",
 			Targets: []Target{
 				{Expr: `sum by (target) (a2astore_loadgen_in_flight_operations)`, Legend: "{{target}} in flight"},

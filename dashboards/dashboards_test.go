@@ -21,6 +21,7 @@ import (
 	"github.com/a2astore/a2astore/engine/retention"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/loadgen/load"
+	"github.com/a2astore/a2astore/pushdelivery"
 )
 
 // TestDashboardUpToDate: the committed JSON is what the table generates.
@@ -103,6 +104,8 @@ func registries(t *testing.T) map[string]map[string]bool {
 			return storemetrics.ReplicaStats{Fallbacks: map[string]int64{"paused": 0}, Standbys: []storemetrics.StandbyStats{{Name: "standby-1"}}}
 		}),
 		cluster)
+	// What -push adds (every outcome and reason registered at zero).
+	pushdelivery.NewMetrics(server, func() (int, time.Duration) { return 0, 0 })
 	res, err := load.Run(t.Context(), load.Config{Store: metered, Workload: "list-deep", Ops: 300, Initial: 200, Seed: 1, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

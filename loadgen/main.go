@@ -7,9 +7,11 @@
 //	go run ./loadgen -target pebble -dir /tmp/lg -workload write-heavy -duration 30s
 //	go run ./loadgen -target pg -dsn postgres://… -workload read-heavy
 //	go run ./loadgen -target http://staging:8080 -transport grpc -duration 1m -metrics-addr :9100
+//	go run ./loadgen -target http://staging:8080 -workload send-only -duration 5m -push-receiver 127.0.0.1:9200 -push-down 30s -push-every 2m
 //
 // The exit code is 0 for a clean run, 1 when a live-traversal guarantee was
-// violated or a store returned an internal error, 2 when the run could not be
+// violated, a store returned an internal error or the push receiver saw an
+// order violation, a malformed delivery or a loss, 2 when the run could not be
 // done (bad flags, target unreachable).
 package main
 
@@ -22,6 +24,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/a2astore/a2astore/loadgen/load"
 )
@@ -63,6 +66,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Shape.Artifacts, "artifacts", 0, "artifacts per task (default 1, -1 = none)")
 	fs.IntVar(&cfg.Shape.ArtifactBytes, "artifact-bytes", 0, "text bytes per artifact (default 256)")
 	fs.IntVar(&cfg.PageSize, "page-size", 50, "page size of lists and traversals, 1..100 (list-deep uses 100)")
+	fs.StringVar(&cfg.PushReceiver, "push-receiver", "", "remote target: run a webhook receiver at ADDR (loopback unless -push-receiver-public) that checks push deliveries: revision order per task, duplicates, and losses (terminal events not delivered within -push-grace after the run); tasks are created with its URL unless -push-url")
+	fs.BoolVar(&cfg.PushReceiverPublic, "push-receiver-public", false, "let -push-receiver listen on a non-loopback address")
+	fs.StringVar(&cfg.PushURL, "push-url", "", "remote target: create every task with a push notification config for this webhook URL (default: the -push-receiver's URL)")
+	fs.DurationVar(&cfg.PushGrace, "push-grace", 30*time.Second, "how long the receiver waits after the run for terminal events still owed (negative: no wait)")
+	fs.DurationVar(&cfg.PushDown, "push-down", 0, "the receiver refuses connections for this long at the end of every -push-every (0 = never)")
+	fs.DurationVar(&cfg.PushEvery, "push-every", 5*time.Minute, "the period of -push-down windows")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve loadgen's Prometheus metrics (and an embedded store's) at http://ADDR/metrics")
 	jsonFile := fs.String("json", "", "write the full result as JSON to this file")
 	bench := fs.Bool("bench", false, "also print Go benchmark-format lines (for benchstat)")

@@ -46,6 +46,9 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"-target", "pg"}, // no DSN
 		{"-target", "http://127.0.0.1:1", "-transport", "carrier-pigeon"},
 		{"-page-size", "101"},
+		{"-push-receiver", "127.0.0.1:0"}, // push needs a remote target
+		{"-target", "http://127.0.0.1:1", "-push-receiver", "0.0.0.0:9200"},
+		{"-target", "http://127.0.0.1:1", "-push-receiver", "127.0.0.1:0", "-push-down", "5m", "-push-every", "5m"},
 		{"-no-such-flag"},
 		{"extra"},
 	} {

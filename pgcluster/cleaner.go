@@ -10,9 +10,8 @@ const cleanBatch = 1000
 
 // cleaner keeps the cluster tables bounded (K6): every CleanInterval it
 // deletes, in batches of cleanBatch, the finished work items older than
-// Retention, the task-less replies (and the event rows of the release
-// before the task log) older than Retention, and the push configs older
-// than Retention of tasks that are gone or ended before it. (The task log
+// Retention, and the task-less replies (and the event rows of the release
+// before the task log) older than Retention. (The task log
 // itself is bounded by tasklog.Trimmer and goes with its task.) Every
 // instance runs one; concurrent deletes of the same rows are harmless.
 type cleaner struct {
@@ -46,7 +45,7 @@ func (cl *cleaner) clean(ctx context.Context) error {
 			break
 		}
 	}
-	for _, stmt := range []string{c.sql.cleanReplies, c.sql.cleanLegacy, c.sql.cleanPush} {
+	for _, stmt := range []string{c.sql.cleanReplies, c.sql.cleanLegacy} {
 		for {
 			tag, err := c.pool.Exec(ctx, stmt, c.opts.Retention, cleanBatch)
 			if err != nil {

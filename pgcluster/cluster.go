@@ -182,7 +182,7 @@ type Stats struct {
 	FollowUpWaits    atomic.Int64 // follow-up messages that waited for the previous execution to finish
 	Reconnects       atomic.Int64 // times the notification connection was re-established
 	Notifications    atomic.Int64 // notifications received
-	CleanedEvents    atomic.Int64 // reply and push-config rows the cleaner deleted
+	CleanedEvents    atomic.Int64 // reply and event rows the cleaner deleted
 	CleanedWorkItems atomic.Int64 // work rows the cleaner deleted
 }
 

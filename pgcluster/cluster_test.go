@@ -13,7 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -607,9 +606,9 @@ func TestListenerReconnect(t *testing.T) {
 }
 
 // K6: the cleaner drops finished work items, task-less replies and the
-// event rows of the release before the log, and the push configs of
-// ended or gone tasks, older than the retention window, and keeps the
-// rest.
+// event rows of the release before the log, older than the retention
+// window, and keeps the rest. (Push configs are pushdelivery's: they go
+// with their task.)
 func TestCleaner(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Retention = time.Hour
@@ -634,12 +633,6 @@ func TestCleaner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, task := range []a2a.TaskID{"ended", "running", "gone", "recent"} {
-		if _, err := a.cluster.PushConfigs().Save(ctx, task, &a2a.PushConfig{URL: "https://hook.example/"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q(`UPDATE %q.a2a_cluster_push_configs SET created_at = now() - interval '2 hours' WHERE task_id <> 'recent'`)
 	q(`UPDATE %q.a2a_tasks SET updated_at = now() - interval '2 hours' WHERE id = 'ended'`)
 	q(`INSERT INTO %q.a2a_cluster_events (task_id, seq, version, final, event, created_at) VALUES
 		('legacy', 1, 1, false, '{}', now() - interval '2 hours'), ('legacy', 2, 2, true, '{}', now() - interval '2 hours'),
@@ -667,62 +660,10 @@ func TestCleaner(t *testing.T) {
 		{`SELECT count(*) FROM %q.a2a_cluster_events WHERE task_id = 'reply'`, 1, "recent reply"},
 		{`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id IN ('new', 'open')`, 2, "recent or open work items"},
 		{`SELECT count(*) FROM %q.a2a_cluster_work WHERE task_id = 'old'`, 0, "old finished work items"},
-		{`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id IN ('ended', 'gone')`, 0, "old push configs of ended or missing tasks"},
-		{`SELECT count(*) FROM %q.a2a_cluster_push_configs WHERE task_id IN ('running', 'recent')`, 2, "push configs of a running task or a recent one"},
 	} {
 		if n := count(c.sql); n != c.want {
 			t.Errorf("%d %s left, want %d", n, c.what, c.want)
 		}
-	}
-}
-
-// The push-config store is shared: a config saved through one instance is
-// read, listed and deleted through the other; a config without a valid
-// endpoint is refused and stores nothing.
-func TestPushConfigsAcrossInstances(t *testing.T) {
-	h := newHarness(t)
-	a, b := h.start(t, "a", newGateAgent(0)), h.start(t, "b", newGateAgent(0))
-	ctx := t.Context()
-	pa, pb := a.cluster.PushConfigs(), b.cluster.PushConfigs()
-	saved, err := pa.Save(ctx, "t1", &a2a.PushConfig{URL: "https://hook.example/a", Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if saved.ID == "" || saved.TaskID != "t1" {
-		t.Fatalf("saved %+v: want an ID and the task", saved)
-	}
-	got, err := pb.Get(ctx, "t1", saved.ID)
-	if err != nil || got.URL != "https://hook.example/a" || got.Token != "tok" {
-		t.Fatalf("get on b: %+v, %v", got, err)
-	}
-	if _, err := pb.Save(ctx, "t1", &a2a.PushConfig{ID: saved.ID, URL: "https://hook.example/b"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range []*a2a.PushConfig{nil, {}, {URL: "not a url"}} {
-		if _, err := pa.Save(ctx, "t1", bad); !errors.Is(err, a2a.ErrInvalidParams) {
-			t.Errorf("save %+v: %v, want ErrInvalidParams", bad, err)
-		}
-	}
-	list, err := pa.List(ctx, "t1")
-	if err != nil || len(list) != 1 || list[0].URL != "https://hook.example/b" {
-		t.Fatalf("list on a: %+v, %v; want the one replaced config", list, err)
-	}
-	if err := pb.Delete(ctx, "t1", saved.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pa.Get(ctx, "t1", saved.ID); !errors.Is(err, push.ErrPushConfigNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
-	for range 2 {
-		if _, err := pa.Save(ctx, "t2", &a2a.PushConfig{URL: "https://hook.example/c"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pb.DeleteAll(ctx, "t2"); err != nil {
-		t.Fatal(err)
-	}
-	if list, err := pa.List(ctx, "t2"); err != nil || len(list) != 0 {
-		t.Fatalf("list after DeleteAll: %+v, %v", list, err)
 	}
 }
 

@@ -8,11 +8,13 @@
 //
 // # Tables
 //
-// New creates, idempotently and under an advisory lock, three tables in
+// New creates, idempotently and under an advisory lock, two tables in
 // Options.Schema: a2a_cluster_work (one row per execution or cancelation
-// request), a2a_cluster_events (task-less replies; the release before
-// the task log kept every event there) and a2a_cluster_push_configs
-// (PushConfigs, a push.ConfigStore shared by the instances). SchemaSQL is
+// request) and a2a_cluster_events (task-less replies; the release before
+// the task log kept every event there). Push-notification configurations
+// and their delivery are package pushdelivery's (its PostgreSQL outbox,
+// shared by the instances; the release before kept them in
+// a2a_cluster_push_configs, which nothing reads any more). SchemaSQL is
 // the same DDL for deployments that manage the schema themselves. The
 // task log is the store's (pgstore.LogMigrationFile).
 //
@@ -94,9 +96,8 @@
 // Work items are rows in PostgreSQL, committed before a call is
 // acknowledged: an instance or a database restart loses none. The cleaner
 // (cleaner.go) deletes, in bounded batches, finished work items, replies
-// and old event rows older than Options.Retention (default 1 h), and the
-// push configs older than that of tasks that are gone or ended before
-// it; a task's log goes with the task, and tasklog.Trimmer trims the logs
+// and old event rows older than Options.Retention (default 1 h); a
+// task's log goes with the task, and tasklog.Trimmer trims the logs
 // of tasks idle for the log retention. So every table stays bounded by
 // the work of the last retention window.
 package pgcluster

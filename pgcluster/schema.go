@@ -53,13 +53,6 @@ CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_events (
 );
 CREATE INDEX IF NOT EXISTS a2a_cluster_events_final
 	ON {s}.a2a_cluster_events (created_at) WHERE final;
-CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_push_configs (
-	task_id    text        NOT NULL,
-	id         text        NOT NULL,
-	config     jsonb       NOT NULL,
-	created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-	PRIMARY KEY (task_id, id)
-);
 `
 
 // install creates the tables under a transaction-scoped advisory lock, so
@@ -91,12 +84,11 @@ var terminalStatesSQL = func() string {
 
 // statements are the SQL texts with the schema filled in.
 type statements struct {
-	insertWork, claim, heartbeat, complete, retry, finish  string
-	release                                                string
-	expired, rescue, depth, lease                          string
-	insertReply, lastSeq, readReply, taskStates            string
-	cleanWork, cleanReplies, cleanLegacy, cleanPush        string
-	savePush, getPush, listPush, deletePush, deleteAllPush string
+	insertWork, claim, heartbeat, complete, retry, finish string
+	release                                               string
+	expired, rescue, depth, lease                         string
+	insertReply, lastSeq, readReply, taskStates           string
+	cleanWork, cleanReplies, cleanLegacy                  string
 }
 
 func newStatements(schema string) statements {
@@ -172,17 +164,5 @@ func newStatements(schema string) statements {
 			WHERE final AND created_at < now() - $1::interval ORDER BY created_at LIMIT $2)`),
 		cleanLegacy: q(`DELETE FROM {s}.a2a_cluster_events WHERE ctid IN (SELECT ctid FROM {s}.a2a_cluster_events
 			WHERE NOT final AND created_at < now() - $1::interval LIMIT $2)`),
-		// cleanPush drops the push configs older than the retention
-		// window whose task is gone, or ended before that window.
-		cleanPush: q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE ctid IN (SELECT p.ctid FROM {s}.a2a_cluster_push_configs p
-			WHERE p.created_at < now() - $1::interval AND NOT EXISTS (SELECT 1 FROM {s}.a2a_tasks t WHERE t.id = p.task_id
-				AND (t.state NOT IN ` + terminalStatesSQL + ` OR t.updated_at >= now() - $1::interval))
-			LIMIT $2)`),
-		savePush: q(`INSERT INTO {s}.a2a_cluster_push_configs (task_id, id, config) VALUES ($1, $2, $3)
-			ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`),
-		getPush:       q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
-		listPush:      q(`SELECT config FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 ORDER BY created_at, id`),
-		deletePush:    q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAllPush: q(`DELETE FROM {s}.a2a_cluster_push_configs WHERE task_id = $1`),
 	}
 }

@@ -114,6 +114,14 @@ func clusterStats(c *pgcluster.Cluster) storemetrics.ClusterStats {
 	return s
 }
 
+// abort undoes what a newServer that fails after listen started: the
+// listeners and push delivery. It returns err.
+func (s *server) abort(err error) error {
+	s.closeListeners()
+	s.stopPush(context.Background())
+	return err
+}
+
 // closeListeners closes what listen bound, for a newServer that fails
 // after it.
 func (s *server) closeListeners() {

@@ -90,6 +90,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.IntVar(&cfg.Agent.ArtifactBytes, "artifact-bytes", 256, "synthetic agent: size of the artifact per task (0 = none)")
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
 	addClusterFlags(fs, &cfg.Cluster)
+	addPushFlags(fs, &cfg.Push)
 	retainFlags(fs, &cfg.Retain)
 	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")

@@ -25,6 +25,7 @@ import (
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/pgcluster"
+	"github.com/a2astore/a2astore/pushdelivery"
 )
 
 // Paths served on the HTTP listener.
@@ -82,6 +83,7 @@ type config struct {
 	// Cluster is cluster mode (-cluster, cluster.go); it turns
 	// FinishAbandoned off: other servers may be running those tasks.
 	Cluster clusterConfig
+	Push    pushConfig
 	// Retain is the retention policy (-retain, retain.go).
 	Retain retainConfig
 	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
@@ -106,6 +108,12 @@ type server struct {
 	cluster  *pgcluster.Cluster    // cluster mode only
 	retain   *retention.Service    // nil without -retain
 	trimmer  *tasklog.Trimmer      // the task log's retention
+
+	// Push delivery (-push): nil when off.
+	pushConfigs          *pushdelivery.ConfigStore
+	pusher               *pushdelivery.Worker
+	closeOutbox          func() error
+	sweepStop, sweepDone chan struct{}
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr
 	httpSrv, metricsSrv       *http.Server
@@ -178,18 +186,23 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		return nil, err
 	}
 
-	ts := s.handlerTaskStore(metered)
-	interceptors := s.interceptors(ts)
-	handlerOpts := []a2asrv.RequestHandlerOption{
-		a2asrv.WithTaskStore(ts),
-		a2asrv.WithLogger(cfg.Logger),
-		a2asrv.WithCallInterceptors(interceptors...),
+	logs, ok := b.Store.(engine.LogStore)
+	if !ok {
+		s.closeListeners()
+		return nil, fmt.Errorf("backend %q keeps no task log", backendName)
 	}
+	ts := s.handlerTaskStore(metered)
+	handlerOpts := []a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(ts), a2asrv.WithLogger(cfg.Logger)}
+	if opt, err := s.startPush(ctx, b, logs); err != nil {
+		return nil, s.abort(err)
+	} else if opt != nil {
+		handlerOpts = append(handlerOpts, opt)
+	}
+	handlerOpts = append(handlerOpts, a2asrv.WithCallInterceptors(s.interceptors(ts)...))
 	if cfg.Cluster.Enabled {
 		opt, err := s.startCluster(ctx, b, ts)
 		if err != nil {
-			s.closeListeners()
-			return nil, err
+			return nil, s.abort(err)
 		}
 		handlerOpts = append(handlerOpts, opt)
 	}
@@ -197,17 +210,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if cfg.AgentName == agentTCK {
 		agent = tckAgent{longTask: cfg.TCKLongTask}
 	}
-	logs, ok := b.Store.(engine.LogStore)
-	if !ok {
-		s.closeListeners()
-		return nil, fmt.Errorf("backend %q keeps no task log", backendName)
-	}
 	// Subscriptions read the task log (W9): any non-terminal task, on
 	// any instance.
 	handler, err := s.subscriptions(a2asrv.NewHandler(s.execs.Wrap(agent), handlerOpts...), ts, logs)
 	if err != nil {
-		s.closeListeners()
-		return nil, err
+		return nil, s.abort(err)
 	}
 	s.trimmer = tasklog.NewTrimmer(logs, cfg.Retain.LogAge, storeNow(cfg.Clock), cfg.Logger)
 
@@ -248,7 +255,8 @@ func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	return append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
+	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
+	return append(interceptors, s.pushInterceptors()...)
 }
 
 // serveOn builds the listeners' servers for handler: the agent card,
@@ -269,7 +277,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
 	s.httpSrv = cfg.Serve.Server(mux)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.UnaryInterceptor(a2aserver.GRPCRequestValidator), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
+	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
@@ -330,7 +338,7 @@ func (s *server) agentCard() *a2a.AgentCard {
 		},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain"},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: s.cfg.Push.Enabled && !s.cfg.A2AInMemory},
 		Skills: []a2a.AgentSkill{{
 			ID:          "synthetic",
 			Name:        "Synthetic task",
@@ -457,6 +465,7 @@ func (s *server) shutdown(ctx context.Context) error {
 			_ = s.retain.Close()
 		}
 		_ = s.trimmer.Close()
+		s.stopPush(fctx) // before the store and pool it reads
 		if s.cluster != nil {
 			if err := s.cluster.Settle(fctx); err != nil {
 				log.Warn("cluster work items not settled; other servers take them over when their leases expire", "error", err)

@@ -69,10 +69,11 @@ if [ "$needs_pg" = 1 ]; then
 fi
 
 # start NAME ARGS...: starts a server on free loopback ports and sets $url
-# to its HTTP base once it serves.
+# to its HTTP base once it serves. Push notifications are on (the default)
+# and may go to loopback: the TCK's webhook receiver listens there.
 start() {
   local name=$1; shift
-  "$out/a2astore-server" -agent tck -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics "" "$@" >"$out/server-$name.log" 2>&1 &
+  "$out/a2astore-server" -agent tck -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics "" -push-allow-private "$@" >"$out/server-$name.log" 2>&1 &
   pids+=($!)
   url=""
   for _ in $(seq 1 200); do

@@ -177,6 +177,28 @@ type Config struct {
 	// PageSize for lists and traversals (1..100). Default 50.
 	PageSize int
 
+	// PushReceiver, if set, is the address of a built-in webhook receiver
+	// (a remote target only): it records each push delivery by task,
+	// checks the A2A-Task-Revision order (a revision received after a
+	// higher one is an order violation, one received twice a duplicate)
+	// and, after the run, the losses: tasks loadgen saw terminal whose
+	// terminal event did not arrive within PushGrace. Loopback only
+	// unless PushReceiverPublic.
+	PushReceiver       string
+	PushReceiverPublic bool
+	// PushURL, if set, is the webhook every task loadgen creates is
+	// configured with (SendMessage configuration.taskPushNotificationConfig).
+	// Default: the receiver's URL when PushReceiver is set.
+	PushURL string
+	// PushGrace is how long the receiver waits after the run for the
+	// terminal events still owed. Default 30s; negative: no wait.
+	PushGrace time.Duration
+	// PushDown, when > 0, makes the receiver refuse connections (its
+	// listener and connections closed) for PushDown at the end of every
+	// PushEvery, then listen again on the same address.
+	PushDown  time.Duration
+	PushEvery time.Duration
+
 	// MetricsAddr, if set, serves loadgen's Prometheus metrics (and, for an
 	// embedded target, the store's) at http://MetricsAddr/metrics.
 	MetricsAddr string
@@ -221,6 +243,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 50
+	}
+	if c.PushGrace == 0 {
+		c.PushGrace = 30 * time.Second
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = time.Second
@@ -269,7 +294,25 @@ func (c *Config) Validate() error {
 	if c.Callers < 0 {
 		errs = append(errs, errors.New("negative number of callers"))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.validatePush()...)...)
+}
+
+// validatePush checks the push workload and receiver settings.
+func (c *Config) validatePush() []error {
+	var errs []error
+	if (c.PushReceiver != "" || c.PushURL != "") && !c.Remote() {
+		errs = append(errs, errors.New("push notifications need a remote target (an a2astore server)"))
+	}
+	if c.PushReceiver != "" && !c.PushReceiverPublic && !isLoopback(c.PushReceiver) {
+		errs = append(errs, fmt.Errorf("push receiver %q: not a loopback address", c.PushReceiver))
+	}
+	if u, err := url.Parse(c.PushURL); c.PushURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("push URL %q: not an http(s) URL", c.PushURL))
+	}
+	if c.PushDown > 0 && (c.PushReceiver == "" || c.PushEvery <= c.PushDown) {
+		errs = append(errs, errors.New("push down windows need a receiver and a period longer than the window"))
+	}
+	return errs
 }
 
 // picker draws operation classes with a Mix's weights.

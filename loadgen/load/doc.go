@@ -27,4 +27,17 @@
 // reports it. Errors are classified (invalid_argument, not_found,
 // not_cancelable, conflict, already_exists, internal, transport); any
 // internal error fails the run as well.
+//
+// # Push notifications
+//
+// Against a server, Config.PushURL creates every task with a push
+// notification configuration, and Config.PushReceiver runs a webhook
+// receiver that books each delivery by task and A2A-Task-Revision: a
+// revision received after a higher one of its task is an order violation,
+// one received twice a duplicate (at-least-once delivery allows those).
+// After the run it waits Config.PushGrace for the terminal event of every
+// task loadgen saw reach a terminal state; the ones still missing are
+// losses. Order violations, malformed deliveries and losses fail the run.
+// Config.PushDown closes the receiver for a while every Config.PushEvery,
+// so the server's retries are exercised.
 package load

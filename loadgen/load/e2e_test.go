@@ -132,8 +132,8 @@ func (echoAgent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 
 // startServer serves a memstore over JSON-RPC, HTTP+JSON and gRPC the way
 // cmd/a2astore-server does (a2aserver adapter and compat wrappers) and
-// returns its base URL.
-func startServer(t *testing.T, store engine.Store) string {
+// returns its base URL; opts are added to the handler's.
+func startServer(t *testing.T, store engine.Store, opts ...a2asrv.RequestHandlerOption) string {
 	t.Helper()
 	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,9 +153,9 @@ func startServer(t *testing.T, store engine.Store) string {
 		},
 		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
 	}
-	handler := a2asrv.NewHandler(echoAgent{}, a2asrv.WithTaskStore(a2aserver.TaskStore(store)),
+	handler := a2asrv.NewHandler(echoAgent{}, append([]a2asrv.RequestHandlerOption{a2asrv.WithTaskStore(a2aserver.TaskStore(store)),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
-		a2asrv.WithCallInterceptors(a2aserver.HeaderIdentity{Header: "X-A2astore-Caller"}))
+		a2asrv.WithCallInterceptors(a2aserver.HeaderIdentity{Header: "X-A2astore-Caller"})}, opts...)...)
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/jsonrpc", a2asrv.NewJSONRPCHandler(handler))

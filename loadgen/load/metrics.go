@@ -12,6 +12,7 @@ type metrics struct {
 	pages      prometheus.Histogram     // pages per completed traversal
 	inFlight   prometheus.Gauge
 	known      prometheus.GaugeFunc
+	push       *prometheus.CounterVec // outcome: deliveries the push receiver got
 }
 
 func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker) *metrics {
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker)
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "a2astore_loadgen_in_flight_operations", Help: "Operations started and not finished.", ConstLabels: cl,
 		}),
+		push: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2astore_loadgen_push_deliveries_total", ConstLabels: cl,
+			Help: "Push deliveries loadgen's webhook receiver got, by outcome: ok, duplicate, order (a revision after a higher one of its task), malformed.",
+		}, []string{"outcome"}),
 		known: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "a2astore_loadgen_live_tasks", Help: "Tasks loadgen created and did not delete.", ConstLabels: cl,
 		}, func() float64 { return float64(tr.live()) }),
@@ -49,6 +54,9 @@ func newMetrics(reg prometheus.Registerer, workload, target string, tr *tracker)
 	for _, r := range []string{"ok", "violated", "abandoned"} {
 		m.traversals.WithLabelValues(r)
 	}
-	reg.MustRegister(m.duration, m.violations, m.traversals, m.pages, m.inFlight, m.known)
+	for _, o := range []string{pushOK, pushDuplicate, pushOrder, pushMalformed} {
+		m.push.WithLabelValues(o)
+	}
+	reg.MustRegister(m.duration, m.violations, m.traversals, m.pages, m.inFlight, m.known, m.push)
 	return m
 }

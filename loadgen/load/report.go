@@ -45,6 +45,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.ViolationCount > int64(len(r.Violations)) {
 		fmt.Fprintf(w, "… and %d more violations\n", r.ViolationCount-int64(len(r.Violations)))
 	}
+	r.Push.write(w)
 	if g := r.GC; g != nil {
 		fmt.Fprintf(w, "gc: %d cycles, %d pauses p50 %s ms p99 %s ms max %s ms, %.2f s CPU (%.1f%%), live heap %.1f MiB at end\n",
 			g.Cycles, g.Pauses, FormatMillis(g.PauseP50Ms, 2), FormatMillis(g.PauseP99Ms, 2), FormatMillis(g.PauseMaxMs, 2),
@@ -52,6 +53,29 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "machine: %s/%s, %d CPUs, load average %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.LoadAvg)
 	return err
+}
+
+// write prints the push line and the push violations, if any.
+func (s *PushStats) write(w io.Writer) {
+	if s == nil {
+		return
+	}
+	if s.Receiver == "" {
+		fmt.Fprintf(w, "push: webhook %s (no receiver: deliveries not checked)\n", s.URL)
+		return
+	}
+	fmt.Fprintf(w, "push: %d deliveries to %d tasks, %d duplicates, %d order violations, %d malformed; %d tasks seen terminal, %d losses (grace %.0fs); %d down windows (%.0fs)\n",
+		s.Deliveries, s.Tasks, s.Duplicates, s.OrderViolations, s.Malformed, s.Terminal, s.Losses, s.GraceSec, s.DownWindows, s.DownSec)
+	for _, p := range s.Problems {
+		fmt.Fprintln(w, "PUSH VIOLATION", p)
+	}
+	shown := s.LostTasks[:min(len(s.LostTasks), 10)]
+	for _, id := range shown {
+		fmt.Fprintf(w, "PUSH VIOLATION lost: task %s was seen terminal, its terminal event never arrived\n", id)
+	}
+	if n := s.Losses - int64(len(shown)); n > 0 {
+		fmt.Fprintf(w, "… and %d more losses\n", n)
+	}
 }
 
 // FormatMillis formats a latency in milliseconds: three decimals below 1 ms,

@@ -57,6 +57,10 @@ type Result struct {
 	Violations     []Violation `json:"violations,omitempty"` // the first 100
 	LiveTasks      int         `json:"live_tasks_at_end"`
 
+	// Push is what the push receiver saw (Config.PushReceiver); with a
+	// push URL and no receiver only the URL is set.
+	Push *PushStats `json:"push,omitempty"`
+
 	// GC is the collector's work during the run, in this process: set for
 	// embedded targets only (then it is the store's process).
 	GC *GCStats `json:"gc,omitempty"`
@@ -86,6 +90,9 @@ func (r *Result) Err() error {
 	if n := r.Total.Errors[ClassInternal]; n > 0 {
 		errs = append(errs, fmt.Errorf("%d internal errors (seed %d)", n, r.Seed))
 	}
+	if p := r.Push; p != nil && p.violations() > 0 {
+		errs = append(errs, fmt.Errorf("push: %d order violations, %d malformed deliveries, %d losses", p.OrderViolations, p.Malformed, p.Losses))
+	}
 	return errors.Join(errs...)
 }
 
@@ -99,6 +106,7 @@ type runner struct {
 	tracker *tracker
 	metrics *metrics
 	rec     map[Op]*opRecorder
+	push    *pushRun // nil without a push workload
 
 	opsIssued  atomic.Int64 // slots claimed
 	nextID     atomic.Int64 // embedded task numbers
@@ -149,7 +157,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	r.metrics = newMetrics(reg, cfg.Workload, cfg.Target, r.tracker)
+	var err error
 
+	if r.push, err = startPush(&r.cfg, r.seed, r.metrics.push); err != nil {
+		return nil, err
+	}
+	defer r.push.close()
 	closeTarget, err := r.open(ctx, reg)
 	if err != nil {
 		return nil, err
@@ -167,7 +180,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.load(ctx); err != nil {
 		return nil, fmt.Errorf("initial data (seed %d): %w", r.seed, err)
 	}
-	return r.run(ctx), nil
+	res := r.run(ctx)
+	if r.push != nil {
+		res.Push = r.push.finish(ctx, r.cfg.PushGrace)
+	}
+	return res, nil
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
@@ -193,6 +210,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 		if err != nil {
 			return nil, err
 		}
+		rt.push = r.push
 		r.tgt = rt
 		return func() { _ = rt.close() }, nil
 	}
@@ -588,7 +606,10 @@ func (r *runner) progressLine(interval time.Duration) string {
 	r.vmu.Lock()
 	viol := r.vmu.count
 	r.vmu.Unlock()
-	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d  p50/p99 ms: %s",
-		time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol, strings.Join(parts, "  "))
+	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d", time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol)
+	if r.push != nil && r.push.book != nil {
+		fmt.Fprintf(&b, "  push %d", r.push.deliveries())
+	}
+	fmt.Fprintf(&b, "  p50/p99 ms: %s", strings.Join(parts, "  "))
 	return b.String()
 }

@@ -128,6 +128,9 @@ type remoteTarget struct {
 	// Caller identities (Config.Caller, Config.Callers), sent in header.
 	header string
 	ids    *callers
+	// push configures each new task's webhook and books the task states
+	// read (nil: no push workload).
+	push *pushRun
 }
 
 // dialRemote reads the agent card at each of cfg.Target's URLs and builds
@@ -230,7 +233,7 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("loadgen"))
 	msg.ContextID = task.ContextID
 	caller := r.ids.forContext(task.ContextID)
-	res, err := r.c().SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg})
+	res, err := r.c().SendMessage(r.with(ctx, caller), &a2a.SendMessageRequest{Message: msg, Config: r.push.sendConfig()})
 	if err != nil {
 		return "", err
 	}
@@ -239,17 +242,20 @@ func (r *remoteTarget) create(ctx context.Context, task *a2a.Task) (a2a.TaskID, 
 		return "", fmt.Errorf("SendMessage returned %T, want a task: %w", res, errTransport)
 	}
 	r.ids.created(t.ID, caller)
+	r.push.saw(t)
 	return t.ID, nil
 }
 
 func (r *remoteTarget) get(ctx context.Context, id a2a.TaskID) error {
 	zero := 0
-	_, err := r.c().GetTask(r.asOwner(ctx, id), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	t, err := r.c().GetTask(r.asOwner(ctx, id), &a2a.GetTaskRequest{ID: id, HistoryLength: &zero})
+	r.push.saw(t)
 	return err
 }
 
 func (r *remoteTarget) cancel(ctx context.Context, id a2a.TaskID) error {
-	_, err := r.c().CancelTask(r.asOwner(ctx, id), &a2a.CancelTaskRequest{ID: id})
+	t, err := r.c().CancelTask(r.asOwner(ctx, id), &a2a.CancelTaskRequest{ID: id})
+	r.push.saw(t)
 	return err
 }
 

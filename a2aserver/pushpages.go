@@ -1,0 +1,97 @@
+package a2aserver
+
+import (
+	"context"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/grpc"
+)
+
+// PushConfigLister lists a task's push-notification configurations by
+// pages with an opaque token of its own (pushdelivery.ConfigStore).
+type PushConfigLister interface {
+	ListPage(ctx context.Context, task a2a.TaskID, pageSize int, token string) ([]*a2a.PushConfig, string, error)
+}
+
+// PushConfigPages returns a call interceptor that answers
+// ListTaskPushConfigs by pages from l: pageSize and pageToken are honoured
+// and nextPageToken set (the seed: push-config listing keeps its own page
+// contract, independent of task listing). a2a-go v2.3.1 passes neither to
+// its push.ConfigStore and returns every configuration at once. Install it
+// after TaskGuard, which answers not-found for a task the caller cannot
+// see before the configurations are read.
+func PushConfigPages(l PushConfigLister) a2asrv.CallInterceptor {
+	return pushConfigPages{l: l}
+}
+
+type pushConfigPages struct {
+	a2asrv.PassthroughCallInterceptor
+	l PushConfigLister
+}
+
+// Before implements a2asrv.CallInterceptor.
+func (p pushConfigPages) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	r, ok := req.Payload.(*a2a.ListTaskPushConfigRequest)
+	if !ok || r == nil {
+		return ctx, nil, nil
+	}
+	configs, next, err := p.l.ListPage(ctx, r.TaskID, r.PageSize, r.PageToken)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if page, ok := ctx.Value(nextPageKey{}).(*nextPage); ok {
+		page.token = next // for GRPCPushConfigPages
+	}
+	return ctx, &a2a.ListTaskPushConfigResponse{Configs: configs, NextPageToken: next}, nil
+}
+
+// GRPCPushConfigPages is a gRPC unary interceptor that carries
+// PushConfigPages's nextPageToken to the ListTaskPushNotificationConfigs
+// response: a2a-go v2.3.1's gRPC handler replaces the token of the
+// handler's answer with "" (a2agrpc/v1 handler.go), so over gRPC a client
+// could never reach a second page. Chain it with the other unary
+// interceptors of a server that installs PushConfigPages.
+func GRPCPushConfigPages(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if !strings.HasSuffix(info.FullMethod, "/ListTaskPushNotificationConfigs") {
+		return next(ctx, req)
+	}
+	page := new(nextPage)
+	resp, err := next(context.WithValue(ctx, nextPageKey{}, page), req)
+	if r, ok := resp.(*a2apb.ListTaskPushNotificationConfigsResponse); ok && err == nil {
+		r.NextPageToken = page.token
+	}
+	return resp, err
+}
+
+// nextPage is where PushConfigPages leaves the token for
+// GRPCPushConfigPages, under nextPageKey in the call's context.
+type nextPage struct{ token string }
+
+type nextPageKey struct{}
+
+// PushConfigCheck returns a call interceptor that checks the push config
+// of a SendMessage or SendStreamingMessage with validate
+// (pushdelivery.Validate) before a2a-go saves it: a2a-go v2.3.1 answers a
+// failed save with an error that prints the whole config, token and all,
+// to the client and the logs. Bad input is then the validator's error and
+// nothing runs.
+func PushConfigCheck(validate func(*a2a.PushConfig) error) a2asrv.CallInterceptor {
+	return pushConfigCheck{validate: validate}
+}
+
+type pushConfigCheck struct {
+	a2asrv.PassthroughCallInterceptor
+	validate func(*a2a.PushConfig) error
+}
+
+// Before implements a2asrv.CallInterceptor.
+func (p pushConfigCheck) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	r, ok := req.Payload.(*a2a.SendMessageRequest)
+	if !ok || r == nil || r.Config == nil || r.Config.PushConfig == nil {
+		return ctx, nil, nil
+	}
+	return ctx, nil, p.validate(r.Config.PushConfig)
+}

@@ -1,0 +1,211 @@
+package pushdelivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// ClientOptions configure NewClient. The zero value is the safe default.
+type ClientOptions struct {
+	// AllowPrivate lets the client connect to loopback, private, link-local
+	// and other non-public addresses (staging and tests). Default false.
+	AllowPrivate bool
+	// DialTimeout bounds a connection's setup. Default 5s.
+	DialTimeout time.Duration
+	// Timeout bounds a whole request, the response body included. Default 10s.
+	Timeout time.Duration
+	// MaxBody is how much of a response body is read before it is closed.
+	// Default 4 KiB.
+	MaxBody int64
+}
+
+// ErrBlocked is the error of a request to an address the client refuses
+// (ClientOptions.AllowPrivate unset): it is wrapped in the request's error.
+var ErrBlocked = errors.New("pushdelivery: destination address not allowed")
+
+// NewClient returns the HTTP client push delivery posts with, safe against
+// server-side request forgery (A2A §13): it checks the address it actually
+// connects to, after name resolution (so a name cannot rebind between the
+// check and the connection), and refuses loopback, private (RFC 1918,
+// unique-local), link-local (the 169.254.169.254 metadata service,
+// fe80::/10), unspecified, multicast, shared (100.64.0.0/10), 0.0.0.0/8,
+// reserved and broadcast addresses and their IPv4-mapped or embedded IPv6
+// forms, unless o.AllowPrivate. It uses no proxy, follows no redirect (the
+// 3xx is the answer), reads at most o.MaxBody of a body and times out.
+func NewClient(o ClientOptions) *http.Client {
+	check := checkAddr
+	if o.AllowPrivate {
+		check = nil
+	}
+	return newClient(o, check)
+}
+
+// newClient is NewClient with the address check given (nil: none).
+func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 4 << 10
+	}
+	d := &net.Dialer{Timeout: o.DialTimeout}
+	if check != nil {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrBlocked, err)
+			}
+			return check(ap)
+		}
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   o.DialTimeout,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: o.Timeout,
+	}
+	return &http.Client{
+		Transport:     &limitBody{next: tr, max: o.MaxBody},
+		Timeout:       o.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// checkAddr refuses the addresses NewClient does not connect to.
+func checkAddr(ap netip.AddrPort) error {
+	if !public(ap.Addr()) {
+		return ErrBlocked
+	}
+	return nil
+}
+
+// Special IPv4 ranges that netip's predicates do not name.
+var blocked4 = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),     // this network
+	netip.MustParsePrefix("100.64.0.0/10"), // shared address space (CGNAT)
+	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, broadcast
+}
+
+// IPv6 prefixes that carry an IPv4 address, and where it sits.
+var embedded6 = []struct {
+	p   netip.Prefix
+	off int // byte offset of the IPv4 address
+}{
+	{netip.MustParsePrefix("::/96"), 12},          // IPv4-compatible (deprecated)
+	{netip.MustParsePrefix("64:ff9b::/96"), 12},   // NAT64
+	{netip.MustParsePrefix("64:ff9b:1::/48"), 12}, // local NAT64
+	{netip.MustParsePrefix("2002::/16"), 2},       // 6to4
+}
+
+// siteLocal is fec0::/10, deprecated site-local unicast.
+var siteLocal = netip.MustParsePrefix("fec0::/10")
+
+// public reports whether a is an address push delivery may connect to.
+func public(a netip.Addr) bool {
+	a = a.Unmap() // ::ffff:a.b.c.d is a.b.c.d
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() ||
+		a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() {
+		return false
+	}
+	if a.Is4() {
+		for _, p := range blocked4 {
+			if p.Contains(a) {
+				return false
+			}
+		}
+		return true
+	}
+	if siteLocal.Contains(a) {
+		return false
+	}
+	b := a.As16()
+	for _, e := range embedded6 {
+		if e.p.Contains(a.WithZone("")) {
+			v4 := netip.AddrFrom4([4]byte(b[e.off : e.off+4]))
+			return public(v4)
+		}
+	}
+	return true
+}
+
+// limitBody is a RoundTripper whose response bodies end after max bytes
+// (a receiver streaming an endless body holds nobody).
+type limitBody struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (l *limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{r: io.LimitReader(resp.Body, l.max), c: resp.Body}
+	return resp, nil
+}
+
+type limitedBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *limitedBody) Close() error               { return b.c.Close() }
+
+// Reasons of a delivery attempt's outcome (the reason label of
+// a2astore_push_failures_total).
+const (
+	ReasonDelivered = "delivered"
+	Reason3xx       = "status_3xx"
+	Reason4xx       = "status_4xx"
+	Reason5xx       = "status_5xx"
+	ReasonTimeout   = "timeout"
+	ReasonRefused   = "refused"
+	ReasonBlocked   = "blocked"
+	ReasonOther     = "other"
+)
+
+// failureReasons are the reasons a failed attempt can have.
+var failureReasons = []string{Reason3xx, Reason4xx, Reason5xx, ReasonTimeout, ReasonRefused, ReasonBlocked, ReasonOther}
+
+// classify names the outcome of a POST: its status class, or the kind of
+// its transport error. It never says more than the reason: no URL, no
+// credentials.
+func classify(status int, err error) string {
+	var ne net.Error
+	switch {
+	case err == nil && status >= 200 && status < 300:
+		return ReasonDelivered
+	case err == nil && status >= 300 && status < 400:
+		return Reason3xx
+	case err == nil && status >= 400 && status < 500:
+		return Reason4xx
+	case err == nil && status >= 500 && status < 600:
+		return Reason5xx
+	case err == nil:
+		return ReasonOther
+	case errors.Is(err, ErrBlocked):
+		return ReasonBlocked
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return ReasonTimeout
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ReasonRefused
+	}
+	return ReasonOther
+}

@@ -1,0 +1,286 @@
+package pushdelivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Limits of a push configuration, checked by ConfigStore.Save.
+const (
+	MaxURLBytes         = 2048
+	MaxConfigIDBytes    = 128
+	MaxTokenBytes       = 1024
+	MaxCredentialsBytes = 4096
+)
+
+// Page sizes of ConfigStore.ListPage: 0 means DefaultPageSize, a larger
+// size than MaxPageSize is clamped to it.
+const (
+	DefaultPageSize = 16
+	MaxPageSize     = 100
+)
+
+// pageTokenPrefix versions ListPage's token: the prefix, then the
+// base64url (unpadded) of the last configuration ID of the page.
+const pageTokenPrefix = "pc1."
+
+// ConfigStore is a2a-go's push.ConfigStore over an Outbox: Save validates
+// the configuration (bad input answers a2a.ErrInvalidParams and stores
+// nothing), gives it an ID when it has none, and starts its delivery
+// cursor at the task's current revision, so that a webhook receives the
+// events after its registration.
+//
+// It does not check who may see the task: the server's TaskGuard answers
+// not-found for a task the caller cannot see before any push-config call
+// reaches the store.
+type ConfigStore struct {
+	o     Outbox
+	s     engine.Store
+	clock func() time.Time
+}
+
+var _ push.ConfigStore = (*ConfigStore)(nil)
+
+// NewConfigStore returns the push-config store over o, reading task
+// revisions from s.
+func NewConfigStore(o Outbox, s engine.Store) *ConfigStore {
+	return &ConfigStore{o: o, s: s, clock: time.Now}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: push config: %s", a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
+}
+
+// Save implements push.ConfigStore.
+func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if config == nil {
+		return nil, invalid("missing")
+	}
+	cfg := *config
+	if cfg.Auth != nil {
+		auth := *cfg.Auth
+		cfg.Auth = &auth
+	}
+	cfg.TaskID = task
+	if cfg.ID == "" {
+		cfg.ID = rand.Text() // 26 base32 characters: 130 random bits
+	}
+	dest, err := validateConfig(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := c.revision(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	now := c.clock()
+	r := &Record{TaskID: task, Config: cfg, Dest: dest, Created: now, NextAt: now, Delivered: rev}
+	if err := c.o.Save(ctx, r); err != nil {
+		if errors.Is(err, ErrTooMany) {
+			return nil, fmt.Errorf("%w: %w (at most %d)", a2a.ErrInvalidParams, err, MaxConfigsPerTask)
+		}
+		return nil, err
+	}
+	out := cfg
+	return &out, nil
+}
+
+// revision is the task's current revision, 0 when it does not exist yet.
+func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, error) {
+	rec, err := c.s.Get(ctx, task)
+	if errors.Is(err, engine.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pushdelivery: save push config: read task: %w", err)
+	}
+	return rec.Revision, nil
+}
+
+// Validate checks a push configuration as Save does, without storing it:
+// nil, or an error wrapping a2a.ErrInvalidParams that names neither the
+// token nor the credentials. Servers call it before a2a-go v2.3.1 saves a
+// SendMessage's configuration, whose failure error prints the whole
+// configuration.
+func Validate(cfg *a2a.PushConfig) error {
+	if cfg == nil {
+		return invalid("push config missing")
+	}
+	c := *cfg
+	if c.ID == "" {
+		c.ID = "generated" // Save generates one
+	}
+	_, err := validateConfig(&c)
+	return err
+}
+
+// validateConfig checks cfg against the limits and returns its Dest.
+func validateConfig(cfg *a2a.PushConfig) (string, error) {
+	if err := validateID(cfg.ID); err != nil {
+		return "", err
+	}
+	dest, err := validateURL(cfg.URL)
+	if err != nil {
+		return "", err
+	}
+	if len(cfg.Token) > MaxTokenBytes {
+		return "", invalid("token longer than %d bytes", MaxTokenBytes)
+	}
+	if a := cfg.Auth; a != nil {
+		if !strings.EqualFold(a.Scheme, "Bearer") && !strings.EqualFold(a.Scheme, "Basic") {
+			return "", invalid("authentication scheme must be Bearer or Basic")
+		}
+		if a.Credentials == "" || len(a.Credentials) > MaxCredentialsBytes {
+			return "", invalid("authentication credentials must be 1 to %d bytes", MaxCredentialsBytes)
+		}
+	}
+	return dest, nil
+}
+
+// validateID accepts 1 to MaxConfigIDBytes bytes of visible ASCII.
+func validateID(id string) error {
+	if len(id) == 0 || len(id) > MaxConfigIDBytes {
+		return invalid("ID must be 1 to %d bytes", MaxConfigIDBytes)
+	}
+	for i := range len(id) {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return invalid("ID must be visible ASCII (0x21 to 0x7E)")
+		}
+	}
+	return nil
+}
+
+// validateURL accepts an absolute http or https URL with a host and no
+// user information, and returns its destination scheme://host:port.
+func validateURL(s string) (string, error) {
+	if len(s) > MaxURLBytes {
+		return "", invalid("URL longer than %d bytes", MaxURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", invalid("URL does not parse")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", invalid("URL must be absolute, http or https")
+	}
+	if u.Hostname() == "" {
+		return "", invalid("URL has no host")
+	}
+	if u.User != nil {
+		return "", invalid("URL must not carry user information")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), nil
+}
+
+// Get implements push.ConfigStore.
+func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a.PushConfig, error) {
+	r, err := c.o.Get(ctx, task, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, push.ErrPushConfigNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r.Config, nil
+}
+
+// List implements push.ConfigStore: every configuration of the task.
+func (c *ConfigStore) List(ctx context.Context, task a2a.TaskID) ([]*a2a.PushConfig, error) {
+	var out []*a2a.PushConfig
+	after := ""
+	for {
+		page, next, err := c.list(ctx, task, after, MaxPageSize)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// ListPage returns one page of the task's configurations in ascending ID
+// order (bytewise) and the token of the next page ("" at the end).
+// pageSize 0 is DefaultPageSize; above MaxPageSize it is clamped to
+// MaxPageSize; negative is a2a.ErrInvalidParams. token is "" for the
+// first page or a token ListPage returned; one that does not decode is
+// a2a.ErrInvalidParams. A token is a position (a configuration ID), not
+// bound to the task: used on another task it positions among that task's
+// configurations and shows nothing else.
+func (c *ConfigStore) ListPage(ctx context.Context, task a2a.TaskID, pageSize int, token string) ([]*a2a.PushConfig, string, error) {
+	switch {
+	case pageSize < 0:
+		return nil, "", invalid("negative page size")
+	case pageSize == 0:
+		pageSize = DefaultPageSize
+	case pageSize > MaxPageSize:
+		pageSize = MaxPageSize
+	}
+	after, err := decodePageToken(token)
+	if err != nil {
+		return nil, "", err
+	}
+	return c.list(ctx, task, after, pageSize)
+}
+
+// list reads a page after the ID after, and the next token.
+func (c *ConfigStore) list(ctx context.Context, task a2a.TaskID, after string, pageSize int) ([]*a2a.PushConfig, string, error) {
+	recs, err := c.o.List(ctx, task, after, pageSize+1)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(recs) > pageSize {
+		recs = recs[:pageSize]
+		next = pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(recs[pageSize-1].Config.ID))
+	}
+	out := make([]*a2a.PushConfig, len(recs))
+	for i, r := range recs {
+		out[i] = &r.Config
+	}
+	return out, next, nil
+}
+
+// decodePageToken returns the ID a token holds ("" for no token).
+func decodePageToken(token string) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	rest, ok := strings.CutPrefix(token, pageTokenPrefix)
+	if !ok {
+		return "", invalid("page token not recognised")
+	}
+	id, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || validateID(string(id)) != nil {
+		return "", invalid("page token not recognised")
+	}
+	return string(id), nil
+}
+
+// Delete implements push.ConfigStore (a missing configuration: no error).
+func (c *ConfigStore) Delete(ctx context.Context, task a2a.TaskID, id string) error {
+	return c.o.Delete(ctx, task, id)
+}
+
+// DeleteAll implements push.ConfigStore.
+func (c *ConfigStore) DeleteAll(ctx context.Context, task a2a.TaskID) error {
+	return c.o.DeleteAll(ctx, task)
+}

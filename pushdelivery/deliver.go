@@ -1,0 +1,189 @@
+package pushdelivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Headers of a push notification besides Content-Type and Authorization.
+const (
+	// HeaderToken carries the configuration's token (A2A §13).
+	HeaderToken = "A2A-Notification-Token"
+	// HeaderRevision carries the task revision of the notification:
+	// receivers deduplicate by task and revision, since delivery is at
+	// least once.
+	HeaderRevision = "A2A-Task-Revision"
+	// ContentType is the media type of the StreamResponse posted.
+	ContentType = "application/a2a+json"
+)
+
+// maxDrain bounds the response body read, whatever the client.
+const maxDrain = 64 << 10
+
+// commitTimeout bounds the commit of a delivery that Close canceled.
+const commitTimeout = 5 * time.Second
+
+// deliver delivers the entries of the claimed record after its cursor, in
+// log order, stopping at the first failure, and commits the new cursor.
+// A delivery that Close cancels commits what it delivered before.
+func (w *Worker) deliver(ctx context.Context, l Lease) {
+	rec := *l.Record()
+	err := w.send(ctx, l.Revision(), &rec)
+	cctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+	} else if err != nil { // the store failed, not the webhook: no attempt counted
+		w.o.Logger.Warn("pushdelivery: read task", "task", rec.TaskID, "err", err)
+		rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
+	}
+	switch err := l.Commit(cctx, &rec); {
+	case errors.Is(err, ErrLeaseLost):
+		w.o.Metrics.lostLease()
+		w.o.Logger.Debug("pushdelivery: lease lost", "task", rec.TaskID, "config", rec.Config.ID)
+	case err != nil:
+		w.o.Logger.Warn("pushdelivery: commit", "task", rec.TaskID, "config", rec.Config.ID, "err", err)
+	}
+}
+
+// send delivers rec's log entries after rec.Delivered (at most a batch),
+// updating rec; head is the task's revision at claim time.
+func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
+	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
+	if err != nil {
+		return fmt.Errorf("read log: %w", err)
+	}
+	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
+		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
+	}
+	start := w.o.Clock()
+	for i := range entries {
+		if i > 0 && w.o.Clock().Sub(start) >= w.o.ClaimBudget {
+			return nil // the rest in the next claim, within the lease
+		}
+		e := &entries[i]
+		payload, err := e.Payload(rec.TaskID)
+		if err != nil { // undecodable: it will never deliver
+			w.o.Logger.Error("pushdelivery: log entry passed over", "task", rec.TaskID, "revision", e.Revision, "err", err)
+			payload = nil
+		}
+		if !w.step(ctx, rec, e.Revision, payload, e.Time, e.State) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// sendTask delivers the task itself at its current revision, for a log
+// trimmed past rec's cursor.
+func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
+	r, err := w.o.Store.Get(ctx, rec.TaskID)
+	if err != nil {
+		return fmt.Errorf("get task: %w", err)
+	}
+	payload, err := json.Marshal(a2a.StreamResponse{Event: r.Task})
+	if err != nil {
+		return fmt.Errorf("encode task: %w", err)
+	}
+	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State)
+	return nil
+}
+
+// step delivers one entry at revision rev (payload nil: nothing to send,
+// it is passed over) committed at µs at (0: unknown), leaving its task in
+// state st. It reports whether the cursor moved past it (delivered,
+// dropped or passed over); false stops the delivery there.
+func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, st a2a.TaskState) bool {
+	if payload != nil {
+		status, err := w.post(ctx, rec, rev, payload)
+		reason := classify(status, err)
+		switch {
+		case reason == ReasonDelivered:
+			now := w.o.Clock()
+			latency := time.Duration(-1)
+			if at > 0 {
+				latency = now.Sub(time.UnixMicro(at))
+			}
+			w.o.Metrics.attempt(reason, OutcomeDelivered, latency)
+			rec.Attempts, rec.FailingSince, rec.LastError = 0, time.Time{}, ""
+		case ctx.Err() != nil: // Close canceled it: not the webhook's failure
+			return false
+		case !w.fail(rec, reason, status):
+			return false
+		}
+	}
+	rec.Delivered, rec.Done, rec.NextAt = rev, st.Terminal(), time.Time{}
+	return true
+}
+
+// fail records a failed attempt of the entry after rec.Delivered: a
+// retry after the backoff, or a drop when the webhook has been failing
+// for the deadline (true: the caller moves the cursor past the entry).
+// FailingSince is when the webhook's current run of failures began, and a
+// drop keeps it: the next entry of a webhook down past the deadline is
+// tried once and dropped, rather than waiting a deadline of its own.
+func (w *Worker) fail(rec *Record, reason string, status int) bool {
+	now := w.o.Clock()
+	rec.Attempts++
+	if rec.FailingSince.IsZero() {
+		rec.FailingSince = now
+	}
+	rec.LastError = reason
+	if status != 0 {
+		rec.LastError = reason + " (" + strconv.Itoa(status) + ")"
+	}
+	w.o.Logger.Debug("pushdelivery: attempt failed", "task", rec.TaskID, "config", rec.Config.ID,
+		"host", host(rec.Dest), "reason", rec.LastError, "attempts", rec.Attempts)
+	if now.Sub(rec.FailingSince) >= w.o.Deadline {
+		w.o.Metrics.attempt(reason, OutcomeDropped, 0)
+		rec.Attempts = 0
+		return true
+	}
+	w.o.Metrics.attempt(reason, OutcomeFailed, 0)
+	rec.NextAt = now.Add(w.backoff(rec.Attempts))
+	return false
+}
+
+// post sends one notification and returns the response's status.
+func (w *Worker) post(ctx context.Context, rec *Record, rev int64, payload []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.Config.URL, bytes.NewReader(payload))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", ContentType)
+	if rec.Config.Token != "" {
+		req.Header.Set(HeaderToken, rec.Config.Token)
+	}
+	if a := rec.Config.Auth; a != nil && a.Credentials != "" {
+		req.Header.Set("Authorization", strings.TrimSpace(a.Scheme+" "+a.Credentials))
+	}
+	req.Header.Set(HeaderRevision, strconv.FormatInt(rev, 10))
+	resp, err := w.o.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// host is the host of a destination, the most a log line says of it.
+func host(dest string) string {
+	u, err := url.Parse(dest)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}

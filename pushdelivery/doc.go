@@ -1,0 +1,43 @@
+// Package pushdelivery delivers A2A push notifications durably: the
+// push-notification configurations of tasks with the delivery state of
+// each webhook (an Outbox on the store's backend), and workers that read
+// each task's event log (engine.LogStore, SPEC K7) and POST its events to
+// the task's webhooks, at least once, in log order per task and webhook,
+// with retries and backoff up to a deadline.
+//
+// The contract (SPEC N1–N3):
+//
+//   - N1 Push configs live beside the task's store on every backend (an
+//     Outbox), under the task's owner policy (the server's TaskGuard
+//     answers for a task the caller cannot see before any config is read);
+//     they go with their task (Outbox.Sweep, once the task has been gone
+//     for a grace period: a2a-go saves a SendMessage's config before the
+//     task's first write). ConfigStore.ListPage pages with a token of its
+//     own.
+//   - N2 Every logged event of a task is delivered at least once to every
+//     config of the task that existed when it was logged, in log order per
+//     config (a config's cursor starts at its task's revision when saved);
+//     failures are retried with exponential backoff and full jitter until
+//     Options.Deadline, then the event is dropped and counted. A delivery
+//     is repeated only when its lease was lost (a crash, a claim that ran
+//     past the lease) before the commit.
+//   - N3 NewClient connects only to allowed addresses, checked on the
+//     address actually dialed (after DNS): no loopback, private,
+//     link-local, metadata, CGNAT, multicast or unspecified address, nor
+//     an IPv4-mapped or NAT64 form of one, unless AllowPrivate; no proxy,
+//     no redirects, bounded time and response size; tokens and credentials
+//     are never logged nor in metrics.
+//
+// The outboxes:
+//
+//   - NewMemory: best effort, gone with the process (as the memory store).
+//   - OpenPebble: the same records written through, synced, to a Pebble
+//     database of their own; leases are local to the process.
+//   - NewPG: a table beside pgstore's a2a_tasks that any instance claims
+//     from (FOR UPDATE SKIP LOCKED, then a lease token and expiry on the
+//     row); a claimer that dies loses its records when the lease ends.
+//
+// Every outbox passes outboxtest.Run. ConfigStore is a2a-go's
+// push.ConfigStore over any of them: it validates configurations and
+// starts each webhook's cursor at its task's revision.
+package pushdelivery

@@ -1,0 +1,262 @@
+package pushdelivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Claim implements Outbox. It reads the revisions of the dirty tasks from
+// the store (every task's every Rescan), then picks, among the records of
+// tasks behind their revision, the one due first.
+func (l *Local) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	if err := l.refresh(ctx, now); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, lr := l.pickLocked(now, busy)
+	if lr == nil {
+		return nil, nil
+	}
+	l.mu.seq++
+	lr.token, lr.until = l.mu.seq, now.Add(l.opts.Lease)
+	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token}, nil
+}
+
+// refresh reads the revisions of the dirty tasks, all tasks being dirty
+// once every Rescan.
+func (l *Local) refresh(ctx context.Context, now time.Time) error {
+	l.mu.Lock()
+	if l.mu.lastScan.IsZero() || now.Sub(l.mu.lastScan) >= l.opts.Rescan {
+		for id := range l.mu.tasks {
+			l.mu.dirty[id] = struct{}{}
+		}
+		l.mu.lastScan = now
+	}
+	ids := slices.Collect(maps.Keys(l.mu.dirty))
+	clear(l.mu.dirty)
+	l.mu.Unlock()
+	revs := make(map[a2a.TaskID]int64, len(ids))
+	for _, id := range ids {
+		rec, err := l.store.Get(ctx, id)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			l.markDirty(ids) // none of them applied: all read again
+			return fmt.Errorf("pushdelivery: claim: read task: %w", err)
+		}
+		revs[id] = rec.Revision // 0 when not found
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, rev := range revs {
+		if t := l.mu.tasks[id]; t != nil {
+			// Revisions only grow: a concurrent refresh may have read a
+			// later one. A deleted task has none.
+			if rev == 0 || rev > t.rev {
+				t.rev = rev
+			}
+			l.updatePendingLocked(id)
+		}
+	}
+	return nil
+}
+
+func (l *Local) markDirty(ids []a2a.TaskID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		l.mu.dirty[id] = struct{}{}
+	}
+}
+
+// pickLocked returns the claimable record due first, or nil.
+// REQUIRES: l.mu held.
+func (l *Local) pickLocked(now time.Time, busy []string) (*localTask, *localRecord) {
+	var bt *localTask
+	var best *localRecord
+	for id := range l.mu.pending {
+		t := l.mu.tasks[id]
+		for _, lr := range t.recs {
+			r := &lr.rec
+			if r.Done || r.NextAt.After(now) || t.rev <= r.Delivered ||
+				(lr.token != 0 && !now.After(lr.until)) || slices.Contains(busy, r.Dest) {
+				continue
+			}
+			if best == nil || r.NextAt.Before(best.rec.NextAt) {
+				bt, best = t, lr
+			}
+		}
+	}
+	return bt, best
+}
+
+// localLease is a claim on a Local record, fenced by its token.
+type localLease struct {
+	l     *Local
+	rec   Record
+	rev   int64
+	token uint64
+}
+
+func (ll *localLease) Record() *Record { r := ll.rec; return &r }
+func (ll *localLease) Revision() int64 { return ll.rev }
+
+// heldLocked returns the record if the lease still holds it.
+// REQUIRES: ll.l.mu held.
+func (ll *localLease) heldLocked() *localRecord {
+	t := ll.l.mu.tasks[ll.rec.TaskID]
+	if t == nil {
+		return nil
+	}
+	lr := t.recs[ll.rec.Config.ID]
+	if lr == nil || lr.token != ll.token {
+		return nil
+	}
+	return lr
+}
+
+func (ll *localLease) Commit(ctx context.Context, r *Record) error {
+	l := ll.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lr := ll.heldLocked()
+	if lr == nil {
+		return ErrLeaseLost
+	}
+	next := lr.rec
+	next.setDelivery(r)
+	if err := l.putLocked(&next); err != nil {
+		return err
+	}
+	lr.rec, lr.token, lr.until = next, 0, time.Time{}
+	l.updatePendingLocked(next.TaskID)
+	return nil
+}
+
+func (ll *localLease) Release(ctx context.Context) {
+	ll.l.mu.Lock()
+	defer ll.l.mu.Unlock()
+	if lr := ll.heldLocked(); lr != nil {
+		lr.token, lr.until = 0, time.Time{}
+	}
+}
+
+// setDelivery copies the delivery state of src into r (what Commit sets).
+func (r *Record) setDelivery(src *Record) {
+	r.Delivered, r.Attempts, r.FailingSince = src.Delivered, src.Attempts, src.FailingSince
+	r.NextAt, r.LastError, r.Done = src.NextAt, src.LastError, src.Done
+}
+
+// Sweep implements Outbox: the tasks with records older than grace are
+// looked up in the store, and the old records of the missing ones go.
+func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
+	cutoff := l.opts.Clock().Add(-grace)
+	l.mu.Lock()
+	var ids []a2a.TaskID
+	for id, t := range l.mu.tasks {
+		for _, lr := range t.recs {
+			if lr.rec.Created.Before(cutoff) {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	l.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if n >= limit {
+			break
+		}
+		_, err := l.store.Get(ctx, id)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, engine.ErrNotFound) {
+			return n, fmt.Errorf("pushdelivery: sweep: read task: %w", err)
+		}
+		k, err := l.sweepTask(id, cutoff, limit-n)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// sweepTask deletes up to limit records of task created before cutoff.
+func (l *Local) sweepTask(task a2a.TaskID, cutoff time.Time, limit int) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.mu.tasks[task]
+	if t == nil {
+		return 0, nil
+	}
+	var ids []string
+	for id, lr := range t.recs {
+		if len(ids) < limit && lr.rec.Created.Before(cutoff) {
+			ids = append(ids, id)
+		}
+	}
+	if err := l.deleteKeysLocked(task, ids); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		delete(t.recs, id)
+	}
+	l.updatePendingLocked(task)
+	l.dropIfEmptyLocked(task)
+	return len(ids), nil
+}
+
+// Depth implements Outbox. Like Claim it reads the revisions of the dirty
+// tasks first.
+func (l *Local) Depth(ctx context.Context, now time.Time) (int, time.Duration, error) {
+	if err := l.refresh(ctx, now); err != nil {
+		return 0, 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pending, oldest := 0, time.Duration(0)
+	for _, t := range l.mu.tasks {
+		for _, lr := range t.recs {
+			r := &lr.rec
+			if r.Done {
+				continue
+			}
+			pending++
+			if !r.NextAt.After(now) && t.rev > r.Delivered {
+				oldest = max(oldest, now.Sub(l.waitingSince(ctx, r)))
+			}
+		}
+	}
+	return pending, oldest, nil
+}
+
+// waitingSince is when due record r began to wait: the later of its
+// NextAt and the commit of its first undelivered log entry (NextAt alone
+// when the store keeps no log or the entry is gone).
+// REQUIRES: l.mu held.
+func (l *Local) waitingSince(ctx context.Context, r *Record) time.Time {
+	logs, ok := l.store.(engine.LogStore)
+	if !ok {
+		return r.NextAt
+	}
+	entries, err := logs.ReadLog(ctx, r.TaskID, r.Delivered, 1)
+	if err != nil || len(entries) == 0 {
+		return r.NextAt
+	}
+	return maxTime(r.NextAt, time.UnixMicro(entries[0].Time))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,296 @@
+package pushdelivery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/pushdelivery"
+	"github.com/a2astore/a2astore/pushdelivery/outboxtest"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
+		s := memstore.New(memstore.Options{Log: true})
+		return pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Lease: outboxtest.Lease, Clock: clock}), s
+	})
+}
+
+func TestPebbleConformance(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
+		s := memstore.New(memstore.Options{Log: true})
+		o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
+			Lease: outboxtest.Lease, Clock: clock, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.Close() })
+		return o, s
+	})
+}
+
+// countingStore counts Get calls per task.
+type countingStore struct {
+	engine.Store
+	mu   sync.Mutex
+	gets map[a2a.TaskID]int
+}
+
+func (c *countingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	c.mu.Lock()
+	c.gets[id]++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, id)
+}
+
+func (c *countingStore) take() map[a2a.TaskID]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.gets
+	c.gets = map[a2a.TaskID]int{}
+	return g
+}
+
+func newTask(t *testing.T, s engine.Store, id a2a.TaskID) {
+	t.Helper()
+	if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain claims every due record and commits it delivered up to its lease's
+// revision, returning how many.
+func drain(t *testing.T, o pushdelivery.Outbox, now time.Time) int {
+	t.Helper()
+	n := 0
+	for {
+		l, err := o.Claim(context.Background(), now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			return n
+		}
+		r := l.Record()
+		r.Delivered = l.Revision()
+		if err := l.Commit(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+}
+
+// Claim reads from the store the revisions of touched tasks only, and of
+// every task once per Rescan: not one lookup per record per call.
+func TestLocalClaimReadsOnlyDirtyTasks(t *testing.T) {
+	ctx := context.Background()
+	s := &countingStore{Store: memstore.New(memstore.Options{}), gets: map[a2a.TaskID]int{}}
+	o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Minute})
+	now := time.Unix(1e9, 0)
+	for i := range 10 {
+		id := a2a.TaskID(fmt.Sprintf("t%d", i))
+		newTask(t, s, id)
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := drain(t, o, now); n != 10 {
+		t.Fatalf("first drain: %d claims, want 10", n)
+	}
+	s.take()
+	if n := drain(t, o, now.Add(time.Second)); n != 0 || len(s.take()) != 0 {
+		t.Fatalf("nothing touched: %d claims, store read", n)
+	}
+	if _, err := s.Replace(ctx, &a2a.Task{ID: "t3", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(t, o, now.Add(2*time.Second)); n != 0 {
+		t.Fatalf("untouched change claimed before the rescan")
+	}
+	o.Touch("t3")
+	n := drain(t, o, now.Add(3*time.Second))
+	if g := s.take(); n != 1 || len(g) != 1 || g["t3"] != 1 {
+		t.Fatalf("touched t3: %d claims, reads %v", n, g)
+	}
+	if _, err := s.Replace(ctx, &a2a.Task{ID: "t5", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(t, o, now.Add(time.Minute)); n != 1 || len(s.take()) != 10 {
+		t.Fatalf("rescan: %d claims, want t5's", n)
+	}
+}
+
+// A Pebble outbox reopened has every acknowledged record as it was, and
+// no lease (a lease does not outlive its process).
+func TestPebbleReopenKeepsState(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := memstore.New(memstore.Options{})
+	open := func() *pushdelivery.Local {
+		o, err := pushdelivery.OpenPebble(dir, s, pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := open()
+	now := time.Unix(1e9, 0).UTC()
+	ids := []a2a.TaskID{"a", "a\x01b", "\xffé/x"}
+	for _, id := range ids {
+		newTask(t, s, id)
+		for _, c := range []string{"x", "y", "z"} {
+			r := &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{TaskID: id, ID: c, URL: "https://h/" + c}, Created: now}
+			if err := o.Save(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := o.Delete(ctx, "a", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.DeleteAll(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := o.Claim(ctx, now, nil)
+	r := l.Record()
+	r.Delivered, r.LastError, r.NextAt = 1, "x", now
+	if err := l.Commit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := o.Claim(ctx, now, nil); held == nil { // leased when the process goes
+		t.Fatal("nothing to claim")
+	}
+	want := snapshot(t, o, ids)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = open()
+	defer o.Close()
+	if got := snapshot(t, o, ids); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened:\n%v\nwant\n%v", got, want)
+	}
+	if n := drain(t, o, now); n != 4 { // a/z, é/x, é/y, é/z: one was leased
+		t.Fatalf("after reopen %d claims, want 4 (a lease outlived its process?)", n)
+	}
+}
+
+func snapshot(t *testing.T, o pushdelivery.Outbox, ids []a2a.TaskID) []string {
+	var out []string
+	for _, id := range ids {
+		rs, err := o.List(context.Background(), id, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%q %+v", id, *r))
+		}
+	}
+	return out
+}
+
+// Every acknowledged Save, Commit, Delete and DeleteAll survives a crash
+// right after it (a clone of the file system holding only what was
+// synced, as after kill -9 and a power cut).
+func TestPebbleCrashKeepsAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	newTask(t, s, "t1")
+	fs := vfs.NewCrashableMem()
+	opts := pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}, FS: fs}
+	o, err := pushdelivery.OpenPebble("db", s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	now := time.Unix(1e9, 0).UTC()
+	save := func(task a2a.TaskID, id string) error {
+		return o.Save(ctx, &pushdelivery.Record{TaskID: task, Config: a2a.PushConfig{ID: id}, Created: now})
+	}
+	steps := []func() error{
+		func() error { return save("t1", "a") },
+		func() error { return save("t1", "b") },
+		func() error { return save("t2", "a") },
+		func() error {
+			l, _ := o.Claim(ctx, now, nil)
+			r := l.Record()
+			r.Delivered, r.Attempts = 1, 2
+			return l.Commit(ctx, r)
+		},
+		func() error { return o.Delete(ctx, "t1", "a") },
+		func() error { return o.DeleteAll(ctx, "t2") },
+	}
+	ids := []a2a.TaskID{"t1", "t2"}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		want := snapshot(t, o, ids)
+		crashed, err := pushdelivery.OpenPebble("db", s, pushdelivery.LocalOptions{
+			Logger: pebblelog.Quiet{}, FS: fs.CrashClone(vfs.CrashCloneCfg{})})
+		if err != nil {
+			t.Fatalf("step %d: reopen after crash: %v", i, err)
+		}
+		got := snapshot(t, crashed, ids)
+		crashed.Close()
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: after crash\n%v\nwant\n%v", i, got, want)
+		}
+	}
+}
+
+// failingStore answers budget Gets (negative: any number), then fails.
+type failingStore struct {
+	engine.Store
+	mu     sync.Mutex
+	budget int
+}
+
+func (f *failingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.budget == 0 {
+		return engine.Record{}, errors.New("store down")
+	}
+	f.budget--
+	return f.Store.Get(ctx, id)
+}
+
+func (f *failingStore) setBudget(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.budget = n
+}
+
+// A store failure halfway through Claim's reading of revisions loses no
+// touched task: the next Claim, before any rescan, reads them all again.
+func TestLocalClaimStoreFailureKeepsTouches(t *testing.T) {
+	ctx := context.Background()
+	s := &failingStore{Store: memstore.New(memstore.Options{}), budget: -1}
+	o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Hour})
+	now := time.Unix(1e9, 0)
+	for i := range 4 {
+		id := a2a.TaskID(fmt.Sprintf("t%d", i))
+		newTask(t, s, id)
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.setBudget(2) // two tasks read, then the store fails
+	if _, err := o.Claim(ctx, now, nil); err == nil {
+		t.Fatal("claim with the store down: no error")
+	}
+	s.setBudget(-1)
+	if n := drain(t, o, now.Add(time.Second)); n != 4 {
+		t.Fatalf("after the failure %d claims, want 4", n)
+	}
+}

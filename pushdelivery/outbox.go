@@ -1,0 +1,115 @@
+package pushdelivery
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Record is a push-notification configuration of a task together with the
+// delivery state of its webhook: the delivery record of the next event of
+// the task's log (engine.LogStore) that this webhook has not received.
+// Later events wait behind it, so per task and webhook events go out in
+// log order, and one record per configuration is all the state delivery
+// needs (the events themselves are read from the log, never copied).
+type Record struct {
+	TaskID a2a.TaskID
+	// Config is the configuration: ID, URL, Token, Auth as the client set
+	// them; its TaskID is always the record's (an outbox sets it).
+	Config a2a.PushConfig
+	// Dest is the webhook's destination, scheme://host:port of Config.URL,
+	// the key of the per-destination concurrency limit.
+	Dest    string
+	Created time.Time
+	// Delivered is the task revision of the last log entry delivered (2xx),
+	// dropped after its deadline, or passed over (entries that deliver
+	// nothing, such as history appends). Zero: nothing yet; a
+	// configuration saved on an existing task starts at the task's
+	// revision then (events before it are not sent).
+	Delivered int64
+	// Attempts counts the failed attempts of the entry after Delivered.
+	// FailingSince is when the webhook began to fail: its first failed
+	// attempt since its last success (zero when none). A dropped entry
+	// does not reset it, so a webhook down past the deadline gets one
+	// attempt per later entry, not a deadline each.
+	Attempts     int
+	FailingSince time.Time
+	// NextAt: not before this time (backoff after a failure).
+	NextAt    time.Time
+	LastError string // the last failure, without URL or credentials
+	// Done: the task is terminal and its last entry is at or below
+	// Delivered; the record is kept for listing until its task goes.
+	Done bool
+}
+
+// Outbox persists push configurations and their delivery state: the
+// durable part of push delivery. A backend that persists tasks persists
+// its outbox (PostgreSQL: a table any instance claims from; Pebble: a
+// local database beside the store's); the in-memory outbox is best
+// effort and goes with the process, as the in-memory store does.
+type Outbox interface {
+	// Save stores r's configuration under (r.TaskID, r.Config.ID),
+	// replacing the configuration of an existing record and keeping its
+	// delivery state, or inserting r as given. It fails with ErrTooMany
+	// when the task would have more than MaxConfigsPerTask.
+	Save(ctx context.Context, r *Record) error
+	// Get returns the record (ErrNotFound when missing).
+	Get(ctx context.Context, task a2a.TaskID, id string) (*Record, error)
+	// List returns the task's records with configuration ID above after
+	// (bytewise), ascending, at most limit of them.
+	List(ctx context.Context, task a2a.TaskID, after string, limit int) ([]*Record, error)
+	// Delete removes one record (missing: no error); DeleteAll all of a task.
+	Delete(ctx context.Context, task a2a.TaskID, id string) error
+	DeleteAll(ctx context.Context, task a2a.TaskID) error
+	// Claim returns a due record with its lease, or nil when none is due:
+	// not Done, NextAt at or before now, its task's revision above
+	// Delivered, no live lease of another worker, its Dest not in
+	// busy. While the lease lasts no other worker, in this process or
+	// another, claims the record; a lease whose holder died expires after
+	// the outbox's lease time and the record is claimed again (a
+	// duplicate delivery is possible then, a loss is not).
+	Claim(ctx context.Context, now time.Time, busy []string) (Lease, error)
+	// Sweep deletes records whose task no longer exists and that are older
+	// than grace (configurations of deleted or retained-away tasks go with
+	// them), at most limit; it returns how many it deleted.
+	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
+	// Depth reports the records that are not Done and the age of the
+	// oldest due one (zero when none), for the metrics. A due record has
+	// waited since the later of its NextAt and the time its first
+	// undelivered log entry was committed.
+	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
+}
+
+// Lease is a claimed record: its holder delivers and then calls Commit
+// with the new delivery state, or Release to give it back unchanged.
+type Lease interface {
+	Record() *Record
+	// Revision is the task's revision at claim time (the log's head).
+	Revision() int64
+	// Commit records r's delivery state (Delivered, Attempts,
+	// FailingSince, NextAt, LastError, Done) and ends the lease. When the
+	// lease was lost (expired and claimed by another worker, or the record
+	// deleted) it changes nothing and returns ErrLeaseLost.
+	Commit(ctx context.Context, r *Record) error
+	Release(ctx context.Context)
+}
+
+// Toucher is implemented by an Outbox that reads task revisions only for
+// the tasks it was told about (Local): the worker calls Touch when a task
+// gets an event, so that the next Claim reads the task's revision. An
+// outbox that reads revisions in its Claim (PG) needs no Touch.
+type Toucher interface {
+	Touch(task a2a.TaskID)
+}
+
+// Outbox errors.
+var (
+	ErrNotFound  = errors.New("pushdelivery: push config not found")
+	ErrTooMany   = errors.New("pushdelivery: too many push configs on the task")
+	ErrLeaseLost = errors.New("pushdelivery: lease lost")
+)
+
+// MaxConfigsPerTask bounds the configurations of one task.
+const MaxConfigsPerTask = 16

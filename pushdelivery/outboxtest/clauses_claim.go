@@ -1,0 +1,310 @@
+package outboxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/pushdelivery"
+)
+
+func testClaimNeedsRevision(t *testing.T, e *env) {
+	e.task("t1")
+	r := e.record("t1", "c1")
+	r.Delivered = 1
+	e.save(r)
+	e.noClaim("revision 1, delivered 1")
+	rev := e.bump("t1")
+	if l := e.mustClaim("t1", "c1"); l.Revision() != rev {
+		t.Fatalf("lease revision %d, want %d", l.Revision(), rev)
+	}
+}
+
+func testClaimSkipsDone(t *testing.T, e *env) {
+	e.task("t1")
+	r := e.record("t1", "c1")
+	r.Done = true
+	e.save(r)
+	e.bump("t1")
+	e.noClaim("done record")
+}
+
+func testClaimWaitsNextAt(t *testing.T, e *env) {
+	e.task("t1")
+	r := e.record("t1", "c1")
+	r.NextAt = e.clk.Now().Add(10 * time.Second)
+	e.save(r)
+	e.noClaim("next_at in 10 s")
+	e.clk.advance(9 * time.Second)
+	e.noClaim("next_at in 1 s")
+	e.clk.advance(time.Second)
+	e.mustClaim("t1", "c1")
+}
+
+func testClaimSkipsBusy(t *testing.T, e *env) {
+	e.task("t1")
+	a, b := e.record("t1", "a"), e.record("t1", "b")
+	a.Dest, b.Dest = "https://a.example:443", "https://b.example:443"
+	b.NextAt = a.NextAt.Add(-time.Second) // b first, unless busy
+	e.save(a)
+	e.save(b)
+	l := e.claim("https://b.example:443", "http://c.example:80")
+	if l == nil || l.Record().Config.ID != "a" {
+		t.Fatalf("busy b: claimed %v, want a", l)
+	}
+	e.noClaim("a leased, b busy", "https://b.example:443")
+	e.mustClaim("t1", "b")
+}
+
+func testClaimMissingTask(t *testing.T, e *env) {
+	e.save(e.record("nosuchtask", "c1"))
+	e.noClaim("task missing")
+}
+
+func testLeaseRevision(t *testing.T, e *env) {
+	e.task("t1")
+	e.bump("t1")
+	rev := e.bump("t1")
+	e.save(e.record("t1", "c1"))
+	if l := e.mustClaim("t1", "c1"); l.Revision() != rev {
+		t.Fatalf("lease revision %d, want %d", l.Revision(), rev)
+	}
+}
+
+func testClaimOnce(t *testing.T, e *env) {
+	e.task("t1")
+	e.save(e.record("t1", "c1"))
+	e.mustClaim("t1", "c1")
+	e.noClaim("leased")
+	e.clk.advance(Lease - time.Second)
+	e.noClaim("lease alive")
+}
+
+// ClaimConcurrently claims from the outboxes with goroutines goroutines
+// (spread over them) until none claims anything, and returns how many
+// times each record ("task/id") was claimed. Leases are kept.
+func ClaimConcurrently(t *testing.T, now time.Time, goroutines int, outboxes ...pushdelivery.Outbox) map[string]int {
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		o := outboxes[i%len(outboxes)]
+		wg.Go(func() {
+			for {
+				l, err := o.Claim(context.Background(), now, nil)
+				if err != nil {
+					t.Error(err)
+				}
+				if l == nil || err != nil {
+					return
+				}
+				mu.Lock()
+				got[string(l.Record().TaskID)+"/"+l.Record().Config.ID]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return got
+}
+
+func testConcurrentClaims(t *testing.T, e *env) {
+	want := map[string]bool{}
+	for i := range 3 {
+		task := a2a.TaskID(fmt.Sprintf("t%d", i))
+		e.task(task)
+		for j := range 10 {
+			r := e.record(task, fmt.Sprintf("c%d", j))
+			e.save(r)
+			want[string(task)+"/"+r.Config.ID] = true
+		}
+	}
+	got := ClaimConcurrently(t, e.clk.Now(), 8, e.o)
+	for k, n := range got {
+		if n != 1 || !want[k] {
+			t.Errorf("%s claimed %d times (expected: %v)", k, n, want[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("claimed %d records, want %d", len(got), len(want))
+	}
+}
+
+// delivered is r after a delivery of revision rev that left a failure
+// of the next entry behind.
+func delivered(e *env, r *pushdelivery.Record, rev int64) *pushdelivery.Record {
+	n := *r
+	n.Delivered, n.Attempts, n.LastError = rev, 1, "HTTP 503"
+	n.FailingSince = e.clk.Now()
+	n.NextAt = e.clk.Now().Add(2 * time.Second)
+	n.Done = true
+	return &n
+}
+
+// claimOne creates task t1 with one record, c1, and claims it.
+func claimOne(e *env) (*pushdelivery.Record, pushdelivery.Lease) {
+	e.t.Helper()
+	e.task("t1")
+	r := e.record("t1", "c1")
+	e.save(r)
+	return r, e.mustClaim("t1", "c1")
+}
+
+// expectLost commits r through l and expects ErrLeaseLost.
+func expectLost(e *env, l pushdelivery.Lease, r *pushdelivery.Record, why string) {
+	e.t.Helper()
+	if err := l.Commit(e.ctx, r); !errors.Is(err, pushdelivery.ErrLeaseLost) {
+		e.t.Fatalf("%s: %v, want ErrLeaseLost", why, err)
+	}
+}
+
+func testCommitPersists(t *testing.T, e *env) {
+	r, l := claimOne(e)
+	want := delivered(e, r, 1)
+	if err := l.Commit(e.ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	e.check("t1", "c1", want)
+	expectLost(e, l, r, "second commit of one lease")
+	e.check("t1", "c1", want)
+}
+
+func testCommitKeepsConfig(t *testing.T, e *env) {
+	r, l := claimOne(e)
+	c := delivered(e, r, 1)
+	c.Done = false
+	c.Config.URL, c.Dest, c.Created = "http://evil.example/", "http://evil.example:80", time.Time{}
+	if err := l.Commit(e.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	want := delivered(e, r, 1)
+	want.Done = false
+	e.check("t1", "c1", want)
+}
+
+func testRelease(t *testing.T, e *env) {
+	r, l := claimOne(e)
+	l.Release(e.ctx)
+	e.check("t1", "c1", r)
+	e.mustClaim("t1", "c1")
+	expectLost(e, l, delivered(e, r, 1), "commit after release and reclaim")
+	e.check("t1", "c1", r)
+}
+
+func testLeaseExpiry(t *testing.T, e *env) {
+	r, old := claimOne(e)
+	e.clk.advance(Lease + time.Second)
+	cur := e.mustClaim("t1", "c1")
+	expectLost(e, old, delivered(e, r, 1), "commit of the expired lease")
+	e.check("t1", "c1", r)
+	old.Release(e.ctx)
+	e.noClaim("the new holder's lease survives the old one's release")
+	want := delivered(e, r, 1)
+	if err := cur.Commit(e.ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	e.check("t1", "c1", want)
+}
+
+func testCommitAfterDelete(t *testing.T, e *env) {
+	r, l := claimOne(e)
+	if err := e.o.Delete(e.ctx, "t1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	expectLost(e, l, delivered(e, r, 1), "commit after delete")
+	if _, err := e.o.Get(e.ctx, "t1", "c1"); !isNotFound(err) {
+		t.Fatalf("commit brought the record back: %v", err)
+	}
+	e.save(r) // saved again: a new record, not the lease's
+	expectLost(e, l, delivered(e, r, 1), "commit after delete and save")
+	e.check("t1", "c1", r)
+}
+
+func (e *env) sweep(grace time.Duration, limit, want int) {
+	e.t.Helper()
+	n, err := e.o.Sweep(e.ctx, grace, limit)
+	if err != nil || n != want {
+		e.t.Fatalf("sweep: %d, %v; want %d", n, err, want)
+	}
+}
+
+func testSweep(t *testing.T, e *env) {
+	e.task("t1")
+	e.task("t2")
+	old := func(task a2a.TaskID, id string) *pushdelivery.Record {
+		r := e.record(task, id)
+		r.Created = e.clk.Now().Add(-2 * time.Hour)
+		return r
+	}
+	e.save(old("t1", "a"))   // task exists: kept
+	e.save(old("t2", "a"))   // task deleted below: swept
+	e.save(old("gone", "a")) // never existed: swept
+	e.save(e.record("gone", "b"))
+	if err := e.s.Delete(e.ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	e.sweep(time.Hour, 100, 2)
+	for _, k := range [][2]string{{"t2", "a"}, {"gone", "a"}} {
+		if _, err := e.o.Get(e.ctx, a2a.TaskID(k[0]), k[1]); !isNotFound(err) {
+			t.Fatalf("%s/%s not swept: %v", k[0], k[1], err)
+		}
+	}
+	e.get("t1", "a")
+	e.get("gone", "b") // younger than grace
+	e.clk.advance(time.Hour + time.Second)
+	e.sweep(time.Hour, 100, 1)
+	e.get("t1", "a")
+}
+
+func testSweepLimit(t *testing.T, e *env) {
+	for i := range 5 {
+		r := e.record(a2a.TaskID(fmt.Sprintf("gone%d", i%2)), fmt.Sprintf("c%d", i))
+		r.Created = e.clk.Now().Add(-2 * time.Hour)
+		e.save(r)
+	}
+	e.sweep(time.Hour, 2, 2)
+	e.sweep(time.Hour, 2, 2)
+	e.sweep(time.Hour, 2, 1)
+	e.sweep(time.Hour, 2, 0)
+}
+
+// testDepth: a due record has waited since the later of its NextAt and
+// its first undelivered entry's commit (here, the task's creation 30 s
+// ago).
+func testDepth(t *testing.T, e *env) {
+	e.task("t1")
+	e.clk.advance(30 * time.Second)
+	now := e.clk.Now()
+	mk := func(id string, next time.Duration, delivered int64, done bool) {
+		r := e.record("t1", id)
+		r.NextAt, r.Delivered, r.Done = now.Add(next), delivered, done
+		if next == 0 {
+			r.NextAt = time.Time{} // as a delivery leaves it
+		}
+		e.save(r)
+	}
+	mk("done", -time.Hour, 0, true)
+	mk("later", time.Minute, 0, false)
+	mk("due", -10*time.Second, 0, false)
+	mk("due-recent", -time.Second, 0, false)
+	mk("caught-up", -time.Hour, 1, false)
+	n, age, err := e.o.Depth(e.ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || age != 10*time.Second {
+		t.Fatalf("depth %d, oldest due %v; want 4, 10s", n, age)
+	}
+	// A record due since its entry (no retry time) has waited since the
+	// task's creation: 30 s on the suite's clock, a little less on a store
+	// that stamps its own.
+	mk("fresh", 0, 0, false)
+	e.get("t1", "fresh") // saved
+	if _, age, err = e.o.Depth(e.ctx, now); err != nil || age < 29*time.Second || age > 30*time.Second {
+		t.Fatalf("oldest due %v, %v; want the task's age, 29-30s", age, err)
+	}
+}

@@ -1,0 +1,259 @@
+package pushdelivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PGOptions configure the PostgreSQL outbox. The zero value is valid.
+type PGOptions struct {
+	// Schema holds a2a_push_configs, beside pgstore's a2a_tasks, which
+	// Claim, Sweep and Depth read. Default "public".
+	Schema string
+	// Lease is how long a claim lasts before another Claim, in any
+	// process, may take the record again. Default 30 s.
+	Lease time.Duration
+	// Clock gives the time of Sweep's grace. Default time.Now.
+	Clock func() time.Time
+}
+
+// PG is the outbox on PostgreSQL: one row per push configuration in
+// {schema}.a2a_push_configs, claimed by any instance over the same
+// database. A claim is one statement (FOR UPDATE SKIP LOCKED, then a lease
+// token and expiry on the row), so no transaction stays open while the
+// holder delivers; Commit and Release are fenced by the token. Lease
+// expiry compares the times the instances pass to Claim: their clocks
+// must agree to well within the lease time.
+type PG struct {
+	pool *pgxpool.Pool
+	opts PGOptions
+	sql  pgSQL
+}
+
+var _ Outbox = (*PG)(nil)
+
+// NewPG creates the table and its claim index if missing (the schema
+// must hold, or get from pgstore, the a2a_tasks table) and returns the
+// outbox.
+func NewPG(ctx context.Context, pool *pgxpool.Pool, opts PGOptions) (*PG, error) {
+	if opts.Schema == "" {
+		opts.Schema = "public"
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	p := &PG{pool: pool, opts: opts, sql: newPGSQL(pgx.Identifier{opts.Schema}.Sanitize())}
+	if err := p.ensureSchema(ctx); err != nil {
+		return nil, fmt.Errorf("pushdelivery: pg schema: %w", err)
+	}
+	return p, nil
+}
+
+// ensureSchema runs the DDL in one transaction under an advisory lock:
+// concurrent CREATE ... IF NOT EXISTS can fail on the catalogs otherwise.
+func (p *PG) ensureSchema(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery:' || $1, 0))`, p.opts.Schema); err != nil {
+			return err
+		}
+		for _, stmt := range p.sql.ddl {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func pgErr(op string, err error) error {
+	return fmt.Errorf("pushdelivery: pg %s: %w", op, err)
+}
+
+// nullTime maps the zero time to NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// scanRecord reads the columns of pgSQL.cols, then extra.
+func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
+	var r Record
+	var config []byte
+	var failing *time.Time
+	dest := append([]any{&r.TaskID, &r.Config.ID, &config, &r.Dest, &r.Created, &r.Delivered,
+		&r.Attempts, &failing, &r.NextAt, &r.LastError, &r.Done}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	id := r.Config.ID
+	if err := json.Unmarshal(config, &r.Config); err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	r.Config.ID, r.Config.TaskID = id, r.TaskID
+	if failing != nil {
+		r.FailingSince = *failing
+	}
+	return &r, nil
+}
+
+// Save implements Outbox. The count and the upsert run in one
+// transaction under a lock on the task, so concurrent saves cannot pass
+// MaxConfigsPerTask together.
+func (p *PG) Save(ctx context.Context, r *Record) error {
+	config, err := json.Marshal(r.Config)
+	if err != nil {
+		return fmt.Errorf("pushdelivery: encode config: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
+			return err
+		}
+		var n int
+		var exists bool
+		if err := tx.QueryRow(ctx, p.sql.count, r.TaskID, r.Config.ID).Scan(&n, &exists); err != nil {
+			return err
+		}
+		if !exists && n >= MaxConfigsPerTask {
+			return ErrTooMany
+		}
+		_, err := tx.Exec(ctx, p.sql.upsert, r.TaskID, r.Config.ID, config, r.Dest, r.Created,
+			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrTooMany) {
+		return pgErr("save", err)
+	}
+	return err
+}
+
+// Get implements Outbox.
+func (p *PG) Get(ctx context.Context, task a2a.TaskID, id string) (*Record, error) {
+	r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.get, task, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, pgErr("get", err)
+	}
+	return r, nil
+}
+
+// List implements Outbox (IDs compared bytewise: the column is COLLATE "C").
+func (p *PG) List(ctx context.Context, task a2a.TaskID, after string, limit int) ([]*Record, error) {
+	rows, err := p.pool.Query(ctx, p.sql.list, task, after, limit)
+	if err != nil {
+		return nil, pgErr("list", err)
+	}
+	defer rows.Close()
+	var out []*Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, pgErr("list", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, pgErr("list", err)
+	}
+	return out, nil
+}
+
+// Delete implements Outbox.
+func (p *PG) Delete(ctx context.Context, task a2a.TaskID, id string) error {
+	if _, err := p.pool.Exec(ctx, p.sql.delete, task, id); err != nil {
+		return pgErr("delete", err)
+	}
+	return nil
+}
+
+// DeleteAll implements Outbox.
+func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
+	if _, err := p.pool.Exec(ctx, p.sql.deleteAll, task); err != nil {
+		return pgErr("delete all", err)
+	}
+	return nil
+}
+
+// Claim implements Outbox in one statement: the due record first by
+// NextAt, its row locked with SKIP LOCKED (concurrent claimers pass over
+// it) and given a fresh lease token and expiry.
+func (p *PG) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	if busy == nil {
+		busy = []string{} // <> ALL(NULL) is never true
+	}
+	token := rand.Int64() | 1 // never 0
+	var rev int64
+	r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, now.Add(p.opts.Lease)), &rev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, pgErr("claim", err)
+	}
+	return &pgLease{p: p, rec: *r, rev: rev, token: token}, nil
+}
+
+// pgLease is a claimed row, fenced by its lease token.
+type pgLease struct {
+	p     *PG
+	rec   Record
+	rev   int64
+	token int64
+}
+
+func (l *pgLease) Record() *Record { r := l.rec; return &r }
+func (l *pgLease) Revision() int64 { return l.rev }
+
+func (l *pgLease) Commit(ctx context.Context, r *Record) error {
+	tag, err := l.p.pool.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
+		r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+	if err != nil {
+		return pgErr("commit", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Release gives the row back; on failure the lease simply expires.
+func (l *pgLease) Release(ctx context.Context) {
+	_, _ = l.p.pool.Exec(ctx, l.p.sql.release, l.rec.TaskID, l.rec.Config.ID, l.token)
+}
+
+// Sweep implements Outbox: one bounded DELETE of the rows older than
+// grace whose task is missing.
+func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
+	tag, err := p.pool.Exec(ctx, p.sql.sweep, p.opts.Clock().Add(-grace), limit)
+	if err != nil {
+		return 0, pgErr("sweep", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Depth implements Outbox in one query.
+func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, error) {
+	var n int
+	var oldest *time.Time
+	if err := p.pool.QueryRow(ctx, p.sql.depth, now).Scan(&n, &oldest); err != nil {
+		return 0, 0, pgErr("depth", err)
+	}
+	if oldest == nil {
+		return n, 0, nil
+	}
+	return n, max(0, now.Sub(*oldest)), nil
+}

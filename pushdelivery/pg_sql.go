@@ -1,0 +1,96 @@
+package pushdelivery
+
+import (
+	"fmt"
+	"strings"
+)
+
+// pgSQL holds the statements of one schema.
+type pgSQL struct {
+	ddl                                                   []string
+	lockTask, count, upsert, get, list, delete, deleteAll string
+	claim, commit, release, sweep, depth                  string
+}
+
+// pgCols are the columns scanRecord reads, in its order.
+const pgCols = `task_id, id, config, dest, created_at, delivered, attempts, failing_since, next_at, last_error, done`
+
+// pgTableSQL defines the table (%[1]s: the quoted schema). No foreign key:
+// a configuration may be saved before its task's first write, and Sweep
+// removes those of tasks that are gone. id is COLLATE "C" so that List
+// pages bytewise.
+const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
+	task_id       text        NOT NULL,
+	id            text        COLLATE "C" NOT NULL,
+	config        bytea       NOT NULL,
+	dest          text        NOT NULL,
+	created_at    timestamptz NOT NULL,
+	delivered     bigint      NOT NULL DEFAULT 0,
+	attempts      integer     NOT NULL DEFAULT 0,
+	failing_since timestamptz,
+	next_at       timestamptz NOT NULL,
+	last_error    text        NOT NULL DEFAULT '',
+	done          boolean     NOT NULL DEFAULT false,
+	lease_token   bigint,
+	lease_until   timestamptz,
+	PRIMARY KEY (task_id, id)
+)`
+
+// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy destinations, $3 lease token, $4 lease end.
+const pgClaimSQL = `WITH c AS (
+	SELECT p.task_id, p.id, t.revision
+	FROM %[1]s.a2a_push_configs p JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
+	WHERE NOT p.done AND p.next_at <= $1 AND t.revision > p.delivered
+	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2)
+	ORDER BY p.next_at LIMIT 1
+	FOR UPDATE OF p SKIP LOCKED)
+UPDATE %[1]s.a2a_push_configs p SET lease_token = $3, lease_until = $4
+FROM c WHERE p.task_id = c.task_id AND p.id = c.id
+RETURNING %[2]s, c.revision`
+
+// pgSweepSQL: $1 the cutoff, $2 the limit.
+const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
+	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
+	WHERE c.created_at < $1
+	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
+	LIMIT $2 FOR UPDATE SKIP LOCKED) d
+WHERE p.task_id = d.task_id AND p.id = d.id`
+
+// pgDepthSQL: $1 now.
+// A due record has waited since its first undelivered entry was logged
+// (the task's last write when that entry was trimmed), or since its
+// retry time when that is later.
+const pgDepthSQL = `SELECT count(*),
+	min(greatest(p.next_at, coalesce(l.at, t.updated_at))) FILTER (WHERE p.next_at <= $1 AND t.revision > p.delivered)
+FROM %[1]s.a2a_push_configs p LEFT JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
+	LEFT JOIN %[1]s.a2a_task_log l ON l.task_id = p.task_id AND l.revision = p.delivered + 1
+WHERE NOT p.done`
+
+func newPGSQL(schema string) pgSQL {
+	f := func(s string) string { return fmt.Sprintf(s, schema, pgCols) }
+	prefixed := "p." + strings.ReplaceAll(pgCols, ", ", ", p.")
+	return pgSQL{
+		ddl: []string{
+			f(`CREATE SCHEMA IF NOT EXISTS %[1]s`),
+			f(pgTableSQL),
+			f(`CREATE INDEX IF NOT EXISTS a2a_push_configs_due ON %[1]s.a2a_push_configs (next_at) WHERE NOT done`),
+		},
+		// $1 the schema, $2 the task: serialises the saves of one task.
+		lockTask: `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery.task:' || $1 || ':' || $2, 0))`,
+		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		upsert: f(`INSERT INTO %[1]s.a2a_push_configs (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest`),
+		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		claim:     fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		commit: f(`UPDATE %[1]s.a2a_push_configs SET delivered = $4, attempts = $5, failing_since = $6,
+	next_at = $7, last_error = $8, done = $9, lease_token = NULL, lease_until = NULL
+WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
+		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
+WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
+		sweep: f(pgSweepSQL),
+		depth: f(pgDepthSQL),
+	}
+}

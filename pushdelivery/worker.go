@@ -1,0 +1,281 @@
+package pushdelivery
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// Options configure a Worker. Outbox and Store are required; every other
+// field is valid at its zero value.
+type Options struct {
+	Outbox Outbox
+	// Store reads the task logs (ReadLog) and, for a trimmed log, the
+	// task itself (Get).
+	Store engine.LogStore
+	// Client posts the notifications. Default NewClient(ClientOptions{}).
+	Client *http.Client
+	// Workers bounds the deliveries in flight in this process. Default 4.
+	Workers int
+	// PerDest bounds the deliveries in flight to one destination
+	// (Record.Dest), so that a slow webhook cannot take every worker.
+	// Default 2.
+	PerDest int
+	// Poll is how often an idle worker claims (Wake claims at once).
+	// Default 250ms.
+	Poll time.Duration
+	// Batch bounds the log entries read per claim. Default 16.
+	Batch int
+	// MinBackoff and MaxBackoff bound the wait after a failed attempt:
+	// MinBackoff doubled per attempt up to MaxBackoff, d, drawn in
+	// [d/2, d]. Defaults 1s and 60s.
+	MinBackoff, MaxBackoff time.Duration
+	// Deadline: an entry whose webhook has been failing for this long is
+	// dropped (and counted). Default 1h.
+	Deadline time.Duration
+	// ClaimBudget: a claim posts no further entry once it has run this
+	// long, and commits; keep it well below the outbox's lease (30 s by
+	// default), so that a claim past its deadline trying one entry after
+	// another against a hanging webhook does not outlive its lease.
+	// Default 10s.
+	ClaimBudget time.Duration
+	// Clock reads the time. Default time.Now.
+	Clock func() time.Time
+	// Metrics records deliveries. Default nil: none.
+	Metrics *Metrics
+	// Logger logs failures of the store and the outbox (never a URL's
+	// query, a token or credentials). Default slog.Default().
+	Logger *slog.Logger
+	// Rand draws the backoff's jitter. Default a randomly seeded source.
+	Rand *rand.Rand
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Client == nil {
+		o.Client = NewClient(ClientOptions{})
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Workers, 4)
+	def(&o.PerDest, 2)
+	def(&o.Batch, 16)
+	o.Batch = min(o.Batch, engine.MaxLogRead)
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd(&o.Poll, 250*time.Millisecond)
+	defd(&o.MinBackoff, time.Second)
+	defd(&o.MaxBackoff, time.Minute)
+	defd(&o.Deadline, time.Hour)
+	defd(&o.ClaimBudget, 10*time.Second)
+	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+}
+
+// Worker claims due records from the outbox and delivers their tasks' log
+// entries to their webhooks. Create it with Start; stop it with Close.
+type Worker struct {
+	o      Options
+	ctx    context.Context // deliveries run under it
+	cancel context.CancelFunc
+	stop   chan struct{} // closed by Close: claim no more
+	wake   chan struct{} // one pending wake-up
+	slots  chan struct{} // one per delivery in flight (Workers)
+	looped chan struct{} // closed when the claim loop has returned
+	once   sync.Once
+	wg     sync.WaitGroup // deliveries in flight
+
+	mu struct {
+		sync.Mutex
+		dests map[string]int // deliveries in flight per Dest
+		rand  *rand.Rand
+	}
+}
+
+// Start starts a worker claiming from o.Outbox until Close or until ctx
+// ends.
+func Start(ctx context.Context, o Options) *Worker {
+	o.ensureDefaults()
+	w := &Worker{
+		o:      o,
+		stop:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		slots:  make(chan struct{}, o.Workers),
+		looped: make(chan struct{}),
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.mu.dests = make(map[string]int)
+	w.mu.rand = o.Rand
+	go w.loop()
+	return w
+}
+
+// Wake tells the worker that an event of task was committed: it claims at
+// once rather than at its next poll. When the outbox implements
+// interface{ Touch(a2a.TaskID) } it is told first (so that an outbox
+// that tracks due tasks learns of it).
+func (w *Worker) Wake(task a2a.TaskID) {
+	if t, ok := w.o.Outbox.(interface{ Touch(a2a.TaskID) }); ok && task != "" {
+		t.Touch(task)
+	}
+	w.poke()
+}
+
+func (w *Worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Sender is the push.Sender to give a2a-go's request handler
+// (a2asrv.WithPushNotifications): its SendPush only wakes the worker,
+// since the event is already in the task's log; it never posts and never
+// fails.
+func (w *Worker) Sender() push.Sender { return sender{w} }
+
+type sender struct{ w *Worker }
+
+func (s sender) SendPush(_ context.Context, config *a2a.PushConfig, event a2a.Event) error {
+	var id a2a.TaskID
+	if event != nil {
+		id = event.TaskInfo().TaskID
+	}
+	if id == "" && config != nil {
+		id = config.TaskID
+	}
+	s.w.Wake(id)
+	return nil
+}
+
+// Close stops claiming and waits for the claim and the deliveries in
+// flight to finish until ctx ends; then it cancels them and returns ctx's
+// error (a delivery canceled commits what it delivered before; the leases
+// of the others expire and their records are claimed again).
+func (w *Worker) Close(ctx context.Context) error {
+	w.once.Do(func() { close(w.stop) })
+	done := make(chan struct{})
+	go func() {
+		<-w.looped // a Claim in progress ends first (no Add after it)
+		w.wg.Wait()
+		close(done)
+	}()
+	defer w.cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// loop claims due records while a worker slot is free, and waits for a
+// wake-up, a finished delivery or the poll when none is due.
+func (w *Worker) loop() {
+	defer close(w.looped)
+	timer := time.NewTimer(w.o.Poll)
+	defer timer.Stop()
+	for {
+		select { // a free slot
+		case w.slots <- struct{}{}:
+		case <-w.stop:
+			return
+		case <-w.ctx.Done():
+			return
+		}
+		if w.claim() {
+			continue
+		}
+		<-w.slots
+		timer.Reset(w.o.Poll)
+		select {
+		case <-w.wake:
+		case <-timer.C:
+		case <-w.stop:
+			return
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// claim claims one due record and starts its delivery in a goroutine
+// holding the slot the caller took; false when none is due.
+func (w *Worker) claim() bool {
+	l, err := w.o.Outbox.Claim(w.ctx, w.o.Clock(), w.busy())
+	if err != nil {
+		if w.ctx.Err() == nil {
+			w.o.Logger.Warn("pushdelivery: claim", "err", err)
+		}
+		return false
+	}
+	if l == nil {
+		return false
+	}
+	dest := l.Record().Dest
+	w.mu.Lock()
+	w.mu.dests[dest]++
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.deliver(w.ctx, l)
+		w.mu.Lock()
+		if w.mu.dests[dest]--; w.mu.dests[dest] == 0 {
+			delete(w.mu.dests, dest)
+		}
+		w.mu.Unlock()
+		<-w.slots
+		w.poke() // a slot and maybe a destination are free again
+	}()
+	return true
+}
+
+// busy lists the destinations at their PerDest limit.
+func (w *Worker) busy() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b []string
+	for d, n := range w.mu.dests {
+		if n >= w.o.PerDest {
+			b = append(b, d)
+		}
+	}
+	return b
+}
+
+// backoff is the wait after the attempts-th failed attempt of an entry.
+func (w *Worker) backoff(attempts int) time.Duration {
+	d := w.o.MinBackoff
+	for i := 1; i < attempts && d < w.o.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, w.o.MaxBackoff)
+	w.mu.Lock()
+	j := w.mu.rand.Int64N(int64(d/2) + 1)
+	w.mu.Unlock()
+	return d/2 + time.Duration(j)
+}

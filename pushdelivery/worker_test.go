@@ -1,0 +1,501 @@
+package pushdelivery
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestRetryThenRecover: a receiver that fails three times, then recovers,
+// gets every event, in order; a retry waits for its backoff on the clock.
+func TestRetryThenRecover(t *testing.T) {
+	rc := newReceiver(t, func(_ *http.Request, n int) int {
+		if n <= 3 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	h := newHarness(t, nil)
+	h.config("t1", "c1", rc.srv.URL+"/hook")
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateCompleted)
+
+	h.settle()
+	r := h.outbox.rec("t1", "c1")
+	if rc.requests() != 1 || r.Attempts != 1 || r.Delivered != 0 || r.LastError != "status_5xx (503)" {
+		t.Fatalf("after one failure: %d requests, record %+v", rc.requests(), r)
+	}
+	wait := r.NextAt.Sub(h.clock.Now())
+	if wait < time.Second/2 || wait > time.Second {
+		t.Fatalf("first backoff %v, want in [0.5s, 1s]", wait)
+	}
+	h.settle() // not due yet: no retry
+	if rc.requests() != 1 {
+		t.Fatalf("retried before its backoff: %d requests", rc.requests())
+	}
+	h.drive(time.Second, "t1 done", func() bool { return h.outbox.rec("t1", "c1").Done })
+
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("revisions received %v, want [1 2 3]", got)
+	}
+	r = h.outbox.rec("t1", "c1")
+	if r.Delivered != 3 || r.Attempts != 0 || !r.FailingSince.IsZero() || r.LastError != "" {
+		t.Fatalf("record after recovery: %+v", r)
+	}
+	m := h.metrics
+	if a, d, f, s := h.counter(m.attempts), h.counter(m.deliveries.WithLabelValues(OutcomeDelivered)),
+		h.counter(m.deliveries.WithLabelValues(OutcomeFailed)), h.counter(m.failures.WithLabelValues(Reason5xx)); a != 6 || d != 3 || f != 3 || s != 3 {
+		t.Fatalf("attempts %v delivered %v failed %v status_5xx %v, want 6 3 3 3", a, d, f, s)
+	}
+	if n := testutil.CollectAndCount(m.latency); n != 1 || h.counter(m.leaseLost) != 0 {
+		t.Fatalf("latency histogram series %d, lease lost %v", n, h.counter(m.leaseLost))
+	}
+}
+
+// TestBackoff: exponential from MinBackoff, capped at MaxBackoff, drawn in
+// [d/2, d].
+func TestBackoff(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	w := &Worker{o: Options{MinBackoff: time.Second, MaxBackoff: time.Minute}}
+	w.mu.rand = rand.New(rand.NewPCG(uint64(seed), 0))
+	for a := 1; a <= 12; a++ {
+		d := min(time.Second<<(a-1), time.Minute)
+		for range 100 {
+			if got := w.backoff(a); got < d/2 || got > d {
+				t.Fatalf("attempt %d: backoff %v, want in [%v, %v]", a, got, d/2, d)
+			}
+		}
+	}
+}
+
+// TestDeadlineDrops: a receiver down past the deadline has its entries
+// dropped and counted, while another task's webhook keeps receiving.
+func TestDeadlineDrops(t *testing.T) {
+	down := newReceiver(t, func(*http.Request, int) int { return http.StatusInternalServerError })
+	up := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) { o.Deadline = 10 * time.Minute })
+	start := h.clock.Now()
+	h.config("a", "c", down.srv.URL+"/hook?key=secret")
+	h.config("b", "c", up.srv.URL)
+	h.create("a")
+	h.update("a", a2a.TaskStateWorking)
+	h.update("a", a2a.TaskStateCompleted)
+	h.settle()
+	h.clock.Advance(5 * time.Minute) // a keeps failing; b is written and delivered meanwhile
+	h.create("b")
+	h.update("b", a2a.TaskStateWorking)
+	h.settle()
+	if got := up.revs("b"); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("b received %v while a fails, want [1 2]", got)
+	}
+	h.drive(time.Minute, "a done", func() bool { return h.outbox.rec("a", "c").Done })
+	if took := h.clock.Now().Sub(start); took > 12*time.Minute {
+		t.Fatalf("dropping took %v: entries after the first waited for deadlines of their own", took)
+	}
+	h.update("b", a2a.TaskStateCompleted)
+	h.settle()
+
+	if got := up.revs("b"); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("b received %v, want [1 2 3]", got)
+	}
+	r := h.outbox.rec("a", "c")
+	if r.Delivered != 3 || len(down.hits()) != 0 || strings.Contains(r.LastError, "secret") || strings.Contains(r.LastError, "127.0.0.1") {
+		t.Fatalf("record of a: %+v", r)
+	}
+	if got := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); got != 3 {
+		t.Fatalf("dropped %v, want 3", got)
+	}
+	// Entries 2 and 3 came after the deadline had passed: one attempt each.
+	failed := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeFailed))
+	if attempts := h.counter(h.metrics.attempts); attempts != failed+3+3 {
+		t.Fatalf("attempts %v, failed %v: want failed + 3 dropped + 3 delivered", attempts, failed)
+	}
+}
+
+// TestOrderUnderRandomFailures: several tasks, two webhooks each, receivers
+// failing at random: every webhook gets every event of its task once, in
+// log order.
+func TestOrderUnderRandomFailures(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(uint64(seed), 1)) // the receivers', under mu
+	wakes := rand.New(rand.NewPCG(uint64(seed), 2))
+	flaky := func(*http.Request, int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if rnd.IntN(3) == 0 {
+			return []int{http.StatusBadGateway, http.StatusTooManyRequests, http.StatusFound}[rnd.IntN(3)]
+		}
+		return 0
+	}
+	rcs := []*receiver{newReceiver(t, flaky), newReceiver(t, flaky)}
+	h := newHarness(t, func(o *Options) { o.Deadline = 1000 * time.Hour; o.Batch = 3 })
+	tasks := []a2a.TaskID{"t0", "t1", "t2", "t3", "t4"}
+	for _, id := range tasks {
+		h.config(id, "x", rcs[0].srv.URL)
+		h.config(id, "y", rcs[1].srv.URL+"/y")
+		h.create(id)
+	}
+	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateWorking, a2a.TaskStateWorking, a2a.TaskStateCompleted}
+	for _, st := range states {
+		for _, id := range tasks {
+			h.update(id, st)
+			if wakes.IntN(2) == 0 {
+				h.w.Wake(id)
+			}
+		}
+	}
+	h.drive(time.Minute, "all done", func() bool {
+		for _, id := range tasks {
+			if !h.outbox.rec(id, "x").Done || !h.outbox.rec(id, "y").Done {
+				return false
+			}
+		}
+		return true
+	})
+	for i, rc := range rcs {
+		for _, id := range tasks {
+			if got := rc.revs(id); !slices.Equal(got, []int64{1, 2, 3, 4, 5, 6}) {
+				t.Errorf("receiver %d, task %s: revisions %v, want 1..6 once each in order", i, id, got)
+			}
+		}
+	}
+}
+
+// TestHeadersAndPayload: content type, token, authorization and revision
+// headers; the payload is a StreamResponse; nothing secret in the
+// record's error or the metrics.
+func TestHeadersAndPayload(t *testing.T) {
+	rc := newReceiver(t, func(_ *http.Request, n int) int {
+		if n == 1 {
+			return http.StatusUnauthorized
+		}
+		return 0
+	})
+	h := newHarness(t, nil)
+	u := rc.srv.URL + "/hook?sig=query-secret"
+	h.outbox.Save(h.ctx, &Record{TaskID: "t1", Dest: rc.srv.URL, Created: h.clock.Now(),
+		Config: a2a.PushConfig{ID: "c1", URL: u, Token: "tok-1", Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "cred-1"}}})
+	h.create("t1")
+	h.update("t1", a2a.TaskStateCompleted)
+	h.settle()
+	if r := h.outbox.rec("t1", "c1"); r.LastError != "status_4xx (401)" {
+		t.Fatalf("LastError %q", r.LastError)
+	}
+	h.drive(time.Second, "done", func() bool { return h.outbox.rec("t1", "c1").Done })
+
+	hits := rc.hits()
+	if len(hits) != 2 {
+		t.Fatalf("%d hits, want 2", len(hits))
+	}
+	for i, hit := range hits {
+		want := map[string]string{"Content-Type": ContentType, HeaderToken: "tok-1",
+			"Authorization": "Bearer cred-1", HeaderRevision: []string{"1", "2"}[i]}
+		for k, v := range want {
+			if got := hit.header.Get(k); got != v {
+				t.Errorf("hit %d: %s = %q, want %q", i, k, got, v)
+			}
+		}
+	}
+	if task, ok := hits[0].event.(*a2a.Task); !ok || task.ID != "t1" || task.Status.State != a2a.TaskStateSubmitted {
+		t.Errorf("first payload %#v, want the submitted task", hits[0].event)
+	}
+	if ev, ok := hits[1].event.(*a2a.TaskStatusUpdateEvent); !ok || ev.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("second payload %#v, want the completed status update", hits[1].event)
+	}
+	checkNoSecrets(t, h, "query-secret", "tok-1", "cred-1", "/hook", "127.0.0.1")
+}
+
+// checkNoSecrets fails if a metric's label holds any of secrets.
+func checkNoSecrets(t *testing.T, h *harness, secrets ...string) {
+	t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				for _, s := range secrets {
+					if strings.Contains(l.GetValue(), s) {
+						t.Errorf("metric %s label %s=%q holds %q", mf.GetName(), l.GetName(), l.GetValue(), s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestHistoryPassedOver: a history-only entry delivers nothing but moves
+// the cursor.
+func TestHistoryPassedOver(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, nil)
+	h.config("t1", "c1", rc.srv.URL)
+	h.create("t1")
+	msg := &a2a.Message{ID: "m1", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hi")}}
+	if _, err := h.store.AppendHistory(h.ctx, "t1", msg); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c1"); !slices.Equal(got, []int64{1}) || r.Delivered != 2 {
+		t.Fatalf("received %v, cursor %d: want [1] and 2", got, r.Delivered)
+	}
+	h.update("t1", a2a.TaskStateCompleted)
+	h.settle()
+	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c1"); !slices.Equal(got, []int64{1, 3}) || r.Delivered != 3 || !r.Done {
+		t.Fatalf("received %v, record %+v: want [1 3], done at 3", got, r)
+	}
+}
+
+// TestTrimmedLog: a log trimmed past the cursor delivers the task itself
+// at its revision, then the entries after it.
+func TestTrimmedLog(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, nil)
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateInputRequired)
+	h.create("t2")
+	h.update("t2", a2a.TaskStateWorking)
+	h.clock.Advance(time.Minute)
+	if _, err := h.store.TrimLog(h.ctx, h.clock.Micros(), 10); err != nil {
+		t.Fatal(err)
+	}
+	h.update("t2", a2a.TaskStateWorking) // t2's log now starts at 3, above its cursor + 1
+	h.config("t1", "c", rc.srv.URL)      // no entries at all above the cursor
+	h.config("t2", "c", rc.srv.URL)
+	h.settle()
+	for id, rev := range map[a2a.TaskID]int64{"t1": 3, "t2": 3} {
+		hits := slices.DeleteFunc(rc.hits(), func(x hit) bool { return x.task != id })
+		if len(hits) != 1 || hits[0].rev != rev {
+			t.Fatalf("%s: hits %+v, want one at revision %d", id, hits, rev)
+		}
+		if task, ok := hits[0].event.(*a2a.Task); !ok || task.ID != id {
+			t.Fatalf("%s: payload %#v, want the task", id, hits[0].event)
+		}
+	}
+	h.update("t1", a2a.TaskStateCompleted)
+	h.settle()
+	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c"); !slices.Equal(got, []int64{3, 4}) || !r.Done {
+		t.Fatalf("t1: received %v, record %+v", got, r)
+	}
+}
+
+// blocking is a receiver answer that holds each request until release is
+// closed (or the request ends), counting those in flight.
+type blocking struct {
+	release  chan struct{}
+	mu       sync.Mutex
+	inFlight int
+}
+
+func newBlocking() *blocking { return &blocking{release: make(chan struct{})} }
+
+func (b *blocking) answer(r *http.Request, _ int) int {
+	b.mu.Lock()
+	b.inFlight++
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.inFlight--
+		b.mu.Unlock()
+	}()
+	select {
+	case <-b.release:
+		return 0
+	case <-r.Context().Done():
+		return http.StatusServiceUnavailable
+	}
+}
+
+func (b *blocking) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight
+}
+
+// inFlight starts a harness whose task t1's first notification hangs at
+// its receiver (until b.release is closed).
+func inFlight(t *testing.T) (*harness, *blocking, *receiver) {
+	b := newBlocking()
+	rc := newReceiver(t, b.answer)
+	h := newHarness(t, nil)
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.w.Wake("t1")
+	eventually(t, "a request in flight", func() bool { return b.count() == 1 })
+	return h, b, rc
+}
+
+// TestCloseDrains: Close waits for the delivery in flight and it commits;
+// it claims no more afterwards.
+func TestCloseDrains(t *testing.T) {
+	h, b, rc := inFlight(t)
+	closed := make(chan error)
+	go func() { closed <- h.w.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v with a delivery in flight", err)
+	default:
+	}
+	close(b.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if r := h.outbox.rec("t1", "c"); r.Delivered != 1 || h.outbox.leased("t1", "c") {
+		t.Fatalf("record after Close: %+v", r)
+	}
+	h.update("t1", a2a.TaskStateCompleted)
+	h.w.Wake("t1")
+	if h.outbox.leased("t1", "c") || len(rc.hits()) != 1 {
+		t.Fatal("claimed after Close")
+	}
+}
+
+// TestCloseCancels: when Close's context ends first, the delivery in
+// flight is canceled and not counted as the webhook's failure.
+func TestCloseCancels(t *testing.T) {
+	h, _, _ := inFlight(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.w.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close: %v, want context.Canceled", err)
+	}
+	r := h.outbox.rec("t1", "c")
+	if r.Delivered != 0 || r.Attempts != 0 || r.LastError != "" || h.counter(h.metrics.attempts) != 0 {
+		t.Fatalf("canceled delivery recorded as an attempt: %+v", r)
+	}
+}
+
+// TestPerDestLimit: a hanging webhook holds at most PerDest workers; a
+// record of another destination is delivered meanwhile.
+func TestPerDestLimit(t *testing.T) {
+	b := newBlocking()
+	slow := newReceiver(t, b.answer)
+	fast := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) { o.Workers, o.PerDest = 2, 1 })
+	h.config("a1", "c", slow.srv.URL+"/1")
+	h.config("a2", "c", slow.srv.URL+"/2")
+	h.config("b", "c", fast.srv.URL)
+	for _, id := range []a2a.TaskID{"a1", "a2", "b"} {
+		h.create(id)
+	}
+	h.w.Wake("")
+	eventually(t, "b delivered, a1 in flight", func() bool { return len(fast.hits()) == 1 && b.count() == 1 })
+	if h.outbox.leased("a2", "c") {
+		t.Fatalf("slow destination: %d requests in flight, a2 leased %v; want 1, false", b.count(), h.outbox.leased("a2", "c"))
+	}
+	close(b.release)
+	h.settle()
+	if got := len(slow.hits()); got != 2 {
+		t.Fatalf("slow destination got %d, want 2", got)
+	}
+}
+
+// TestSender: SendPush wakes the worker and never fails.
+func TestSender(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, nil)
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	cfg := &a2a.PushConfig{ID: "c", URL: "http://unused.invalid", TaskID: "t1"}
+	if err := h.w.Sender().SendPush(h.ctx, cfg, &a2a.Task{ID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "delivered after SendPush", func() bool { return len(rc.hits()) == 1 })
+}
+
+// TestLeaseLost: a commit after the record was deleted (or claimed by
+// another worker) changes nothing and is counted.
+func TestLeaseLost(t *testing.T) {
+	h, b, rc := inFlight(t)
+	if err := h.outbox.Delete(h.ctx, "t1", "c"); err != nil {
+		t.Fatal(err)
+	}
+	close(b.release)
+	eventually(t, "lease lost counted", func() bool { return h.counter(h.metrics.leaseLost) == 1 })
+	if len(rc.hits()) != 1 {
+		t.Fatalf("%d hits", len(rc.hits()))
+	}
+}
+
+// stuckOutbox is an outbox whose Claim hangs until its context ends (a
+// database that does not answer).
+type stuckOutbox struct {
+	*fakeOutbox
+	claiming chan struct{}
+}
+
+func (o *stuckOutbox) Claim(ctx context.Context, _ time.Time, _ []string) (Lease, error) {
+	o.claiming <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCloseDuringClaim: Close's context bounds a Claim that hangs too.
+func TestCloseDuringClaim(t *testing.T) {
+	stuck := &stuckOutbox{claiming: make(chan struct{}, 1)}
+	h := newHarness(t, func(o *Options) {
+		stuck.fakeOutbox = o.Outbox.(*fakeOutbox)
+		o.Outbox = stuck
+	})
+	h.w.Wake("")
+	<-stuck.claiming
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- h.w.Close(ctx) }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a hanging Claim past its context")
+	}
+}
+
+// TestClaimBudget: a claim posts no further entry once it has run
+// ClaimBudget (10 s by default) and commits what it delivered, so a slow
+// webhook cannot keep a claim past its lease; the next claim goes on from
+// the committed cursor. Each post here takes 6 s of the clock: the first
+// claim posts revisions 1 and 2, the second revision 3.
+func TestClaimBudget(t *testing.T) {
+	var h *harness
+	var mu sync.Mutex
+	var cursors []int64 // the committed cursor at each post
+	rc := newReceiver(t, func(_ *http.Request, _ int) int {
+		mu.Lock()
+		cursors = append(cursors, h.outbox.rec("t1", "c1").Delivered)
+		mu.Unlock()
+		h.clock.Advance(6 * time.Second)
+		return 0
+	})
+	h = newHarness(t, nil)
+	h.config("t1", "c1", rc.srv.URL+"/hook")
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateCompleted)
+	h.drive(time.Second, "t1 done", func() bool { return h.outbox.rec("t1", "c1").Done })
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Fatalf("revisions received %v, want [1 2 3]", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(cursors, []int64{0, 0, 2}) {
+		t.Fatalf("committed cursor at each post %v, want [0 0 2]: one claim of two entries, then one of one", cursors)
+	}
+}
