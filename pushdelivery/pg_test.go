@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // newPool opens a pool on dsn closed at cleanup; app names its sessions.
-func newPool(t *testing.T, dsn, app string) *pgxpool.Pool {
+func newPool(t testing.TB, dsn, app string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -36,7 +36,7 @@ func newPool(t *testing.T, dsn, app string) *pgxpool.Pool {
 }
 
 // openPG makes a store and an outbox in a fresh schema over pool.
-func openPG(t *testing.T, pool *pgxpool.Pool, schema string, clock func() time.Time) (*pushdelivery.PG, *pgstore.Store) {
+func openPG(t testing.TB, pool *pgxpool.Pool, schema string, clock func() time.Time) (*pushdelivery.PG, *pgstore.Store) {
 	t.Helper()
 	ctx := context.Background()
 	if schema == "" {
