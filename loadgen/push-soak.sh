@@ -118,7 +118,7 @@ rss() { local n=$1; ps -o rss= -p "${pid[$n]}" 2>/dev/null | awk '{printf "%.0f"
 depth() {
   for n in a b; do
     curl -fsS "http://127.0.0.1:${metrics[$n]}/metrics" 2>/dev/null |
-      awk '/^a2astore_push_queue_depth[ {]/ {print $NF; found=1; exit} END {if (!found) exit 1}' && return 0
+      awk '/^a2astore_push_queue_depth[ {]/ {v=$NF; found=1} END {if (!found) exit 1; print v}' && return 0 # reads it all: no SIGPIPE under pipefail
   done
   echo -
 }
