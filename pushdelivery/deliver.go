@@ -69,6 +69,8 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
 	}
 	start := w.o.Clock()
+	// The read reached the log's last entry (at claim time at least).
+	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
 	for i := range entries {
 		if i > 0 && w.o.Clock().Sub(start) >= w.o.ClaimBudget {
 			return nil // the rest in the next claim, within the lease
@@ -79,7 +81,8 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 			w.o.Logger.Error("pushdelivery: log entry passed over", "task", rec.TaskID, "revision", e.Revision, "err", err)
 			payload = nil
 		}
-		if !w.step(ctx, rec, e.Revision, payload, e.Time, e.State) {
+		last := end && i == len(entries)-1 // a terminal entry with more after it is not the end
+		if !w.step(ctx, rec, e.Revision, payload, e.Time, last && e.State.Terminal()) {
 			return nil
 		}
 	}
@@ -97,15 +100,15 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode task: %w", err)
 	}
-	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State)
+	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State.Terminal())
 	return nil
 }
 
 // step delivers one entry at revision rev (payload nil: nothing to send,
-// it is passed over) committed at µs at (0: unknown), leaving its task in
-// state st. It reports whether the cursor moved past it (delivered,
+// it is passed over) committed at µs at (0: unknown); done: the entry is
+// terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
-func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, st a2a.TaskState) bool {
+func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, done bool) bool {
 	if payload != nil {
 		status, err := w.post(ctx, rec, rev, payload)
 		reason := classify(status, err)
@@ -124,7 +127,7 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 			return false
 		}
 	}
-	rec.Delivered, rec.Done, rec.NextAt = rev, st.Terminal(), time.Time{}
+	rec.Delivered, rec.Done, rec.NextAt = rev, done, time.Time{}
 	return true
 }
 

@@ -499,3 +499,33 @@ func TestClaimBudget(t *testing.T) {
 		t.Fatalf("committed cursor at each post %v, want [0 0 2]: one claim of two entries, then one of one", cursors)
 	}
 }
+
+// TestTerminalNotLastEntry: a terminal entry ends a record (Done) only
+// when it is the log's last: a task written again after it (SPEC S7
+// allows a Replace of a terminal task) has the later entries delivered
+// whether or not they fall in the same batch. With Done taken from the
+// last entry read alone, a batch ending at the terminal entry marked the
+// record done and revision 3 was never delivered.
+func TestTerminalNotLastEntry(t *testing.T) {
+	for _, batch := range []int{2, 16} {
+		rc := newReceiver(t, nil)
+		h := newHarness(t, func(o *Options) { o.Batch = batch })
+		h.create("t1")
+		h.update("t1", a2a.TaskStateCompleted)
+		h.update("t1", a2a.TaskStateWorking)
+		h.config("t1", "c", rc.srv.URL)
+		h.settle()
+		h.settle()
+		if got, r := rc.revs("t1"), h.outbox.rec("t1", "c"); !slices.Equal(got, []int64{1, 2, 3}) || r.Done {
+			t.Errorf("batch %d: received %v, record %+v: want [1 2 3], not done", batch, got, r)
+		}
+		// A full batch ending at the log's last entry, terminal, is the end.
+		h.create("t2")
+		h.update("t2", a2a.TaskStateCompleted)
+		h.config("t2", "c", rc.srv.URL)
+		h.settle()
+		if got, r := rc.revs("t2"), h.outbox.rec("t2", "c"); !slices.Equal(got, []int64{1, 2}) || !r.Done {
+			t.Errorf("batch %d: t2 received %v, record %+v: want [1 2], done", batch, got, r)
+		}
+	}
+}
