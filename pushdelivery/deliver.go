@@ -37,9 +37,10 @@ const commitTimeout = 5 * time.Second
 // deliver delivers the entries of the claimed record after its cursor, in
 // log order, stopping at the first failure, and commits the new cursor.
 // A delivery that Close cancels commits what it delivered before.
-func (w *Worker) deliver(ctx context.Context, l Lease) {
+// claimed is the time of the claim, from which ClaimBudget runs.
+func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	rec := *l.Record()
-	err := w.send(ctx, l.Revision(), &rec)
+	err := w.send(ctx, l.Revision(), &rec, claimed)
 	cctx := ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -59,8 +60,9 @@ func (w *Worker) deliver(ctx context.Context, l Lease) {
 }
 
 // send delivers rec's log entries after rec.Delivered (at most a batch),
-// updating rec; head is the task's revision at claim time.
-func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
+// updating rec; head is the task's revision at claim time, claimed the
+// claim's time.
+func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time.Time) error {
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
 	if err != nil {
 		return fmt.Errorf("read log: %w", err)
@@ -68,11 +70,10 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
 		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
 	}
-	start := w.o.Clock()
 	// The read reached the log's last entry (at claim time at least).
 	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
 	for i := range entries {
-		if i > 0 && w.o.Clock().Sub(start) >= w.o.ClaimBudget {
+		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget {
 			return nil // the rest in the next claim, within the lease
 		}
 		e := &entries[i]
