@@ -73,18 +73,19 @@ type nextPage struct{ token string }
 type nextPageKey struct{}
 
 // PushConfigCheck returns a call interceptor that checks the push config
-// of a SendMessage or SendStreamingMessage with validate
-// (pushdelivery.Validate) before a2a-go saves it: a2a-go v2.3.1 answers a
-// failed save with an error that prints the whole config, token and all,
-// to the client and the logs. Bad input is then the validator's error and
-// nothing runs.
-func PushConfigCheck(validate func(*a2a.PushConfig) error) a2asrv.CallInterceptor {
-	return pushConfigCheck{validate: validate}
+// of a SendMessage or SendStreamingMessage with check
+// (pushdelivery.ConfigStore.Check: its task is the message's, "" for a
+// new task) before a2a-go saves it: a2a-go v2.3.1 answers a failed save
+// with an error that prints the whole config, token and all, to the
+// client and the logs. Bad input, or a config the store would refuse, is
+// then check's error and nothing runs.
+func PushConfigCheck(check func(context.Context, a2a.TaskID, *a2a.PushConfig) error) a2asrv.CallInterceptor {
+	return pushConfigCheck{check: check}
 }
 
 type pushConfigCheck struct {
 	a2asrv.PassthroughCallInterceptor
-	validate func(*a2a.PushConfig) error
+	check func(context.Context, a2a.TaskID, *a2a.PushConfig) error
 }
 
 // Before implements a2asrv.CallInterceptor.
@@ -93,5 +94,9 @@ func (p pushConfigCheck) Before(ctx context.Context, _ *a2asrv.CallContext, req 
 	if !ok || r == nil || r.Config == nil || r.Config.PushConfig == nil {
 		return ctx, nil, nil
 	}
-	return ctx, nil, p.validate(r.Config.PushConfig)
+	var task a2a.TaskID
+	if r.Message != nil {
+		task = r.Message.TaskID
+	}
+	return ctx, nil, p.check(ctx, task, r.Config.PushConfig)
 }

@@ -30,6 +30,11 @@ type ClientOptions struct {
 // (ClientOptions.AllowPrivate unset): it is wrapped in the request's error.
 var ErrBlocked = errors.New("pushdelivery: destination address not allowed")
 
+// maxResponseHeader bounds the headers of a response (net/http's default
+// is 10 MiB): a webhook's answer is its status, its headers say nothing
+// delivery reads.
+const maxResponseHeader = 16 << 10
+
 // NewClient returns the HTTP client push delivery posts with, safe against
 // server-side request forgery (A2A §13): it checks the address it actually
 // connects to, after name resolution (so a name cannot rebind between the
@@ -38,7 +43,8 @@ var ErrBlocked = errors.New("pushdelivery: destination address not allowed")
 // fe80::/10), unspecified, multicast, shared (100.64.0.0/10), 0.0.0.0/8,
 // reserved and broadcast addresses and their IPv4-mapped or embedded IPv6
 // forms, unless o.AllowPrivate. It uses no proxy, follows no redirect (the
-// 3xx is the answer), reads at most o.MaxBody of a body and times out.
+// 3xx is the answer), reads at most o.MaxBody of a body and 16 KiB of
+// headers, and times out.
 func NewClient(o ClientOptions) *http.Client {
 	check := checkAddr
 	if o.AllowPrivate {
@@ -69,13 +75,14 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 		}
 	}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   o.DialTimeout,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: o.Timeout,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    o.DialTimeout,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		ResponseHeaderTimeout:  o.Timeout,
+		MaxResponseHeaderBytes: maxResponseHeader,
 	}
 	return &http.Client{
 		Transport:     &limitBody{next: tr, max: o.MaxBody},

@@ -212,3 +212,23 @@ func TestRefusedAndBlockedReasons(t *testing.T) {
 		t.Fatalf("loopback: LastError %q, %d hits; want blocked, none", r.LastError, len(open.hits()))
 	}
 }
+
+// TestHeaderLimit: a response whose headers are larger than
+// maxResponseHeader fails rather than being read into memory (net/http's
+// default allows 10 MiB per response, per delivery in flight: a receiver
+// answering with huge headers held that much of the server's memory while
+// MaxBody bounded only the body).
+func TestHeaderLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 1<<20))
+	}))
+	defer srv.Close()
+	resp, err := NewClient(ClientOptions{AllowPrivate: true}).Post(srv.URL, ContentType, strings.NewReader("{}"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a response with 1 MiB of headers was read: %s", resp.Status)
+	}
+	if classify(0, err) != ReasonOther {
+		t.Fatalf("reason %s (%v), want %s", classify(0, err), err, ReasonOther)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,12 +89,39 @@ func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.Pus
 	r := &Record{TaskID: task, Config: cfg, Dest: dest, Created: now, NextAt: now, Delivered: rev}
 	if err := c.o.Save(ctx, r); err != nil {
 		if errors.Is(err, ErrTooMany) {
-			return nil, fmt.Errorf("%w: %w (at most %d)", a2a.ErrInvalidParams, err, MaxConfigsPerTask)
+			return nil, tooMany()
 		}
 		return nil, err
 	}
 	out := cfg
 	return &out, nil
+}
+
+func tooMany() error {
+	return fmt.Errorf("%w: %w (at most %d)", a2a.ErrInvalidParams, ErrTooMany, MaxConfigsPerTask)
+}
+
+// Check checks the push configuration a SendMessage on task carries (task
+// "": a new task) as Save would, without storing it: Validate's errors,
+// and ErrTooMany (wrapping a2a.ErrInvalidParams) when the task has
+// MaxConfigsPerTask configurations already, none with cfg's ID. Its
+// errors name neither the token nor the credentials: servers call it
+// before a2a-go v2.3.1 saves the configuration, since a failed save there
+// prints the whole configuration into the error the client and the logs
+// get. (A save failing after a passed Check, under a concurrent create or
+// a store failure, still does: an a2a-go defect.)
+func (c *ConfigStore) Check(ctx context.Context, task a2a.TaskID, cfg *a2a.PushConfig) error {
+	if err := Validate(cfg); err != nil || task == "" {
+		return err
+	}
+	recs, err := c.o.List(ctx, task, "", MaxConfigsPerTask)
+	if err != nil {
+		return err
+	}
+	if len(recs) < MaxConfigsPerTask || slices.ContainsFunc(recs, func(r *Record) bool { return r.Config.ID == cfg.ID }) {
+		return nil
+	}
+	return tooMany()
 }
 
 // revision is the task's current revision, 0 when it does not exist yet.

@@ -37,9 +37,10 @@ const commitTimeout = 5 * time.Second
 // deliver delivers the entries of the claimed record after its cursor, in
 // log order, stopping at the first failure, and commits the new cursor.
 // A delivery that Close cancels commits what it delivered before.
-func (w *Worker) deliver(ctx context.Context, l Lease) {
+// claimed is the time of the claim, from which ClaimBudget runs.
+func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	rec := *l.Record()
-	err := w.send(ctx, l.Revision(), &rec)
+	err := w.send(ctx, l.Revision(), &rec, claimed)
 	cctx := ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -59,8 +60,9 @@ func (w *Worker) deliver(ctx context.Context, l Lease) {
 }
 
 // send delivers rec's log entries after rec.Delivered (at most a batch),
-// updating rec; head is the task's revision at claim time.
-func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
+// updating rec; head is the task's revision at claim time, claimed the
+// claim's time.
+func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time.Time) error {
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
 	if err != nil {
 		return fmt.Errorf("read log: %w", err)
@@ -68,9 +70,10 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
 		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
 	}
-	start := w.o.Clock()
+	// The read reached the log's last entry (at claim time at least).
+	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
 	for i := range entries {
-		if i > 0 && w.o.Clock().Sub(start) >= w.o.ClaimBudget {
+		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget {
 			return nil // the rest in the next claim, within the lease
 		}
 		e := &entries[i]
@@ -79,7 +82,8 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record) error {
 			w.o.Logger.Error("pushdelivery: log entry passed over", "task", rec.TaskID, "revision", e.Revision, "err", err)
 			payload = nil
 		}
-		if !w.step(ctx, rec, e.Revision, payload, e.Time, e.State) {
+		last := end && i == len(entries)-1 // a terminal entry with more after it is not the end
+		if !w.step(ctx, rec, e.Revision, payload, e.Time, last && e.State.Terminal()) {
 			return nil
 		}
 	}
@@ -97,15 +101,15 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode task: %w", err)
 	}
-	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State)
+	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State.Terminal())
 	return nil
 }
 
 // step delivers one entry at revision rev (payload nil: nothing to send,
-// it is passed over) committed at µs at (0: unknown), leaving its task in
-// state st. It reports whether the cursor moved past it (delivered,
+// it is passed over) committed at µs at (0: unknown); done: the entry is
+// terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
-func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, st a2a.TaskState) bool {
+func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, done bool) bool {
 	if payload != nil {
 		status, err := w.post(ctx, rec, rev, payload)
 		reason := classify(status, err)
@@ -124,7 +128,7 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 			return false
 		}
 	}
-	rec.Delivered, rec.Done, rec.NextAt = rev, st.Terminal(), time.Time{}
+	rec.Delivered, rec.Done, rec.NextAt = rev, done, time.Time{}
 	return true
 }
 

@@ -42,7 +42,7 @@ type Options struct {
 	// dropped (and counted). Default 1h.
 	Deadline time.Duration
 	// ClaimBudget: a claim posts no further entry once it has run this
-	// long, and commits; keep it well below the outbox's lease (30 s by
+	// long since it was claimed (the log read included), and commits; keep it well below the outbox's lease (30 s by
 	// default), so that a claim past its deadline trying one entry after
 	// another against a hanging webhook does not outlive its lease.
 	// Default 10s.
@@ -225,7 +225,8 @@ func (w *Worker) loop() {
 // claim claims one due record and starts its delivery in a goroutine
 // holding the slot the caller took; false when none is due.
 func (w *Worker) claim() bool {
-	l, err := w.o.Outbox.Claim(w.ctx, w.o.Clock(), w.busy())
+	claimed := w.o.Clock()
+	l, err := w.o.Outbox.Claim(w.ctx, claimed, w.busy())
 	if err != nil {
 		if w.ctx.Err() == nil {
 			w.o.Logger.Warn("pushdelivery: claim", "err", err)
@@ -242,7 +243,7 @@ func (w *Worker) claim() bool {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		w.deliver(w.ctx, l)
+		w.deliver(w.ctx, l, claimed)
 		w.mu.Lock()
 		if w.mu.dests[dest]--; w.mu.dests[dest] == 0 {
 			delete(w.mu.dests, dest)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
 // TestRetryThenRecover: a receiver that fails three times, then recovers,
@@ -475,12 +477,9 @@ func TestCloseDuringClaim(t *testing.T) {
 // claim posts revisions 1 and 2, the second revision 3.
 func TestClaimBudget(t *testing.T) {
 	var h *harness
-	var mu sync.Mutex
-	var cursors []int64 // the committed cursor at each post
+	cl := &cursorLog{h: &h}
 	rc := newReceiver(t, func(_ *http.Request, _ int) int {
-		mu.Lock()
-		cursors = append(cursors, h.outbox.rec("t1", "c1").Delivered)
-		mu.Unlock()
+		cl.record()
 		h.clock.Advance(6 * time.Second)
 		return 0
 	})
@@ -493,9 +492,90 @@ func TestClaimBudget(t *testing.T) {
 	if got := rc.revs("t1"); !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Fatalf("revisions received %v, want [1 2 3]", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(cursors, []int64{0, 0, 2}) {
+	if cursors := cl.cursors(); !slices.Equal(cursors, []int64{0, 0, 2}) {
 		t.Fatalf("committed cursor at each post %v, want [0 0 2]: one claim of two entries, then one of one", cursors)
 	}
+}
+
+// TestTerminalNotLastEntry: a terminal entry ends a record (Done) only
+// when it is the log's last: a task written again after it (SPEC S7
+// allows a Replace of a terminal task) has the later entries delivered
+// whether or not they fall in the same batch. With Done taken from the
+// last entry read alone, a batch ending at the terminal entry marked the
+// record done and revision 3 was never delivered.
+func TestTerminalNotLastEntry(t *testing.T) {
+	for _, batch := range []int{2, 16} {
+		rc := newReceiver(t, nil)
+		h := newHarness(t, func(o *Options) { o.Batch = batch })
+		h.create("t1")
+		h.update("t1", a2a.TaskStateCompleted)
+		h.update("t1", a2a.TaskStateWorking)
+		h.config("t1", "c", rc.srv.URL)
+		h.settle()
+		h.settle()
+		if got, r := rc.revs("t1"), h.outbox.rec("t1", "c"); !slices.Equal(got, []int64{1, 2, 3}) || r.Done {
+			t.Errorf("batch %d: received %v, record %+v: want [1 2 3], not done", batch, got, r)
+		}
+		// A full batch ending at the log's last entry, terminal, is the end.
+		h.create("t2")
+		h.update("t2", a2a.TaskStateCompleted)
+		h.config("t2", "c", rc.srv.URL)
+		h.settle()
+		if got, r := rc.revs("t2"), h.outbox.rec("t2", "c"); !slices.Equal(got, []int64{1, 2}) || !r.Done {
+			t.Errorf("batch %d: t2 received %v, record %+v: want [1 2], done", batch, got, r)
+		}
+	}
+}
+
+// slowLog is a log whose every read first calls took (moving the clock).
+type slowLog struct {
+	engine.LogStore
+	took func()
+}
+
+func (s slowLog) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
+	s.took()
+	return s.LogStore.ReadLog(ctx, id, after, limit)
+}
+
+// TestClaimBudgetCountsTheRead: ClaimBudget runs from the claim, the log
+// read included: a read that used the budget leaves time for one post,
+// then the claim commits. Counted from after the read, a slow read (a
+// loaded database) added its time to the claim's, and the claim could
+// post past its lease while another worker delivered the same entries.
+func TestClaimBudgetCountsTheRead(t *testing.T) {
+	var h *harness
+	cl := &cursorLog{h: &h}
+	rc := newReceiver(t, func(_ *http.Request, _ int) int { cl.record(); return 0 })
+	h = newHarness(t, func(o *Options) {
+		o.Store = slowLog{o.Store, func() { h.clock.Advance(10 * time.Second) }} // h is set before the first claim
+	})
+	h.config("t1", "c1", rc.srv.URL)
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateCompleted)
+	h.drive(time.Second, "t1 done", func() bool { return h.outbox.rec("t1", "c1").Done })
+	if cursors := cl.cursors(); !slices.Equal(cursors, []int64{0, 1, 2}) {
+		t.Fatalf("committed cursor at each post %v, want [0 1 2]: one post per claim", cursors)
+	}
+}
+
+// cursorLog records the committed cursor of t1's config c1 at each post a
+// receiver takes (*h is set before the first).
+type cursorLog struct {
+	h   **harness
+	mu  sync.Mutex
+	got []int64
+}
+
+func (c *cursorLog) record() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, (*c.h).outbox.rec("t1", "c1").Delivered)
+}
+
+func (c *cursorLog) cursors() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
 }

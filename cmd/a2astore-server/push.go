@@ -137,7 +137,7 @@ func (s *server) pushInterceptors() []a2asrv.CallInterceptor {
 	if s.pushConfigs == nil {
 		return nil
 	}
-	return []a2asrv.CallInterceptor{a2aserver.PushConfigPages(s.pushConfigs), a2aserver.PushConfigCheck(pushdelivery.Validate)}
+	return []a2asrv.CallInterceptor{a2aserver.PushConfigPages(s.pushConfigs), a2aserver.PushConfigCheck(s.pushConfigs.Check)}
 }
 
 // stopPush stops delivering: the sweeper, then the worker (in-flight

@@ -16,6 +16,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
+	"github.com/a2astore/a2astore/pushdelivery"
 )
 
 // pushOn is the push part of a test server's config: delivery to the
@@ -297,5 +299,40 @@ func TestSendMessageBadPushConfig(t *testing.T) {
 	resp, err := ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
 	if err != nil || len(resp.Tasks) != 0 {
 		t.Errorf("tasks after refused sends: %v, %v", resp, err)
+	}
+}
+
+// A SendMessage continuing a task whose push config the outbox refuses
+// (the task has MaxConfigsPerTask already: a valid config, so
+// PushConfigCheck lets it through) fails without the config's token or
+// credentials in its error: a2a-go v2.3.1 formats the whole config into
+// the error of a failed save.
+func TestSendMessageRefusedPushConfigHidesSecrets(t *testing.T) {
+	ts := startServer(t, config{Backend: "mem", AgentName: agentTCK, Push: pushOn})
+	for _, tr := range transports {
+		c := ts.clients[tr]
+		first := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("wait"))
+		first.ID = "tck-input-required-" + string(tr)
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: first})
+		task, ok := res.(*a2a.Task)
+		if err != nil || !ok {
+			t.Fatalf("%s: send: %v, %v", tr, res, err)
+		}
+		for i := range pushdelivery.MaxConfigsPerTask {
+			if _, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, ID: "c" + strconv.Itoa(i), URL: "https://hook.example/"}); err != nil {
+				t.Fatalf("%s: create config %d: %v", tr, i, err)
+			}
+		}
+		next := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
+		next.ID, next.TaskID, next.ContextID = "tck-input-required-next-"+string(tr), task.ID, task.ContextID
+		_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: next,
+			Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://hook.example/x", Token: "secret-token-x",
+				Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret-cred-y"}}}})
+		if err == nil {
+			t.Fatalf("%s: a seventeenth config was accepted", tr)
+		}
+		if strings.Contains(err.Error(), "secret-token-x") || strings.Contains(err.Error(), "secret-cred-y") {
+			t.Errorf("%s: the error shows the config's secrets: %v", tr, err)
+		}
 	}
 }
