@@ -75,7 +75,7 @@ func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.Pus
 	}
 	cfg.TaskID = task
 	if cfg.ID == "" {
-		cfg.ID = rand.Text() // 26 base32 characters: 130 random bits
+		cfg.ID = defaultID(task)
 	}
 	dest, err := validateConfig(&cfg)
 	if err != nil {
@@ -134,6 +134,20 @@ func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, err
 		return 0, fmt.Errorf("pushdelivery: save push config: read task: %w", err)
 	}
 	return rec.Revision, nil
+}
+
+// defaultID is the ID of a configuration saved without one: the task's
+// ID (as the official Python SDK does: A2A's config ID exists "to support
+// multiple notification callbacks", so a task has one default callback,
+// and a save repeated — a2a-go's cluster mode saves a SendMessage's
+// config again at each retry of its execution — replaces it instead of
+// adding a second webhook that would get every event twice); a random
+// one when the task ID is not a valid config ID.
+func defaultID(task a2a.TaskID) string {
+	if validateID(string(task)) == nil {
+		return string(task)
+	}
+	return rand.Text() // 26 base32 characters: 130 random bits
 }
 
 // Validate checks a push configuration as Save does, without storing it:

@@ -92,23 +92,33 @@ func TestConfigStoreSaveNil(t *testing.T) {
 	}
 }
 
-func TestConfigStoreGeneratesIDs(t *testing.T) {
+// A config saved without an ID takes its task's ID: saving it again
+// replaces it (one default webhook per task, as a retried SendMessage
+// saves its config again); a task ID that is no valid config ID gets a
+// random one.
+func TestConfigStoreDefaultID(t *testing.T) {
 	cs, _, _ := newConfigStore(t)
-	seen := map[string]bool{}
-	for range 3 {
+	ctx := context.Background()
+	for range 2 {
 		c := valid()
 		c.ID = ""
-		got, err := cs.Save(context.Background(), "t1", c)
-		if err != nil {
-			t.Fatal(err)
+		got, err := cs.Save(ctx, "t1", c)
+		if err != nil || got.ID != "t1" || got.TaskID != "t1" {
+			t.Fatalf("saved without ID: %+v, %v; want ID t1", got, err)
 		}
-		if len(got.ID) < 26 || seen[got.ID] || got.TaskID != "t1" {
-			t.Fatalf("generated %q (task %q), seen %v", got.ID, got.TaskID, seen)
+	}
+	if all, err := cs.List(ctx, "t1"); err != nil || len(all) != 1 {
+		t.Fatalf("after two saves without ID: %d configs, %v; want 1", len(all), err)
+	}
+	seen := map[string]bool{}
+	for range 2 {
+		c := valid()
+		c.ID = ""
+		got, err := cs.Save(ctx, "task with spaces", c)
+		if err != nil || len(got.ID) < 26 || seen[got.ID] {
+			t.Fatalf("saved without ID on a task whose ID is no config ID: %+v, %v", got, err)
 		}
 		seen[got.ID] = true
-		if _, err := cs.Get(context.Background(), "t1", got.ID); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -128,7 +128,10 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 			return false
 		}
 	}
-	rec.Delivered, rec.Done, rec.NextAt = rev, done, time.Time{}
+	// NextAt = now: among due records, the one served longest ago is
+	// claimed first (with a zero time all would tie, and a busy task could
+	// be taken again and again ahead of the others).
+	rec.Delivered, rec.Done, rec.NextAt = rev, done, w.o.Clock()
 	return true
 }
 

@@ -304,7 +304,9 @@ func testDepth(t *testing.T, e *env) {
 	// that stamps its own.
 	mk("fresh", 0, 0, false)
 	e.get("t1", "fresh") // saved
-	if _, age, err = e.o.Depth(e.ctx, now); err != nil || age < 29*time.Second || age > 30*time.Second {
-		t.Fatalf("oldest due %v, %v; want the task's age, 29-30s", age, err)
+	// (A store stamping its own clock is behind by the time the test took
+	// since its clock started: up to a second, more on a loaded machine.)
+	if _, age, err = e.o.Depth(e.ctx, now); err != nil || age < 20*time.Second || age > 30*time.Second {
+		t.Fatalf("oldest due %v, %v; want the task's age, 30s (20s at least)", age, err)
 	}
 }
