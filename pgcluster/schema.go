@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -72,15 +71,6 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	}
 	return nil
 }
-
-// terminalStatesSQL is the SQL list of the terminal task states.
-var terminalStatesSQL = func() string {
-	var lits []string
-	for _, st := range []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected} {
-		lits = append(lits, "'"+string(st)+"'")
-	}
-	return "(" + strings.Join(lits, ", ") + ")"
-}()
 
 // statements are the SQL texts with the schema filled in.
 type statements struct {
