@@ -54,7 +54,8 @@ import (
 // (foldLockSQL; the rebuild and TRUNCATE wait for it), so of several
 // servers on one database one folds at a time; a fold that dies halfway
 // rolls back whole and its deltas stay pending. The ledger has no index:
-// a total scans it, which the roll-up keeps short (cadence and size).
+// a total scans it, which the roll-up keeps short (cadence, size, and a
+// wake from any total that scanned more than foldOnReadRows rows).
 //
 // Shapes read: none (kind 0, every row), state (kind 0, one state),
 // context, owner and owner+context (kinds 1 to 3, one name: the rows of
@@ -374,8 +375,9 @@ func countsInstallSQL(qs string) []string {
 }
 
 // countQuery returns the SQL and arguments that read q's total from the
-// base counters plus the pending deltas, or ok = false when q's shape is
-// not counted there.
+// base counters plus the pending deltas, and the number of pending delta
+// rows the total scanned (every row of the ledger: it has no index), or
+// ok = false when q's shape is not counted there.
 func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 	if q.StatusAfter != nil {
 		return "", nil, false
@@ -401,8 +403,13 @@ func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 		where = append(where, "state = "+p)
 		pending = append(pending, "state = "+p)
 	}
+	sum := "sum(d)"
+	if len(pending) > 0 {
+		sum += " FILTER (WHERE " + strings.Join(pending, " AND ") + ")"
+	}
 	return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
-		") + (SELECT coalesce(sum(d), 0) FROM " + s.sql.deltas + whereClause(pending) + "))::bigint", a, true
+		") + p.d)::bigint, p.rows FROM (SELECT coalesce(" + sum + ", 0) AS d, count(*) AS rows FROM " +
+		s.sql.deltas + ") AS p", a, true
 }
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.

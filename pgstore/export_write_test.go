@@ -31,3 +31,10 @@ func (s *Store) SetFoldHook(f func(context.Context, pgx.Tx) error) {
 
 // FoldBatch is the most deltas one fold transaction takes.
 const FoldBatch = foldBatch
+
+// FoldOnReadRows is the ledger length past which a total wakes the roll-up.
+const FoldOnReadRows = foldOnReadRows
+
+// SetFoldOnReadRows sets the ledger length past which a total wakes the
+// roll-up (math.MaxInt64: never), for a before/after benchmark.
+func (s *Store) SetFoldOnReadRows(n int64) { s.rollup.readWake.Store(n) }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -275,5 +277,114 @@ WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, backlog/2)
 				}
 			}
 		}()
+	}
+}
+
+// BenchmarkTotalUnderWriters: the first page of 50, without and with its
+// total, while 4 or 16 goroutines flip task states by plain SQL (one row
+// per statement, on their own connections: writes the store does not see,
+// so only the roll-up's interval and the totals' own wake bound the
+// ledger). wake=on is the store as built; wake=off turns the totals' wake
+// off (the roll-up then folds once per interval, 1 s: the store before
+// issue 31). Both measure with the same writers running. Metrics:
+// pending-deltas, the ledger's mean length sampled every 20 ms during the
+// run. The issue's target: with / without ≤ 1.25 at any backlog. All
+// share the 2 cores with PostgreSQL: the absolute figures are loaded by
+// the writers by design; compare within a wake setting.
+//
+//	LIFECYCLE_N=1e5 go test ./pgstore/ -run '^$' -bench TotalUnderWriters -benchtime 2s -count 3
+func BenchmarkTotalUnderWriters(b *testing.B) {
+	for _, n := range lifecycleSizes(b) {
+		for _, writersN := range []int{4, 16} {
+			benchTotalUnderWriters(b, n, writersN)
+		}
+	}
+}
+
+func benchTotalUnderWriters(b *testing.B, n, writersN int) {
+	ctx := context.Background()
+	s, pool, f := benchStoreOpts(b, n, int32(writersN)+8, pgstore.Options{})
+	stop := startFlippers(b, pool, f, writersN)
+	defer stop()
+	for _, wake := range []bool{true, false} {
+		if wake {
+			s.SetFoldOnReadRows(pgstore.FoldOnReadRows)
+		} else {
+			s.SetFoldOnReadRows(math.MaxInt64)
+		}
+		for _, total := range []bool{false, true} {
+			req := engine.ListRequest{IncludeTotalSize: total}
+			name := fmt.Sprintf("backend=pg/op=first_page/n=%d/writers=%d/wake=%s/total=%t", n, writersN, onOff(wake), total)
+			b.Run(name, func(b *testing.B) {
+				sample := sampleLedger(pool)
+				for b.Loop() {
+					if _, err := s.List(ctx, &req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(sample(), "pending-deltas")
+			})
+		}
+	}
+}
+
+func onOff(v bool) string {
+	if v {
+		return "on"
+	}
+	return "off"
+}
+
+// startFlippers starts k goroutines that flip random tasks' states
+// between working and completed, one row per statement, until the
+// returned stop is called.
+func startFlippers(b *testing.B, pool *pgxpool.Pool, f *fixture, k int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range k {
+		wg.Go(func() {
+			for i := w; ctx.Err() == nil; i += k {
+				id := f.order[(i*7919)%len(f.order)].ID
+				_, err := pool.Exec(ctx, `UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END WHERE id = $1`, string(id))
+				if err != nil && ctx.Err() == nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// sampleLedger counts the pending delta rows every 20 ms until the
+// returned func is called, which returns their mean.
+func sampleLedger(pool *pgxpool.Pool) (mean func() float64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var sum, k atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			var rows int64
+			if pool.QueryRow(ctx, `SELECT count(*) FROM a2a_task_count_deltas`).Scan(&rows) == nil {
+				sum.Add(rows)
+				k.Add(1)
+			}
+		}
+	}()
+	return func() float64 {
+		cancel()
+		<-done
+		if k.Load() == 0 {
+			return 0
+		}
+		return float64(sum.Load()) / float64(k.Load())
 	}
 }

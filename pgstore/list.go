@@ -26,8 +26,11 @@ type listQuery struct {
 	count     string // "" when the total is not asked for
 	countArgs []any
 	counter   bool // count reads the counter table (else it counts rows)
-	page      string
-	pageArgs  []any
+	// pending is how many ledger rows the count scanned (set by the
+	// read; 0 when it counted rows).
+	pending  int64
+	page     string
+	pageArgs []any
 }
 
 // buildList writes the SQL for q. Filters come first, then the boundary as
@@ -43,7 +46,7 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 			// Rows whose time no cursor can represent are never listed,
 			// nor counted by a scan (timerange.go); the counters count
 			// every row (the CHECK constraint keeps such rows out).
-			lq.count = "SELECT count(*) FROM " + s.sql.table + whereClause(append(slices.Clip(where), inTimeRangeSQL))
+			lq.count = "SELECT count(*), 0 FROM " + s.sql.table + whereClause(append(slices.Clip(where), inTimeRangeSQL))
 			lq.countArgs = slices.Clone(args)
 		}
 	}
@@ -190,6 +193,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		}
 		return nil, translate(ctx, "list", err)
 	}
+	s.rollup.read(lq.pending)
 	return resp, nil
 }
 
@@ -236,7 +240,7 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 // batch (its BEGIN is read by gate.results).
 func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
 	var total int64
-	if err := br.QueryRow().Scan(&total); err != nil {
+	if err := br.QueryRow().Scan(&total, &lq.pending); err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()

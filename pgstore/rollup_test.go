@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/jackc/pgx/v5"
@@ -231,4 +232,36 @@ func TestRollupService(t *testing.T) {
 	checkShapes(t, other, conn)
 	fold(t, other)
 	checkShapes(t, other, conn)
+}
+
+// Issue 31: a total that scans a long ledger wakes the roll-up, so that
+// writes the store never sees (SQL here; other processes) leave a backlog
+// for one fold, not for a whole interval. The interval is an hour: only
+// the reader's wake can fold in time.
+func TestTotalWakesRollup(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{CountRollupInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn := connect(t, dsn)
+	for i := range 150 { // fewer counted writes than wake the roll-up
+		must(t)(s.Create(ctx, task(fmt.Sprint("w", i), "c", a2a.TaskStateWorking)))
+	}
+	// A row trigger: two delta rows per task, whatever the statement's size.
+	execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'w%'`)
+	if n := ledgerRows(t, conn); n <= pgstore.FoldOnReadRows {
+		t.Fatalf("setup: %d pending delta rows, want more than %d", n, pgstore.FoldOnReadRows)
+	}
+	resp, err := s.List(ctx, &engine.ListRequest{IncludeTotalSize: true, PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.TotalSize != 150 {
+		t.Fatalf("total %d, want 150", resp.TotalSize)
+	}
+	waitFor(t, "the total to have the roll-up fold the ledger", func() bool { return ledgerRows(t, conn) == 0 })
+	checkShapes(t, s, conn)
 }
