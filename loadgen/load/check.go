@@ -70,12 +70,15 @@ func (v Violation) String() string {
 // ViolationKinds lists the kinds of Violation.
 var ViolationKinds = []string{"repeat", "cursor-order", "missing"}
 
-// taskState is what loadgen knows about one task it created.
+// taskState is what loadgen knows about one task it created. It holds no
+// pointer (the context is an index into tracker.mu.contexts), so a
+// million of them cost the collector nothing to scan: loadgen's own
+// bookkeeping lives in the same heap as an embedded store it measures.
 type taskState struct {
-	contextID string
+	context   uint32 // index into tracker.mu.contexts
 	created   bool   // a create of this ID succeeded
 	deleted   bool   // a delete succeeded
-	inflight  int    // writes begun and not finished
+	inflight  int32  // writes begun and not finished
 	lastBegin uint64 // seq of the latest write's start
 	quietAt   uint64 // seq at which inflight last dropped to 0
 }
@@ -87,15 +90,20 @@ type taskState struct {
 type tracker struct {
 	mu struct {
 		sync.Mutex
-		seq   uint64
-		tasks map[a2a.TaskID]*taskState
-		ids   []a2a.TaskID // every ID ever created, for random choice
+		seq      uint64
+		index    map[a2a.TaskID]uint32 // task → its position in ids and states
+		ids      []a2a.TaskID          // every ID ever written
+		states   []taskState
+		created  []uint32 // positions of every ID ever created, for random choice
+		contexts []string
+		ctxIndex map[string]uint32
 	}
 }
 
 func newTracker() *tracker {
 	t := &tracker{}
-	t.mu.tasks = map[a2a.TaskID]*taskState{}
+	t.mu.index = map[a2a.TaskID]uint32{}
+	t.mu.ctxIndex = map[string]uint32{}
 	return t
 }
 
@@ -104,11 +112,20 @@ func (t *tracker) begin(id a2a.TaskID, contextID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.seq++
-	st := t.mu.tasks[id]
-	if st == nil {
-		st = &taskState{contextID: contextID}
-		t.mu.tasks[id] = st
+	i, ok := t.mu.index[id]
+	if !ok {
+		c, ok := t.mu.ctxIndex[contextID]
+		if !ok {
+			c = uint32(len(t.mu.contexts))
+			t.mu.contexts = append(t.mu.contexts, contextID)
+			t.mu.ctxIndex[contextID] = c
+		}
+		i = uint32(len(t.mu.ids))
+		t.mu.index[id] = i
+		t.mu.ids = append(t.mu.ids, id)
+		t.mu.states = append(t.mu.states, taskState{context: c})
 	}
+	st := &t.mu.states[i]
 	st.inflight++
 	st.lastBegin = t.mu.seq
 }
@@ -118,14 +135,15 @@ func (t *tracker) end(id a2a.TaskID, created, deleted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.seq++
-	st := t.mu.tasks[id]
+	i := t.mu.index[id]
+	st := &t.mu.states[i]
 	st.inflight--
 	if st.inflight == 0 {
 		st.quietAt = t.mu.seq
 	}
 	if created && !st.created {
 		st.created = true
-		t.mu.ids = append(t.mu.ids, id)
+		t.mu.created = append(t.mu.created, i)
 	}
 	if deleted {
 		st.deleted = true
@@ -144,11 +162,11 @@ func (t *tracker) added(id a2a.TaskID, contextID string) {
 func (t *tracker) pick(r uint64) (a2a.TaskID, string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.mu.ids) == 0 {
+	if len(t.mu.created) == 0 {
 		return "", "", false
 	}
-	id := t.mu.ids[r%uint64(len(t.mu.ids))]
-	return id, t.mu.tasks[id].contextID, true
+	i := t.mu.created[r%uint64(len(t.mu.created))]
+	return t.mu.ids[i], t.mu.contexts[t.mu.states[i].context], true
 }
 
 func (t *tracker) now() uint64 {
@@ -161,7 +179,7 @@ func (t *tracker) live() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
-	for _, st := range t.mu.tasks {
+	for _, st := range t.mu.states {
 		if st.created && !st.deleted {
 			n++
 		}
@@ -174,11 +192,15 @@ func (t *tracker) live() int {
 func (t *tracker) untouchedSince(start uint64, contextID string) []a2a.TaskID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	c, ok := t.mu.ctxIndex[contextID]
+	if contextID != "" && !ok {
+		return nil
+	}
 	var ids []a2a.TaskID
-	for id, st := range t.mu.tasks {
+	for i, st := range t.mu.states {
 		if st.created && !st.deleted && st.inflight == 0 && st.lastBegin <= start && st.quietAt <= start &&
-			(contextID == "" || st.contextID == contextID) {
-			ids = append(ids, id)
+			(contextID == "" || st.context == c) {
+			ids = append(ids, t.mu.ids[i])
 		}
 	}
 	return ids
@@ -191,15 +213,16 @@ type traversal struct {
 	contextID string
 	start     uint64
 	pages     int
-	seen      map[a2a.TaskID]int // page where each ID appeared
-	last      *engine.Cursor     // last cursor seen (task or token boundary)
-	compared  int                // cursor comparisons made
+	seen      idPages       // page where each ID appeared
+	last      engine.Cursor // last cursor seen (task or token boundary), when hasLast
+	hasLast   bool
+	compared  int // cursor comparisons made
 	lastWhat  string
 	out       []Violation
 }
 
 func newTraversal(seed uint64, n int64, contextID string, start uint64) *traversal {
-	return &traversal{seed: seed, n: n, contextID: contextID, start: start, seen: map[a2a.TaskID]int{}}
+	return &traversal{seed: seed, n: n, contextID: contextID, start: start, seen: newIDPages()}
 }
 
 func (tr *traversal) violate(kind string, id a2a.TaskID, format string, args ...any) {
@@ -209,24 +232,24 @@ func (tr *traversal) violate(kind string, id a2a.TaskID, format string, args ...
 
 // cursor checks that c comes strictly after the previous cursor.
 func (tr *traversal) cursor(c engine.Cursor, id a2a.TaskID, what string) {
-	if tr.last != nil {
+	if tr.hasLast {
 		tr.compared++
+		if tr.last.Compare(c) >= 0 {
+			tr.violate("cursor-order", id, "%s cursor (%d, %q) does not come after %s cursor (%d, %q)",
+				what, c.UpdatedAt, c.ID, tr.lastWhat, tr.last.UpdatedAt, tr.last.ID)
+		}
 	}
-	if tr.last != nil && tr.last.Compare(c) >= 0 {
-		tr.violate("cursor-order", id, "%s cursor (%d, %q) does not come after %s cursor (%d, %q)",
-			what, c.UpdatedAt, c.ID, tr.lastWhat, tr.last.UpdatedAt, tr.last.ID)
-	}
-	tr.last, tr.lastWhat = &c, what
+	tr.last, tr.hasLast, tr.lastWhat = c, true, what
 }
 
 // page checks one page.
 func (tr *traversal) page(p page) {
 	tr.pages++
 	for i, id := range p.ids {
-		if prev, ok := tr.seen[id]; ok {
+		if prev, ok := tr.seen.get(id); ok {
 			tr.violate("repeat", id, "task already returned on page %d", prev)
 		} else {
-			tr.seen[id] = tr.pages
+			tr.seen.put(id, tr.pages)
 		}
 		if p.cursors != nil {
 			tr.cursor(p.cursors[i], id, "task")
@@ -242,7 +265,7 @@ func (tr *traversal) page(p page) {
 			if p.cursors == nil {
 				tr.cursor(c, "", "page boundary")
 			} else {
-				tr.last, tr.lastWhat = &c, "page boundary"
+				tr.last, tr.hasLast, tr.lastWhat = c, true, "page boundary"
 			}
 		}
 	}
@@ -251,7 +274,7 @@ func (tr *traversal) page(p page) {
 // finish checks exactly-once for the tasks untouched during the traversal.
 func (tr *traversal) finish(t *tracker) {
 	for _, id := range t.untouchedSince(tr.start, tr.contextID) {
-		if _, ok := tr.seen[id]; !ok {
+		if _, ok := tr.seen.get(id); !ok {
 			tr.violate("missing", id, "task existed and was not written during the traversal, but no page returned it")
 		}
 	}

@@ -483,7 +483,7 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 	tr.finish(r.tracker)
 	r.pagesRead.Add(int64(tr.pages))
 	r.metrics.pages.Observe(float64(tr.pages))
-	r.checked.Add(int64(len(tr.seen)))
+	r.checked.Add(int64(tr.seen.len()))
 	r.compared.Add(int64(tr.compared))
 	if len(tr.out) == 0 {
 		r.metrics.traversals.WithLabelValues("ok").Inc()
