@@ -155,7 +155,7 @@ func walPosition(b *testing.B, pool *pgxpool.Pool) int64 {
 
 // runLifecycles runs k lifecycles of new tasks with writers goroutines
 // through impl and returns the wall time they took.
-func runLifecycles(b *testing.B, s *pgstore.Store, pool *pgxpool.Pool, impl string, writers, k int, seq *atomic.Int64) time.Duration {
+func runLifecycles(b testing.TB, s *pgstore.Store, pool *pgxpool.Pool, impl string, writers, k int, seq *atomic.Int64) time.Duration {
 	ctx := context.Background()
 	const cols = `(id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)`
 	insert := `INSERT INTO a2a_tasks_plain ` + cols + ` VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
