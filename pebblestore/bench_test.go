@@ -2,6 +2,8 @@ package pebblestore
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/a2astore/a2astore/engine"
@@ -424,4 +427,110 @@ func (f walSyncFile) SyncData() error { f.n.Add(1); return f.File.SyncData() }
 func (f walSyncFile) SyncTo(length int64) (bool, error) {
 	f.n.Add(1)
 	return f.File.SyncTo(length)
+}
+
+// BenchmarkReplaceFloor (issue 31): one unconditional Replace of a random
+// task of 10,000, without fsync, one writer, through the store
+// (impl=store) and, side by side on the same machine, its floor in bare
+// Pebble (impl=bare): a Get of the task's record, then one batch with a
+// Delete of its old body key and two Sets (the new body key with the
+// task's encoded body, the record) — the least a store keyed by cursor
+// must write to move a task. Both DBs have the store's bloom filters and
+// the default cache. The two alternate in four rounds of b.N/4 each, so
+// that a change of machine load falls on both alike. Metrics: us/op-store,
+// us/op-bare and ratio = store / bare (the issue's target: ≤ 1.0).
+//
+//	go test ./pebblestore -run '^$' -bench ReplaceFloor -benchtime 20000x -count 6
+func BenchmarkReplaceFloor(b *testing.B) {
+	const n = 10_000
+	ctx := context.Background()
+	dir := benchTempDir(b, fmt.Sprintf("floor-%d", time.Now().UnixNano()))
+	defer os.RemoveAll(dir)
+	s, err := Open(filepath.Join(dir, "store"), Options{NoSync: true, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	po := &pebble.Options{FS: vfs.Default, FormatMajorVersion: pebble.FormatNewest, Logger: pebblelog.Quiet{}}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(filepath.Join(dir, "bare"), po)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	now := time.Now().UTC()
+	tasks := make([]*a2a.Task, n)
+	bodies := make([][]byte, n)
+	for i := range n {
+		tasks[i] = benchTask(rng, i, now)
+		if _, err := s.Create(ctx, tasks[i]); err != nil {
+			b.Fatal(err)
+		}
+		if bodies[i], err = json.Marshal(tasks[i]); err != nil {
+			b.Fatal(err)
+		}
+		c := engine.Cursor{UpdatedAt: now.UnixMicro(), ID: tasks[i].ID}
+		bareMove(b, db, c, c, bodies[i])
+	}
+	at := now.UnixMicro()
+	bare := func() {
+		i := rng.IntN(n)
+		v, closer, err := db.Get(recordKey(tasks[i].ID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		old := engine.Cursor{UpdatedAt: int64(binary.BigEndian.Uint64(v)), ID: tasks[i].ID}
+		closer.Close()
+		at++
+		bareMove(b, db, old, engine.Cursor{UpdatedAt: at, ID: tasks[i].ID}, bodies[i])
+	}
+	store := func() {
+		if _, err := s.Replace(ctx, tasks[rng.IntN(n)], 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var spent [2]time.Duration
+	b.ResetTimer()
+	for round := range 4 {
+		k := b.N / 4
+		if round == 0 {
+			k += b.N % 4
+		}
+		for j, op := range []func(){store, bare} {
+			start := time.Now()
+			for range k {
+				op()
+			}
+			spent[j] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(spent[0]), "us/op-store")
+	b.ReportMetric(per(spent[1]), "us/op-bare")
+	b.ReportMetric(per(spent[0])/per(spent[1]), "ratio")
+}
+
+// bareMove writes the floor's batch: the body moves from old's key to
+// cur's (a Delete unless they are equal), the record points at cur.
+func bareMove(b *testing.B, db *pebble.DB, old, cur engine.Cursor, body []byte) {
+	batch := db.NewBatch()
+	defer batch.Close()
+	if old != cur {
+		if err := batch.Delete(bodyKey(old), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := batch.Set(bodyKey(cur), body, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := batch.Set(recordKey(cur.ID), binary.BigEndian.AppendUint64(nil, uint64(cur.UpdatedAt)), nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := batch.Commit(pebble.NoSync); err != nil {
+		b.Fatal(err)
+	}
 }
