@@ -37,4 +37,9 @@ const FoldOnReadRows = foldOnReadRows
 
 // SetFoldOnReadRows sets the ledger length past which a total wakes the
 // roll-up (math.MaxInt64: never), for a before/after benchmark.
-func (s *Store) SetFoldOnReadRows(n int64) { s.rollup.readWake.Store(n) }
+func (s *Store) SetFoldOnReadRows(n int64) {
+	if s.rollup == nil {
+		panic("pgstore: SetFoldOnReadRows on a store without a roll-up")
+	}
+	s.rollup.readWake.Store(n)
+}

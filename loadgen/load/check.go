@@ -135,7 +135,10 @@ func (t *tracker) end(id a2a.TaskID, created, deleted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mu.seq++
-	i := t.mu.index[id]
+	i, ok := t.mu.index[id]
+	if !ok {
+		panic("loadgen: tracker: end of a write to " + string(id) + " that never began")
+	}
 	st := &t.mu.states[i]
 	st.inflight--
 	if st.inflight == 0 {
