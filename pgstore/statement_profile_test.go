@@ -115,11 +115,7 @@ func TestLifecycleStatementProfile(t *testing.T) {
 	}
 	defer s.Close()
 	loadFixture(t, dsn, "public", 20000)
-	for _, q := range []string{`CREATE TABLE a2a_tasks_plain (LIKE a2a_tasks INCLUDING ALL)`, `INSERT INTO a2a_tasks_plain SELECT * FROM a2a_tasks`, `VACUUM ANALYZE a2a_tasks_plain`} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	plainCopy(t, pool)
 	var seq atomic.Int64
 	for _, impl := range []string{"pgstore", "plain", "nocounts", "pgstore", "plain", "nocounts"} {
 		trig := "ENABLE"

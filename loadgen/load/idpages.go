@@ -20,10 +20,13 @@ type idPages struct {
 	bytes []byte            // per ID: page (uint32), length (uvarint), the ID
 	other map[a2a.TaskID]int
 	n     int
+	// limit is the largest offset bytes may reach: IDs past it go to
+	// other (offsets are uint32).
+	limit uint64
 }
 
 func newIDPages() idPages {
-	return idPages{seed: maphash.MakeSeed(), at: map[uint64]uint32{}}
+	return idPages{seed: maphash.MakeSeed(), at: map[uint64]uint32{}, limit: 1<<32 - 1}
 }
 
 func (p *idPages) len() int { return p.n }
@@ -43,7 +46,7 @@ func (p *idPages) get(id a2a.TaskID) (page int, ok bool) {
 func (p *idPages) put(id a2a.TaskID, page int) {
 	p.n++
 	h := maphash.String(p.seed, string(id))
-	if _, taken := p.at[h]; taken || uint64(len(p.bytes)) > 1<<32-1 {
+	if _, taken := p.at[h]; taken || uint64(len(p.bytes)) > p.limit {
 		if p.other == nil {
 			p.other = map[a2a.TaskID]int{}
 		}

@@ -45,3 +45,22 @@ func TestIDPagesCollision(t *testing.T) {
 		}
 	}
 }
+
+// IDs put once the byte slice has passed its offset limit go to the map
+// apart, and every ID is still found with its page (without the limit,
+// offsets past 2^32 would wrap and point at other IDs).
+func TestIDPagesOffsetLimit(t *testing.T) {
+	p := newIDPages()
+	p.limit = 40
+	for i := range 20 {
+		p.put(a2a.TaskID(fmt.Sprint("task-", i)), i+1)
+	}
+	if len(p.bytes) > 60 || len(p.other) == 0 {
+		t.Fatalf("%d bytes, %d IDs apart: the limit was not applied", len(p.bytes), len(p.other))
+	}
+	for i := range 20 {
+		if page, ok := p.get(a2a.TaskID(fmt.Sprint("task-", i))); !ok || page != i+1 {
+			t.Fatalf("task-%d: page %d %v, want %d", i, page, ok, i+1)
+		}
+	}
+}
