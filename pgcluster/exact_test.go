@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -449,5 +450,49 @@ func TestCancelInputRequired(t *testing.T) {
 		if err != nil || task.Status.State != a2a.TaskStateCanceled {
 			t.Fatalf("cancel on %s of a task waiting for input: %v, %v", in.name, task, err)
 		}
+	}
+}
+
+// stepFailingStore is an instance's handler task store whose first
+// Update of a WORKING task fails before anything is written, as on a
+// pooled connection PostgreSQL dropped at a restart.
+type stepFailingStore struct {
+	taskstore.Store
+	failed *atomic.Bool
+}
+
+func (s stepFailingStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	if req.Task.Status.State == a2a.TaskStateWorking && s.failed.CompareAndSwap(false, true) {
+		return taskstore.TaskVersionMissing, errors.New("connection lost before the statement ran")
+	}
+	return s.Store.Update(ctx, req)
+}
+
+// K6: a step whose store write fails (a connection lost at a database
+// restart) does not end the task FAILED without a reason, as a2a-go's own
+// failure handling would: the fence refuses that FAILED, the execution's
+// work item is retried, and the task completes on the second attempt.
+func TestFailedStepRetried(t *testing.T) {
+	h := newHarness(t)
+	var failed atomic.Bool
+	h.wrap = func(name string, ts taskstore.Store) taskstore.Store {
+		if name == "a" {
+			return stepFailingStore{ts, &failed}
+		}
+		return ts
+	}
+	agent := newTurnAgent(false)
+	_, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	b.cluster.StopWork() // a executes
+	res, err := send(t.Context(), b, "", "m1", "done")
+	if err != nil {
+		t.Fatalf("sender on b: %v", err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("sender on b got %#v, want the completed task", res)
+	}
+	if !failed.Load() || agent.ran("m1") != 2 {
+		t.Fatalf("store failed a step: %v; agent ran %d times, want 2", failed.Load(), agent.ran("m1"))
 	}
 }

@@ -2,6 +2,7 @@ package pgcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -27,6 +28,18 @@ type leaseKey struct{}
 // heartbeat statement was sent, never later than the database's expiry),
 // so it costs no query; a write already in flight when the deadline
 // passes is not stopped.
+//
+// It also refuses, with errStepFailed, the FAILED that a2a-go writes of
+// its own when an execution's step cannot be processed — its store write
+// or push lookup failed, as on a connection PostgreSQL dropped at a
+// restart (K6): a FAILED task saved for an event that is not itself a
+// FAILED status. a2a-go writes that FAILED without a reason and reports
+// the execution as finished, so the work item would never be retried.
+// Refused, the execution ends with the error and its work item is
+// retried (the stored task resumed); after Options.MaxAttempts the task
+// is FAILED with a reason (giveUp). A FAILED the agent emits passes, and
+// so does the FAILED of an execution whose agent returned an error
+// (a2a-go saves it with no event).
 func (c *Cluster) FenceTaskStore(ts taskstore.Store) taskstore.Store {
 	return fencedStore{Store: ts}
 }
@@ -53,5 +66,29 @@ func (s fencedStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}
+	if failsStep(ctx, req) {
+		return taskstore.TaskVersionMissing, errStepFailed
+	}
 	return s.Store.Update(ctx, req)
+}
+
+// errStepFailed is the error of an execution whose step a2a-go could not
+// process (FenceTaskStore): the work item is retried.
+var errStepFailed = errors.New("pgcluster: an execution step failed (store or push lookup); the execution is retried instead of failing its task without a reason")
+
+// failsStep reports whether req is a2a-go failing an execution's task
+// because a step could not be processed: in an execution, a FAILED task
+// saved for an event (the step's) that is not a FAILED status itself.
+func failsStep(ctx context.Context, req *taskstore.UpdateRequest) bool {
+	if _, ok := ctx.Value(leaseKey{}).(*message); !ok || req.Event == nil || req.Task == nil ||
+		req.Task.Status.State != a2a.TaskStateFailed {
+		return false
+	}
+	switch ev := req.Event.(type) {
+	case *a2a.TaskStatusUpdateEvent:
+		return ev.Status.State != a2a.TaskStateFailed
+	case *a2a.Task:
+		return ev.Status.State != a2a.TaskStateFailed
+	}
+	return true
 }
