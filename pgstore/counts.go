@@ -183,8 +183,11 @@ var baseUpsert = `
 	END IF;`
 
 // foldBody folds up to foldBatch deltas into the base in one statement:
-// it deletes them, adds their sums per counter row (in key order), and
-// deletes the rows of kinds 1 to 3 it brought to zero. It returns how many
+// it deletes them, nets them per task group (shard, state, context,
+// owner: a task's deltas within a batch mostly cancel out, as a created
+// task's +1 and -1 of each state it passes), adds the non-zero sums per
+// counter row (in key order), and deletes the rows of kinds 1 to 3 it
+// brought to zero. It returns how many
 // delta rows it folded, or -1 when another fold holds the lock.
 var foldBody = `
 DECLARE
@@ -200,7 +203,9 @@ BEGIN
 		DELETE FROM {schema}.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.a2a_task_count_deltas LIMIT {batch}))
 		RETURNING shard, state, context_id, owner, d
-	),`, "{delta}", "gone", "{count}", "(SELECT count(*) FROM gone), ", "{into}", "folded, ") + `
+	), net AS (
+		SELECT shard, state, context_id, owner, sum(d) AS d FROM gone GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
+	),`, "{delta}", "net", "{count}", "(SELECT count(*) FROM gone), ", "{into}", "folded, ") + `
 	RETURN folded;
 END
 `

@@ -41,8 +41,8 @@ const logTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_task_log (
 	PRIMARY KEY (task_id, revision)
 )`
 
-// logged wraps a statement that returns the written task row (fullColumns
-// names) so that it also inserts the revision's log row, with kind and
+// logged wraps a statement that returns the written task row (at least
+// writtenColumns' names) so that it also inserts the revision's log row, with kind and
 // body the SQL of its kind and body, and, when notify is not "", runs it
 // (a pg_notify call) once the row is in.
 func logged(stmt, table, kind, body, notify string) string {

@@ -119,6 +119,12 @@ const (
 	fullColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, owner`
 	// returningColumns is fullColumns qualified for UPDATE ... FROM.
 	returningColumns = `t.id, t.context_id, t.updated_at, t.revision, t.state, t.status_ts, t.status_ns, t.status_msg, t.metadata, t.artifacts, t.history, t.owner`
+	// writtenColumns are what create and replace read back of the row
+	// they write (scanWritten): the columns the database sets; the rest
+	// are the statement's own arguments. returningWritten is it qualified
+	// for UPDATE ... FROM.
+	writtenColumns   = `id, updated_at, revision, state, owner`
+	returningWritten = `t.id, t.updated_at, t.revision, t.state, t.owner`
 	// lightColumns reads the light projection only (A4).
 	lightColumns = `id, context_id, updated_at, revision, state, status_ts, status_ns, NULL::bytea, metadata, NULL::bytea, NULL::bytea[], owner`
 )
@@ -143,6 +149,15 @@ func scanRow(r pgx.Row) (row, error) {
 	var x row
 	err := r.Scan(&x.id, &x.contextID, &x.updatedAt, &x.revision, &x.state,
 		&x.statusTS, &x.statusNS, &x.statusMsg, &x.metadata, &x.artifacts, &x.history, &x.owner)
+	return x, err
+}
+
+// scanWritten scans a row written with f's values (writtenColumns): the
+// row as scanRow would read it, without reading back what f holds.
+func scanWritten(r pgx.Row, f *fields) (row, error) {
+	x := row{contextID: f.contextID, statusTS: f.statusTS, statusNS: f.statusNS, statusMsg: f.statusMsg,
+		metadata: f.metadata, artifacts: f.artifacts, history: f.history}
+	err := r.Scan(&x.id, &x.updatedAt, &x.revision, &x.state, &x.owner)
 	return x, err
 }
 

@@ -214,14 +214,14 @@ func newStatements(schema string) statements {
 		deltas: pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(),
 		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
 VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING ` + fullColumns,
+RETURNING ` + writtenColumns,
 		get: `SELECT ` + fullColumns + ` FROM ` + tbl + ` WHERE id = $1`,
 		replace: `UPDATE ` + tbl + ` t SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,
   metadata = $7, artifacts = $8, history = $9, msg_ids = $10,
   revision = t.revision + 1, updated_at = ` + nextTime + `
 FROM (SELECT clock_timestamp() AS now) c
 WHERE t.id = $1 AND ($11::bigint = 0 OR t.revision = $11) AND ` + advanceable + `
-RETURNING ` + returningColumns,
+RETURNING ` + returningWritten,
 		revisionOf: `SELECT revision, ` + atMax + ` FROM ` + tbl + ` WHERE id = $1`,
 		cancel: `UPDATE ` + tbl + ` t SET state = ` + sqlState(a2a.TaskStateCanceled) + `, status_msg = NULL,
   status_ts = ` + nextTime + `, status_ns = 0,
@@ -405,7 +405,7 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner}, s.logArgs(task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.create, args...))
+		x, err = scanWritten(s.pool.QueryRow(ctx, s.sql.create, args...), &f)
 		return err
 	})
 	if err != nil {
@@ -479,7 +479,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision}, s.logArgs(task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
-		x, err = scanRow(s.pool.QueryRow(ctx, s.sql.replace, args...))
+		x, err = scanWritten(s.pool.QueryRow(ctx, s.sql.replace, args...), &f)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}

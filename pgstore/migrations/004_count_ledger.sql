@@ -168,11 +168,13 @@ BEGIN
 		DELETE FROM public.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM public.a2a_task_count_deltas LIMIT 10000))
 		RETURNING shard, state, context_id, owner, d
+	), net AS (
+		SELECT shard, state, context_id, owner, sum(d) AS d FROM gone GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
 	), up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
 		SELECT kind, name, state, shard, sum(d) FROM (
 			SELECT k.kind, k.name, r.state, r.shard, r.d
-			FROM gone AS r
+			FROM net AS r
 			CROSS JOIN LATERAL (VALUES (0::smallint, ''::text), (1::smallint, r.context_id), (2::smallint, r.owner),
 				(3::smallint, CASE WHEN r.owner <> '' AND r.context_id <> '' THEN octet_length(r.owner)::text || ':' || r.owner || r.context_id ELSE '' END)) AS k (kind, name)
 			WHERE k.kind = 0 OR k.name <> ''
