@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -88,6 +89,9 @@ type harness struct {
 	// wrap, when set, wraps an instance's handler task store (the one
 	// a2a-go's cluster mode uses: frontend reads and execution writes).
 	wrap func(name string, ts taskstore.Store) taskstore.Store
+	// push, when set, is the instances' push configuration store
+	// (through FencePushConfigs; nothing is sent).
+	push push.ConfigStore
 	// poolConfig, when set, adjusts an instance's pool before it opens.
 	poolConfig func(name string, cfg *pgxpool.Config)
 }
@@ -145,10 +149,12 @@ func (h *harness) start(t testing.TB, name string, agent a2asrv.AgentExecutor) *
 	if h.wrap != nil {
 		ts = h.wrap(name, ts)
 	}
-	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(agent,
-		a2asrv.WithCallInterceptors(interceptors...),
-		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)})),
-		ts, store, time.Hour)
+	options := []a2asrv.RequestHandlerOption{a2asrv.WithCallInterceptors(interceptors...),
+		a2asrv.WithClusterMode(a2asrv.ClusterConfig{QueueManager: c.QueueManager(), WorkQueue: c.WorkQueue(), TaskStore: c.FenceTaskStore(ts)})}
+	if h.push != nil {
+		options = append(options, a2asrv.WithPushNotifications(pgcluster.FencePushConfigs(h.push), nopSender{}))
+	}
+	handler, err := a2aserver.SubscribeFromLog(a2asrv.NewHandler(agent, options...), ts, store, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -454,33 +455,93 @@ func TestCancelInputRequired(t *testing.T) {
 }
 
 // stepFailingStore is an instance's handler task store whose first
-// Update of a WORKING task fails before anything is written, as on a
-// pooled connection PostgreSQL dropped at a restart.
+// Update of a WORKING task fails with err before anything is written.
 type stepFailingStore struct {
 	taskstore.Store
+	err    error
 	failed *atomic.Bool
 }
 
 func (s stepFailingStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
 	if req.Task.Status.State == a2a.TaskStateWorking && s.failed.CompareAndSwap(false, true) {
-		return taskstore.TaskVersionMissing, errors.New("connection lost before the statement ran")
+		return taskstore.TaskVersionMissing, s.err
 	}
 	return s.Store.Update(ctx, req)
 }
 
-// K6: a step whose store write fails (a connection lost at a database
-// restart) does not end the task FAILED without a reason, as a2a-go's own
-// failure handling would: the fence refuses that FAILED, the execution's
-// work item is retried, and the task completes on the second attempt.
-func TestFailedStepRetried(t *testing.T) {
+// runFailingStep runs one execution on instance a whose first WORKING
+// write fails with err, and returns the sender's result and how many
+// times the agent ran.
+func runFailingStep(t *testing.T, err error) (*a2a.Task, int) {
+	t.Helper()
 	h := newHarness(t)
 	var failed atomic.Bool
 	h.wrap = func(name string, ts taskstore.Store) taskstore.Store {
 		if name == "a" {
-			return stepFailingStore{ts, &failed}
+			return stepFailingStore{ts, err, &failed}
 		}
 		return ts
 	}
+	agent := newTurnAgent(false)
+	_, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	b.cluster.StopWork() // a executes
+	res, sendErr := send(t.Context(), b, "", "m1", "done")
+	if sendErr != nil {
+		t.Fatalf("sender on b: %v", sendErr)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok || !failed.Load() {
+		t.Fatalf("sender on b got %#v; the store failed a step: %v", res, failed.Load())
+	}
+	return task, agent.ran("m1")
+}
+
+// K6: a step whose store write fails for the server's own reasons (the
+// adapter's internal error: a connection lost at a database restart) does
+// not end the task FAILED without a reason, as a2a-go's own failure
+// handling would: the fence refuses that FAILED, the execution's work
+// item is retried, and the task completes on the second attempt.
+func TestFailedStepRetried(t *testing.T) {
+	task, runs := runFailingStep(t, a2a.NewError(a2a.ErrInternalError, "internal error"))
+	if task.Status.State != a2a.TaskStateCompleted || runs != 2 {
+		t.Fatalf("task %+v after %d runs, want completed after 2", task.Status, runs)
+	}
+}
+
+// A step whose write fails for its content (a task over the store's
+// limits) is no transient fault: the task fails at once, the agent is not
+// run again.
+func TestFailedStepContentNotRetried(t *testing.T) {
+	task, runs := runFailingStep(t, a2a.NewError(a2a.ErrInvalidParams, "task exceeds a store limit"))
+	if task.Status.State != a2a.TaskStateFailed || runs != 1 {
+		t.Fatalf("task %+v after %d runs, want failed after 1", task.Status, runs)
+	}
+}
+
+// failingConfigs is a push configuration store whose first List fails.
+type failingConfigs struct {
+	push.ConfigStore
+	failed *atomic.Bool
+}
+
+func (s failingConfigs) List(ctx context.Context, id a2a.TaskID) ([]*a2a.PushConfig, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("connection lost")
+	}
+	return s.ConfigStore.List(ctx, id)
+}
+
+// nopSender sends nothing (the tests' configuration stores hold none).
+type nopSender struct{}
+
+func (nopSender) SendPush(context.Context, *a2a.PushConfig, a2a.Event) error { return nil }
+
+// K6 for the push lookup a2a-go makes after every stored event: its
+// failure does not fail the task either (FencePushConfigs).
+func TestFailedPushLookupRetried(t *testing.T) {
+	h := newHarness(t)
+	var failed atomic.Bool
+	h.push = failingConfigs{push.NewInMemoryStore(), &failed}
 	agent := newTurnAgent(false)
 	_, b := h.start(t, "a", agent), h.start(t, "b", agent)
 	b.cluster.StopWork() // a executes
@@ -488,11 +549,7 @@ func TestFailedStepRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sender on b: %v", err)
 	}
-	task, ok := res.(*a2a.Task)
-	if !ok || task.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("sender on b got %#v, want the completed task", res)
-	}
-	if !failed.Load() || agent.ran("m1") != 2 {
-		t.Fatalf("store failed a step: %v; agent ran %d times, want 2", failed.Load(), agent.ran("m1"))
+	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted || !failed.Load() || agent.ran("m1") != 2 {
+		t.Fatalf("sender on b got %#v after %d runs (lookup failed: %v), want completed after 2", res, agent.ran("m1"), failed.Load())
 	}
 }

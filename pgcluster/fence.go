@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 )
 
@@ -29,17 +30,18 @@ type leaseKey struct{}
 // so it costs no query; a write already in flight when the deadline
 // passes is not stopped.
 //
-// It also refuses, with errStepFailed, the FAILED that a2a-go writes of
-// its own when an execution's step cannot be processed — its store write
-// or push lookup failed, as on a connection PostgreSQL dropped at a
-// restart (K6): a FAILED task saved for an event that is not itself a
-// FAILED status. a2a-go writes that FAILED without a reason and reports
-// the execution as finished, so the work item would never be retried.
-// Refused, the execution ends with the error and its work item is
-// retried (the stored task resumed); after Options.MaxAttempts the task
-// is FAILED with a reason (giveUp). A FAILED the agent emits passes, and
-// so does the FAILED of an execution whose agent returned an error
-// (a2a-go saves it with no event).
+// It also keeps a2a-go from failing a task without a reason over a
+// transient fault (K6). When an execution's store write fails for the
+// server's own reasons (a2a.ErrInternalError: PostgreSQL unreachable, a
+// connection it dropped at a restart), or its push configurations cannot
+// be listed (FencePushConfigs), a2a-go writes the task FAILED, with no
+// status message, and reports the execution as finished, so its work item
+// would never be retried. After such a fault the execution's FAILED write
+// is refused with errStepFailed: the execution ends with the error, its
+// work item is retried (the stored task resumed), and after
+// Options.MaxAttempts the task is FAILED with a reason (giveUp). Faults
+// of the content (a task over the store's limits, an invalid agent
+// response) are not transient and still fail the task at once.
 func (c *Cluster) FenceTaskStore(ts taskstore.Store) taskstore.Store {
 	return fencedStore{Store: ts}
 }
@@ -66,29 +68,36 @@ func (s fencedStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}
-	if failsStep(ctx, req) {
+	m, _ := ctx.Value(leaseKey{}).(*message)
+	if m != nil && m.faulted.Load() && req.Task != nil && req.Task.Status.State == a2a.TaskStateFailed {
 		return taskstore.TaskVersionMissing, errStepFailed
 	}
-	return s.Store.Update(ctx, req)
+	v, err := s.Store.Update(ctx, req)
+	if m != nil && errors.Is(err, a2a.ErrInternalError) {
+		m.faulted.Store(true)
+	}
+	return v, err
 }
 
-// errStepFailed is the error of an execution whose step a2a-go could not
-// process (FenceTaskStore): the work item is retried.
-var errStepFailed = errors.New("pgcluster: an execution step failed (store or push lookup); the execution is retried instead of failing its task without a reason")
+// errStepFailed is the error of an execution's FAILED write after a
+// transient fault (FenceTaskStore): the work item is retried instead.
+var errStepFailed = errors.New("pgcluster: a transient fault interrupted the execution; it is retried instead of failing its task without a reason")
 
-// failsStep reports whether req is a2a-go failing an execution's task
-// because a step could not be processed: in an execution, a FAILED task
-// saved for an event (the step's) that is not a FAILED status itself.
-func failsStep(ctx context.Context, req *taskstore.UpdateRequest) bool {
-	if _, ok := ctx.Value(leaseKey{}).(*message); !ok || req.Event == nil || req.Task == nil ||
-		req.Task.Status.State != a2a.TaskStateFailed {
-		return false
+// FencePushConfigs returns ps for a2asrv.WithPushNotifications in cluster
+// mode, marking an execution whose push configurations cannot be listed
+// as faulted, so that its task is not failed without a reason
+// (FenceTaskStore).
+func FencePushConfigs(ps push.ConfigStore) push.ConfigStore {
+	return fencedConfigs{ConfigStore: ps}
+}
+
+type fencedConfigs struct{ push.ConfigStore }
+
+// List implements push.ConfigStore.
+func (s fencedConfigs) List(ctx context.Context, id a2a.TaskID) ([]*a2a.PushConfig, error) {
+	cs, err := s.ConfigStore.List(ctx, id)
+	if m, ok := ctx.Value(leaseKey{}).(*message); ok && err != nil {
+		m.faulted.Store(true)
 	}
-	switch ev := req.Event.(type) {
-	case *a2a.TaskStatusUpdateEvent:
-		return ev.Status.State != a2a.TaskStateFailed
-	case *a2a.Task:
-		return ev.Status.State != a2a.TaskStateFailed
-	}
-	return true
+	return cs, err
 }

@@ -383,7 +383,10 @@ type message struct {
 	// handedOver is set by HandOver: the execution was stopped for
 	// another instance to take it over, and Return releases the lease.
 	handedOver atomic.Bool
-	settled    sync.Once // the item left this instance's in-flight count
+	// faulted is set when a store write or push lookup of the execution
+	// failed transiently (FenceTaskStore): its FAILED is refused.
+	faulted atomic.Bool
+	settled sync.Once // the item left this instance's in-flight count
 
 	// deadline is when the lease runs out as far as this instance knows
 	// (unix nanoseconds of the cluster clock): LeaseTimeout after the

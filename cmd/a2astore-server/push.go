@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/backends"
+	"github.com/a2astore/a2astore/pgcluster"
 	"github.com/a2astore/a2astore/pushdelivery"
 )
 
@@ -79,7 +81,11 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 	s.sweepStop = make(chan struct{})
 	s.sweepDone = make(chan struct{})
 	go s.sweepPush(outbox)
-	return a2asrv.WithPushNotifications(s.pushConfigs, s.pusher.Sender()), nil
+	var configs push.ConfigStore = s.pushConfigs
+	if s.cfg.Cluster.Enabled {
+		configs = pgcluster.FencePushConfigs(configs) // a failed lookup is retried, not a FAILED task
+	}
+	return a2asrv.WithPushNotifications(configs, s.pusher.Sender()), nil
 }
 
 // openOutbox opens the outbox of the configured backend: PostgreSQL's
