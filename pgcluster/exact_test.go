@@ -469,31 +469,39 @@ func (s stepFailingStore) Update(ctx context.Context, req *taskstore.UpdateReque
 	return s.Store.Update(ctx, req)
 }
 
-// runFailingStep runs one execution on instance a whose first WORKING
-// write fails with err, and returns the sender's result and how many
-// times the agent ran.
-func runFailingStep(t *testing.T, err error) (*a2a.Task, int) {
+// runFailing runs one execution on instance a, with fault installing the
+// fault to inject (it sets *failed when it fires), and returns the
+// sender's result and how many times the agent ran.
+func runFailing(t *testing.T, fault func(h *harness, failed *atomic.Bool)) (*a2a.Task, int) {
 	t.Helper()
 	h := newHarness(t)
 	var failed atomic.Bool
-	h.wrap = func(name string, ts taskstore.Store) taskstore.Store {
-		if name == "a" {
-			return stepFailingStore{ts, err, &failed}
-		}
-		return ts
-	}
+	fault(h, &failed)
 	agent := newTurnAgent(false)
 	_, b := h.start(t, "a", agent), h.start(t, "b", agent)
 	b.cluster.StopWork() // a executes
-	res, sendErr := send(t.Context(), b, "", "m1", "done")
-	if sendErr != nil {
-		t.Fatalf("sender on b: %v", sendErr)
+	res, err := send(t.Context(), b, "", "m1", "done")
+	if err != nil {
+		t.Fatalf("sender on b: %v", err)
 	}
 	task, ok := res.(*a2a.Task)
 	if !ok || !failed.Load() {
-		t.Fatalf("sender on b got %#v; the store failed a step: %v", res, failed.Load())
+		t.Fatalf("sender on b got %#v; the fault fired: %v", res, failed.Load())
 	}
 	return task, agent.ran("m1")
+}
+
+// runFailingStep is runFailing with a's first WORKING write failing with
+// err.
+func runFailingStep(t *testing.T, err error) (*a2a.Task, int) {
+	return runFailing(t, func(h *harness, failed *atomic.Bool) {
+		h.wrap = func(name string, ts taskstore.Store) taskstore.Store {
+			if name == "a" {
+				return stepFailingStore{ts, err, failed}
+			}
+			return ts
+		}
+	})
 }
 
 // K6: a step whose store write fails for the server's own reasons (the
@@ -539,17 +547,10 @@ func (nopSender) SendPush(context.Context, *a2a.PushConfig, a2a.Event) error { r
 // K6 for the push lookup a2a-go makes after every stored event: its
 // failure does not fail the task either (FencePushConfigs).
 func TestFailedPushLookupRetried(t *testing.T) {
-	h := newHarness(t)
-	var failed atomic.Bool
-	h.push = failingConfigs{push.NewInMemoryStore(), &failed}
-	agent := newTurnAgent(false)
-	_, b := h.start(t, "a", agent), h.start(t, "b", agent)
-	b.cluster.StopWork() // a executes
-	res, err := send(t.Context(), b, "", "m1", "done")
-	if err != nil {
-		t.Fatalf("sender on b: %v", err)
-	}
-	if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted || !failed.Load() || agent.ran("m1") != 2 {
-		t.Fatalf("sender on b got %#v after %d runs (lookup failed: %v), want completed after 2", res, agent.ran("m1"), failed.Load())
+	task, runs := runFailing(t, func(h *harness, failed *atomic.Bool) {
+		h.push = failingConfigs{push.NewInMemoryStore(), failed}
+	})
+	if task.Status.State != a2a.TaskStateCompleted || runs != 2 {
+		t.Fatalf("task %+v after %d runs, want completed after 2", task.Status, runs)
 	}
 }
