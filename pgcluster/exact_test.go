@@ -397,19 +397,26 @@ func TestNewSubscriberGetsEveryEvent(t *testing.T) {
 	}
 }
 
+// startWaiting starts instances a and b with agent and sends them a
+// message with text (on a) that leaves its task waiting for input.
+func startWaiting(t *testing.T, h *harness, agent *turnAgent, text string) (a, b *instance, id a2a.TaskID) {
+	t.Helper()
+	a, b = h.start(t, "a", agent), h.start(t, "b", agent)
+	res, err := send(t.Context(), a, "", "m1", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, res.(*a2a.Task).ID
+}
+
 // W9 (A2A §3.1.6) in cluster mode: a task waiting for input has no
 // execution; a subscriber on any instance gets the task, then the events
 // of the follow-up's execution, until it asks for input again.
 func TestSubscribeInputRequired(t *testing.T) {
 	h := newHarness(t)
 	agent := newTurnAgent(true)
-	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	a, b, id := startWaiting(t, h, agent, "nohold")
 	ctx := t.Context()
-	res, err := send(ctx, a, "", "m1", "nohold")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.(*a2a.Task).ID
 	<-agent.working
 	events, done := stream(b.handler.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id}))
 	first, ok := next(t, events).(*a2a.Task)
@@ -438,14 +445,8 @@ func TestSubscribeInputRequired(t *testing.T) {
 // cancel ran and fails with "non-cancelable state").
 func TestCancelInputRequired(t *testing.T) {
 	h := newHarness(t)
-	agent := newTurnAgent(false)
-	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	a, b, id := startWaiting(t, h, newTurnAgent(false), "hi")
 	ctx := t.Context()
-	res, err := send(ctx, a, "", "m1", "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.(*a2a.Task).ID
 	for _, in := range []*instance{b, a} {
 		task, err := in.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
 		if err != nil || task.Status.State != a2a.TaskStateCanceled {
@@ -523,6 +524,42 @@ func TestFailedStepContentNotRetried(t *testing.T) {
 	task, runs := runFailingStep(t, a2a.NewError(a2a.ErrInvalidParams, "task exceeds a store limit"))
 	if task.Status.State != a2a.TaskStateFailed || runs != 1 {
 		t.Fatalf("task %+v after %d runs, want failed after 1", task.Status, runs)
+	}
+}
+
+// cancelFailingStore is a handler task store whose first CANCELED write
+// fails with the adapter's internal error before anything is written.
+type cancelFailingStore struct {
+	taskstore.Store
+	failed *atomic.Bool
+}
+
+func (s cancelFailingStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	if req.Task.Status.State == a2a.TaskStateCanceled && s.failed.CompareAndSwap(false, true) {
+		return taskstore.TaskVersionMissing, a2a.NewError(a2a.ErrInternalError, "internal error")
+	}
+	return s.Store.Update(ctx, req)
+}
+
+// K6 for cancelations: a cancel whose CANCELED write fails transiently is
+// retried and the task ends CANCELED, not FAILED without a reason (what
+// a2a-go's own failure handling writes).
+func TestFailedCancelRetried(t *testing.T) {
+	h := newHarness(t)
+	var failed atomic.Bool
+	h.wrap = func(_ string, ts taskstore.Store) taskstore.Store { return cancelFailingStore{ts, &failed} }
+	a, b, id := startWaiting(t, h, newTurnAgent(false), "hi")
+	ctx := t.Context()
+	task, err := b.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+	if err != nil || !failed.Load() {
+		t.Fatalf("cancel: %v, %v; the fault fired: %v", task, err, failed.Load())
+	}
+	st, err := a.tasks.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Status.State != a2a.TaskStateCanceled || st.Task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("cancel answered %+v, stored %+v; want CANCELED", task.Status, st.Task.Status)
 	}
 }
 

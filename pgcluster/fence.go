@@ -22,8 +22,9 @@ type leaseKey struct{}
 // when another instance may already be running the task — fails with
 // ErrLeaseLost and writes nothing. Without it such an execution writes
 // the task (and, once it notices, FAILED) until its next heartbeat
-// fails, under the instance that took the task over. Calls outside an
-// execution (the frontend's reads, cancelations) pass through.
+// fails, under the instance that took the task over. A cancelation's
+// work item is fenced the same way. Calls outside a work item (the
+// frontend's reads) pass through.
 //
 // The check is local (the deadline is LeaseTimeout after the claim or
 // heartbeat statement was sent, never later than the database's expiry),
@@ -39,7 +40,9 @@ type leaseKey struct{}
 // would never be retried. After such a fault the execution's FAILED write
 // is refused with errStepFailed: the execution ends with the error, its
 // work item is retried (the stored task resumed), and after
-// Options.MaxAttempts the task is FAILED with a reason (giveUp). Faults
+// Options.MaxAttempts the task is FAILED with a reason (giveUp). A
+// cancelation whose CANCELED write failed so is retried the same way
+// (TestFailedCancelRetried), instead of ending the task FAILED. Faults
 // of the content (a task over the store's limits, an invalid agent
 // response) are not transient and still fail the task at once.
 func (c *Cluster) FenceTaskStore(ts taskstore.Store) taskstore.Store {

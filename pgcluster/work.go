@@ -322,15 +322,17 @@ func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) {
 	msg.TaskID, msg.ContextID = st.Task.ID, st.Task.ContextID
 }
 
-// beforeExecution makes the execution's context cancelable by a cancel
-// notification (K3).
+// beforeExecution puts the work item on the context of its run (the
+// fence, FenceTaskStore, reads it: a cancelation's CANCELED write is
+// fenced as an execution's writes are) and makes an execution cancelable
+// by a cancel notification (K3).
 func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) (context.Context, error) {
 	m := msg.(*message)
+	ctx = context.WithValue(ctx, leaseKey{}, m)
 	if m.payload.Type != workqueue.PayloadTypeExecute {
 		return ctx, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	ctx = context.WithValue(ctx, leaseKey{}, m)
 	m.cancel = cancel
 	q.mu.Lock()
 	q.mu.executions[m.taskID] = m

@@ -534,6 +534,11 @@ func TestClusterSendToRunningTask(t *testing.T) {
 	ctx := t.Context()
 	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
 	f.executing(t, id)
+	// Cancel the hour-long execution before the servers stop (cleanups run
+	// last first): a shutdown with it running would wait out its hand-over.
+	t.Cleanup(func() {
+		_, _ = f.servers[0].client(t, a2a.TransportProtocolJSONRPC).CancelTask(context.Background(), &a2a.CancelTaskRequest{ID: id})
+	})
 	for _, s := range f.servers {
 		for _, tr := range transports {
 			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("again"))
