@@ -284,8 +284,10 @@ func writesIndexes(d *data) (*chart, error) {
 	p.NominalX(labels...)
 	p.Y.Tick.Marker = commaTicks{}
 	p.Y.Max = 1.1 * math.Max(slices.Max(with), slices.Max(without)) // room above the tallest bar
-	// An inch per pair of bars: room for its label.
-	w := vg.Length(math.Max(8, 3.2+float64(len(labels)))) * vg.Inch
+	// An inch and a quarter per pair of bars: room for its label beside
+	// the widest tick labels (at HEAD's figures an inch let "replace 1e3"
+	// and "replace 1e4" overlap).
+	w := vg.Length(math.Max(8, 3.2+1.25*float64(len(labels)))) * vg.Inch
 	return &chart{p, w, 4.5 * vg.Inch, "the two bars of each pair level: the ordering indexes cost writes little (anchor: 1.3–1.4×)"}, nil
 }
 
