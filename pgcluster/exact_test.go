@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -527,32 +528,36 @@ func TestFailedStepContentNotRetried(t *testing.T) {
 	}
 }
 
-// cancelFailingStore is a handler task store whose first CANCELED write
-// fails with the adapter's internal error before anything is written.
+// cancelFailingStore is a handler task store whose first faults CANCELED
+// writes fail with the adapter's internal error before anything is
+// written; n counts the CANCELED writes.
 type cancelFailingStore struct {
 	taskstore.Store
-	failed *atomic.Bool
+	faults int32
+	n      *atomic.Int32
 }
 
 func (s cancelFailingStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
-	if req.Task.Status.State == a2a.TaskStateCanceled && s.failed.CompareAndSwap(false, true) {
+	if req.Task.Status.State == a2a.TaskStateCanceled && s.n.Add(1) <= s.faults {
 		return taskstore.TaskVersionMissing, a2a.NewError(a2a.ErrInternalError, "internal error")
 	}
 	return s.Store.Update(ctx, req)
 }
 
-// K6 for cancelations: a cancel whose CANCELED write fails transiently is
-// retried and the task ends CANCELED, not FAILED without a reason (what
-// a2a-go's own failure handling writes).
-func TestFailedCancelRetried(t *testing.T) {
+// cancelFailing cancels, on instance b, a task waiting for input whose
+// first faults CANCELED writes fail, and checks that the call answers the
+// task CANCELED and that it is stored so. It returns how many CANCELED
+// writes were made.
+func cancelFailing(t *testing.T, faults int32) int32 {
+	t.Helper()
 	h := newHarness(t)
-	var failed atomic.Bool
-	h.wrap = func(_ string, ts taskstore.Store) taskstore.Store { return cancelFailingStore{ts, &failed} }
+	var n atomic.Int32
+	h.wrap = func(_ string, ts taskstore.Store) taskstore.Store { return cancelFailingStore{ts, faults, &n} }
 	a, b, id := startWaiting(t, h, newTurnAgent(false), "hi")
 	ctx := t.Context()
 	task, err := b.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
-	if err != nil || !failed.Load() {
-		t.Fatalf("cancel: %v, %v; the fault fired: %v", task, err, failed.Load())
+	if err != nil {
+		t.Fatalf("cancel after %d CANCELED writes: %v", n.Load(), err)
 	}
 	st, err := a.tasks.Get(ctx, id)
 	if err != nil {
@@ -560,6 +565,25 @@ func TestFailedCancelRetried(t *testing.T) {
 	}
 	if task.Status.State != a2a.TaskStateCanceled || st.Task.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("cancel answered %+v, stored %+v; want CANCELED", task.Status, st.Task.Status)
+	}
+	return n.Load()
+}
+
+// K6 for cancelations: a cancel whose CANCELED write fails transiently is
+// retried and the task ends CANCELED, not FAILED without a reason (what
+// a2a-go's own failure handling writes).
+func TestFailedCancelRetried(t *testing.T) {
+	if n := cancelFailing(t, 1); n != 2 {
+		t.Fatalf("%d CANCELED writes, want 2 (one failed, one retried)", n)
+	}
+}
+
+// A cancel whose every CANCELED write fails is given up after its
+// attempts, and giving up cancels the task through the store: it does not
+// stay open (and its caller waiting) after the cancel was accepted.
+func TestFailedCancelGivenUp(t *testing.T) {
+	if n := cancelFailing(t, math.MaxInt32); n != pgcluster.CancelAttempts {
+		t.Fatalf("%d CANCELED writes, want %d (every attempt)", n, pgcluster.CancelAttempts)
 	}
 }
 

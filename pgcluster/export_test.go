@@ -7,6 +7,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
+// CancelAttempts is how many times a cancelation is tried.
+const CancelAttempts = cancelAttempts
+
 // Clean runs one cleaner pass (tests drive it instead of waiting).
 func (c *Cluster) Clean(ctx context.Context) error { return c.cleaner.clean(ctx) }
 

@@ -41,8 +41,10 @@ type leaseKey struct{}
 // is refused with errStepFailed: the execution ends with the error, its
 // work item is retried (the stored task resumed), and after
 // Options.MaxAttempts the task is FAILED with a reason (giveUp). A
-// cancelation whose CANCELED write failed so is retried the same way
-// (TestFailedCancelRetried), instead of ending the task FAILED. Faults
+// cancelation whose CANCELED write failed so is retried the same way,
+// after RetryDelay (TestFailedCancelRetried), instead of ending the task
+// FAILED; when its attempts run out, giveUp cancels the task through the
+// store (TestFailedCancelGivenUp). Faults
 // of the content (a task over the store's limits, an invalid agent
 // response) are not transient and still fail the task at once.
 func (c *Cluster) FenceTaskStore(ts taskstore.Store) taskstore.Store {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
 // rescuer takes back the work of dead instances (K4): every quarter of
@@ -100,14 +102,22 @@ func (r *rescuer) rescue(ctx context.Context) error {
 const giveUpReason = "the agent execution failed or its server died %d times; send the message again to retry"
 
 // giveUp finishes a work item that is out of attempts: an execution's task
-// becomes FAILED with a reason (unless it has ended already), then the
-// item is done. The task goes first, so an instance dying in between
-// leaves the item for the next pass, which finds the task ended.
+// becomes FAILED with a reason, a cancelation's task is canceled by the
+// store itself (S9; its executing instance stops at its next heartbeat,
+// K8, or at once on the 'c' that finishing the item sends), unless the
+// task has ended already; then the item is done. The task goes first, so
+// a write that fails, or an instance dying in between, leaves the item
+// for a later pass, which finds the task ended.
 func (c *Cluster) giveUp(ctx context.Context, id int64, token string, task a2a.TaskID, kind string, attempt int, cause error) error {
-	if kind == "execute" {
-		if err := c.failTask(ctx, task, fmt.Sprintf(giveUpReason, attempt)); err != nil {
-			return err
-		}
+	var err error
+	switch kind {
+	case "execute":
+		err = c.failTask(ctx, task, fmt.Sprintf(giveUpReason, attempt))
+	case "cancel":
+		err = c.cancelTask(ctx, task)
+	}
+	if err != nil {
+		return err
 	}
 	var tok any = token
 	if token == "" {
@@ -116,8 +126,21 @@ func (c *Cluster) giveUp(ctx context.Context, id int64, token string, task a2a.T
 	if _, err := c.pool.Exec(ctx, c.sql.finish, id, tok, "gave up: "+cause.Error()); err != nil {
 		return fmt.Errorf("pgcluster: finish work item: %w", err)
 	}
+	if kind == "cancel" {
+		_, _ = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', task))
+	}
 	c.stats.GaveUp.Add(1)
 	c.opts.Logger.Warn("pgcluster: gave up on work item", "task", task, "kind", kind, "attempts", attempt, "cause", cause)
+	return nil
+}
+
+// cancelTask cancels task through the store (S9) unless it has ended or
+// does not exist.
+func (c *Cluster) cancelTask(ctx context.Context, id a2a.TaskID) error {
+	_, err := c.opts.Log.Cancel(ctx, id)
+	if err != nil && !errors.Is(err, engine.ErrNotCancelable) && !errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("pgcluster: cancel task: %w", err)
+	}
 	return nil
 }
 

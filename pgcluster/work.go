@@ -527,8 +527,9 @@ func (m *message) complete(ctx context.Context, outcome string) error {
 // Return handles a failed attempt: an item whose task already ended is
 // finished; an execution stopped by HandOver goes back to the queue at
 // once, its attempt not counted; one with attempts left goes back to the
-// queue (an execution after RetryDelay, a cancelation at once); the last
-// failed execution finishes its task as FAILED.
+// queue (an execution after RetryDelay; a cancelation at once after a
+// revision conflict, after RetryDelay after a transient fault); the last
+// failed attempt gives up (giveUp).
 func (m *message) Return(ctx context.Context, cause error) error {
 	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
@@ -541,7 +542,10 @@ func (m *message) Return(ctx context.Context, cause error) error {
 	}
 	limit, delay := c.opts.MaxAttempts, c.opts.RetryDelay
 	if m.payload.Type == workqueue.PayloadTypeCancel {
-		limit, delay = cancelAttempts, 0
+		limit = cancelAttempts
+		if !m.faulted.Load() {
+			delay = 0 // a revision conflict with the execution
+		}
 	}
 	if m.attempt >= limit {
 		return c.giveUp(ctx, m.id, m.token, m.taskID, string(m.payload.Type), m.attempt, cause)
