@@ -92,6 +92,9 @@ type harness struct {
 	// push, when set, is the instances' push configuration store
 	// (through FencePushConfigs; nothing is sent).
 	push push.ConfigStore
+	// wrapLog, when set, wraps the store an instance's cluster reads
+	// (Options.Log).
+	wrapLog func(name string, l pgcluster.LogStore) pgcluster.LogStore
 	// poolConfig, when set, adjusts an instance's pool before it opens.
 	poolConfig func(name string, cfg *pgxpool.Config)
 }
@@ -129,6 +132,9 @@ func (h *harness) start(t testing.TB, name string, agent a2asrv.AgentExecutor) *
 	system := a2aserver.TaskStore(store)
 	opts := h.opts
 	opts.Schema, opts.Instance, opts.TaskStore, opts.Log = h.schema, name, system, store
+	if h.wrapLog != nil {
+		opts.Log = h.wrapLog(name, store)
+	}
 	c, err := pgcluster.New(ctx, pool, opts)
 	if err != nil {
 		t.Fatal(err)

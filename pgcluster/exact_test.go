@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgcluster"
 )
@@ -584,6 +585,41 @@ func TestFailedCancelRetried(t *testing.T) {
 func TestFailedCancelGivenUp(t *testing.T) {
 	if n := cancelFailing(t, math.MaxInt32); n != pgcluster.CancelAttempts {
 		t.Fatalf("%d CANCELED writes, want %d (every attempt)", n, pgcluster.CancelAttempts)
+	}
+}
+
+// failingLog is a cluster's log store whose second Get after armed is set
+// fails (a2a-go v2.3.1's CancelTask reads the task first to open its
+// event reader, then writes the cancel item, whose wait reads it next).
+type failingLog struct {
+	pgcluster.LogStore
+	armed  *atomic.Bool
+	n      *atomic.Int32
+	failed *atomic.Bool
+}
+
+func (l failingLog) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	if l.armed.Load() && l.n.Add(1) == 2 {
+		l.failed.Store(true)
+		return engine.Record{}, fmt.Errorf("connection lost: %w", engine.ErrInternal)
+	}
+	return l.LogStore.Get(ctx, id)
+}
+
+// A CancelTask whose wait for the task to end reads the task while the
+// database is unreachable waits on: it does not answer from a2a-go's
+// snapshot, read before the cancel ran ("non-cancelable state" for a
+// task waiting for input), while the cancel then succeeds.
+func TestCancelWaitsThroughFailedRead(t *testing.T) {
+	h := newHarness(t)
+	var armed, failed atomic.Bool
+	var n atomic.Int32
+	h.wrapLog = func(_ string, l pgcluster.LogStore) pgcluster.LogStore { return failingLog{l, &armed, &n, &failed} }
+	_, b, id := startWaiting(t, h, newTurnAgent(false), "hi")
+	armed.Store(true)
+	task, err := b.handler.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: id})
+	if err != nil || task.Status.State != a2a.TaskStateCanceled || !failed.Load() {
+		t.Fatalf("cancel: %v, %v; the read failed: %v", task, err, failed.Load())
 	}
 }
 

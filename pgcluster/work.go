@@ -100,7 +100,9 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 // without the wait the snapshot, read before the cancel ran, fails the
 // call with "task was in non-cancelable state" although the cancel then
 // succeeds. Joining a cancelation in progress (ErrLeaseAlreadyTaken)
-// waits too.
+// waits too. A read that fails (the database restarting) is tried again
+// at the next wake-up, not taken for the end of the wait; only a task
+// that does not exist ends it.
 func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body []byte) (a2a.TaskID, error) {
 	done, stop := q.cancelHub.Watch(p.TaskID)
 	defer stop()
@@ -111,7 +113,8 @@ func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body 
 	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
 	for {
 		rec, gerr := q.c.opts.Log.Get(ctx, p.TaskID)
-		if gerr != nil || rec.Task.Status.State.Terminal() || time.Now().After(deadline) {
+		ended := gerr == nil && rec.Task.Status.State.Terminal()
+		if ended || errors.Is(gerr, engine.ErrNotFound) || time.Now().After(deadline) {
 			return id, err
 		}
 		t := time.NewTimer(min(time.Until(deadline), q.c.opts.PollInterval, time.Second))
