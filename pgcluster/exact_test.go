@@ -270,16 +270,22 @@ func TestFollowUpFinishedBeforeSnapshot(t *testing.T) {
 // is taken over and completed without running the agent again.
 func TestAnsweredItemNotRunAgain(t *testing.T) {
 	h := newHarness(t)
+	// No heartbeat during the test: one sent after the stall below would
+	// renew the lease (nobody took it over yet) and let the Complete
+	// retry succeed. The test expires the lease and rescues it itself.
+	h.opts.LeaseTimeout = time.Minute
 	agent := newTurnAgent(false)
 	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
 	b.cluster.StopWork() // a executes first; b's rescuer and a's work loop take over
 	ctx := t.Context()
 	var once sync.Once
+	stalled := make(chan struct{})
 	a.cluster.BeforeComplete(func() error {
 		var err error
 		once.Do(func() {
 			a.cluster.Stall(time.Hour) // its lease is gone as far as it knows
 			err = errors.New("connection lost")
+			close(stalled)
 		})
 		return err
 	})
@@ -290,6 +296,18 @@ func TestAnsweredItemNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.(*a2a.Task).ID
+	select {
+	case <-stalled:
+	case <-time.After(waitFor):
+		t.Fatal("the execution's item was never completed")
+	}
+	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second'
+		WHERE task_id = $1 AND state = 'running'`, h.schema), string(id)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cluster.Rescue(ctx); err != nil {
+		t.Fatal(err)
+	}
 	waitLease(t, ctx, a, id, "done")
 	if n := agent.ran("m1"); n != 1 {
 		t.Fatalf("the agent ran %d times for one message", n)
