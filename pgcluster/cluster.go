@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/engine"
@@ -273,6 +274,18 @@ func newToken() string {
 // execution done) then the task ID, or the kind alone when the ID would
 // not fit a notification (8000 bytes), which wakes all.
 func notifyPayload(kind byte, taskID a2a.TaskID) string { return pgstore.NotifyPayload(kind, taskID) }
+
+// execer runs a statement: a pool, or a transaction to notify in.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// notify sends the cluster's notification of kind for taskID through db
+// (in db's transaction, when it is one).
+func (c *Cluster) notify(ctx context.Context, db execer, kind byte, taskID a2a.TaskID) error {
+	_, err := db.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload(kind, taskID))
+	return err
+}
 
 // LogStore is what the cluster needs of the task store: its log (K7), and
 // a way to wake this process's log readers when another instance's

@@ -94,7 +94,7 @@ func (m *message) release(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, c.sql.release, m.id, m.token, body); err != nil {
 		return fmt.Errorf("pgcluster: hand over: %w", err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('w', m.taskID)); err != nil {
+	if err := c.notify(ctx, tx, 'w', m.taskID); err != nil {
 		return fmt.Errorf("pgcluster: hand over: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -127,7 +127,7 @@ func (c *Cluster) giveUp(ctx context.Context, id int64, token string, task a2a.T
 		return fmt.Errorf("pgcluster: finish work item: %w", err)
 	}
 	if kind == "cancel" {
-		_, _ = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('c', task))
+		_ = c.notify(ctx, c.pool, 'c', task)
 	}
 	c.stats.GaveUp.Add(1)
 	c.opts.Logger.Warn("pgcluster: gave up on work item", "task", task, "kind", kind, "attempts", attempt, "cause", cause)

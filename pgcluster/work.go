@@ -150,7 +150,7 @@ func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind strin
 	case err != nil:
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(q.c.opts.Schema), notifyPayload('w', p.TaskID)); err != nil {
+	if err := q.c.notify(ctx, tx, 'w', p.TaskID); err != nil {
 		return "", fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -249,7 +249,7 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 			// again (K8).
 			q.c.stats.Answered.Add(1)
 			_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "answered")
-			_, _ = q.c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(q.c.opts.Schema), notifyPayload('d', m.taskID))
+			_ = q.c.notify(ctx, q.c.pool, 'd', m.taskID)
 			q.settle()
 			return nil, nil
 		}
@@ -518,7 +518,7 @@ func (m *message) complete(ctx context.Context, outcome string) error {
 	if m.payload.Type == workqueue.PayloadTypeCancel {
 		kind = 'c'
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload(kind, m.taskID)); err != nil {
+	if err := c.notify(ctx, tx, kind, m.taskID); err != nil {
 		return fmt.Errorf("pgcluster: complete: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -558,7 +558,7 @@ func (m *message) Return(ctx context.Context, cause error) error {
 		return fmt.Errorf("pgcluster: return work item: %w", err)
 	}
 	if delay == 0 {
-		_, _ = c.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel(c.opts.Schema), notifyPayload('w', m.taskID))
+		_ = c.notify(ctx, c.pool, 'w', m.taskID)
 	} else {
 		// Nothing notifies when the delay is over: wake this instance's
 		// work loop then (others find it on their safety-net poll).
