@@ -44,6 +44,7 @@ type op struct {
 var ops = []op{
 	{"", benchPage},
 	{"mem", benchPageLightTasks},
+	{"", benchPageTrimmed},
 	{"", benchPageDepth},
 	{"", benchPageContext},
 	{"", benchPageAfter},
@@ -123,12 +124,7 @@ func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, 
 		for _, n := range sizes() {
 			b.Run(fmt.Sprintf("op=page/n=%d/page=50/proj=%s%s", n, projName(proj), tasks), func(b *testing.B) {
 				fx := fixtureOf(b, n)
-				pos := fx.positions(1024, 50, 7)
-				reqs := make([]engine.ListRequest, len(pos))
-				for i, p := range pos {
-					reqs[i] = engine.ListRequest{PageSize: 50, PageToken: fx.token(p), Projection: proj, IncludeArtifacts: true}
-				}
-				benchList(b, fx.store, func(i int) *engine.ListRequest { return &reqs[i%len(reqs)] })
+				benchPagesAt(b, fx, engine.ListRequest{PageSize: 50, Projection: proj, IncludeArtifacts: true})
 				if proj == engine.ProjectionLight {
 					b.ReportMetric(fx.bytesPerTask, "bytes/task")
 				}
@@ -141,6 +137,30 @@ func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, 
 			benchFullFloor(b, e, fixtureOf, tasks)
 		}
 	}
+}
+
+// benchPagesAt runs List on pages of req's shape from 1024 random cursors.
+func benchPagesAt(b *testing.B, fx *fixture, req engine.ListRequest) {
+	pos := fx.positions(1024, 50, 7)
+	reqs := make([]engine.ListRequest, len(pos))
+	for i, p := range pos {
+		reqs[i] = req
+		reqs[i].PageToken = fx.token(p)
+	}
+	benchList(b, fx.store, func(i int) *engine.ListRequest { return &reqs[i%len(reqs)] })
+}
+
+// benchPageTrimmed: a full page of 50 from a random cursor, without history
+// or artifacts (historyLength=0, L4): the store's part of a ListTasks as
+// loadgen and most clients send it, which the served-request CPU rows of
+// the results page measure end to end.
+func benchPageTrimmed(b *testing.B, e *env) {
+	none := 0
+	forSizes(b, e, func(n int) string {
+		return fmt.Sprintf("op=page/n=%d/page=50/proj=full/history=0", n)
+	}, func(b *testing.B, fx *fixture) {
+		benchPagesAt(b, fx, engine.ListRequest{PageSize: 50, HistoryLength: &none})
+	})
 }
 
 // benchPageDepth: a light page of 50 at depth 0 (the first page), 10, 50

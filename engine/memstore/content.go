@@ -131,12 +131,12 @@ func (s *Store) contentLocked(e *entry) content {
 	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}
 }
 
-// build fills t with the task — its light fields and metadata only when
-// light — decoding with *d (allocated on first use). *ts receives the
-// status timestamp, which t.Status.Timestamp then points to.
-func (c *content) build(t *a2a.Task, ts *time.Time, d **taskcodec.Decoder, light bool) error {
+// build fills t with the whole task, decoding with *d (allocated on first
+// use). *ts receives the status timestamp, which t.Status.Timestamp then
+// points to.
+func (c *content) build(t *a2a.Task, ts *time.Time, d **taskcodec.Decoder) error {
 	fillLight(t, ts, c.id, c.ctx, c.state, &c.status)
-	return decodeBody(t, c.body, c.metaLen, light, d)
+	return decodeBody(t, c.body, c.metaLen, depthWhole, d)
 }
 
 // fillLight sets t to a task of these light fields; *ts receives the
@@ -149,24 +149,54 @@ func fillLight(t *a2a.Task, ts *time.Time, id a2a.TaskID, ctx string, state uint
 	}
 }
 
+// depth is how much of a body a read decodes.
+type depth uint8
+
+const (
+	depthWhole depth = iota // the whole task
+	// depthHead: the metadata and the status message, for a whole page
+	// that returns no history and no artifacts (L4). The rest of the body
+	// is not read (taskcodec.Decoder.Head): this process wrote it.
+	depthHead
+	depthLight // the metadata only (engine.ProjectionLight)
+)
+
+// depthOf is the depth a page of q decodes.
+func depthOf(q *engine.Query) depth {
+	switch {
+	case q.Projection == engine.ProjectionLight:
+		return depthLight
+	case q.HistoryLength == 0 && !q.IncludeArtifacts:
+		return depthHead
+	}
+	return depthWhole
+}
+
 // needsDecoding reports whether decodeBody has anything to decode.
-func needsDecoding(body string, metaLen uint32, light bool) bool {
-	return metaLen > 0 || !light && len(body) > int(metaLen)
+func needsDecoding(body string, metaLen uint32, dp depth) bool {
+	return metaLen > 0 || dp != depthLight && len(body) > int(metaLen)
 }
 
 // decodeBody decodes a body (metaLen bytes of metadata, then the rest of
 // the task) into t, whose light fields fillLight has set: the metadata,
-// and unless light the rest. It decodes with *d, allocated on first use.
-func decodeBody(t *a2a.Task, body string, metaLen uint32, light bool, d **taskcodec.Decoder) error {
-	if !needsDecoding(body, metaLen, light) {
+// and as deep as dp says the rest. It decodes with *d, allocated on first
+// use.
+func decodeBody(t *a2a.Task, body string, metaLen uint32, dp depth, d **taskcodec.Decoder) error {
+	if !needsDecoding(body, metaLen, dp) {
 		return nil
 	}
 	if *d == nil {
 		*d = new(taskcodec.Decoder)
 	}
-	if rest := body[metaLen:]; rest != "" && !light {
+	if rest := body[metaLen:]; rest != "" && dp != depthLight {
 		head := *t
-		if err := (*d).Task(rest, t); err != nil {
+		var err error
+		if dp == depthHead {
+			err = (*d).Head(rest, t)
+		} else {
+			err = (*d).Task(rest, t)
+		}
+		if err != nil {
 			return err
 		}
 		t.ID, t.ContextID, t.Status.State, t.Status.Timestamp = head.ID, head.ContextID, head.Status.State, head.Status.Timestamp
@@ -184,7 +214,7 @@ func decoded(rec engine.Record, c content) (engine.Record, error) {
 		ts   time.Time
 	})
 	var d *taskcodec.Decoder
-	if err := c.build(&v.task, &v.ts, &d, false); err != nil {
+	if err := c.build(&v.task, &v.ts, &d); err != nil {
 		return engine.Record{}, err
 	}
 	rec.Task = &v.task

@@ -40,6 +40,10 @@
 // so each task's light fields are stored once. A full page decodes its
 // bodies page-wide (taskcodec.Decoder: a few allocations per page, not
 // several per task); decoded strings share the body's immutable bytes.
+// A full page that returns no history and no artifacts (historyLength 0,
+// the default of most clients' lists) decodes each body's metadata and
+// status message only, and does not walk the rest: this process wrote
+// it (taskcodec.Decoder.Head; CheckInvariants decodes bodies whole).
 // At 1e6 light tasks the store holds about 270 bytes per task, 1.5× a
 // bare tree of the same keys (results/memstore-compact.md).
 //

@@ -18,7 +18,9 @@ import (
 // The index decides the owner and context filters, so a visited entry is
 // checked for the state and status time only. Under the lock a page builds
 // each task's light fields; after it, it decodes the stored bodies: only
-// metadata for a light page, and the rest of each task for a full one.
+// metadata for a light page, the metadata and status message for a full
+// one that returns no history and no artifacts, and the rest of each task
+// for any other full one (depthOf).
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
@@ -27,9 +29,8 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	// rest is q without the filters the index decides.
 	rest := q
 	rest.Owner, rest.ContextID = "", ""
-	light := q.Projection == engine.ProjectionLight
 	var pg page
-	pg.init(q.PageSize, light)
+	pg.init(q.PageSize, depthOf(&q))
 	more, examined, counted, total := false, 0, 0, 0
 	// visit offers the page the entry e and reports whether the scan goes
 	// on: until the page is full and one more match (the look-ahead) is
@@ -141,7 +142,7 @@ func (r keyRange) scan(after *engine.Cursor, visit func(e *entry) bool) {
 // metadata of a light page, the metadata and rest of a full one. The
 // bodies are decoded after the lock is released.
 type page struct {
-	light   bool
+	depth   depth
 	cursors []engine.Cursor
 	owners  []string
 	tasks   []pageTask // cap fixed so pointers stay valid
@@ -162,8 +163,8 @@ type bodyRef struct {
 	metaLen uint32
 }
 
-func (p *page) init(size int, light bool) {
-	p.light = light
+func (p *page) init(size int, dp depth) {
+	p.depth = dp
 	p.cursors = make([]engine.Cursor, 0, size)
 	p.owners = make([]string, 0, size)
 	p.tasks = make([]pageTask, 0, size)
@@ -177,7 +178,7 @@ func (s *Store) addLocked(p *page, e *entry) {
 	i := len(p.tasks)
 	p.tasks = append(p.tasks, pageTask{})
 	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
-	if needsDecoding(e.body, e.metaLen, p.light) {
+	if needsDecoding(e.body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
 			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
 		}
@@ -194,13 +195,13 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 		d.Shape(q.HistoryLength, q.IncludeArtifacts)
 	}
 	for _, b := range p.bodies {
-		if err := decodeBody(&p.tasks[b.i].task, b.body, b.metaLen, p.light, &d); err != nil {
+		if err := decodeBody(&p.tasks[b.i].task, b.body, b.metaLen, p.depth, &d); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]*a2a.Task, len(p.tasks))
 	for i := range p.tasks {
-		if !p.light {
+		if p.depth != depthLight {
 			listpage.Shape(q, &p.tasks[i].task)
 		}
 		out[i] = &p.tasks[i].task

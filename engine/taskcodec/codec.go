@@ -459,10 +459,7 @@ func (r *reader) time() *time.Time {
 
 // task reads the fields of a stored task, after the version byte, into t.
 func (r *reader) task(t *a2a.Task) {
-	t.ID, t.ContextID = a2a.TaskID(r.str()), r.str()
-	t.Status.State = a2a.TaskState(r.str())
-	t.Status.Timestamp = r.time()
-	t.Status.Message = r.message()
+	r.head(t)
 	if n := r.count(); n > 0 {
 		keep := n
 		if r.d.shaped && r.d.history >= 0 {
@@ -491,6 +488,14 @@ func (r *reader) task(t *a2a.Task) {
 		}
 	}
 	t.Metadata = r.meta()
+}
+
+// head reads the fields that precede the history (writer.head) into t.
+func (r *reader) head(t *a2a.Task) {
+	t.ID, t.ContextID = a2a.TaskID(r.str()), r.str()
+	t.Status.State = a2a.TaskState(r.str())
+	t.Status.Timestamp = r.time()
+	t.Status.Message = r.message()
 }
 
 // The skip functions read what their namesakes read, checking it the

@@ -494,3 +494,47 @@ func TestDecoderShape(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderHead: Head decodes what precedes the history exactly as Task
+// does, fails on a form cut inside it or of another version, and reads
+// nothing after the status message (a cut there still decodes).
+func TestDecoderHead(t *testing.T) {
+	task := richTask()
+	b, err := EncodeTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decoder
+	var got a2a.Task
+	if err := d.Head(string(b), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := a2a.Task{ID: task.ID, ContextID: task.ContextID, Status: task.Status}
+	wj, _ := json.Marshal(&want)
+	gj, _ := json.Marshal(&got)
+	if !bytes.Equal(wj, gj) {
+		t.Fatalf("head:\nwant %s\nhave %s", wj, gj)
+	}
+	// The head ends where b parts from the form of the same head without
+	// history (its history count: 2, not 0).
+	hb, err := EncodeTask(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	headEnd := 0
+	for b[headEnd] == hb[headEnd] {
+		headEnd++
+	}
+	for cut := 1; cut < len(b); cut++ {
+		err := d.Head(string(b[:cut]), &a2a.Task{})
+		if cut < headEnd && err == nil {
+			t.Fatalf("a form cut inside its head, at %d of %d bytes, decoded", cut, headEnd)
+		}
+		if cut >= headEnd && err != nil {
+			t.Fatalf("a form cut after its head (%d bytes) at %d: %v", headEnd, cut, err)
+		}
+	}
+	if err := d.Head("\x02"+string(b[1:]), &a2a.Task{}); !errors.Is(err, engine.ErrInternal) {
+		t.Fatalf("another version: %v, want ErrInternal", err)
+	}
+}

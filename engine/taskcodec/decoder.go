@@ -1,9 +1,12 @@
 package taskcodec
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
 // A Decoder decodes stored forms held in strings, for a page of tasks. The
@@ -39,6 +42,27 @@ type Decoder struct {
 func (d *Decoder) Task(s string, t *a2a.Task) error {
 	*t = a2a.Task{}
 	return decodeString(s, "task", t, d)
+}
+
+// Head decodes the fields of a stored task (EncodeTask's form) held in s
+// that precede its history — ID, context ID and status, with its message —
+// into t, and stops there: the history, artifacts and metadata are neither
+// built nor read, so nothing after the status message is checked. It is
+// for forms the caller wrote itself in this process and keeps unchanged
+// (engine/memstore's bodies), where a page that returns neither history
+// nor artifacts need not walk them; a form read back from storage gets
+// Task, which checks it whole.
+func (d *Decoder) Head(s string, t *a2a.Task) error {
+	*t = a2a.Task{}
+	if len(s) == 0 || s[0] != version {
+		return fmt.Errorf("taskcodec: decode task head: unknown format: %w", engine.ErrInternal)
+	}
+	r := reader{s: s[1:], d: d}
+	r.head(t)
+	if r.err != nil {
+		return fmt.Errorf("taskcodec: decode task head: %v: %w", r.err, engine.ErrInternal)
+	}
+	return nil
 }
 
 // Shape makes Task build only what a page returns (L4): the last history
