@@ -5,7 +5,8 @@ cd /work/main
 W=/tmp/srv/bin; mkdir -p $W
 go build -o $W/loadgen ./loadgen
 go build -o $W/a2astore-server ./cmd/a2astore-server
-out=$1  # run at a0c19fe, 2026-12-03 06:22 UTC; mkdir -p $out
+# Run at a0c19fe, 2026-12-03 06:22 UTC.
+out=$1; mkdir -p $out
 hz=$(getconf CLK_TCK)
 for i in 1 2 3; do
   $W/a2astore-server -backend mem -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
