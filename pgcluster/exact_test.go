@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/engine"
@@ -603,6 +604,53 @@ func TestFailedCancelRetried(t *testing.T) {
 func TestFailedCancelGivenUp(t *testing.T) {
 	if n := cancelFailing(t, math.MaxInt32); n != pgcluster.CancelAttempts {
 		t.Fatalf("%d CANCELED writes, want %d (every attempt)", n, pgcluster.CancelAttempts)
+	}
+}
+
+// A cancel whose CANCELED write fails with a fault (not a revision
+// conflict) goes back to the queue RetryDelay later, not at once: a fault
+// lasting a second would otherwise use up every attempt. Made due and
+// woken, it cancels the task.
+func TestFaultedCancelWaitsRetryDelay(t *testing.T) {
+	h := newHarness(t)
+	h.opts.RetryDelay = time.Hour
+	var n atomic.Int32
+	h.wrap = func(_ string, ts taskstore.Store) taskstore.Store { return cancelFailingStore{ts, 1, &n} }
+	a, b, id := startWaiting(t, h, newTurnAgent(false), "hi")
+	ctx := t.Context()
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		_, _ = b.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}) // its answer is other tests' matter
+	}()
+	due := fmt.Sprintf(`SELECT extract(epoch FROM available_at - now()) FROM %q.a2a_cluster_work
+		WHERE task_id = $1 AND kind = 'cancel' AND state = 'available' AND attempt = 1`, h.schema)
+	deadline := time.Now().Add(waitFor)
+	var in float64
+	for {
+		err := a.pool.QueryRow(ctx, due, string(id)).Scan(&in)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
+			t.Fatalf("waiting for the faulted cancel item to be returned: %v (CANCELED writes: %d)", err, n.Load())
+		}
+		waitTick(ctx)
+	}
+	if in < (59 * time.Minute).Seconds() {
+		t.Fatalf("the faulted cancel item is due in %.1f s, want RetryDelay (1 h)", in)
+	}
+	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET available_at = now()
+		WHERE task_id = $1 AND kind = 'cancel' AND state = 'available'`, h.schema), string(id)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cluster.NotifyWork(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, a, id, a2a.TaskStateCanceled)
+	<-answered
+	if got := n.Load(); got != 2 {
+		t.Fatalf("%d CANCELED writes, want 2 (one failed, one retried)", got)
 	}
 }
 

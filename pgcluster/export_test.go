@@ -34,3 +34,9 @@ func (c *Cluster) BeforeReconnect(f func()) { c.beforeReconnect.Store(&f) }
 // BeforeComplete makes c call f at each attempt to complete a work item of
 // c's; an error fails the attempt (as a lost connection would).
 func (c *Cluster) BeforeComplete(f func() error) { c.beforeComplete.Store(&f) }
+
+// NotifyWork notifies every instance that id has a work item due (what
+// inserting or returning one does).
+func (c *Cluster) NotifyWork(ctx context.Context, id a2a.TaskID) error {
+	return c.notify(ctx, c.pool, 'w', id)
+}
