@@ -138,9 +138,10 @@ func (r keyRange) scan(after *engine.Cursor, visit func(e *entry) bool) {
 
 // page collects a page. Under the lock it builds each task's light fields
 // into the page's tasks (the tasks and their status timestamps share one
-// allocation each) and keeps a reference to the bodies it must decode: the
-// metadata of a light page, the metadata and rest of a full one. The
-// bodies are decoded after the lock is released.
+// allocation each) and keeps a reference to the bodies it must decode; it
+// decodes them after the lock is released, as deep as its depth says: the
+// metadata of a light page, the metadata and status message of a full one
+// without history or artifacts, the metadata and rest of any other.
 type page struct {
 	depth   depth
 	cursors []engine.Cursor
