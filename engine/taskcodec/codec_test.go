@@ -505,7 +505,10 @@ func TestDecoderHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d Decoder
-	var got a2a.Task
+	// Into a task holding every field already (another rich task): what
+	// the head does not set must come out empty, not left over.
+	got := *richTask()
+	got.ID, got.ContextID, got.Status = "other", "other-ctx", a2a.TaskStatus{State: a2a.TaskStateFailed}
 	if err := d.Head(string(b), &got); err != nil {
 		t.Fatal(err)
 	}
