@@ -73,7 +73,9 @@ func (r *rollup) run(ctx context.Context) {
 		case <-r.wake:
 		}
 		r.writes.Store(0)
-		_, _ = r.s.FoldCounts(ctx)
+		if n, _ := r.s.FoldCounts(ctx); n >= foldBatch {
+			r.poke() // a long ledger, still growing maybe: fold on at once
+		}
 	}
 }
 
@@ -111,16 +113,22 @@ func (r *rollup) stop() {
 	<-r.done
 }
 
-// FoldCounts folds the whole pending count ledger into the base counters
-// now, one transaction per foldBatch deltas, and returns how many delta
-// rows it folded. It returns early, with what it folded so far, when
-// another fold (this or another process's) holds the lock. Totals are
-// exact before, during and after; the roll-up service calls it, and so
-// may an operator's job when no store runs the service
-// (Options.CountRollupInterval < 0).
+// FoldCounts folds the count ledger's pending deltas into the base
+// counters now, one transaction per foldBatch deltas, and returns how
+// many delta rows it folded. It folds as many rows as were pending when
+// it was called, then returns: writers that append as fast as it folds
+// (four on two cores do) cannot keep it folding forever. It returns
+// early, with what it folded so far, when another fold (this or another
+// process's) holds the lock. Totals are exact before, during and after;
+// the roll-up service calls it, and so may an operator's job when no
+// store runs the service (Options.CountRollupInterval < 0).
 func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
+	var pending int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&pending); err != nil {
+		return 0, fmt.Errorf("pgstore: fold counts: %w", err)
+	}
 	var total int64
-	for {
+	for total < pending {
 		var n int64
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
@@ -142,4 +150,5 @@ func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
 			return total, nil
 		}
 	}
+	return total, nil
 }

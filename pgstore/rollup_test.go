@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +18,14 @@ import (
 
 // openNoRollup opens a store on dsn that runs no roll-up service.
 func openNoRollup(t testing.TB, dsn string) *pgstore.Store {
+	return openRollup(t, dsn, -1)
+}
+
+// openRollup opens a store on dsn whose roll-up folds every interval
+// (none when negative).
+func openRollup(t testing.TB, dsn string, interval time.Duration) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{CountRollupInterval: -1})
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{CountRollupInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +129,7 @@ func TestFoldBatches(t *testing.T) {
 	s := openNoRollup(t, dsn)
 	conn := connect(t, dsn)
 	rows := pgstore.FoldBatch*2 + 7
-	execSQL(t, conn, fmt.Sprintf(`DO $$ BEGIN
-FOR k IN 0..%[1]d / 63 LOOP
-	INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
-	SELECT 'm' || i, 'c' || i, 1, 'TASK_STATE_WORKING', 'o' || (i %% 3) FROM generate_series(k * 63 + 1, least((k + 1) * 63, %[1]d)) i;
-END LOOP; END $$`, rows))
+	appendDeltas(t, conn, "m", rows)
 	if got := ledgerRows(t, conn); got != rows {
 		t.Fatalf("ledger rows %d, want %d (one per distinct context)", got, rows)
 	}
@@ -135,6 +138,87 @@ END LOOP; END $$`, rows))
 	fold(t, s)
 	if batches != 3 || ledgerRows(t, conn) != 0 {
 		t.Fatalf("%d fold transactions, %d rows left; want 3, 0", batches, ledgerRows(t, conn))
+	}
+	checkShapes(t, s, conn)
+}
+
+// appendDeltas appends k delta rows by SQL, in statements of 63 distinct
+// new tasks each (under the bulk size, whose counts go to the base at
+// once): tasks prefix1 to prefixk.
+func appendDeltas(t testing.TB, conn *pgx.Conn, prefix string, k int) {
+	t.Helper()
+	execSQL(t, conn, appendDeltasSQL(prefix, k))
+}
+
+func appendDeltasSQL(prefix string, k int) string {
+	return fmt.Sprintf(`DO $$ BEGIN
+FOR k IN 0..%[1]d / 63 LOOP
+	INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
+	SELECT '%[2]s' || i, '%[2]s' || i, 1, 'TASK_STATE_WORKING', 'o' || (i %% 3) FROM generate_series(k * 63 + 1, least((k + 1) * 63, %[1]d)) i;
+END LOOP; END $$`, k, prefix)
+}
+
+// FoldCounts folds what was pending when it was called and returns, even
+// while writers append deltas as fast as it folds them (issue 31: with
+// four writers on two cores they append faster than one fold takes them,
+// and a fold that chased the ledger never returned). Here every fold
+// transaction is followed by a whole batch of new deltas.
+func TestFoldCountsReturnsUnderWriters(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s := openNoRollup(t, dsn)
+	conn, writer := connect(t, dsn), connect(t, dsn)
+	pending := pgstore.FoldBatch*2 + 7
+	appendDeltas(t, conn, "m", pending)
+	batches := 0
+	s.SetFoldHook(func(context.Context, pgx.Tx) error {
+		batches++
+		if batches > 4 {
+			return errors.New("FoldCounts keeps folding the deltas of writes made after it was called")
+		}
+		appendDeltas(t, writer, fmt.Sprint("w", batches, "-"), pgstore.FoldBatch) // committed: the next fold sees them
+		return nil
+	})
+	n, err := s.FoldCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if batches != 3 || n != int64(3*pgstore.FoldBatch) {
+		t.Fatalf("folded %d deltas in %d transactions; want %d in 3 (the %d pending at the call, then a batch's worth)",
+			n, batches, 3*pgstore.FoldBatch, pending)
+	}
+	if left := ledgerRows(t, conn); left != pending+3*pgstore.FoldBatch-int(n) {
+		t.Fatalf("%d delta rows left, want %d", left, pending+3*pgstore.FoldBatch-int(n))
+	}
+	s.SetFoldHook(nil)
+	checkShapes(t, s, conn)
+}
+
+// The roll-up folds on at once after a call of FoldCounts that folded a
+// full batch or more, without waiting for its interval: FoldCounts
+// returns with what was pending at its call folded, and writers may have
+// appended more meanwhile. Here the interval is an hour and the deltas
+// appended during the first call are left for the second.
+func TestRollupFoldsOnAfterFullCall(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s := openRollup(t, dsn, time.Hour)
+	conn, writer := connect(t, dsn), connect(t, dsn)
+	appendDeltas(t, conn, "m", pgstore.FoldBatch*2+7)
+	var folds atomic.Int32
+	s.SetFoldHook(func(ctx context.Context, _ pgx.Tx) error {
+		if folds.Add(1) == 2 {
+			_, err := writer.Exec(ctx, appendDeltasSQL("w", pgstore.FoldBatch))
+			return err
+		}
+		return nil
+	})
+	// A total that scans more than FoldOnReadRows pending rows wakes it.
+	if _, err := s.List(ctx, &engine.ListRequest{IncludeTotalSize: true, PageSize: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the roll-up to fold the ledger empty", func() bool { return ledgerRows(t, conn) == 0 })
+	if n := folds.Load(); n != 4 {
+		t.Fatalf("%d fold transactions, want 4 (3 in the first call, 1 for the 7 rows left)", n)
 	}
 	checkShapes(t, s, conn)
 }
@@ -241,11 +325,7 @@ func TestRollupService(t *testing.T) {
 func TestTotalWakesRollup(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	s, err := pgstore.Open(ctx, dsn, pgstore.Options{CountRollupInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRollup(t, dsn, time.Hour)
 	conn := connect(t, dsn)
 	for i := range 150 { // fewer counted writes than wake the roll-up
 		must(t)(s.Create(ctx, task(fmt.Sprint("w", i), "c", a2a.TaskStateWorking)))
