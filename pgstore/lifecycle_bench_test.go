@@ -291,6 +291,51 @@ WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, backlog/2)
 	}
 }
 
+// BenchmarkFold: one fold transaction (a2a_task_counts_fold) of a
+// ledger of deltas=k rows (k/2 random tasks' states flipped by one SQL
+// statement beforehand, outside the timer: two deltas each) at n =
+// LIFECYCLE_N tasks. Metric us/delta: the fold's time per delta row it
+// folded. The roll-up folds ledgers of a few hundred rows (foldOnReadRows,
+// rollupWakeWrites) far more often than full batches, so a per-fold cost
+// that grows with the counter table shows in the small row.
+//
+//	LIFECYCLE_N=1e5 go test ./pgstore/ -run '^$' -bench BenchmarkFold -count 6
+func BenchmarkFold(b *testing.B) {
+	for _, n := range lifecycleSizes(b) {
+		func() {
+			ctx := context.Background()
+			_, pool, _ := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
+			exec := func(sql string, args ...any) {
+				b.Helper()
+				if _, err := pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatalf("%s: %v", sql, err)
+				}
+			}
+			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
+			for _, k := range []int{256, pgstore.FoldBatch} {
+				b.Run(fmt.Sprintf("backend=pg/op=fold/n=%d/deltas=%d", n, k), func(b *testing.B) {
+					var folded int64
+					for b.Loop() {
+						b.StopTimer()
+						exec(`UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END
+WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, k/2)
+						b.StartTimer()
+						var m int64
+						if err := pool.QueryRow(ctx, `SELECT a2a_task_counts_fold()`).Scan(&m); err != nil {
+							b.Fatal(err)
+						}
+						if m != int64(k) {
+							b.Fatalf("folded %d deltas, want %d", m, k)
+						}
+						folded += m
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(folded), "us/delta")
+				})
+			}
+		}()
+	}
+}
+
 // BenchmarkTotalUnderWriters: the first page of 50, without and with its
 // total, while 4 or 16 goroutines flip task states by plain SQL (one row
 // per statement, on their own connections: writes the store does not see,
