@@ -359,7 +359,8 @@ func TestCountWritersDoNotQueue(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// fold folds the whole ledger or fails t.
+// fold folds the ledger (the whole of it, as no writer runs alongside)
+// or fails t.
 func fold(t testing.TB, s *pgstore.Store) {
 	t.Helper()
 	if _, err := s.FoldCounts(context.Background()); err != nil {

@@ -74,7 +74,9 @@
 // returning at once when they are unchanged, else appending two rows. The
 // store's roll-up service (started by Open and New, stopped by Close;
 // Options.CountRollupInterval) folds the ledger into the base every
-// second and after every thousand of the store's writes, in transactions
+// second, after every thousand of the store's writes, as soon as a total
+// scanned more than 256 pending deltas, and at once again after a round
+// that folded a full batch, in transactions
 // of up to 10,000 deltas that delete the deltas and add them to the base
 // together (a2a_task_counts_fold), one server at a time (an advisory
 // lock); FoldCounts folds on demand. Context and owner base rows that

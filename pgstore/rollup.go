@@ -15,13 +15,16 @@ import (
 // plus pending deltas — reads a short ledger. It is owned by the Store:
 // New starts it, Close stops it. It folds every interval (for writes by
 // other processes and SQL), as soon as this store has made
-// rollupWakeWrites counted writes since the last fold, and as soon as a
-// total of this store scanned more than foldOnReadRows pending deltas. Each fold is one
-// transaction (a2a_task_counts_fold: up to foldBatch deltas deleted and
-// added to the base together); a fold that fails or dies halfway rolls
-// back whole, so its deltas stay pending and count once. Of several
-// servers on one database one folds at a time (the function's advisory
-// lock; the others skip that round).
+// rollupWakeWrites counted writes since the last fold, as soon as a total
+// of this store scanned more than foldOnReadRows pending deltas, and at
+// once again after a FoldCounts that folded a full batch or more (the
+// ledger may still be long: FoldCounts stops once it folded what was
+// pending when it began). Each fold is one transaction
+// (a2a_task_counts_fold: up to foldBatch deltas deleted and added to the
+// base together); a fold that fails or dies halfway rolls back whole, so
+// its deltas stay pending and count once. Of several servers on one
+// database one folds at a time (the function's advisory lock; the others
+// skip that round).
 
 // DefaultCountRollupInterval is the roll-up's cadence when
 // Options.CountRollupInterval is 0.
@@ -114,31 +117,22 @@ func (r *rollup) stop() {
 }
 
 // FoldCounts folds the count ledger's pending deltas into the base
-// counters now, one transaction per foldBatch deltas, and returns how
-// many delta rows it folded. It folds as many rows as were pending when
-// it was called, then returns: writers that append as fast as it folds
-// (four on two cores do) cannot keep it folding forever. It returns
-// early, with what it folded so far, when another fold (this or another
-// process's) holds the lock. Totals are exact before, during and after;
-// the roll-up service calls it, and so may an operator's job when no
-// store runs the service (Options.CountRollupInterval < 0).
+// counters now, one transaction per foldBatch (10,000) deltas, and
+// returns how many delta rows it folded. It folds about as many rows as
+// were pending when its first fold took the lock (that fold's batch plus
+// the rows it left), then returns: writers that append as fast as it
+// folds (four on two cores do) cannot keep it folding forever. A result
+// of 10,000 or more means the ledger may still be long: the roll-up then
+// folds on at once, and so should a job calling it. It returns at once,
+// with what it folded so far, when another fold (this or another
+// process's) holds the lock, without reading the ledger. Totals are exact
+// before, during and after; the roll-up service calls it, and so may an
+// operator's job when no store runs the service
+// (Options.CountRollupInterval < 0).
 func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
-	var pending int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&pending); err != nil {
-		return 0, fmt.Errorf("pgstore: fold counts: %w", err)
-	}
-	var total int64
-	for total < pending {
-		var n int64
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
-				return err
-			}
-			if h := s.foldHook.Load(); h != nil {
-				return (*h)(ctx, tx)
-			}
-			return nil
-		})
+	var total, bound int64
+	for {
+		n, left, err := s.foldOnce(ctx, bound == 0)
 		if err != nil {
 			return total, fmt.Errorf("pgstore: fold counts: %w", err)
 		}
@@ -146,9 +140,33 @@ func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
 			return total, nil
 		}
 		total += n
-		if n < foldBatch {
+		if bound == 0 {
+			bound = n + left
+		}
+		if n < foldBatch || total >= bound {
 			return total, nil
 		}
 	}
-	return total, nil
+}
+
+// foldOnce runs one fold transaction and returns the delta rows it
+// folded (-1: another fold holds the lock). When count is set and the
+// fold came back full, it also returns how many delta rows the ledger
+// still holds, read in the fold's transaction after the lock was taken.
+func (s *Store) foldOnce(ctx context.Context, count bool) (n, left int64, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
+			return err
+		}
+		if count && n == foldBatch {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&left); err != nil {
+				return err
+			}
+		}
+		if h := s.foldHook.Load(); h != nil {
+			return (*h)(ctx, tx)
+		}
+		return nil
+	})
+	return n, left, err
 }

@@ -158,8 +158,8 @@ FOR k IN 0..%[1]d / 63 LOOP
 END LOOP; END $$`, k, prefix)
 }
 
-// FoldCounts folds what was pending when it was called and returns, even
-// while writers append deltas as fast as it folds them (issue 31: with
+// FoldCounts folds as many rows as were pending when it began and
+// returns, even while writers append deltas as fast as it folds them (issue 31: with
 // four writers on two cores they append faster than one fold takes them,
 // and a fold that chased the ledger never returned). Here every fold
 // transaction is followed by a whole batch of new deltas.
