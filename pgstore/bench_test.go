@@ -360,11 +360,7 @@ func BenchmarkCountWrites(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	ws, pool, f := benchStoreConns(b, n, 20) // a connection per writer
-	exec := func(sql string) {
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
+	exec := poolExec(b, pool)
 	var seq atomic.Int64
 	states := []a2a.TaskState{a2a.TaskStateWorking, a2a.TaskStateCompleted}
 	create := func(owners int) func(rng *rand.Rand) error {

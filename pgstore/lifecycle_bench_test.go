@@ -82,14 +82,8 @@ func lifecycleVersions(id, contextID string) []*a2a.Task {
 func BenchmarkLifecycle(b *testing.B) {
 	for _, n := range lifecycleSizes(b) {
 		func() {
-			ctx := context.Background()
 			s, pool, _ := benchStoreConns(b, n, 40)
-			exec := func(sql string, args ...any) {
-				b.Helper()
-				if _, err := pool.Exec(ctx, sql, args...); err != nil {
-					b.Fatalf("%s: %v", sql, err)
-				}
-			}
+			exec := poolExec(b, pool)
 			plainCopy(b, pool)
 			var seq atomic.Int64
 			impls := []string{"pgstore", "plain", "nocounts"}
@@ -247,18 +241,12 @@ func BenchmarkCountBacklog(b *testing.B) {
 		func() {
 			ctx := context.Background()
 			s, pool, f := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
-			exec := func(sql string, args ...any) {
-				b.Helper()
-				if _, err := pool.Exec(ctx, sql, args...); err != nil {
-					b.Fatalf("%s: %v", sql, err)
-				}
-			}
+			exec := poolExec(b, pool)
 			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
 			for _, backlog := range []int{0, pgstore.FoldBatch} {
 				if backlog > 0 {
 					// Each state flip appends two delta rows.
-					exec(`UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END
-WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, backlog/2)
+					exec(flipRandomSQL, backlog/2)
 					exec(`VACUUM ANALYZE a2a_task_count_deltas`)
 				}
 				var pending int
@@ -305,20 +293,14 @@ func BenchmarkFold(b *testing.B) {
 		func() {
 			ctx := context.Background()
 			_, pool, _ := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
-			exec := func(sql string, args ...any) {
-				b.Helper()
-				if _, err := pool.Exec(ctx, sql, args...); err != nil {
-					b.Fatalf("%s: %v", sql, err)
-				}
-			}
+			exec := poolExec(b, pool)
 			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
-			for _, k := range []int{256, pgstore.FoldBatch} {
+			for _, k := range []int{256, min(pgstore.FoldBatch, 2*n)} { // k/2 distinct tasks flip
 				b.Run(fmt.Sprintf("backend=pg/op=fold/n=%d/deltas=%d", n, k), func(b *testing.B) {
 					var folded int64
 					for b.Loop() {
 						b.StopTimer()
-						exec(`UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END
-WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`, k/2)
+						exec(flipRandomSQL, k/2)
 						b.StartTimer()
 						var m int64
 						if err := pool.QueryRow(ctx, `SELECT a2a_task_counts_fold()`).Scan(&m); err != nil {
@@ -384,6 +366,24 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 	}
 }
 
+// flipSQL flips the state of the tasks its WHERE clause picks between
+// working and completed (any other state becomes working): each flip is
+// a counted update, two delta rows.
+const flipSQL = `UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END`
+
+// flipRandomSQL flips $1 random tasks.
+const flipRandomSQL = flipSQL + ` WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`
+
+// poolExec returns a func that runs a statement on pool or fails b.
+func poolExec(b *testing.B, pool *pgxpool.Pool) func(sql string, args ...any) {
+	return func(sql string, args ...any) {
+		b.Helper()
+		if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+}
+
 func onOff(v bool) string {
 	if v {
 		return "on"
@@ -401,7 +401,7 @@ func startFlippers(b *testing.B, pool *pgxpool.Pool, f *fixture, k int) (stop fu
 		wg.Go(func() {
 			for i := w; ctx.Err() == nil; i += k {
 				id := f.order[(i*7919)%len(f.order)].ID
-				_, err := pool.Exec(ctx, `UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END WHERE id = $1`, string(id))
+				_, err := pool.Exec(ctx, flipSQL+` WHERE id = $1`, string(id))
 				if err != nil && ctx.Err() == nil {
 					b.Error(err)
 					return
