@@ -294,7 +294,7 @@ func BenchmarkFold(b *testing.B) {
 			ctx := context.Background()
 			_, pool, _ := benchStoreOpts(b, n, 0, pgstore.Options{CountRollupInterval: -1})
 			exec := poolExec(b, pool)
-			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
+			exec(`SELECT a2a_task_counts_rebuild()`)                    // the fixture's COPY, folded
 			for _, k := range []int{256, min(pgstore.FoldBatch, 2*n)} { // k/2 distinct tasks flip
 				b.Run(fmt.Sprintf("backend=pg/op=fold/n=%d/deltas=%d", n, k), func(b *testing.B) {
 					var folded int64
