@@ -34,12 +34,32 @@ const maxDrain = 64 << 10
 // commitTimeout bounds the commit of a delivery that Close canceled.
 const commitTimeout = 5 * time.Second
 
+// errLeaseEnded is the cause of a delivery cut off when its lease ended.
+var errLeaseEnded = errors.New("pushdelivery: lease ended")
+
 // deliver delivers the entries of the claimed record after its cursor, in
 // log order, stopping at the first failure, and commits the new cursor.
 // A delivery that Close cancels commits what it delivered before.
 // claimed is the time of the claim, from which ClaimBudget runs.
+//
+// No post outlives the lease (SPEC N2): past it another worker may claim
+// the record and post the same entries. A claim that returned after its
+// lease ended (it stalled: a pause, a slow outbox) posts nothing and
+// gives the record back; otherwise the delivery runs under a context
+// that ends with the lease, and a post cut off by it is not the
+// webhook's failure (like one Close cancels).
 func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	rec := *l.Record()
+	left := l.Until().Sub(w.o.Clock())
+	if left <= 0 {
+		w.o.Metrics.lostLease()
+		w.o.Logger.Warn("pushdelivery: claim returned after its lease ended; claimed again later",
+			"task", rec.TaskID, "config", rec.Config.ID, "late", -left)
+		l.Release(ctx)
+		return
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, left, errLeaseEnded)
+	defer cancel()
 	err := w.send(ctx, l.Revision(), &rec, claimed)
 	cctx := ctx
 	if ctx.Err() != nil {
@@ -122,7 +142,7 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 			}
 			w.o.Metrics.attempt(reason, OutcomeDelivered, latency)
 			rec.Attempts, rec.FailingSince, rec.LastError = 0, time.Time{}, ""
-		case ctx.Err() != nil: // Close canceled it: not the webhook's failure
+		case ctx.Err() != nil: // Close or the lease's end cut it off: not the webhook's failure
 			return false
 		case !w.fail(rec, reason, status):
 			return false

@@ -96,7 +96,7 @@ func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (L
 		o.mu.token++
 		f.token, f.until = o.mu.token, now.Add(o.lease)
 		r := f.r
-		return &fakeLease{o: o, f: f, token: f.token, r: &r, rev: t.Revision}, nil
+		return &fakeLease{o: o, f: f, token: f.token, r: &r, rev: t.Revision, until: f.until}, nil
 	}
 	return nil, nil
 }
@@ -140,10 +140,12 @@ type fakeLease struct {
 	token int
 	r     *Record
 	rev   int64
+	until time.Time
 }
 
-func (l *fakeLease) Record() *Record { return l.r }
-func (l *fakeLease) Revision() int64 { return l.rev }
+func (l *fakeLease) Record() *Record  { return l.r }
+func (l *fakeLease) Revision() int64  { return l.rev }
+func (l *fakeLease) Until() time.Time { return l.until }
 
 func (l *fakeLease) Commit(ctx context.Context, r *Record) error {
 	if err := ctx.Err(); err != nil {

@@ -54,7 +54,14 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 	if mod != nil {
 		mod(&h.o)
 	}
+	first := &firstClaim{Outbox: h.o.Outbox, done: make(chan struct{})}
+	h.o.Outbox = first
 	h.w = Start(h.ctx, h.o)
+	select { // the claim a worker makes when it starts, over an empty outbox
+	case <-first.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker made no claim when it started")
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -63,6 +70,23 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 		}
 	})
 	return h
+}
+
+// firstClaim is an outbox that tells when its first Claim has returned.
+// A worker claims once when it starts: until that claim has read the
+// outbox, a record the test saves may be delivered without a Wake (seen
+// on a loaded machine: TestClaimBudget's first claim read the log before
+// the updates and posted one entry).
+type firstClaim struct {
+	Outbox
+	once sync.Once
+	done chan struct{}
+}
+
+func (o *firstClaim) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	l, err := o.Outbox.Claim(ctx, now, busy)
+	o.once.Do(func() { close(o.done) })
+	return l, err
 }
 
 // config saves a push config of task to u, cursor at 0.
@@ -150,15 +174,23 @@ func (h *harness) drive(step time.Duration, what string, cond func() bool) {
 // eventually polls cond until it holds, failing after 10s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	if !within(10*time.Second, cond) {
+		t.Fatalf("waited 10s for: %s", what)
+	}
+}
+
+// within polls cond until it holds (true) or d has passed (false).
+func within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
 	tick := time.NewTicker(200 * time.Microsecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for: %s", what)
+			return false
 		}
 		<-tick.C
 	}
+	return true
 }
 
 // counter reads a counter of the harness's registry.

@@ -27,7 +27,7 @@ func (l *Local) Claim(ctx context.Context, now time.Time, busy []string) (Lease,
 	}
 	l.mu.seq++
 	lr.token, lr.until = l.mu.seq, now.Add(l.opts.Lease)
-	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token}, nil
+	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token, until: lr.until}, nil
 }
 
 // refresh reads the revisions of the dirty tasks, all tasks being dirty
@@ -102,10 +102,12 @@ type localLease struct {
 	rec   Record
 	rev   int64
 	token uint64
+	until time.Time
 }
 
-func (ll *localLease) Record() *Record { r := ll.rec; return &r }
-func (ll *localLease) Revision() int64 { return ll.rev }
+func (ll *localLease) Record() *Record  { r := ll.rec; return &r }
+func (ll *localLease) Revision() int64  { return ll.rev }
+func (ll *localLease) Until() time.Time { return ll.until }
 
 // heldLocked returns the record if the lease still holds it.
 // REQUIRES: ll.l.mu held.

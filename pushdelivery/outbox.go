@@ -88,6 +88,11 @@ type Lease interface {
 	Record() *Record
 	// Revision is the task's revision at claim time (the log's head).
 	Revision() int64
+	// Until is when the lease ends, on the clock of the now given to
+	// Claim (now plus the outbox's lease time): from then on another
+	// worker may claim the record, so its holder starts no post that
+	// might not finish before it.
+	Until() time.Time
 	// Commit records r's delivery state (Delivered, Attempts,
 	// FailingSince, NextAt, LastError, Done) and ends the lease. When the
 	// lease was lost (expired and claimed by another worker, or the record

@@ -197,14 +197,15 @@ func (p *PG) Claim(ctx context.Context, now time.Time, busy []string) (Lease, er
 	}
 	token := rand.Int64() | 1 // never 0
 	var rev int64
-	r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, now.Add(p.opts.Lease)), &rev)
+	until := now.Add(p.opts.Lease)
+	r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, until), &rev)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, pgErr("claim", err)
 	}
-	return &pgLease{p: p, rec: *r, rev: rev, token: token}, nil
+	return &pgLease{p: p, rec: *r, rev: rev, token: token, until: until}, nil
 }
 
 // pgLease is a claimed row, fenced by its lease token.
@@ -213,10 +214,12 @@ type pgLease struct {
 	rec   Record
 	rev   int64
 	token int64
+	until time.Time
 }
 
-func (l *pgLease) Record() *Record { r := l.rec; return &r }
-func (l *pgLease) Revision() int64 { return l.rev }
+func (l *pgLease) Record() *Record  { r := l.rec; return &r }
+func (l *pgLease) Revision() int64  { return l.rev }
+func (l *pgLease) Until() time.Time { return l.until }
 
 func (l *pgLease) Commit(ctx context.Context, r *Record) error {
 	tag, err := l.p.pool.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,

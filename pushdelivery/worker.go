@@ -42,10 +42,12 @@ type Options struct {
 	// dropped (and counted). Default 1h.
 	Deadline time.Duration
 	// ClaimBudget: a claim posts no further entry once it has run this
-	// long since it was claimed (the log read included), and commits; keep it well below the outbox's lease (30 s by
-	// default), so that a claim past its deadline trying one entry after
-	// another against a hanging webhook does not outlive its lease.
-	// Default 10s.
+	// long since it was claimed (the log read included), and commits;
+	// keep it well below the outbox's lease (30 s by default), so that a
+	// claim past its deadline trying one entry after another against a
+	// hanging webhook does not outlive its lease. Whatever the budget, a
+	// post is cut off when the lease ends (Lease.Until), and a claim that
+	// returns after its lease ended posts nothing. Default 10s.
 	ClaimBudget time.Duration
 	// Clock reads the time. Default time.Now.
 	Clock func() time.Time

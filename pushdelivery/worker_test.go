@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/fakeclock"
 )
 
 // TestRetryThenRecover: a receiver that fails three times, then recovers,
@@ -434,14 +436,18 @@ func TestLeaseLost(t *testing.T) {
 	}
 }
 
-// stuckOutbox is an outbox whose Claim hangs until its context ends (a
-// database that does not answer).
+// stuckOutbox is an outbox whose Claim, after the worker's first, hangs
+// until its context ends (a database that does not answer).
 type stuckOutbox struct {
 	*fakeOutbox
 	claiming chan struct{}
+	calls    atomic.Int32
 }
 
-func (o *stuckOutbox) Claim(ctx context.Context, _ time.Time, _ []string) (Lease, error) {
+func (o *stuckOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	if o.calls.Add(1) == 1 {
+		return o.fakeOutbox.Claim(ctx, now, busy)
+	}
 	o.claiming <- struct{}{}
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -578,4 +584,105 @@ func (c *cursorLog) cursors() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.got)
+}
+
+// stallOutbox is an outbox whose next Claim that grants a lease, once
+// armed, moves the clock past the lease before it returns: a claim that
+// stalled (a pause, a slow outbox) and returns a lease already ended.
+type stallOutbox struct {
+	*fakeOutbox
+	clock *fakeclock.Clock
+	armed atomic.Bool
+}
+
+func (o *stallOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	l, err := o.fakeOutbox.Claim(ctx, now, busy)
+	if l != nil && o.armed.CompareAndSwap(true, false) {
+		o.clock.Advance(2 * o.lease)
+	}
+	return l, err
+}
+
+// leases returns how many leases the outbox has granted.
+func (o *fakeOutbox) leases() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.mu.token
+}
+
+// TestClaimPastItsLease (SPEC N2): a claim that returns after its lease
+// ended posts nothing; the record is claimed afresh and each entry is
+// delivered once, from the log or, for a log trimmed past the cursor, as
+// the task. The receiver holds the first post until a second lease is
+// granted: posting regardless, the stale claim posted the first entry,
+// the next claim found its lease expired and posted it again.
+func TestClaimPastItsLease(t *testing.T) {
+	for _, trimmed := range []bool{false, true} {
+		stall := &stallOutbox{}
+		rc := newReceiver(t, func(_ *http.Request, n int) int {
+			if n == 1 && !within(10*time.Second, func() bool { return stall.leases() >= 2 }) {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		h := newHarness(t, func(o *Options) {
+			stall.fakeOutbox = o.Outbox.(*fakeOutbox)
+			o.Outbox = stall
+		})
+		stall.clock = h.clock
+		stall.armed.Store(true) // before any record: the first lease granted is the stale one
+		h.create("t1")
+		want := []int64{1}
+		if trimmed {
+			h.update("t1", a2a.TaskStateWorking)
+			h.clock.Advance(time.Minute)
+			if _, err := h.store.TrimLog(h.ctx, h.clock.Micros(), 10); err != nil {
+				t.Fatal(err)
+			}
+			want = []int64{2}
+		}
+		h.config("t1", "c", rc.srv.URL)
+		h.settle()
+		if got, r := rc.revs("t1"), h.outbox.rec("t1", "c"); !slices.Equal(got, want) || r.Delivered != want[0] {
+			t.Fatalf("trimmed %v: received %v, cursor %d: want %v once", trimmed, got, r.Delivered, want)
+		}
+		h.update("t1", a2a.TaskStateCompleted)
+		h.settle()
+		if got := rc.revs("t1"); !slices.Equal(got, append(want, want[0]+1)) {
+			t.Fatalf("trimmed %v: received %v, want %v", trimmed, got, append(want, want[0]+1))
+		}
+	}
+}
+
+// TestPostCutOffAtLeaseEnd (SPEC N2): a post still running when its lease
+// ends is cut off, and not counted against the webhook; the next claim
+// posts the entry again. Without the cut-off the post outlived the lease
+// (here: until the receiver answered), while another worker could claim
+// the record.
+func TestPostCutOffAtLeaseEnd(t *testing.T) {
+	release := make(chan struct{})
+	var cut atomic.Int32
+	rc := newReceiver(t, func(r *http.Request, _ int) int {
+		select {
+		case <-release:
+			return 0
+		case <-r.Context().Done():
+			cut.Add(1)
+			return http.StatusServiceUnavailable
+		}
+	})
+	h := newHarness(t, func(o *Options) { o.Outbox.(*fakeOutbox).lease = 50 * time.Millisecond })
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.w.Wake("")
+	eventually(t, "a post cut off at the lease's end", func() bool { return cut.Load() >= 1 })
+	close(release)
+	h.settle()
+	r := h.outbox.rec("t1", "c")
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1}) || r.Delivered != 1 {
+		t.Fatalf("received %v, record %+v: want [1], delivered 1", got, r)
+	}
+	if f := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeFailed)); f != 0 || r.Attempts != 0 || r.LastError != "" {
+		t.Fatalf("failed %v, record %+v: a post cut off by the lease counted against the webhook", f, r)
+	}
 }

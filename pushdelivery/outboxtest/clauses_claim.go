@@ -75,10 +75,14 @@ func testLeaseRevision(t *testing.T, e *env) {
 	}
 }
 
+// testClaimOnce: a claimed record is not claimed again while its lease,
+// which ends at the claim's now plus Lease (Until), lasts.
 func testClaimOnce(t *testing.T, e *env) {
 	e.task("t1")
 	e.save(e.record("t1", "c1"))
-	e.mustClaim("t1", "c1")
+	if l, want := e.mustClaim("t1", "c1"), e.clk.Now().Add(Lease); !l.Until().Equal(want) {
+		t.Fatalf("lease until %v, want %v (the claim's now plus Lease)", l.Until(), want)
+	}
 	e.noClaim("leased")
 	e.clk.advance(Lease - time.Second)
 	e.noClaim("lease alive")
