@@ -209,7 +209,7 @@ func classify(status int, err error) string {
 		return ReasonOther
 	case errors.Is(err, ErrBlocked):
 		return ReasonBlocked
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errPostBy), errors.As(err, &ne) && ne.Timeout():
 		return ReasonTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ReasonRefused

@@ -34,8 +34,16 @@ const maxDrain = 64 << 10
 // commitTimeout bounds the commit of a delivery that Close canceled.
 const commitTimeout = 5 * time.Second
 
-// errLeaseEnded is the cause of a delivery cut off when its lease ended.
-var errLeaseEnded = errors.New("pushdelivery: lease ended")
+// errPostBy is the cause of a delivery cut off at its lease's post-by
+// time.
+var errPostBy = errors.New("pushdelivery: lease ending")
+
+// postBy is when a claim's posts must end: before the lease ends (until)
+// by commitTimeout or a fifth of the lease, the shorter, so that the
+// commit that follows lands within the lease.
+func postBy(claimed, until time.Time) time.Time {
+	return until.Add(-min(commitTimeout, until.Sub(claimed)/5))
+}
 
 // deliver delivers the entries of the claimed record after its cursor, in
 // log order, stopping at the first failure, and commits the new cursor.
@@ -43,33 +51,31 @@ var errLeaseEnded = errors.New("pushdelivery: lease ended")
 // claimed is the time of the claim, from which ClaimBudget runs.
 //
 // No post outlives the lease (SPEC N2): past it another worker may claim
-// the record and post the same entries. A claim that returned after its
-// lease ended (it stalled: a pause, a slow outbox) posts nothing and
+// the record and post the same entries. A claim that returned past its
+// post-by time (it stalled: a pause, a slow outbox) posts nothing and
 // gives the record back; otherwise the delivery runs under a context
-// that ends with the lease, and a post cut off by it is not the
-// webhook's failure (like one Close cancels).
+// that ends at that time. A post it cuts off is a timeout, like one the
+// client's Timeout ends; a read it cuts off, a store failure. The commit
+// runs under its own context, within the lease's margin.
 func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	rec := *l.Record()
-	left := l.Until().Sub(w.o.Clock())
+	left := postBy(claimed, l.Until()).Sub(w.o.Clock())
 	if left <= 0 {
 		w.o.Metrics.lostLease()
-		w.o.Logger.Warn("pushdelivery: claim returned after its lease ended; claimed again later",
+		w.o.Logger.Warn("pushdelivery: claim returned too late to post within its lease; claimed again later",
 			"task", rec.TaskID, "config", rec.Config.ID, "late", -left)
 		l.Release(ctx)
 		return
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, left, errLeaseEnded)
+	dctx, cancel := context.WithTimeoutCause(ctx, left, errPostBy)
 	defer cancel()
-	err := w.send(ctx, l.Revision(), &rec, claimed)
-	cctx := ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		defer cancel()
-	} else if err != nil { // the store failed, not the webhook: no attempt counted
+	if err := w.send(dctx, l.Revision(), &rec, claimed); err != nil && ctx.Err() == nil {
+		// The store failed, not the webhook: no attempt counted.
 		w.o.Logger.Warn("pushdelivery: read task", "task", rec.TaskID, "err", err)
 		rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
 	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer ccancel()
 	switch err := l.Commit(cctx, &rec); {
 	case errors.Is(err, ErrLeaseLost):
 		w.o.Metrics.lostLease()
@@ -142,7 +148,7 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 			}
 			w.o.Metrics.attempt(reason, OutcomeDelivered, latency)
 			rec.Attempts, rec.FailingSince, rec.LastError = 0, time.Time{}, ""
-		case ctx.Err() != nil: // Close or the lease's end cut it off: not the webhook's failure
+		case ctx.Err() != nil && context.Cause(ctx) != errPostBy: // Close canceled it: not the webhook's failure
 			return false
 		case !w.fail(rec, reason, status):
 			return false

@@ -22,8 +22,9 @@ type fakeOutbox struct {
 
 	mu struct {
 		sync.Mutex
-		recs  []*fakeRec
-		token int
+		recs   []*fakeRec
+		token  int
+		commit []time.Duration // the time each Commit's context left it
 	}
 }
 
@@ -118,6 +119,14 @@ func (o *fakeOutbox) Depth(_ context.Context, now time.Time) (int, time.Duration
 	return n, oldest, nil
 }
 
+// commitTimes returns the time each Commit's context left it (-1: no
+// deadline).
+func (o *fakeOutbox) commitTimes() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.mu.commit)
+}
+
 // rec returns a copy of the record of (task, id).
 func (o *fakeOutbox) rec(task a2a.TaskID, id string) Record {
 	r, err := o.Get(context.Background(), task, id)
@@ -153,6 +162,11 @@ func (l *fakeLease) Commit(ctx context.Context, r *Record) error {
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
+	left := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	l.o.mu.commit = append(l.o.mu.commit, left)
 	if !slices.Contains(l.o.mu.recs, l.f) || l.f.token != l.token {
 		return ErrLeaseLost
 	}

@@ -83,6 +83,13 @@ type firstClaim struct {
 	done chan struct{}
 }
 
+// Touch passes Wake's Touch on, when the outbox takes it.
+func (o *firstClaim) Touch(task a2a.TaskID) {
+	if t, ok := o.Outbox.(Toucher); ok {
+		t.Touch(task)
+	}
+}
+
 func (o *firstClaim) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
 	l, err := o.Outbox.Claim(ctx, now, busy)
 	o.once.Do(func() { close(o.done) })

@@ -46,8 +46,10 @@ type Options struct {
 	// keep it well below the outbox's lease (30 s by default), so that a
 	// claim past its deadline trying one entry after another against a
 	// hanging webhook does not outlive its lease. Whatever the budget, a
-	// post is cut off when the lease ends (Lease.Until), and a claim that
-	// returns after its lease ended posts nothing. Default 10s.
+	// post still running shortly before the lease ends (Lease.Until, less
+	// 5 s or a fifth of the lease for the commit) is cut off and counted
+	// as a timeout, and a claim that returns past that time posts
+	// nothing. Default 10s.
 	ClaimBudget time.Duration
 	// Clock reads the time. Default time.Now.
 	Clock func() time.Time
