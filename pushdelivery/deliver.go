@@ -64,7 +64,9 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 		w.o.Metrics.lostLease()
 		w.o.Logger.Warn("pushdelivery: claim returned too late to post within its lease; claimed again later",
 			"task", rec.TaskID, "config", rec.Config.ID, "late", -left)
-		l.Release(ctx)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
+		l.Release(rctx) // even after Close: the record need not wait out the lease
 		return
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, left, errPostBy)
@@ -99,8 +101,11 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time
 	// The read reached the log's last entry (at claim time at least).
 	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
 	for i := range entries {
-		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget {
-			return nil // the rest in the next claim, within the lease
+		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget || ctx.Err() != nil {
+			// The rest in the next claim, within its lease: past the
+			// post-by time a post would fail at once and, for a webhook
+			// failing past the deadline, be dropped unsent.
+			return nil
 		}
 		e := &entries[i]
 		payload, err := e.Payload(rec.TaskID)

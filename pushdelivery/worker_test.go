@@ -533,14 +533,17 @@ func TestTerminalNotLastEntry(t *testing.T) {
 	}
 }
 
-// slowLog is a log whose every read first calls took (moving the clock).
+// slowLog is a log whose every read first calls read, and fails with its
+// error.
 type slowLog struct {
 	engine.LogStore
-	took func()
+	read func(ctx context.Context) error
 }
 
 func (s slowLog) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
-	s.took()
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
 	return s.LogStore.ReadLog(ctx, id, after, limit)
 }
 
@@ -554,7 +557,7 @@ func TestClaimBudgetCountsTheRead(t *testing.T) {
 	cl := &cursorLog{h: &h}
 	rc := newReceiver(t, func(_ *http.Request, _ int) int { cl.record(); return 0 })
 	h = newHarness(t, func(o *Options) {
-		o.Store = slowLog{o.Store, func() { h.clock.Advance(10 * time.Second) }} // h is set before the first claim
+		o.Store = slowLog{o.Store, func(context.Context) error { h.clock.Advance(10 * time.Second); return nil }} // h is set before the first claim
 	})
 	h.config("t1", "c1", rc.srv.URL)
 	h.create("t1")
@@ -591,14 +594,18 @@ func (c *cursorLog) cursors() []int64 {
 // stalled (a pause, a slow outbox) and returns a lease already ended.
 type stallOutbox struct {
 	*fakeOutbox
-	clock *fakeclock.Clock
-	armed atomic.Bool
+	clock  *fakeclock.Clock
+	armed  atomic.Bool
+	during func() // when set, called during the stall
 }
 
 func (o *stallOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
 	l, err := o.fakeOutbox.Claim(ctx, now, busy)
 	if l != nil && o.armed.CompareAndSwap(true, false) {
 		o.clock.Advance(2 * o.lease)
+		if o.during != nil {
+			o.during()
+		}
 	}
 	return l, err
 }
@@ -676,7 +683,7 @@ func TestPostCutOffBeforeLeaseEnd(t *testing.T) {
 			return http.StatusServiceUnavailable
 		}
 	})
-	h := newHarness(t, func(o *Options) { o.Outbox.(*fakeOutbox).lease = 50 * time.Millisecond })
+	h := newHarness(t, func(o *Options) { o.Outbox.(*fakeOutbox).lease = time.Second }) // posts until 0.8 s
 	h.config("t1", "c", rc.srv.URL)
 	h.create("t1")
 	h.update("t1", a2a.TaskStateWorking)
@@ -720,5 +727,114 @@ func TestPostBy(t *testing.T) {
 		if got, want := postBy(at, at.Add(c.lease)), at.Add(c.lease-c.margin); !got.Equal(want) {
 			t.Errorf("lease %v: post by %v, want %v", c.lease, got.Sub(at), want.Sub(at))
 		}
+	}
+}
+
+// TestCutOffStopsTheClaim (SPEC N2): a post cut off at the post-by time
+// ends the claim, even when it is dropped (the webhook failing past the
+// deadline). Going on, the claim's later posts failed at once without a
+// request, and were dropped too: revisions 2-4 never reached a webhook
+// that hangs on revision 1 only.
+func TestCutOffStopsTheClaim(t *testing.T) {
+	rc := newReceiver(t, func(r *http.Request, _ int) int {
+		if r.Header.Get(HeaderRevision) == "1" {
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	h := newHarness(t, func(o *Options) {
+		o.Outbox.(*fakeOutbox).lease = time.Second // posts until 0.8 s
+		o.Deadline = time.Minute
+	})
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	for range 3 {
+		h.update("t1", a2a.TaskStateWorking)
+	}
+	h.settle() // revision 1 cut off: a timeout
+	h.clock.Advance(2 * time.Minute)
+	h.settle() // cut off again, past the deadline: dropped; then 2-4
+	r := h.outbox.rec("t1", "c")
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{2, 3, 4}) || r.Delivered != 4 {
+		t.Fatalf("received %v, record %+v: want [2 3 4], delivered 4", got, r)
+	}
+	if d := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); d != 1 {
+		t.Fatalf("dropped %v, want 1 (revision 1)", d)
+	}
+}
+
+// TestDeliveryWindow: a delivery's reads and posts run until the lease's
+// post-by time, not its end: the read here has 8 s of a 10 s lease. Up to
+// the lease's end, a commit after a post cut off there came after the
+// lease, and another claim could post the entries acknowledged before.
+func TestDeliveryWindow(t *testing.T) {
+	var mu sync.Mutex
+	var left []time.Duration
+	rc := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) {
+		o.Outbox.(*fakeOutbox).lease = 10 * time.Second
+		o.Store = slowLog{o.Store, func(ctx context.Context) error {
+			dl, _ := ctx.Deadline()
+			mu.Lock()
+			left = append(left, time.Until(dl))
+			mu.Unlock()
+			return nil
+		}}
+	})
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(left) != 1 || left[0] > 8*time.Second || left[0] < 4*time.Second {
+		t.Fatalf("time left to the reads %v, want one of at most 8s", left)
+	}
+}
+
+// TestReadCutOffIsStoreFailure: a log read cut off at the post-by time is
+// a store failure: no post, no attempt counted, the record waits
+// MinBackoff. Taken for Close's cancel, it was claimed again at once.
+func TestReadCutOffIsStoreFailure(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) {
+		o.Outbox.(*fakeOutbox).lease = 50 * time.Millisecond
+		o.Store = slowLog{o.Store, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
+	})
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.settle()
+	if r := h.outbox.rec("t1", "c"); rc.requests() != 0 || r.Attempts != 0 || !r.NextAt.Equal(h.clock.Now().Add(h.w.o.MinBackoff)) {
+		t.Fatalf("%d requests, record %+v: want none, no attempt, NextAt now + %v", rc.requests(), r, h.w.o.MinBackoff)
+	}
+}
+
+// TestLateClaimReleasedAfterClose: a claim that returns too late to post,
+// while Close cancels the deliveries, still gives its record back (else
+// the record waits out a lease no one holds).
+func TestLateClaimReleasedAfterClose(t *testing.T) {
+	stall := &stallOutbox{}
+	rc := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) {
+		stall.fakeOutbox = o.Outbox.(*fakeOutbox)
+		o.Outbox = stall
+	})
+	stall.clock = h.clock
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed := make(chan error, 1)
+	stall.during = func() {
+		go func() { closed <- h.w.Close(canceled) }()
+		<-h.w.ctx.Done()
+	}
+	stall.armed.Store(true)
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.w.Wake("")
+	if err := <-closed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close: %v, want context.Canceled", err)
+	}
+	if h.outbox.leased("t1", "c") || rc.requests() != 0 {
+		t.Fatalf("after Close: leased %v, %d requests: want released, none", h.outbox.leased("t1", "c"), rc.requests())
 	}
 }
