@@ -40,7 +40,8 @@ var errPostBy = errors.New("pushdelivery: lease ending")
 
 // postBy is when a claim's posts must end: before the lease ends (until)
 // by commitTimeout or a fifth of the lease, the shorter, so that the
-// commit that follows lands within the lease.
+// commit that follows lands within the lease (unless, with a lease under
+// 25 s, the commit takes longer than that fifth).
 func postBy(claimed, until time.Time) time.Time {
 	return until.Add(-min(commitTimeout, until.Sub(claimed)/5))
 }
@@ -92,7 +93,7 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 // claim's time.
 func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time.Time) error {
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
-	if err != nil {
+	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("read log: %w", err)
 	}
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
@@ -121,11 +122,22 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time
 	return nil
 }
 
+// late is err, or the cause of ctx's end when a read that succeeded used
+// the delivery's whole window (a store that does not heed ctx): either
+// way a store failure, with its backoff. Posting then would fail at once
+// and count against the webhook.
+func late(ctx context.Context, err error) error {
+	if err == nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
 // sendTask delivers the task itself at its current revision, for a log
 // trimmed past rec's cursor.
 func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	r, err := w.o.Store.Get(ctx, rec.TaskID)
-	if err != nil {
+	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("get task: %w", err)
 	}
 	payload, err := json.Marshal(a2a.StreamResponse{Event: r.Task})

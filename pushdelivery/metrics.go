@@ -44,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 		}, []string{"reason"}),
 		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "a2astore_push_lease_lost_total",
-			Help: "Deliveries whose lease was lost before their commit, or too near its end to post when their claim returned (another worker delivers again).",
+			Help: "Deliveries whose lease was lost before their commit (another worker may deliver again), or too near its end to post when their claim returned (nothing posted).",
 		}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "a2astore_push_delivery_latency_seconds",

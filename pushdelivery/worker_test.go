@@ -534,10 +534,19 @@ func TestTerminalNotLastEntry(t *testing.T) {
 }
 
 // slowLog is a log whose every read first calls read, and fails with its
-// error.
+// error; get, when set, does the same for Get.
 type slowLog struct {
 	engine.LogStore
-	read func(ctx context.Context) error
+	read, get func(ctx context.Context) error
+}
+
+func (s slowLog) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	if s.get != nil {
+		if err := s.get(ctx); err != nil {
+			return engine.Record{}, err
+		}
+	}
+	return s.LogStore.Get(ctx, id)
 }
 
 func (s slowLog) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
@@ -557,7 +566,7 @@ func TestClaimBudgetCountsTheRead(t *testing.T) {
 	cl := &cursorLog{h: &h}
 	rc := newReceiver(t, func(_ *http.Request, _ int) int { cl.record(); return 0 })
 	h = newHarness(t, func(o *Options) {
-		o.Store = slowLog{o.Store, func(context.Context) error { h.clock.Advance(10 * time.Second); return nil }} // h is set before the first claim
+		o.Store = slowLog{o.Store, func(context.Context) error { h.clock.Advance(10 * time.Second); return nil }, nil} // h is set before the first claim
 	})
 	h.config("t1", "c1", rc.srv.URL)
 	h.create("t1")
@@ -744,7 +753,7 @@ func TestCutOffStopsTheClaim(t *testing.T) {
 		return 0
 	})
 	h := newHarness(t, func(o *Options) {
-		o.Outbox.(*fakeOutbox).lease = time.Second // posts until 0.8 s
+		o.Outbox.(*fakeOutbox).lease = 2 * time.Second // posts until 1.6 s: 2-4 in one window, even under load
 		o.Deadline = time.Minute
 	})
 	h.config("t1", "c", rc.srv.URL)
@@ -780,7 +789,7 @@ func TestDeliveryWindow(t *testing.T) {
 			left = append(left, time.Until(dl))
 			mu.Unlock()
 			return nil
-		}}
+		}, nil}
 	})
 	h.config("t1", "c", rc.srv.URL)
 	h.create("t1")
@@ -792,20 +801,40 @@ func TestDeliveryWindow(t *testing.T) {
 	}
 }
 
-// TestReadCutOffIsStoreFailure: a log read cut off at the post-by time is
-// a store failure: no post, no attempt counted, the record waits
-// MinBackoff. Taken for Close's cancel, it was claimed again at once.
+// TestReadCutOffIsStoreFailure: a read that the post-by time cuts off,
+// or that returns after it (a store that does not heed its context), is a
+// store failure: no post, no attempt counted, the record waits
+// MinBackoff. Taken for Close's cancel, or posting after a late read, the
+// record was claimed again at once, again and again; on the trimmed-log
+// path the post failed at once and counted a timeout against the webhook.
 func TestReadCutOffIsStoreFailure(t *testing.T) {
-	rc := newReceiver(t, nil)
-	h := newHarness(t, func(o *Options) {
-		o.Outbox.(*fakeOutbox).lease = 50 * time.Millisecond
-		o.Store = slowLog{o.Store, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
-	})
-	h.config("t1", "c", rc.srv.URL)
-	h.create("t1")
-	h.settle()
-	if r := h.outbox.rec("t1", "c"); rc.requests() != 0 || r.Attempts != 0 || !r.NextAt.Equal(h.clock.Now().Add(h.w.o.MinBackoff)) {
-		t.Fatalf("%d requests, record %+v: want none, no attempt, NextAt now + %v", rc.requests(), r, h.w.o.MinBackoff)
+	untilCut := func(ctx context.Context) error { <-ctx.Done(); return nil }
+	for _, c := range []struct {
+		name      string
+		read, get func(ctx context.Context) error
+		trimmed   bool
+	}{
+		{"read cut off", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, nil, false},
+		{"read late", untilCut, nil, false},
+		{"get late, log trimmed", func(context.Context) error { return nil }, untilCut, true},
+	} {
+		rc := newReceiver(t, nil)
+		h := newHarness(t, func(o *Options) {
+			o.Outbox.(*fakeOutbox).lease = 50 * time.Millisecond
+			o.Store = slowLog{o.Store, c.read, c.get}
+		})
+		h.create("t1")
+		if c.trimmed {
+			h.clock.Advance(time.Minute)
+			if _, err := h.store.TrimLog(h.ctx, h.clock.Micros(), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.config("t1", "c", rc.srv.URL)
+		h.settle()
+		if r := h.outbox.rec("t1", "c"); rc.requests() != 0 || r.Attempts != 0 || !r.NextAt.Equal(h.clock.Now().Add(h.w.o.MinBackoff)) {
+			t.Fatalf("%s: %d requests, record %+v: want none, no attempt, NextAt now + %v", c.name, rc.requests(), r, h.w.o.MinBackoff)
+		}
 	}
 }
 
