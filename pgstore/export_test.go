@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -57,3 +58,10 @@ func CountFunctionsSQL(shards int) []string {
 // CountShards is the number of rows per (kind, name, state) the store's
 // counters use.
 const CountShards = countShards
+
+// LedgerRows returns how many delta rows the count ledger holds, in a
+// snapshot of its own.
+func (s *Store) LedgerRows(ctx context.Context) (n int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&n)
+	return n, err
+}
