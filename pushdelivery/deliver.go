@@ -31,8 +31,17 @@ const (
 // maxDrain bounds the response body read, whatever the client.
 const maxDrain = 64 << 10
 
-// commitTimeout bounds the commit of a delivery that Close canceled.
+// commitTimeout bounds a delivery's commit, and the release of a claim
+// returned too late to post: each runs under its own context (detached
+// from the worker's, so that Close does not cancel it), which ends
+// within the lease's margin (postBy).
 const commitTimeout = 5 * time.Second
+
+// detached returns a context for a commit or a release: ctx's values,
+// not its cancellation, and commitTimeout.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+}
 
 // errPostBy is the cause of a delivery cut off at its lease's post-by
 // time.
@@ -65,7 +74,7 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 		w.o.Metrics.lostLease()
 		w.o.Logger.Warn("pushdelivery: claim returned too late to post within its lease; claimed again later",
 			"task", rec.TaskID, "config", rec.Config.ID, "late", -left)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		rctx, cancel := detached(ctx)
 		defer cancel()
 		l.Release(rctx) // even after Close: the record need not wait out the lease
 		return
@@ -77,7 +86,7 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 		w.o.Logger.Warn("pushdelivery: read task", "task", rec.TaskID, "err", err)
 		rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
 	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	cctx, ccancel := detached(ctx)
 	defer ccancel()
 	switch err := l.Commit(cctx, &rec); {
 	case errors.Is(err, ErrLeaseLost):

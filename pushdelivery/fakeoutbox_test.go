@@ -87,7 +87,7 @@ func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (L
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, f := range o.mu.recs {
-		if f.r.Done || f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) {
+		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) {
 			continue
 		}
 		t, err := o.store.Get(ctx, f.r.TaskID)
@@ -109,7 +109,7 @@ func (o *fakeOutbox) Depth(_ context.Context, now time.Time) (int, time.Duration
 	defer o.mu.Unlock()
 	n, oldest := 0, time.Duration(0)
 	for _, f := range o.mu.recs {
-		if !f.r.Done {
+		if !f.r.Done || o.behind(f) {
 			n++
 			if !f.r.NextAt.After(now) {
 				oldest = max(oldest, now.Sub(f.r.Created))
@@ -117,6 +117,13 @@ func (o *fakeOutbox) Depth(_ context.Context, now time.Time) (int, time.Duration
 		}
 	}
 	return n, oldest, nil
+}
+
+// behind reports whether f's task is past its Delivered (a Done record
+// whose task was written to since).
+func (o *fakeOutbox) behind(f *fakeRec) bool {
+	t, err := o.store.Get(context.Background(), f.r.TaskID)
+	return err == nil && t.Revision > f.r.Delivered
 }
 
 // commitTimes returns the time each Commit's context left it (-1: no

@@ -145,10 +145,7 @@ func (h *harness) idle() bool {
 		if f.token != 0 {
 			return false
 		}
-		if f.r.Done || f.r.NextAt.After(now) {
-			continue
-		}
-		if t, err := h.store.Get(h.ctx, f.r.TaskID); err == nil && t.Revision > f.r.Delivered {
+		if !f.r.NextAt.After(now) && o.behind(f) {
 			return false
 		}
 	}

@@ -332,7 +332,7 @@ func (l *Local) updatePendingLocked(task a2a.TaskID) {
 	t := l.mu.tasks[task]
 	if t != nil {
 		for _, lr := range t.recs {
-			if !lr.rec.Done && t.rev > lr.rec.Delivered {
+			if t.rev > lr.rec.Delivered { // Done too: a write after its terminal event
 				l.mu.pending[task] = struct{}{}
 				return
 			}

@@ -84,7 +84,7 @@ func (l *Local) pickLocked(now time.Time, busy []string) (*localTask, *localReco
 		t := l.mu.tasks[id]
 		for _, lr := range t.recs {
 			r := &lr.rec
-			if r.Done || r.NextAt.After(now) || t.rev <= r.Delivered ||
+			if r.NextAt.After(now) || t.rev <= r.Delivered ||
 				(lr.token != 0 && !now.After(lr.until)) || slices.Contains(busy, r.Dest) {
 				continue
 			}
@@ -228,7 +228,7 @@ func (l *Local) Depth(ctx context.Context, now time.Time) (int, time.Duration, e
 	for _, t := range l.mu.tasks {
 		for _, lr := range t.recs {
 			r := &lr.rec
-			if r.Done {
+			if r.Done && t.rev <= r.Delivered {
 				continue
 			}
 			pending++

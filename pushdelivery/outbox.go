@@ -39,8 +39,11 @@ type Record struct {
 	// NextAt: not before this time (backoff after a failure).
 	NextAt    time.Time
 	LastError string // the last failure, without URL or credentials
-	// Done: the task is terminal and its last entry is at or below
-	// Delivered; the record is kept for listing until its task goes.
+	// Done: the task was terminal at Delivered, its log's last entry
+	// when committed; the record is kept for listing until its task goes.
+	// A later write to the task (SPEC S7 allows writes to a terminal
+	// task) makes the record due again, Done or not (N2: every logged
+	// event is delivered); an outbox may clear Done then.
 	Done bool
 }
 
@@ -64,9 +67,9 @@ type Outbox interface {
 	Delete(ctx context.Context, task a2a.TaskID, id string) error
 	DeleteAll(ctx context.Context, task a2a.TaskID) error
 	// Claim returns a due record with its lease, or nil when none is due:
-	// not Done, NextAt at or before now, its task's revision above
-	// Delivered, no live lease of another worker, its Dest not in
-	// busy. While the lease lasts no other worker, in this process or
+	// its task's revision above Delivered (a Done record too, once its
+	// task is written to again), NextAt at or before now, no live lease
+	// of another worker, its Dest not in busy. While the lease lasts no other worker, in this process or
 	// another, claims the record; a lease whose holder died expires after
 	// the outbox's lease time and the record is claimed again (a
 	// duplicate delivery is possible then, a loss is not).
@@ -75,7 +78,8 @@ type Outbox interface {
 	// than grace (configurations of deleted or retained-away tasks go with
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
-	// Depth reports the records that are not Done and the age of the
+	// Depth reports the records that are not Done (a Done record whose
+	// task was written to since counts) and the age of the
 	// oldest due one (zero when none), for the metrics. A due record has
 	// waited since the later of its NextAt and the time its first
 	// undelivered log entry was committed.
@@ -94,7 +98,9 @@ type Lease interface {
 	// might not finish before it.
 	Until() time.Time
 	// Commit records r's delivery state (Delivered, Attempts,
-	// FailingSince, NextAt, LastError, Done) and ends the lease. When the
+	// FailingSince, NextAt, LastError, Done) and ends the lease. A
+	// record committed Done whose task has passed Delivered (a write
+	// since the claim) stays due. When the
 	// lease was lost (expired and claimed by another worker, or the record
 	// deleted) it changes nothing and returns ErrLeaseLost.
 	Commit(ctx context.Context, r *Record) error

@@ -40,9 +40,12 @@ type PG struct {
 
 var _ Outbox = (*PG)(nil)
 
-// NewPG creates the table and its claim index if missing (the schema
-// must hold, or get from pgstore, the a2a_tasks table) and returns the
-// outbox.
+// NewPG creates the table and its claim index if missing, and the
+// trigger on a2a_tasks that reopens a task's Done records when the task
+// is written to again (the schema must hold the a2a_tasks table: create
+// the pgstore first), and returns the outbox. The trigger is replaced at
+// each start, which briefly takes a lock on a2a_tasks that writes wait
+// for.
 func NewPG(ctx context.Context, pool *pgxpool.Pool, opts PGOptions) (*PG, error) {
 	if opts.Schema == "" {
 		opts.Schema = "public"

@@ -138,3 +138,79 @@ func TestPGTerminatedClaimerLosesLease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPGCommitDoneWaitsForWriter: a commit that would store a record Done
+// while a write to its terminal task is in flight waits for that write
+// and sees it, so the record stays due. Without the commit's FOR SHARE
+// read of the task, the commit reads the revision before the write and
+// stores Done, and the write's reopen trigger, which ran before the
+// commit, finds nothing to clear: the write's event would never go out.
+func TestPGCommitDoneWaitsForWriter(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	ctx := context.Background()
+	pool := newPool(t, dsn, "commit-done")
+	o, s := openPG(t, pool, schema, time.Now)
+	newTask(t, s, "t1")
+	r, err := s.Replace(ctx, &a2a.Task{ID: "t1", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := o.Claim(ctx, time.Now(), nil)
+	if err != nil || l == nil {
+		t.Fatalf("claim: %v, %v", l, err)
+	}
+	// A foreign writer moves the terminal task on, and holds its
+	// transaction open.
+	writer := newPool(t, dsn, "writer")
+	tx, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.a2a_tasks SET revision = revision + 1, state = 'TASK_STATE_WORKING' WHERE id = 't1'`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	rec := l.Record()
+	rec.Delivered, rec.Done = r.Revision, true
+	committed := make(chan error, 1)
+	go func() { committed <- l.Commit(ctx, rec) }()
+	waitForLockWait(t, writer, "commit-done", committed)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.Get(ctx, "t1", "c"); err != nil || got.Done {
+		t.Fatalf("record after the write: %+v, %v; want not Done", got, err)
+	}
+}
+
+// waitForLockWait waits until a session of application app waits on a
+// lock, or until done (the call expected to wait) returns: then it puts
+// its result back and logs that it did not wait.
+func waitForLockWait(t *testing.T, pool *pgxpool.Pool, app string, done chan error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		select {
+		case err := <-done:
+			t.Logf("%s returned without waiting on a lock", app)
+			done <- err
+			return
+		default:
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n); err != nil {
+			t.Fatalf("waiting for %s to wait on a lock: %v", app, err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+}

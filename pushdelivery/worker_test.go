@@ -867,3 +867,25 @@ func TestLateClaimReleasedAfterClose(t *testing.T) {
 		t.Fatalf("after Close: leased %v, %d requests: want released, none", h.outbox.leased("t1", "c"), rc.requests())
 	}
 }
+
+// TestWriteAfterDoneDelivered: a write to a task whose terminal event a
+// webhook has received (the record Done; SPEC S7 allows the write) is
+// delivered too (N2: every logged event), and the record is Done again
+// once the task is terminal again.
+func TestWriteAfterDoneDelivered(t *testing.T) {
+	rc := newReceiver(t, func(*http.Request, int) int { return 0 })
+	h := newHarness(t, nil)
+	h.config("t1", "c1", rc.srv.URL+"/hook")
+	h.create("t1")
+	h.update("t1", a2a.TaskStateCompleted)
+	h.settle()
+	if r := h.outbox.rec("t1", "c1"); !r.Done || r.Delivered != 2 {
+		t.Fatalf("after the terminal event: %+v, want Done at 2", r)
+	}
+	h.update("t1", a2a.TaskStateWorking)
+	h.update("t1", a2a.TaskStateFailed)
+	h.settle()
+	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c1"); !slices.Equal(got, []int64{1, 2, 3, 4}) || !r.Done || r.Delivered != 4 {
+		t.Fatalf("received %v, record %+v; want [1 2 3 4], Done at 4", got, r)
+	}
+}

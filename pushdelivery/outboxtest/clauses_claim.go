@@ -24,13 +24,49 @@ func testClaimNeedsRevision(t *testing.T, e *env) {
 	}
 }
 
-func testClaimSkipsDone(t *testing.T, e *env) {
+// testClaimDoneReopened: a Done record is not claimed while its task
+// stays at its terminal revision, and is claimed (and pending) again once
+// a write moves the task on (SPEC S7 allows writes to a terminal task;
+// N2 delivers every event logged).
+func testClaimDoneReopened(t *testing.T, e *env) {
 	e.task("t1")
 	r := e.record("t1", "c1")
-	r.Done = true
+	r.Delivered, r.Done = e.finish("t1"), true
 	e.save(r)
-	e.bump("t1")
-	e.noClaim("done record")
+	e.noClaim("done record, task at its terminal revision")
+	e.pending(0, "done record")
+	rev := e.bump("t1")
+	e.pending(1, "done record, task written to since")
+	if l := e.mustClaim("t1", "c1"); l.Revision() != rev {
+		t.Fatalf("lease revision %d, want %d", l.Revision(), rev)
+	}
+}
+
+// testCommitDoneBehind: a commit that sets Done at a revision its task
+// has since passed (a write between the claim and the commit) leaves the
+// record due: the write's event is still to be delivered.
+func testCommitDoneBehind(t *testing.T, e *env) {
+	e.task("t1")
+	e.save(e.record("t1", "c1"))
+	head := e.finish("t1")
+	l := e.mustClaim("t1", "c1")
+	rev := e.bump("t1")
+	c := *l.Record()
+	c.Delivered, c.Done, c.NextAt = head, true, e.clk.Now()
+	if err := l.Commit(e.ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.mustClaim("t1", "c1"); l.Revision() != rev || l.Record().Delivered != head {
+		t.Fatalf("claimed at revision %d with %d delivered, want %d and %d", l.Revision(), l.Record().Delivered, rev, head)
+	}
+}
+
+// pending checks Depth's count of records not Done.
+func (e *env) pending(want int, why string) {
+	e.t.Helper()
+	if n, _, err := e.o.Depth(e.ctx, e.clk.Now()); err != nil || n != want {
+		e.t.Fatalf("%s: depth %d, %v; want %d", why, n, err, want)
+	}
 }
 
 func testClaimWaitsNextAt(t *testing.T, e *env) {
@@ -291,7 +327,7 @@ func testDepth(t *testing.T, e *env) {
 		}
 		e.save(r)
 	}
-	mk("done", -time.Hour, 0, true)
+	mk("done", -time.Hour, 1, true)
 	mk("later", time.Minute, 0, false)
 	mk("due", -10*time.Second, 0, false)
 	mk("due-recent", -time.Second, 0, false)

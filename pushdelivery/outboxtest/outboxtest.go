@@ -50,7 +50,8 @@ var clauses = []struct {
 	{"too-many-configs-stores-nothing", testTooMany},
 	{"concurrent-saves-never-pass-the-limit", testTooManyConcurrent},
 	{"claim-none-when-nothing-behind-revision", testClaimNeedsRevision},
-	{"claim-skips-done", testClaimSkipsDone},
+	{"claim-takes-done-record-once-its-task-moves-on", testClaimDoneReopened},
+	{"commit-done-behind-the-task-stays-due", testCommitDoneBehind},
 	{"claim-waits-for-next-at", testClaimWaitsNextAt},
 	{"claim-skips-busy-dests", testClaimSkipsBusy},
 	{"claim-missing-task-is-none", testClaimMissingTask},
@@ -102,10 +103,22 @@ func (e *env) task(id a2a.TaskID) {
 	e.touch(id)
 }
 
-// bump replaces a task to move its revision, returning the new one.
+// bump replaces a task, as working, to move its revision, returning the
+// new one.
 func (e *env) bump(id a2a.TaskID) int64 {
 	e.t.Helper()
-	r, err := e.s.Replace(e.ctx, &a2a.Task{ID: id, ContextID: "ctx", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0)
+	return e.replace(id, a2a.TaskStateWorking)
+}
+
+// finish replaces a task as completed, returning its new revision.
+func (e *env) finish(id a2a.TaskID) int64 {
+	e.t.Helper()
+	return e.replace(id, a2a.TaskStateCompleted)
+}
+
+func (e *env) replace(id a2a.TaskID, state a2a.TaskState) int64 {
+	e.t.Helper()
+	r, err := e.s.Replace(e.ctx, &a2a.Task{ID: id, ContextID: "ctx", Status: a2a.TaskStatus{State: state}}, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
