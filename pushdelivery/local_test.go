@@ -22,7 +22,7 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
 		s := memstore.New(memstore.Options{Log: true})
-		return pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Lease: outboxtest.Lease, Clock: clock}), s
+		return pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Lease: outboxtest.Lease, Rescan: outboxtest.Rescan, Clock: clock}), s
 	})
 }
 
@@ -30,7 +30,7 @@ func TestPebbleConformance(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
 		s := memstore.New(memstore.Options{Log: true})
 		o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
-			Lease: outboxtest.Lease, Clock: clock, Logger: pebblelog.Quiet{}})
+			Lease: outboxtest.Lease, Rescan: outboxtest.Rescan, Clock: clock, Logger: pebblelog.Quiet{}})
 		if err != nil {
 			t.Fatal(err)
 		}

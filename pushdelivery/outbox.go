@@ -67,9 +67,11 @@ type Outbox interface {
 	Delete(ctx context.Context, task a2a.TaskID, id string) error
 	DeleteAll(ctx context.Context, task a2a.TaskID) error
 	// Claim returns a due record with its lease, or nil when none is due:
-	// its task's revision above Delivered (a Done record too, once its
-	// task is written to again), NextAt at or before now, no live lease
-	// of another worker, its Dest not in busy. While the lease lasts no other worker, in this process or
+	// its task's revision above Delivered, NextAt at or before now, no
+	// live lease of another worker, its Dest not in busy. A Done record
+	// whose task is written to again is due as well: from the next Claim
+	// when the outbox was told by Touch, otherwise within its rescan
+	// period. While the lease lasts no other worker, in this process or
 	// another, claims the record; a lease whose holder died expires after
 	// the outbox's lease time and the record is claimed again (a
 	// duplicate delivery is possible then, a loss is not).
@@ -108,9 +110,11 @@ type Lease interface {
 }
 
 // Toucher is implemented by an Outbox that reads task revisions only for
-// the tasks it was told about (Local): the worker calls Touch when a task
-// gets an event, so that the next Claim reads the task's revision. An
-// outbox that reads revisions in its Claim (PG) needs no Touch.
+// the tasks it was told about, and for all of them only every rescan
+// period: the worker calls Touch when a task gets an event, so that the
+// next Claim reads the task's revision (Local), or reopens the task's
+// Done records if it moved past them (PG, whose Claim reads the
+// revisions of the records that are not Done).
 type Toucher interface {
 	Touch(task a2a.TaskID)
 }

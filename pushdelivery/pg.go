@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -21,6 +22,10 @@ type PGOptions struct {
 	// Lease is how long a claim lasts before another Claim, in any
 	// process, may take the record again. Default 30 s.
 	Lease time.Duration
+	// Rescan is how often Claim reopens every Done record whose task has
+	// been written to since (SPEC S7, N2), beside the tasks marked by
+	// Touch; it reads every Done record. Default 1 min.
+	Rescan time.Duration
 	// Clock gives the time of Sweep's grace. Default time.Now.
 	Clock func() time.Time
 }
@@ -32,20 +37,34 @@ type PGOptions struct {
 // holder delivers; Commit and Release are fenced by the token. Lease
 // expiry compares the times the instances pass to Claim: their clocks
 // must agree to well within the lease time.
+//
+// A Done record whose task is written to again (SPEC S7) is due again
+// (N2): Claim and Depth first clear Done on the records of the tasks
+// marked by Touch (the worker calls it when a task gets an event), and
+// on every record every Rescan, the first Claim included. A write that
+// no worker of this instance heard of (another instance's, foreign SQL)
+// is thus delivered within Rescan.
 type PG struct {
 	pool *pgxpool.Pool
 	opts PGOptions
 	sql  pgSQL
+
+	mu struct {
+		sync.Mutex
+		dirty    map[a2a.TaskID]struct{} // touched since the last reopen
+		lastScan time.Time               // of the last reopen of every record
+	}
 }
+
+// maxDirty bounds the tasks Touch keeps: past it the next reopen is of
+// every record.
+const maxDirty = 10_000
 
 var _ Outbox = (*PG)(nil)
 
-// NewPG creates the table and its claim index if missing, and the
-// trigger on a2a_tasks that reopens a task's Done records when the task
-// is written to again (the schema must hold the a2a_tasks table: create
-// the pgstore first), and returns the outbox. The trigger is replaced at
-// each start, which briefly takes a lock on a2a_tasks that writes wait
-// for.
+// NewPG creates the table and its claim index if missing (the schema
+// must hold, or get from pgstore, the a2a_tasks table) and returns the
+// outbox.
 func NewPG(ctx context.Context, pool *pgxpool.Pool, opts PGOptions) (*PG, error) {
 	if opts.Schema == "" {
 		opts.Schema = "public"
@@ -53,10 +72,14 @@ func NewPG(ctx context.Context, pool *pgxpool.Pool, opts PGOptions) (*PG, error)
 	if opts.Lease <= 0 {
 		opts.Lease = 30 * time.Second
 	}
+	if opts.Rescan <= 0 {
+		opts.Rescan = time.Minute
+	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
 	p := &PG{pool: pool, opts: opts, sql: newPGSQL(pgx.Identifier{opts.Schema}.Sanitize())}
+	p.mu.dirty = map[a2a.TaskID]struct{}{}
 	if err := p.ensureSchema(ctx); err != nil {
 		return nil, fmt.Errorf("pushdelivery: pg schema: %w", err)
 	}
@@ -195,6 +218,9 @@ func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
 // NextAt, its row locked with SKIP LOCKED (concurrent claimers pass over
 // it) and given a fresh lease token and expiry.
 func (p *PG) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+	if err := p.reopen(ctx, now); err != nil {
+		return nil, err
+	}
 	if busy == nil {
 		busy = []string{} // <> ALL(NULL) is never true
 	}
@@ -253,6 +279,9 @@ func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, er
 
 // Depth implements Outbox in one query.
 func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, error) {
+	if err := p.reopen(ctx, now); err != nil {
+		return 0, 0, err
+	}
 	var n int
 	var oldest *time.Time
 	if err := p.pool.QueryRow(ctx, p.sql.depth, now).Scan(&n, &oldest); err != nil {
@@ -262,4 +291,49 @@ func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, erro
 		return n, 0, nil
 	}
 	return n, max(0, now.Sub(*oldest)), nil
+}
+
+// Touch implements Toucher: the next Claim reopens task's Done records if
+// the task has moved past them.
+func (p *PG) Touch(task a2a.TaskID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.mu.dirty) < maxDirty {
+		p.mu.dirty[task] = struct{}{}
+	} else {
+		p.mu.lastScan = time.Time{} // too many: every record next time
+	}
+}
+
+// reopen clears Done on the records of the touched tasks, or of every
+// task once every Rescan, whose task has moved past Delivered. On failure
+// the touched tasks stay touched.
+func (p *PG) reopen(ctx context.Context, now time.Time) error {
+	p.mu.Lock()
+	all := p.mu.lastScan.IsZero() || now.Sub(p.mu.lastScan) >= p.opts.Rescan
+	ids := make([]string, 0, len(p.mu.dirty))
+	for id := range p.mu.dirty {
+		ids = append(ids, string(id))
+	}
+	clear(p.mu.dirty)
+	p.mu.Unlock()
+	var err error
+	switch {
+	case all:
+		_, err = p.pool.Exec(ctx, p.sql.reopenAll)
+	case len(ids) > 0:
+		_, err = p.pool.Exec(ctx, p.sql.reopenTasks, ids)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		for _, id := range ids {
+			p.mu.dirty[a2a.TaskID(id)] = struct{}{}
+		}
+		return pgErr("reopen", err)
+	}
+	if all {
+		p.mu.lastScan = now
+	}
+	return nil
 }

@@ -3,8 +3,6 @@ package pushdelivery
 import (
 	"fmt"
 	"strings"
-
-	"github.com/a2astore/a2astore/engine"
 )
 
 // pgSQL holds the statements of one schema.
@@ -12,6 +10,7 @@ type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
 	claim, commit, release, sweep, depth                  string
+	reopenTasks, reopenAll                                string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -51,41 +50,23 @@ FROM c WHERE p.task_id = c.task_id AND p.id = c.id
 RETURNING %[2]s, c.revision`
 
 // pgCommitSQL: $1 task, $2 id, $3 lease token, $4–$9 the delivery state.
-// A record is stored Done only if its task is still at Delivered: the
-// task's row is read FOR SHARE, so a write in flight commits first and is
-// seen (its reopen trigger found no Done row to clear), or waits for this
-// commit (its trigger then clears what this one set).
+// A record is stored Done only if its task is still at Delivered in the
+// statement's snapshot: a write committed since the claim keeps it due.
+// (A write that commits while this statement runs is not seen; its Touch
+// or the next Rescan reopens the record: pgReopenSQL.)
 const pgCommitSQL = `UPDATE %[1]s.a2a_push_configs SET delivered = $4, attempts = $5, failing_since = $6,
 	next_at = $7, last_error = $8,
-	done = CASE WHEN $9 THEN coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1 FOR SHARE), 0) <= $4 ELSE false END,
+	done = CASE WHEN $9 THEN coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1), 0) <= $4 ELSE false END,
 	lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`
 
-// pgReopenFuncSQL and pgReopenTriggerSQL (%[2]s: the terminal states, an
-// SQL list) make a write to a terminal task, by any writer (SPEC S7),
-// clear Done on its records in the write's transaction, so that Claim,
-// which skips Done rows by the claim index, takes them again (SPEC N2).
-// Only writes whose task was terminal run the function.
-const (
-	pgReopenFuncSQL = `CREATE OR REPLACE FUNCTION %[1]s.a2a_push_reopen() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	UPDATE %[1]s.a2a_push_configs SET done = false WHERE task_id = NEW.id AND done;
-	RETURN NULL;
-END $$`
-	pgReopenTriggerSQL = `CREATE OR REPLACE TRIGGER a2a_push_reopen AFTER UPDATE ON %[1]s.a2a_tasks
-FOR EACH ROW WHEN (OLD.state IN %[2]s) EXECUTE FUNCTION %[1]s.a2a_push_reopen()`
-)
-
-// terminalStates is the terminal task states as an SQL list.
-func terminalStates() string {
-	var lits []string
-	for _, st := range engine.KnownStates() {
-		if st.Terminal() {
-			lits = append(lits, "'"+string(st)+"'")
-		}
-	}
-	return "(" + strings.Join(lits, ", ") + ")"
-}
+// pgReopenSQL clears Done on the records whose task has moved past
+// Delivered (a write to a terminal task, SPEC S7), so that Claim, which
+// skips Done rows by the claim index, takes them again (N2). %[2]s
+// narrows it: to the tasks in $1, or to none for every record.
+const pgReopenSQL = `UPDATE %[1]s.a2a_push_configs p SET done = false
+FROM %[1]s.a2a_tasks t
+WHERE p.done AND t.id = p.task_id AND t.revision > p.delivered%[2]s`
 
 // pgSweepSQL: $1 the cutoff, $2 the limit.
 const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
@@ -113,20 +94,20 @@ func newPGSQL(schema string) pgSQL {
 			f(`CREATE SCHEMA IF NOT EXISTS %[1]s`),
 			f(pgTableSQL),
 			f(`CREATE INDEX IF NOT EXISTS a2a_push_configs_due ON %[1]s.a2a_push_configs (next_at) WHERE NOT done`),
-			f(pgReopenFuncSQL),
-			fmt.Sprintf(pgReopenTriggerSQL, schema, terminalStates()),
 		},
 		// $1 the schema, $2 the task: serialises the saves of one task.
 		lockTask: `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery.task:' || $1 || ':' || $2, 0))`,
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		upsert: f(`INSERT INTO %[1]s.a2a_push_configs (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest`),
-		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		claim:     fmt.Sprintf(pgClaimSQL, schema, prefixed),
-		commit:    f(pgCommitSQL),
+		get:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:        f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:      f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll:   f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		claim:       fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		commit:      f(pgCommitSQL),
+		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, ` AND p.task_id = ANY($1)`),
+		reopenAll:   fmt.Sprintf(pgReopenSQL, schema, ""),
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		sweep: f(pgSweepSQL),

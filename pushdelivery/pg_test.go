@@ -13,6 +13,7 @@ import (
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/a2astore/a2astore/pushdelivery"
 	"github.com/a2astore/a2astore/pushdelivery/outboxtest"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -46,7 +47,7 @@ func openPG(t testing.TB, pool *pgxpool.Pool, schema string, clock func() time.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := pushdelivery.NewPG(ctx, pool, pushdelivery.PGOptions{Schema: schema, Lease: outboxtest.Lease, Clock: clock})
+	o, err := pushdelivery.NewPG(ctx, pool, pushdelivery.PGOptions{Schema: schema, Lease: outboxtest.Lease, Rescan: outboxtest.Rescan, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,78 +140,92 @@ func TestPGTerminatedClaimerLosesLease(t *testing.T) {
 	}
 }
 
-// TestPGCommitDoneWaitsForWriter: a commit that would store a record Done
-// while a write to its terminal task is in flight waits for that write
-// and sees it, so the record stays due. Without the commit's FOR SHARE
-// read of the task, the commit reads the revision before the write and
-// stores Done, and the write's reopen trigger, which ran before the
-// commit, finds nothing to clear: the write's event would never go out.
-func TestPGCommitDoneWaitsForWriter(t *testing.T) {
+// finishedClaim makes task t1, completes it, saves config c on it and
+// claims it at now: a lease at the task's terminal revision, returned.
+func finishedClaim(t *testing.T, o *pushdelivery.PG, s *pgstore.Store, now time.Time) pushdelivery.Lease {
+	t.Helper()
+	ctx := context.Background()
+	newTask(t, s, "t1")
+	if _, err := s.Replace(ctx, &a2a.Task{ID: "t1", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: "c"}, NextAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := o.Claim(ctx, now, nil)
+	if err != nil || l == nil || l.Revision() != 2 {
+		t.Fatalf("claim: %v, %v; want a lease at revision 2", l, err)
+	}
+	return l
+}
+
+// commitDone commits l delivered up to its revision, Done, due at now.
+func commitDone(t *testing.T, l pushdelivery.Lease, now time.Time) {
+	t.Helper()
+	r := l.Record()
+	r.Delivered, r.Done, r.NextAt = l.Revision(), true, now
+	if err := l.Commit(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// foreignWrite moves task t1 on by SQL, on db (a pool or an open
+// transaction).
+func foreignWrite(t *testing.T, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, schema string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), fmt.Sprintf(`UPDATE %s.a2a_tasks SET revision = revision + 1, state = 'TASK_STATE_WORKING' WHERE id = 't1'`, schema)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPGCommitDoneBehindWithoutTouch: a write committed between a claim
+// at the terminal revision and the commit that sets Done keeps the record
+// due, even with no Touch and before the next rescan (the commit reads
+// the task's revision).
+func TestPGCommitDoneBehindWithoutTouch(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	pool := newPool(t, dsn, "commit-done")
+	now := time.Now()
+	o, s := openPG(t, pool, schema, time.Now)
+	l := finishedClaim(t, o, s, now)
+	foreignWrite(t, pool, schema)
+	commitDone(t, l, now)
+	if l, err := o.Claim(context.Background(), now, nil); err != nil || l == nil || l.Revision() != 3 {
+		t.Fatalf("claim after a write the commit did not see: %v, %v; want a lease at revision 3", l, err)
+	}
+}
+
+// TestPGCommitDuringWriteReopenedByRescan: a commit that sets Done while a
+// write to the task is in flight does not see it, and the record is Done
+// behind the task; with no Touch of the task, the next rescan reopens it.
+func TestPGCommitDuringWriteReopenedByRescan(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	ctx := context.Background()
 	pool := newPool(t, dsn, "commit-done")
+	now := time.Now()
 	o, s := openPG(t, pool, schema, time.Now)
-	newTask(t, s, "t1")
-	r, err := s.Replace(ctx, &a2a.Task{ID: "t1", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: "c"}}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := o.Claim(ctx, time.Now(), nil)
-	if err != nil || l == nil {
-		t.Fatalf("claim: %v, %v", l, err)
-	}
-	// A foreign writer moves the terminal task on, and holds its
-	// transaction open.
-	writer := newPool(t, dsn, "writer")
-	tx, err := writer.Begin(ctx)
+	l := finishedClaim(t, o, s, now)
+	tx, err := newPool(t, dsn, "writer").Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.a2a_tasks SET revision = revision + 1, state = 'TASK_STATE_WORKING' WHERE id = 't1'`, schema)); err != nil {
-		t.Fatal(err)
-	}
-	rec := l.Record()
-	rec.Delivered, rec.Done = r.Revision, true
-	committed := make(chan error, 1)
-	go func() { committed <- l.Commit(ctx, rec) }()
-	waitForLockWait(t, writer, "commit-done", committed)
+	foreignWrite(t, tx, schema)
+	commitDone(t, l, now)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-committed; err != nil {
-		t.Fatal(err)
+	if r, err := o.Get(ctx, "t1", "c"); err != nil || !r.Done {
+		t.Fatalf("record %+v, %v; want Done (the commit did not see the write)", r, err)
 	}
-	if got, err := o.Get(ctx, "t1", "c"); err != nil || got.Done {
-		t.Fatalf("record after the write: %+v, %v; want not Done", got, err)
+	if l, err := o.Claim(ctx, now.Add(outboxtest.Rescan-time.Second), nil); l != nil || err != nil {
+		t.Fatalf("claimed before the rescan, untouched: %v, %v", l, err)
 	}
-}
-
-// waitForLockWait waits until a session of application app waits on a
-// lock, or until done (the call expected to wait) returns: then it puts
-// its result back and logs that it did not wait.
-func waitForLockWait(t *testing.T, pool *pgxpool.Pool, app string, done chan error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		select {
-		case err := <-done:
-			t.Logf("%s returned without waiting on a lock", app)
-			done <- err
-			return
-		default:
-		}
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n); err != nil {
-			t.Fatalf("waiting for %s to wait on a lock: %v", app, err)
-		}
-		if n > 0 {
-			return
-		}
+	if l, err := o.Claim(ctx, now.Add(outboxtest.Rescan), nil); err != nil || l == nil || l.Revision() != 3 {
+		t.Fatalf("claim at the rescan: %v, %v; want a lease at revision 3", l, err)
 	}
 }

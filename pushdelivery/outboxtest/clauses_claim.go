@@ -29,11 +29,7 @@ func testClaimNeedsRevision(t *testing.T, e *env) {
 // a write moves the task on (SPEC S7 allows writes to a terminal task;
 // N2 delivers every event logged).
 func testClaimDoneReopened(t *testing.T, e *env) {
-	e.task("t1")
-	r := e.record("t1", "c1")
-	r.Delivered, r.Done = e.finish("t1"), true
-	e.save(r)
-	e.noClaim("done record, task at its terminal revision")
+	e.doneRecord()
 	e.pending(0, "done record")
 	rev := e.bump("t1")
 	e.pending(1, "done record, task written to since")
@@ -59,6 +55,29 @@ func testCommitDoneBehind(t *testing.T, e *env) {
 	if l := e.mustClaim("t1", "c1"); l.Revision() != rev || l.Record().Delivered != head {
 		t.Fatalf("claimed at revision %d with %d delivered, want %d and %d", l.Revision(), l.Record().Delivered, rev, head)
 	}
+}
+
+// testDoneReopenedByRescan: a write to a Done record's task that the
+// outbox is not told of (Touch: another instance's, foreign SQL) makes
+// the record due within Rescan.
+func testDoneReopenedByRescan(t *testing.T, e *env) {
+	e.doneRecord()
+	rev := e.write("t1", a2a.TaskStateWorking, false)
+	e.clk.advance(Rescan)
+	if l := e.mustClaim("t1", "c1"); l.Revision() != rev {
+		t.Fatalf("lease revision %d, want %d", l.Revision(), rev)
+	}
+}
+
+// doneRecord makes task t1, completes it, and saves record c1 Done at
+// its terminal revision: not claimed.
+func (e *env) doneRecord() {
+	e.t.Helper()
+	e.task("t1")
+	r := e.record("t1", "c1")
+	r.Delivered, r.Done = e.finish("t1"), true
+	e.save(r)
+	e.noClaim("done record, task at its terminal revision")
 }
 
 // pending checks Depth's count of records not Done.
