@@ -10,7 +10,7 @@ type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
 	claim, commit, release, sweep, depth                  string
-	reopenTasks, reopenAll                                string
+	reopenTasks, rescan                                   string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -60,13 +60,30 @@ const pgCommitSQL = `UPDATE %[1]s.a2a_push_configs SET delivered = $4, attempts 
 	lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`
 
-// pgReopenSQL clears Done on the records whose task has moved past
-// Delivered (a write to a terminal task, SPEC S7), so that Claim, which
-// skips Done rows by the claim index, takes them again (N2). %[2]s
-// narrows it: to the tasks in $1, or to none for every record.
-const pgReopenSQL = `UPDATE %[1]s.a2a_push_configs p SET done = false
-FROM %[1]s.a2a_tasks t
-WHERE p.done AND t.id = p.task_id AND t.revision > p.delivered%[2]s`
+// pgReopenSQL clears Done on the records among s (a CTE of candidate
+// task_id, id) whose task has moved past Delivered (a write to a
+// terminal task, SPEC S7), so that Claim, which skips Done rows by the
+// claim index, takes them again (N2). Each record's task is read by its
+// key (the scalar subquery), so the cost is the candidates', not the
+// tasks'; rows are locked in key order, so two reopens never deadlock.
+// %[2]s defines s.
+const pgReopenSQL = `WITH s AS (%[2]s),
+c AS (
+	SELECT p.task_id, p.id FROM %[1]s.a2a_push_configs p JOIN s ON s.task_id = p.task_id AND s.id = p.id
+	WHERE p.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = p.task_id) > p.delivered
+	ORDER BY p.task_id, p.id FOR UPDATE OF p),
+r AS (UPDATE %[1]s.a2a_push_configs p SET done = false FROM c WHERE p.task_id = c.task_id AND p.id = c.id)
+`
+
+// pgReopenTasksSQL: the records of the tasks in $1 (text[]); it returns
+// those tasks with a leased record.
+const pgReopenTasksSQL = `SELECT task_id, id, lease_token IS NOT NULL AS leased FROM %[1]s.a2a_push_configs WHERE task_id = ANY($1)`
+
+// pgRescanSQL: the next $3 Done records after ($1, $2) in key order; it
+// returns how many it read and the last one's key.
+const pgRescanSQL = `SELECT p.task_id, p.id FROM %[1]s.a2a_push_configs p
+	WHERE p.done AND (p.task_id, p.id) > ($1::text, $2::text COLLATE "C")
+	ORDER BY p.task_id, p.id LIMIT $3`
 
 // pgSweepSQL: $1 the cutoff, $2 the limit.
 const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
@@ -100,14 +117,16 @@ func newPGSQL(schema string) pgSQL {
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		upsert: f(`INSERT INTO %[1]s.a2a_push_configs (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest`),
-		get:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:        f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:      f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll:   f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		claim:       fmt.Sprintf(pgClaimSQL, schema, prefixed),
-		commit:      f(pgCommitSQL),
-		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, ` AND p.task_id = ANY($1)`),
-		reopenAll:   fmt.Sprintf(pgReopenSQL, schema, ""),
+		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		claim:     fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		commit:    f(pgCommitSQL),
+		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) +
+			`SELECT DISTINCT task_id FROM s WHERE leased`,
+		rescan: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) +
+			`SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		sweep: f(pgSweepSQL),

@@ -2,6 +2,9 @@ package pushdelivery
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +21,22 @@ func TestPGTouchBounded(t *testing.T) {
 	for i := range maxDirty + 10 {
 		p.Touch(a2a.TaskID(fmt.Sprint("t", i)))
 	}
-	if len(p.mu.dirty) != maxDirty || !p.mu.lastScan.IsZero() {
-		t.Fatalf("%d tasks kept, last scan %v; want %d and a scan of every record next", len(p.mu.dirty), p.mu.lastScan, maxDirty)
+	if len(p.mu.dirty) != maxDirty || !p.mu.full {
+		t.Fatalf("%d tasks kept, full %v; want %d and a reopen of every record next", len(p.mu.dirty), p.mu.full, maxDirty)
+	}
+}
+
+// TestPGTouchIgnoresImpossibleIDs: Touch keeps no ID that no task can
+// have: a touched ID PostgreSQL cannot take as text would fail every
+// reopen of the touched tasks (seen by a reviewer: every Claim failed
+// until the next rescan).
+func TestPGTouchIgnoresImpossibleIDs(t *testing.T) {
+	p := &PG{}
+	p.mu.dirty = map[a2a.TaskID]struct{}{}
+	for _, id := range []string{"", "bad\x00id", "bad\xffid", strings.Repeat("x", 1025)} {
+		p.Touch(a2a.TaskID(id))
+	}
+	if len(p.mu.dirty) != 0 {
+		t.Fatalf("kept %q", slices.Collect(maps.Keys(p.mu.dirty)))
 	}
 }

@@ -1,0 +1,14 @@
+package pushdelivery
+
+import "github.com/a2aproject/a2a-go/v2/a2a"
+
+// TouchUnchecked marks task as Touch does, without Touch's check of the
+// ID: a way to make the reopen of the touched tasks fail.
+func (p *PG) TouchUnchecked(task a2a.TaskID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.dirty[task] = struct{}{}
+}
+
+// SetRescanBatch sets the Done records a batch of a rescan reads.
+func (p *PG) SetRescanBatch(n int) { p.batch = n }
