@@ -81,10 +81,10 @@ type Outbox interface {
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
 	// Depth reports the records that are not Done (a Done record whose
-	// task was written to since counts) and the age of the
-	// oldest due one (zero when none), for the metrics. A due record has
-	// waited since the later of its NextAt and the time its first
-	// undelivered log entry was committed.
+	// task was written to since counts once Claim would take it) and the
+	// age of the oldest due one (zero when none), for the metrics. A due
+	// record has waited since the later of its NextAt and the time its
+	// first undelivered log entry was committed.
 	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
 }
 

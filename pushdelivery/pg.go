@@ -63,6 +63,7 @@ type PG struct {
 		full     bool                    // Touch dropped a task: rescan next
 		scanning bool                    // a rescan is under way
 		after    [2]string               // the key its next batch starts after
+		gen      uint64                  // rescans started
 	}
 	batch int // Done records per batch of a rescan
 }

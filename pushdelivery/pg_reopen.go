@@ -11,9 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// maxDirty bounds the tasks Touch keeps: past it the next reopen is of
-// every record.
+// maxDirty bounds the tasks Touch keeps: past it a rescan starts next
+// (once the one under way, if any, ends).
 const maxDirty = 10_000
+
+// reopenTimeout bounds each reopen statement, so that a slow one delays
+// a claim by that much at most.
+const reopenTimeout = 5 * time.Second
 
 // Touch implements Toucher: the next Claim reopens task's Done records if
 // the task has moved past them. An ID no task can have (PostgreSQL text
@@ -25,7 +29,14 @@ func (p *PG) Touch(task a2a.TaskID) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.mu.dirty) < maxDirty {
+	p.touchLocked(task)
+}
+
+// touchLocked marks task, or, when maxDirty tasks are marked already,
+// asks for a rescan.
+// REQUIRES: p.mu held.
+func (p *PG) touchLocked(task a2a.TaskID) {
+	if _, ok := p.mu.dirty[task]; ok || len(p.mu.dirty) < maxDirty {
 		p.mu.dirty[task] = struct{}{}
 	} else {
 		p.mu.full = true
@@ -37,16 +48,18 @@ func (p *PG) Touch(task a2a.TaskID) {
 // starts every Rescan (and after Touch dropped a task) once the last one
 // has ended; each reopen reads the next batch of it (rescanBatch Done
 // records), so that no Claim waits for all of them. A touched task with
-// a leased record stays touched: its holder's commit may be storing Done
-// without seeing the write that touched it. A failure is logged, not
-// returned, so that claims go on; touched tasks stay touched, and a
-// rescan's batch is read again.
+// a leased record, or with a record another transaction had locked,
+// stays touched: its holder's commit may be storing Done without seeing
+// the write that touched it. A failure is logged, not returned, so that
+// claims go on; touched tasks stay touched, and a rescan's batch is read
+// again. Each statement gets reopenTimeout.
 func (p *PG) reopen(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	if !p.mu.scanning && (p.mu.full || p.mu.lastScan.IsZero() || now.Sub(p.mu.lastScan) >= p.opts.Rescan) {
 		p.mu.scanning, p.mu.full, p.mu.lastScan, p.mu.after = true, false, now, [2]string{}
+		p.mu.gen++
 	}
-	scanning, after := p.mu.scanning, p.mu.after
+	scanning, pos := p.mu.scanning, scanPos{p.mu.gen, p.mu.after}
 	ids := make([]string, 0, len(p.mu.dirty))
 	for id := range p.mu.dirty {
 		ids = append(ids, string(id))
@@ -54,7 +67,7 @@ func (p *PG) reopen(ctx context.Context, now time.Time) {
 	clear(p.mu.dirty)
 	p.mu.Unlock()
 	if scanning {
-		p.rescanBatch(ctx, after)
+		p.rescanBatch(ctx, pos)
 	}
 	if len(ids) == 0 {
 		return
@@ -67,26 +80,31 @@ func (p *PG) reopen(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range kept {
-		if len(p.mu.dirty) < maxDirty {
-			p.mu.dirty[a2a.TaskID(id)] = struct{}{}
-		} else {
-			p.mu.full = true
-		}
+		p.touchLocked(a2a.TaskID(id))
 	}
 }
 
-// rescanBatch reopens the next batch of the rescan after key after, and
-// moves the rescan on (or ends it after its last batch).
-func (p *PG) rescanBatch(ctx context.Context, after [2]string) {
+// scanPos is where a rescan's next batch starts: after key after, in
+// rescan gen.
+type scanPos struct {
+	gen   uint64
+	after [2]string
+}
+
+// rescanBatch reopens the batch of the rescan at pos, and moves the
+// rescan on (or ends it after its last batch), unless another reopen did.
+func (p *PG) rescanBatch(ctx context.Context, pos scanPos) {
+	ctx, cancel := context.WithTimeout(ctx, reopenTimeout)
+	defer cancel()
 	var n int
 	var last [2]string
-	if err := p.pool.QueryRow(ctx, p.sql.rescan, after[0], after[1], p.batch).Scan(&n, &last[0], &last[1]); err != nil {
+	if err := p.pool.QueryRow(ctx, p.sql.rescan, pos.after[0], pos.after[1], p.batch).Scan(&n, &last[0], &last[1]); err != nil {
 		p.opts.Logger.Warn("pushdelivery: reopen finished records (rescan)", "err", err)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.scanning || p.mu.after != after {
+	if !p.mu.scanning || p.mu.gen != pos.gen || p.mu.after != pos.after {
 		return // another reopen read this batch too and moved on
 	}
 	if n < p.batch {
@@ -96,8 +114,10 @@ func (p *PG) rescanBatch(ctx context.Context, after [2]string) {
 }
 
 // reopenTasks reopens the records of tasks ids and returns those of ids
-// with a leased record.
+// to keep touched.
 func (p *PG) reopenTasks(ctx context.Context, ids []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, reopenTimeout)
+	defer cancel()
 	rows, err := p.pool.Query(ctx, p.sql.reopenTasks, ids)
 	if err != nil {
 		return nil, err

@@ -60,30 +60,44 @@ const pgCommitSQL = `UPDATE %[1]s.a2a_push_configs SET delivered = $4, attempts 
 	lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`
 
-// pgReopenSQL clears Done on the records among s (a CTE of candidate
-// task_id, id) whose task has moved past Delivered (a write to a
-// terminal task, SPEC S7), so that Claim, which skips Done rows by the
-// claim index, takes them again (N2). Each record's task is read by its
-// key (the scalar subquery), so the cost is the candidates', not the
-// tasks'; rows are locked in key order, so two reopens never deadlock.
-// %[2]s defines s.
+// pgReopenSQL clears Done on the records among s whose task has moved
+// past Delivered (a write to a terminal task, SPEC S7), so that Claim,
+// which skips Done rows by the claim index, takes them again (N2). %[2]s
+// defines s: candidate rows (task_id, id) with leased (a lease is on the
+// row) and stale (Done and its task past Delivered, in the statement's
+// snapshot). Each record's task is read by its key (the scalar
+// subquery), so the cost is the candidates', not the tasks'. A row
+// another transaction has locked is skipped, not waited for (a reopen
+// never holds up a claim): the caller reads it again later.
 const pgReopenSQL = `WITH s AS (%[2]s),
 c AS (
 	SELECT p.task_id, p.id FROM %[1]s.a2a_push_configs p JOIN s ON s.task_id = p.task_id AND s.id = p.id
-	WHERE p.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = p.task_id) > p.delivered
-	ORDER BY p.task_id, p.id FOR UPDATE OF p),
+	WHERE s.stale AND p.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = p.task_id) > p.delivered
+	ORDER BY p.task_id, p.id FOR UPDATE OF p SKIP LOCKED),
 r AS (UPDATE %[1]s.a2a_push_configs p SET done = false FROM c WHERE p.task_id = c.task_id AND p.id = c.id)
 `
 
-// pgReopenTasksSQL: the records of the tasks in $1 (text[]); it returns
-// those tasks with a leased record.
-const pgReopenTasksSQL = `SELECT task_id, id, lease_token IS NOT NULL AS leased FROM %[1]s.a2a_push_configs WHERE task_id = ANY($1)`
+// pgStale is the stale column of pgReopenSQL's s, for rows aliased q.
+const pgStale = `q.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = q.task_id) > q.delivered`
+
+// pgReopenTasksSQL: the records of the tasks in $1 (text[]). It returns
+// the tasks to keep touched: those with a leased record (its holder's
+// commit may store Done without seeing the write), and those with a
+// stale record it skipped.
+const pgReopenTasksSQL = `SELECT q.task_id, q.id, q.lease_token IS NOT NULL AS leased, ` + pgStale + ` AS stale
+	FROM %[1]s.a2a_push_configs q WHERE q.task_id = ANY($1)`
+
+const pgReopenTasksTail = `SELECT DISTINCT s.task_id FROM s LEFT JOIN c ON c.task_id = s.task_id AND c.id = s.id
+WHERE s.leased OR (s.stale AND c.id IS NULL)`
 
 // pgRescanSQL: the next $3 Done records after ($1, $2) in key order; it
-// returns how many it read and the last one's key.
-const pgRescanSQL = `SELECT p.task_id, p.id FROM %[1]s.a2a_push_configs p
-	WHERE p.done AND (p.task_id, p.id) > ($1::text, $2::text COLLATE "C")
-	ORDER BY p.task_id, p.id LIMIT $3`
+// returns how many it read and the last one's key. (A stale record it
+// skips waits for the next rescan.)
+const pgRescanSQL = `SELECT q.task_id, q.id, false AS leased, true AS stale FROM %[1]s.a2a_push_configs q
+	WHERE q.done AND (q.task_id, q.id) > ($1::text, $2::text COLLATE "C")
+	ORDER BY q.task_id, q.id LIMIT $3`
+
+const pgRescanTail = `SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`
 
 // pgSweepSQL: $1 the cutoff, $2 the limit.
 const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
@@ -117,16 +131,14 @@ func newPGSQL(schema string) pgSQL {
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		upsert: f(`INSERT INTO %[1]s.a2a_push_configs (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest`),
-		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		claim:     fmt.Sprintf(pgClaimSQL, schema, prefixed),
-		commit:    f(pgCommitSQL),
-		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) +
-			`SELECT DISTINCT task_id FROM s WHERE leased`,
-		rescan: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) +
-			`SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`,
+		get:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:        f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:      f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll:   f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		claim:       fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		commit:      f(pgCommitSQL),
+		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
+		rescan:      fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) + pgRescanTail,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		sweep: f(pgSweepSQL),

@@ -142,15 +142,40 @@ func TestPGTerminatedClaimerLosesLease(t *testing.T) {
 	}
 }
 
+// pgEnv is a store and an outbox in a fresh schema, on a pool of their
+// own.
+type pgEnv struct {
+	dsn, schema string
+	pool        *pgxpool.Pool
+	o           *pushdelivery.PG
+	s           *pgstore.Store
+}
+
+// fresh opens a pgEnv whose pool's sessions are of application app.
+func fresh(t *testing.T, app string) *pgEnv {
+	t.Helper()
+	e := &pgEnv{dsn: pgtest.DSN(t)}
+	e.schema = pgtest.Schema(t, e.dsn)
+	e.pool = newPool(t, e.dsn, app)
+	e.o, e.s = openPG(t, e.pool, e.schema, time.Now)
+	return e
+}
+
+// completed makes task id and completes it (revision 2).
+func completed(t *testing.T, s *pgstore.Store, id a2a.TaskID) {
+	t.Helper()
+	newTask(t, s, id)
+	if _, err := s.Replace(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // finishedClaim makes task t1, completes it, saves config c on it and
 // claims it at now: a lease at the task's terminal revision, returned.
 func finishedClaim(t *testing.T, o *pushdelivery.PG, s *pgstore.Store, now time.Time) pushdelivery.Lease {
 	t.Helper()
 	ctx := context.Background()
-	newTask(t, s, "t1")
-	if _, err := s.Replace(ctx, &a2a.Task{ID: "t1", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0); err != nil {
-		t.Fatal(err)
-	}
+	completed(t, s, "t1")
 	if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: "c"}, NextAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,21 +189,15 @@ func finishedClaim(t *testing.T, o *pushdelivery.PG, s *pgstore.Store, now time.
 // finished is a fresh schema's store and outbox, on a pool of its own,
 // with finishedClaim's lease.
 type finished struct {
-	dsn, schema string
-	pool        *pgxpool.Pool
-	o           *pushdelivery.PG
-	l           pushdelivery.Lease
-	now         time.Time
+	*pgEnv
+	l   pushdelivery.Lease
+	now time.Time
 }
 
 func newFinished(t *testing.T, app string) *finished {
 	t.Helper()
-	f := &finished{dsn: pgtest.DSN(t), now: time.Now()}
-	f.schema = pgtest.Schema(t, f.dsn)
-	f.pool = newPool(t, f.dsn, app)
-	var s *pgstore.Store
-	f.o, s = openPG(t, f.pool, f.schema, time.Now)
-	f.l = finishedClaim(t, f.o, s, f.now)
+	f := &finished{pgEnv: fresh(t, app), now: time.Now()}
+	f.l = finishedClaim(t, f.o, f.s, f.now)
 	return f
 }
 
@@ -334,18 +353,13 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool, app string) {
 // each call reopens the next batch's records whose task moved on, and the
 // rescan ends after its last batch.
 func TestPGRescanInBatches(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	schema := pgtest.Schema(t, dsn)
 	ctx := context.Background()
-	pool := newPool(t, dsn, "rescan-batches")
 	now := time.Now()
-	o, s := openPG(t, pool, schema, time.Now)
+	e := fresh(t, "rescan-batches")
+	o, s, pool, schema := e.o, e.s, e.pool, e.schema
 	for i := range 5 {
 		id := a2a.TaskID(fmt.Sprint("t", i))
-		newTask(t, s, id)
-		if _, err := s.Replace(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}, 0); err != nil {
-			t.Fatal(err)
-		}
+		completed(t, s, id)
 		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, NextAt: now, Delivered: 2, Done: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -368,5 +382,52 @@ func TestPGRescanInBatches(t *testing.T) {
 	}
 	if !slices.Equal(got, []int{2, 4, 5, 5, 5}) {
 		t.Fatalf("records due after each call %v, want [2 4 5 5 5]", got)
+	}
+}
+
+// TestPGReopenSkipsLockedRows: a reopen does not wait for a row another
+// transaction holds (a reviewer: an open transaction on a Done row hung
+// every claim of the instance); the touched task stays touched, and the
+// first claim after the lock is gone reopens its record.
+func TestPGReopenSkipsLockedRows(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	e := fresh(t, "skips-locked")
+	o, s, pool, schema := e.o, e.s, e.pool, e.schema
+	completed(t, s, "t1")
+	newTask(t, s, "t2")
+	for _, r := range []*pushdelivery.Record{
+		{TaskID: "t1", Config: a2a.PushConfig{ID: "c"}, NextAt: now, Delivered: 2, Done: true},
+		{TaskID: "t2", Config: a2a.PushConfig{ID: "c"}, NextAt: now.Add(time.Second)},
+	} {
+		if err := o.Save(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := o.Depth(ctx, now); err != nil { // the first rescan, done
+		t.Fatal(err)
+	}
+	foreignWrite(t, pool, schema)
+	tx, err := newPool(t, e.dsn, "locker").Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s.a2a_push_configs WHERE task_id = 't1' FOR UPDATE`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	o.Touch("t1")
+	// Bounded only so that a reopen waiting on the lock fails the test
+	// rather than hanging it.
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if l, err := o.Claim(cctx, now.Add(time.Second), nil); err != nil || l == nil || l.Record().TaskID != "t2" {
+		t.Fatalf("claim while t1's row is locked: %v, %v; want t2's record", l, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.Claim(ctx, now.Add(time.Second), nil); err != nil || l == nil || l.Record().TaskID != "t1" || l.Revision() != 3 {
+		t.Fatalf("claim after the lock: %v, %v; want t1's record at revision 3", l, err)
 	}
 }
