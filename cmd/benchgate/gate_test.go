@@ -141,18 +141,41 @@ func TestGateCatchesSlowedBuild(t *testing.T) {
 			t.Fatalf("%s: %v\n%s\n%s", bin, err, into.String(), stderr.String())
 		}
 	}
-	var base, again, slowed bytes.Buffer
-	for range 6 {
-		run(normal, &base)
-		run(slow, &slowed)
-		run(normal, &again)
+	// measure runs the binaries in turn, six rounds, each into its buffer.
+	measure := func(bins ...string) []*bytes.Buffer {
+		out := make([]*bytes.Buffer, len(bins))
+		for i := range out {
+			out[i] = new(bytes.Buffer)
+		}
+		for range 6 {
+			for i, bin := range bins {
+				run(bin, out[i])
+			}
+		}
+		return out
 	}
+	m := measure(normal, slow, normal)
+	base, slowed, again := m[0], m[1], m[2]
 	// The default limits on both sides (alpha 0.01: six runs of a large
 	// slowdown reach p = 0.002).
 	lim := testLimits
 	t.Run("unchanged build passes", func(t *testing.T) {
-		if v := compareStrings(t, base.String(), again.String(), lim); v.Failed {
-			t.Error("the gate failed an unchanged build")
+		// make test runs packages side by side, and on a loaded machine one
+		// unchanged comparison can cross a limit by chance (seen once in
+		// CI: +31 %, p = 0.009, one run's geomean at 2.2x the base's). The
+		// gate is wrong only if three measurements in a row fail.
+		a, b := base, again
+		for try := 1; ; try++ {
+			if v := compareStrings(t, a.String(), b.String(), lim); !v.Failed {
+				return
+			}
+			if try == 3 {
+				t.Error("the gate failed an unchanged build three times")
+				return
+			}
+			t.Logf("unchanged build failed, attempt %d (a loaded machine?): measuring again", try)
+			m := measure(normal, normal)
+			a, b = m[0], m[1]
 		}
 	})
 	t.Run("slowed build fails", func(t *testing.T) {
