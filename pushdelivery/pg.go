@@ -59,7 +59,7 @@ type PG struct {
 	mu struct {
 		sync.Mutex
 		dirty    map[a2a.TaskID]struct{} // touched since the last reopen
-		lastScan time.Time               // of the last reopen of every record
+		lastScan time.Time               // when the last rescan started
 		full     bool                    // Touch dropped a task: rescan next
 		scanning bool                    // a rescan is under way
 		after    [2]string               // the key its next batch starts after

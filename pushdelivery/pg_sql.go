@@ -69,15 +69,17 @@ WHERE task_id = $1 AND id = $2 AND lease_token = $3`
 // subquery), so the cost is the candidates', not the tasks'. A row
 // another transaction has locked is skipped, not waited for (a reopen
 // never holds up a claim): the caller reads it again later.
+// (c checks stale again on the row it locks, which may have changed.)
 const pgReopenSQL = `WITH s AS (%[2]s),
 c AS (
-	SELECT p.task_id, p.id FROM %[1]s.a2a_push_configs p JOIN s ON s.task_id = p.task_id AND s.id = p.id
-	WHERE s.stale AND p.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = p.task_id) > p.delivered
-	ORDER BY p.task_id, p.id FOR UPDATE OF p SKIP LOCKED),
+	SELECT q.task_id, q.id FROM %[1]s.a2a_push_configs q JOIN s ON s.task_id = q.task_id AND s.id = q.id
+	WHERE s.stale AND ` + pgStale + `
+	ORDER BY q.task_id, q.id FOR UPDATE OF q SKIP LOCKED),
 r AS (UPDATE %[1]s.a2a_push_configs p SET done = false FROM c WHERE p.task_id = c.task_id AND p.id = c.id)
 `
 
-// pgStale is the stale column of pgReopenSQL's s, for rows aliased q.
+// pgStale: the record (aliased q) is Done and its task has moved past
+// Delivered.
 const pgStale = `q.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = q.task_id) > q.delivered`
 
 // pgReopenTasksSQL: the records of the tasks in $1 (text[]). It returns
