@@ -45,9 +45,20 @@ func (s *Store) CheckInvariants() error {
 		}
 		c.states[st]++
 	}
-	for id, e := range s.mu.byID {
-		if e.id != id {
-			fail("task %q stored under %q", e.id, id)
+	ids, idErrs := s.mu.ids.check(&s.mu.slots)
+	errs = append(errs, idErrs...)
+	for id, slot := range ids {
+		if slot >= s.mu.slots.n {
+			fail("task %q in slot %d, which was never handed out", id, slot)
+			continue
+		}
+		e := s.mu.slots.at(slot)
+		if int(e.idLen) > len(e.data) {
+			fail("task %q: an ID of %d bytes in %d of data", id, e.idLen, len(e.data))
+			continue
+		}
+		if e.id() != id || e.slot != slot {
+			fail("task %q stored under %q, slot %d under %d", e.id(), id, e.slot, slot)
 		}
 		if e.revision < 1 || int(e.state) >= numStates {
 			fail("task %q: revision %d, state number %d", id, e.revision, e.state)
@@ -59,10 +70,10 @@ func (s *Store) CheckInvariants() error {
 		if err := checkBody(e); err != nil {
 			fail("task %q: body: %v", id, err)
 		}
-		if it, ok := s.mu.order.Get(e.item()); !ok || it.e != e {
+		if it, ok := s.mu.order.Get(e.item()); !ok || it.slot != slot {
 			fail("task %q missing from the global index at its cursor", id)
 		}
-		if k, ok := s.mu.byCtx.Get(e.keyed(uint64(e.ctx))); !ok || k.e != e {
+		if k, ok := s.mu.byCtx.Get(e.keyed(uint64(e.ctx))); !ok || k.slot != slot {
 			fail("task %q missing from the context index at its context and cursor", id)
 		}
 		perState[e.state]++
@@ -73,10 +84,10 @@ func (s *Store) CheckInvariants() error {
 		owned++
 		recount(owners, e.owner, e.state)
 		ownerCtx[ownerCtxKey(e.owner, e.ctx)]++
-		if k, ok := s.mu.byOwner.Get(e.keyed(uint64(e.owner))); !ok || k.e != e {
+		if k, ok := s.mu.byOwner.Get(e.keyed(uint64(e.owner))); !ok || k.slot != slot {
 			fail("task %q missing from the owner index at its owner and cursor", id)
 		}
-		if k, ok := s.mu.byOwnerCtx.Get(e.keyed(ownerCtxKey(e.owner, e.ctx))); !ok || k.e != e {
+		if k, ok := s.mu.byOwnerCtx.Get(e.keyed(ownerCtxKey(e.owner, e.ctx))); !ok || k.slot != slot {
 			fail("task %q missing from the (owner, context) index at its owner, context and cursor", id)
 		}
 	}
@@ -106,12 +117,19 @@ func (s *Store) CheckInvariants() error {
 func (s *Store) checkIndexesLocked(owned int) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	live := func(e *entry, at int64) bool { return e != nil && s.mu.byID[e.id] == e && e.updatedAt == at }
-	if n, m := s.mu.order.Len(), len(s.mu.byID); n != m {
+	live := func(slot uint32, at int64) bool {
+		if slot >= s.mu.slots.n {
+			return false
+		}
+		e := s.mu.slots.at(slot)
+		id, ok := s.mu.ids.get(&s.mu.slots, e.idOrEmpty())
+		return e.data != "" && ok && id == slot && e.updatedAt == at
+	}
+	if n, m := s.mu.order.Len(), s.mu.ids.len(); n != m {
 		fail("global index holds %d items, %d tasks", n, m)
 	}
 	s.mu.order.Scan(func(it item) bool {
-		if !live(it.e, it.at) {
+		if !live(it.slot, it.at) {
 			fail("global index: an item at %d for a task not stored there", it.at)
 		}
 		return true
@@ -120,22 +138,22 @@ func (s *Store) checkIndexesLocked(owned int) []error {
 		name string
 		idx  *btree.BTreeG[keyed]
 		n    int
-		key  func(e *entry) (uint64, bool)
+		has  func(e *entry, key uint64) bool
 	}{
-		{"context", s.mu.byCtx, len(s.mu.byID), func(e *entry) (uint64, bool) { return uint64(e.ctx), true }},
-		{"owner", s.mu.byOwner, owned, func(e *entry) (uint64, bool) { return uint64(e.owner), e.owner != noOwner }},
-		{"(owner, context)", s.mu.byOwnerCtx, owned, func(e *entry) (uint64, bool) {
-			return ownerCtxKey(e.owner, e.ctx), e.owner != noOwner
+		{"context", s.mu.byCtx, s.mu.ids.len(), func(e *entry, key uint64) bool { return uint64(e.ctx) == key }},
+		{"owner", s.mu.byOwner, owned, func(e *entry, key uint64) bool { return e.owner != noOwner && uint64(e.owner) == key }},
+		{"(owner, context)", s.mu.byOwnerCtx, owned, func(e *entry, key uint64) bool {
+			return e.owner != noOwner && ownerCtxKey(e.owner, e.ctx) == key
 		}},
 	} {
 		if n := ix.idx.Len(); n != ix.n {
 			fail("%s index holds %d items, want %d", ix.name, n, ix.n)
 		}
 		ix.idx.Scan(func(k keyed) bool {
-			if !live(k.e, k.at) {
+			if !live(k.slot, k.at) {
 				fail("%s index: an item at %d for a task not stored there", ix.name, k.at)
-			} else if key, ok := ix.key(k.e); !ok || key != k.key {
-				fail("%s index: task %q under key %#x, which is not its own", ix.name, k.e.id, k.key)
+			} else if e := s.mu.slots.at(k.slot); !ix.has(e, k.key) {
+				fail("%s index: task %q under key %#x, which is not its own", ix.name, e.id(), k.key)
 			}
 			return true
 		})
@@ -148,14 +166,15 @@ func (s *Store) checkIndexesLocked(owned int) []error {
 // one) that is not the empty rest and holds no light field, which the
 // entry holds instead.
 func checkBody(e *entry) error {
-	if int(e.metaLen) > len(e.body) {
-		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(e.body))
+	body := e.body()
+	if int(e.metaLen) > len(body) {
+		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(body))
 	}
 	var d taskcodec.Decoder
-	if _, err := d.Metadata(e.body[:e.metaLen]); err != nil {
+	if _, err := d.Metadata(body[:e.metaLen]); err != nil {
 		return err
 	}
-	rest := e.body[e.metaLen:]
+	rest := body[e.metaLen:]
 	if rest == "" {
 		return nil
 	}

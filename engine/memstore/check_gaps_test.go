@@ -37,8 +37,9 @@ func damageStore(t *testing.T) *Store {
 // ErrInternal), or whose rest holds light fields.
 func TestCheckFindsCorruptBody(t *testing.T) {
 	s := damageStore(t)
-	e := s.mu.byID["p"]
-	e.body, e.metaLen = "\xff", 1 // metadata of an unknown format
+	e := s.entryOf("p")
+	e.setBody("\xff")
+	e.metaLen = 1 // metadata of an unknown format
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose metadata does not decode")
 	}
@@ -49,8 +50,9 @@ func TestCheckFindsCorruptBody(t *testing.T) {
 	}
 
 	s = damageStore(t)
-	e = s.mu.byID["p"]
-	e.body, e.metaLen = "\x01garbage", 0 // a rest that does not decode
+	e = s.entryOf("p")
+	e.setBody("\x01garbage")
+	e.metaLen = 0 // a rest that does not decode
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose rest does not decode")
 	}
@@ -58,8 +60,8 @@ func TestCheckFindsCorruptBody(t *testing.T) {
 	// A rest that decodes but carries light fields the entry overrides
 	// (a non-canonical body: they would be silently dropped on read).
 	s = damageStore(t)
-	e = s.mu.byID["p"]
-	e.body = string(mustEncodeRest(t, &a2a.Task{ID: "other", ContextID: "other", Status: a2a.TaskStatus{State: a2a.TaskStateFailed}}))
+	e = s.entryOf("p")
+	e.setBody(string(mustEncodeRest(t, &a2a.Task{ID: "other", ContextID: "other", Status: a2a.TaskStatus{State: a2a.TaskStateFailed}})))
 	e.metaLen = 0
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose rest carries an ID, context and state")
@@ -80,7 +82,7 @@ func mustEncodeRest(t *testing.T, tk *a2a.Task) []byte {
 // get() reads only the home slot, so the (owner, context) total is wrong.
 func TestCheckFindsSplitPair(t *testing.T) {
 	s := damageStore(t)
-	a := s.mu.byID["a1"]
+	a := s.entryOf("a1")
 	h := &s.mu.ownerCtx.home[a.owner]
 	if h.ctx != a.ctx || h.n != 2 {
 		t.Fatalf("setup: home of alice is (%d, %d), want (%d, 2)", h.ctx, h.n, a.ctx)

@@ -18,11 +18,14 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 		damage func(s *Store, alice, bob, plain *entry)
 		want   string
 	}{
-		{"stored under another ID", func(s *Store, a, _, _ *entry) { s.mu.byID["other"] = a }, "stored under"},
+		{"stored under another ID", func(s *Store, a, _, _ *entry) { s.mu.ids.more["other"] = a.slot }, "stored under"},
+		{"kept both ways", func(s *Store, a, _, _ *entry) { s.mu.ids.more["t-alice"] = a.slot }, "both by hash and beside"},
+		{"under another ID's hash", func(s *Store, a, _, _ *entry) { s.mu.ids.byHash[s.mu.ids.hash("other")] = a.slot }, "another ID's hash"},
+		{"in a slot never handed out", func(s *Store, _, _, _ *entry) { s.mu.ids.more["t-alice"] = s.mu.slots.n }, "never handed out"},
 		{"status time corrupt", func(s *Store, a, _, _ *entry) { a.status[0] = 7 }, "status time does not decode"},
 		{"metadata beyond the body", func(s *Store, _, b, _ *entry) { b.metaLen = 1 }, "bytes of metadata"},
 		{"missing from the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Delete(a.item()) }, "missing from the global index"},
-		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(item{a.updatedAt + 1, a}) }, "not stored there"},
+		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(item{a.updatedAt + 1, a.slot}) }, "not stored there"},
 		{"missing from the context index", func(s *Store, _, _, p *entry) { s.mu.byCtx.Delete(p.keyed(uint64(p.ctx))) }, "missing from the context index"},
 		{"under another context", func(s *Store, a, _, p *entry) { s.mu.byCtx.Set(a.keyed(uint64(p.ctx))) }, "not its own"},
 		{"missing from the owner index", func(s *Store, a, _, _ *entry) { s.mu.byOwner.Delete(a.keyed(uint64(a.owner))) }, "missing from the owner index"},
@@ -59,10 +62,22 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 			if err := s.CheckInvariants(); err != nil {
 				t.Fatalf("intact store: %v", err)
 			}
-			c.damage(s, s.mu.byID["t-alice"], s.mu.byID["t-bob"], s.mu.byID["t-"])
+			c.damage(s, s.entryOf("t-alice"), s.entryOf("t-bob"), s.entryOf("t-"))
 			if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("CheckInvariants = %v, want a report containing %q", err, c.want)
 			}
 		})
 	}
 }
+
+// entryOf returns the entry of id, which must be stored.
+func (s *Store) entryOf(id a2a.TaskID) *entry {
+	slot, ok := s.mu.ids.get(&s.mu.slots, id)
+	if !ok {
+		panic("entryOf: no task " + id)
+	}
+	return s.mu.slots.at(slot)
+}
+
+// setBody replaces e's body (for damage).
+func (e *entry) setBody(body string) { e.data = string(e.id()) + body }

@@ -8,10 +8,19 @@ import (
 	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, memstore.New) }
+
+// TestConformanceCollidingIDs: the contract holds when task IDs' hashes
+// collide (the ID map keeps such IDs beside its hash map): every ID
+// hashes to one of three values.
+func TestConformanceCollidingIDs(t *testing.T) {
+	conformance(t, func(opts memstore.Options) *memstore.Store { return memstore.NewColliding(opts, 3) })
+}
+
+func conformance(t *testing.T, newStore func(memstore.Options) *memstore.Store) {
 	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
 		return func(tb testing.TB, clock engine.Clock) engine.Store {
-			s := memstore.New(memstore.Options{Clock: clock, Log: log})
+			s := newStore(memstore.Options{Clock: clock, Log: log})
 			tb.Cleanup(func() { s.Close() })
 			return s
 		}

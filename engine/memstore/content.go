@@ -14,9 +14,10 @@ import (
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
-// A task's content is stored in its entry once: the ID, context, state
-// and status time as entry fields (the light fields: filters and light
-// pages read nothing else), and the rest in one string, the body: the
+// A task's content is stored in its entry once: the context, state and
+// status time as entry fields, the ID at the start of the entry's data
+// (the light fields: filters and light pages read nothing else), and the
+// rest in the data after the ID, the body: the
 // metadata (taskcodec.EncodeMetadata's form, metaLen bytes), then the
 // task without its light fields and metadata (taskcodec.EncodeTask's
 // form), or nothing when the task has nothing else (no status message,
@@ -79,8 +80,12 @@ type encoded struct {
 	state     uint8
 	status    stamp
 	metaLen   uint32
-	body      string
+	idLen     uint16
+	data      string // the ID, then the body (entry.data)
 }
+
+// idLen holds any valid ID's length (engine.ValidateTask's bound).
+const _ = uint16(engine.MaxIDBytes)
 
 func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if err := s.limits.ValidateTask(t); err != nil {
@@ -106,12 +111,13 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if bytes.Equal(restForm, emptyRest) {
 		restForm = nil
 	}
-	var body strings.Builder // one allocation, exactly sized
-	body.Grow(len(meta) + len(restForm))
-	body.Write(meta)
-	body.Write(restForm)
+	var data strings.Builder // one allocation, exactly sized
+	data.Grow(len(t.ID) + len(meta) + len(restForm))
+	data.WriteString(string(t.ID))
+	data.Write(meta)
+	data.Write(restForm)
 	return encoded{contextID: t.ContextID, state: st, status: stampOf(t.Status.Timestamp),
-		metaLen: uint32(len(meta)), body: body.String()}, nil
+		metaLen: uint32(len(meta)), idLen: uint16(len(t.ID)), data: data.String()}, nil
 }
 
 // content is a task's content as read under the lock: what builds the task
@@ -128,7 +134,7 @@ type content struct {
 // contentLocked reads e's content.
 // REQUIRES: s.mu held.
 func (s *Store) contentLocked(e *entry) content {
-	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}
+	return content{id: e.id(), ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body()}
 }
 
 // build fills t with the whole task, decoding with *d (allocated on first

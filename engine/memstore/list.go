@@ -59,12 +59,12 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		if q.IncludeTotalSize {
 			total, counted = s.totalLocked(&q, &rest)
 		}
-		scan(s.mu.order, q.After, visit)
+		s.scan(q.After, visit)
 	} else {
 		if q.IncludeTotalSize {
 			total, counted = s.keyedTotalLocked(&q, &rest, r)
 		}
-		r.scan(q.After, visit)
+		s.scanRange(r, q.After, visit)
 	}
 	s.mu.RUnlock()
 
@@ -116,24 +116,29 @@ func (s *Store) rangeLocked(q *engine.Query) (r keyRange, ok bool) {
 // scan visits the global index from just after the boundary (nil: from
 // the start) until visit returns false.
 // REQUIRES: s.mu held.
-func scan(idx *btree.BTreeG[item], after *engine.Cursor, visit func(e *entry) bool) {
-	fn := func(it item) bool { return visit(it.e) }
-	if after != nil {
-		idx.Ascend(item{after.UpdatedAt, probeAfter(after)}, fn)
-	} else {
-		idx.Scan(fn)
+func (s *Store) scan(after *engine.Cursor, visit func(e *entry) bool) {
+	fn := func(it item) bool { return visit(s.mu.slots.at(it.slot)) }
+	if after == nil {
+		s.mu.order.Scan(fn)
+		return
 	}
+	p := s.probes.get(after.ID)
+	defer s.probes.put(p)
+	s.mu.order.Ascend(item{after.UpdatedAt, p}, fn)
 }
 
-// scan visits r's entries from just after the boundary (nil: from the
-// start) until visit returns false or the range ends.
+// scanRange visits r's entries from just after the boundary (nil: from
+// the start) until visit returns false or the range ends.
 // REQUIRES: s.mu held.
-func (r keyRange) scan(after *engine.Cursor, visit func(e *entry) bool) {
-	from := keyed{key: r.key} // the start of the range
-	if after != nil {
-		from = keyed{r.key, after.UpdatedAt, probeAfter(after)}
+func (s *Store) scanRange(r keyRange, after *engine.Cursor, visit func(e *entry) bool) {
+	fn := func(k keyed) bool { return k.key == r.key && visit(s.mu.slots.at(k.slot)) }
+	if after == nil {
+		r.idx.Ascend(keyed{key: r.key, slot: rangeStart}, fn)
+		return
 	}
-	r.idx.Ascend(from, func(k keyed) bool { return k.key == r.key && visit(k.e) })
+	p := s.probes.get(after.ID)
+	defer s.probes.put(p)
+	r.idx.Ascend(keyed{r.key, after.UpdatedAt, p}, fn)
 }
 
 // page collects a page. Under the lock it builds each task's light fields
@@ -178,12 +183,12 @@ func (s *Store) addLocked(p *page, e *entry) {
 	p.owners = append(p.owners, s.mu.owners.names[e.owner])
 	i := len(p.tasks)
 	p.tasks = append(p.tasks, pageTask{})
-	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
-	if needsDecoding(e.body, e.metaLen, p.depth) {
+	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id(), s.mu.contexts.names[e.ctx], e.state, &e.status)
+	if body := e.body(); needsDecoding(body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
 			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
 		}
-		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
+		p.bodies = append(p.bodies, bodyRef{i, body, e.metaLen})
 	}
 }
 
@@ -232,12 +237,12 @@ func matches(q *engine.Query, e *entry) bool {
 func (s *Store) totalLocked(q, rest *engine.Query) (total, inspected int) {
 	switch {
 	case q.StatusAfter != nil:
-		return countMatches(func(visit func(*entry) bool) { scan(s.mu.order, nil, visit) }, rest)
+		return countMatches(func(visit func(*entry) bool) { s.scan(nil, visit) }, rest)
 	case q.Status != "":
 		st, _ := stateNumber(q.Status)
 		return s.mu.states[st], 0
 	}
-	return len(s.mu.byID), 0
+	return s.mu.ids.len(), 0
 }
 
 // keyedTotalLocked counts the tasks of r matching q, ignoring the boundary
@@ -253,7 +258,7 @@ func (s *Store) keyedTotalLocked(q, rest *engine.Query, r keyRange) (total, insp
 	}
 	switch {
 	case q.StatusAfter != nil, q.Owner != "" && q.ContextID != "" && q.Status != "":
-		return countMatches(func(visit func(*entry) bool) { r.scan(nil, visit) }, rest)
+		return countMatches(func(visit func(*entry) bool) { s.scanRange(r, nil, visit) }, rest)
 	case q.Owner != "" && q.ContextID != "":
 		return s.mu.ownerCtx.get(sym(r.key>>32), sym(r.key)), 0
 	case q.Status != "":

@@ -33,7 +33,8 @@ func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 		return
 	}
 	l.Revision, l.Time = e.revision, e.updatedAt
-	s.mu.logs[e.id] = append(s.mu.logs[e.id], l)
+	id := e.id()
+	s.mu.logs[id] = append(s.mu.logs[id], l)
 }
 
 // wake wakes the log readers of id.
@@ -85,17 +86,19 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 		if it.at >= before || n == limit {
 			return false
 		}
-		c := it.e.cursor()
+		c := s.mu.slots.at(it.slot).cursor()
 		if s.mu.trimmed != nil && c == *s.mu.trimmed {
 			return true
 		}
-		delete(s.mu.logs, it.e.id)
+		delete(s.mu.logs, c.ID)
 		s.mu.trimmed = &c
 		n++
 		return true
 	}
 	if t := s.mu.trimmed; t != nil {
-		s.mu.order.Descend(item{t.UpdatedAt, probeAfter(t)}, visit)
+		p := s.probes.get(t.ID)
+		defer s.probes.put(p)
+		s.mu.order.Descend(item{t.UpdatedAt, p}, visit)
 	} else {
 		s.mu.order.Reverse(visit)
 	}
@@ -107,7 +110,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 // the last entry at e's time and state.
 // REQUIRES: s.mu held.
 func (s *Store) checkLogLocked(e *entry) error {
-	log := s.mu.logs[e.id]
+	log := s.mu.logs[e.id()]
 	if len(log) == 0 {
 		return nil
 	}
@@ -130,12 +133,12 @@ func (s *Store) checkLogLocked(e *entry) error {
 func (s *Store) checkLogsLocked() []error {
 	var errs []error
 	for id := range s.mu.logs {
-		e, ok := s.mu.byID[id]
+		slot, ok := s.mu.ids.get(&s.mu.slots, id)
 		if !ok {
 			errs = append(errs, fmt.Errorf("a log for task %q, which is not stored", id))
 			continue
 		}
-		if err := s.checkLogLocked(e); err != nil {
+		if err := s.checkLogLocked(s.mu.slots.at(slot)); err != nil {
 			errs = append(errs, fmt.Errorf("task %q: %w", id, err))
 		}
 	}

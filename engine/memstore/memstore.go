@@ -32,11 +32,13 @@ type Store struct {
 	limits engine.Limits
 	log    bool       // Options.Log
 	hub    loghub.Hub // wakes log readers after a write
+	probes *probes    // seek probes (slots.go)
 
 	mu struct {
 		sync.RWMutex
-		byID map[a2a.TaskID]*entry
-		// The indexes hold each task once, as a time and a pointer (the
+		slots slots // the entries (slots.go)
+		ids   idMap // slot by task
+		// The indexes hold each task once, as a time and a slot (the
 		// keyed ones with their key first): one task, every index.
 		order      *btree.BTreeG[item]  // every task, list order
 		byCtx      *btree.BTreeG[keyed] // every task: context, then list order
@@ -63,72 +65,74 @@ var (
 	_ engine.Checker    = (*Store)(nil)
 )
 
-// entry is one stored task, shared by the ID map and every index: 80
-// bytes, two pointers (the ID and the body). Its fields change only under
-// s.mu (write); a body is never modified once stored, so readers may keep
-// it past the lock. A seek probe is an entry with revision 0 (a stored one
-// has 1 or more).
+// entry is one stored task, in its slot (slots.go), which the ID map and
+// every index name: 72 bytes and one pointer, the data, which holds the ID
+// and the body. Its fields change only under s.mu (write); data is never
+// modified once stored, so readers may keep its ID and body past the lock.
 type entry struct {
-	id        a2a.TaskID
-	body      string // metadata, then the rest of the task (content.go)
+	data      string // the ID (idLen bytes), then the body: metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
 	status    stamp  // status timestamp
 	ctx       sym    // interned context ID
 	owner     sym    // interned owner, fixed at Create (O1, O2); noOwner = none
-	metaLen   uint32 // bytes of body that are metadata
-	state     uint8  // number in states
+	metaLen   uint32 // bytes of the body that are metadata
+	slot      uint32 // this entry's slot
+	gen       uint32 // the slot's generation: one on each time it is freed
+	idLen     uint16
+	state     uint8 // number in states
 }
 
-// item is an entry of the global index: the task's time and the task,
-// whose ID breaks ties. An item is never modified: every mutation moves
-// the task to a new key.
+func (e *entry) id() a2a.TaskID { return a2a.TaskID(e.data[:e.idLen]) }
+func (e *entry) body() string   { return e.data[e.idLen:] }
+
+// item is an entry of the global index: the task's time and slot, whose
+// ID breaks ties. An item is never modified: every mutation moves the
+// task to a new key.
 type item struct {
-	at int64
-	e  *entry
+	at   int64
+	slot uint32
 }
 
 // keyed is an entry of a keyed index: the key (a context sym, an owner
-// sym, or both: ownerCtxKey), then as item. A keyed with no task is the
+// sym, or both: ownerCtxKey), then as item. A keyed at rangeStart is the
 // start of its key's range: it sorts before the key's entries.
 type keyed struct {
-	key uint64
-	at  int64
-	e   *entry
+	key  uint64
+	at   int64
+	slot uint32
 }
 
 func ownerCtxKey(owner, ctx sym) uint64 { return uint64(owner)<<32 | uint64(ctx) }
 
 // before is list order (S6): time descending, then ID bytes descending;
-// then a probe (revision 0) after the task with the same key, so a page
-// starts strictly after its boundary.
-func before(aAt int64, a *entry, bAt int64, b *entry) bool {
+// then a probe after the task with the same key, so a page starts
+// strictly after its boundary.
+// REQUIRES: s.mu held.
+func (s *Store) before(aAt int64, a uint32, bAt int64, b uint32) bool {
 	if aAt != bAt {
 		return aAt > bAt
 	}
 	if a == b {
 		return false
 	}
-	if c := strings.Compare(string(a.id), string(b.id)); c != 0 {
+	if c := strings.Compare(s.idOf(a), s.idOf(b)); c != 0 {
 		return c > 0
 	}
-	return a.revision != 0 && b.revision == 0
+	return a < probeBase && b >= probeBase
 }
 
-func itemLess(a, b item) bool { return before(a.at, a.e, b.at, b.e) }
+func (s *Store) itemLess(a, b item) bool { return s.before(a.at, a.slot, b.at, b.slot) }
 
-func keyedLess(a, b keyed) bool {
+func (s *Store) keyedLess(a, b keyed) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	if a.e == nil || b.e == nil {
-		return a.e == nil && b.e != nil
+	if a.slot == rangeStart || b.slot == rangeStart {
+		return a.slot == rangeStart && b.slot != rangeStart
 	}
-	return before(a.at, a.e, b.at, b.e)
+	return s.before(a.at, a.slot, b.at, b.slot)
 }
-
-// probeAfter is the seek probe that sorts just after cursor c's entry.
-func probeAfter(c *engine.Cursor) *entry { return &entry{id: c.ID} }
 
 func newIndex[T any](less func(a, b T) bool) *btree.BTreeG[T] {
 	return btree.NewBTreeGOptions(less, btree.Options{NoLocks: true})
@@ -136,42 +140,45 @@ func newIndex[T any](less func(a, b T) bool) *btree.BTreeG[T] {
 
 // New returns an empty store.
 func New(opts Options) *Store {
-	s := &Store{clock: opts.Clock, limits: opts.Limits, log: opts.Log}
+	s := &Store{clock: opts.Clock, limits: opts.Limits, log: opts.Log, probes: newProbes()}
 	if s.clock == nil {
 		s.clock = engine.WallClock
 	}
+	s.resetLocked()
+	return s
+}
+
+// resetLocked empties the store.
+// REQUIRES: s.mu held for writing, or s unshared.
+func (s *Store) resetLocked() {
+	s.mu.logs = nil
 	if s.log {
 		s.mu.logs = make(map[a2a.TaskID][]engine.LogEntry)
 	}
-	s.mu.byID = make(map[a2a.TaskID]*entry)
-	s.mu.order = newIndex(itemLess)
-	s.mu.byCtx = newIndex(keyedLess)
-	s.mu.byOwner = newIndex(keyedLess)
-	s.mu.byOwnerCtx = newIndex(keyedLess)
-	s.mu.contexts = newSymbols()
-	s.mu.owners = newSymbols()
+	s.mu.slots = slots{}
+	s.mu.ids = newIDMap()
+	s.mu.order = newIndex(s.itemLess)
+	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(s.keyedLess), newIndex(s.keyedLess), newIndex(s.keyedLess)
+	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
 	s.mu.ownerCtx = newPairCounts()
-	return s
+	s.mu.states = [numStates]int{}
 }
 
 // Close releases the store; later calls fail with ErrInternal.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resetLocked()
 	s.mu.closed = true
-	s.mu.byID, s.mu.ownerCtx, s.mu.logs = nil, newPairCounts(), nil
-	s.mu.order = newIndex(itemLess)
-	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(keyedLess), newIndex(keyedLess), newIndex(keyedLess)
-	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
 	return nil
 }
 
 var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
-func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} }
+func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id()} }
 
-func (e *entry) item() item             { return item{e.updatedAt, e} }
-func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e} }
+func (e *entry) item() item             { return item{e.updatedAt, e.slot} }
+func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot} }
 
 // snapshotLocked is what a caller needs of e after the lock is released.
 // REQUIRES: s.mu held.
@@ -201,21 +208,22 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	if err := s.lockOpen(); err != nil {
 		return engine.Record{}, err
 	}
-	if _, ok := s.mu.byID[task.ID]; ok {
+	if _, ok := s.mu.ids.get(&s.mu.slots, task.ID); ok {
 		s.mu.Unlock()
 		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
 	}
-	e := &entry{id: task.ID, updatedAt: engine.CreateTime(s.clock()), revision: 1}
+	e := s.mu.slots.alloc()
+	e.updatedAt, e.revision = engine.CreateTime(s.clock()), 1
 	if owner != "" {
 		e.owner = s.mu.owners.intern(owner)
 	}
 	s.setLocked(e, enc)
-	s.mu.byID[e.id] = e
+	s.mu.ids.add(e.id(), e.slot)
 	s.indexLocked(e)
 	s.logLocked(e, logged)
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	s.wake(e.id)
+	s.wake(task.ID)
 	return decoded(rec, c)
 }
 
@@ -234,7 +242,7 @@ func (s *Store) lockOpen() error {
 // REQUIRES: s.mu held for writing, e not indexed.
 func (s *Store) setLocked(e *entry, enc encoded) {
 	e.ctx = s.mu.contexts.intern(enc.contextID)
-	e.state, e.status, e.metaLen, e.body = enc.state, enc.status, enc.metaLen, enc.body
+	e.state, e.status, e.metaLen, e.data, e.idLen = enc.state, enc.status, enc.metaLen, enc.data, enc.idLen
 }
 
 // indexLocked adds e to the indexes and counters; a task without an owner
@@ -282,24 +290,24 @@ func (s *Store) releaseLocked(ctx, owner sym) {
 
 // Get returns the whole task.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	_, rec, c, err := s.read(id)
+	_, _, rec, c, err := s.read(id)
 	if err != nil {
 		return engine.Record{}, err
 	}
 	return decoded(rec, c)
 }
 
-// read returns the entry of id and a snapshot of it, under the shared
-// lock.
-func (s *Store) read(id a2a.TaskID) (*entry, engine.Record, content, error) {
+// read returns the entry of id, its generation and a snapshot of it,
+// under the shared lock.
+func (s *Store) read(id a2a.TaskID) (*entry, uint32, engine.Record, content, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, err := s.findLocked(id)
 	if err != nil {
-		return nil, engine.Record{}, content{}, err
+		return nil, 0, engine.Record{}, content{}, err
 	}
 	rec, c := s.snapshotLocked(e)
-	return e, rec, c, nil
+	return e, e.gen, rec, c, nil
 }
 
 // findLocked returns the entry of id.
@@ -311,11 +319,11 @@ func (s *Store) findLocked(id a2a.TaskID) (*entry, error) {
 	if err := engine.ValidateID(id); err != nil {
 		return nil, err
 	}
-	e, ok := s.mu.byID[id]
+	slot, ok := s.mu.ids.get(&s.mu.slots, id)
 	if !ok {
 		return nil, fmt.Errorf("memstore: %w", engine.ErrNotFound)
 	}
-	return e, nil
+	return s.mu.slots.at(slot), nil
 }
 
 // Replace stores task as the new content of task.ID (S2, S7).
@@ -348,7 +356,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	s.logLocked(e, logged)
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
-	s.wake(e.id)
+	s.wake(task.ID)
 	return decoded(rec, c)
 }
 
@@ -365,6 +373,10 @@ func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
 	s.releaseLocked(old, noOwner)
 }
 
+// modifyEdited, when set (by tests), runs in modify between the edit and
+// the write lock, holding no lock.
+var modifyEdited func()
+
 // modify applies edit to a decoded copy of the task and stores the result,
 // unless edit reports no change (then the current record is returned and
 // nothing changes, S3). edit receives the time the mutation will have.
@@ -376,7 +388,7 @@ func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
 func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error),
 	logged func(t *a2a.Task) (engine.LogEntry, error)) (engine.Record, error) {
 	for {
-		e, rec, c, err := s.read(id)
+		e, gen, rec, c, err := s.read(id)
 		if err != nil {
 			return engine.Record{}, err
 		}
@@ -405,11 +417,14 @@ func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at 
 				return engine.Record{}, err
 			}
 		}
+		if modifyEdited != nil {
+			modifyEdited()
+		}
 
 		if err := s.lockOpen(); err != nil {
 			return engine.Record{}, err
 		}
-		if s.mu.byID[id] != e || e.revision != rec.Revision {
+		if e.gen != gen || e.revision != rec.Revision { // deleted, or written, meanwhile
 			s.mu.Unlock()
 			continue
 		}
@@ -493,8 +508,10 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 // REQUIRES: s.mu held for writing.
 func (s *Store) removeLocked(e *entry) {
 	s.unindexLocked(e)
-	delete(s.mu.byID, e.id)
-	delete(s.mu.logs, e.id)
+	id := e.id()
+	s.mu.ids.delete(&s.mu.slots, id)
+	delete(s.mu.logs, id)
 	s.releaseLocked(e.ctx, e.owner)
-	s.wake(e.id) // its readers end
+	s.mu.slots.release(e)
+	s.wake(id) // its readers end
 }

@@ -8,6 +8,14 @@ import (
 
 var _ engine.Retainer = (*Store)(nil)
 
+// seen is an index item as a scan saw it, with its slot's generation: the
+// same slot, generation and time under a later lock are the same task,
+// unmodified.
+type seen struct {
+	item
+	gen uint32
+}
+
 // retainScanned, when set (by tests), runs between a batch's scan and its
 // removals, holding no lock.
 var retainScanned func()
@@ -28,15 +36,16 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		return engine.RetainResult{}, err
 	}
 	scan := engine.NewRetainScan(&req)
-	var due []item
+	var due []seen
 	visit := func(it item) bool {
-		c := it.e.cursor()
+		e := s.mu.slots.at(it.slot)
+		c := e.cursor()
 		if req.After != nil && c == *req.After {
 			return true // strictly after the resume point
 		}
-		d, more := scan.Visit(c, states[it.e.state])
+		d, more := scan.Visit(c, states[e.state])
 		if d {
-			due = append(due, it)
+			due = append(due, seen{it, e.gen})
 		}
 		return more
 	}
@@ -49,7 +58,9 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		// Oldest first is descending list order. The probe sorts just
 		// after After's entry in list order, so the walk starts at After
 		// itself (skipped above) and goes on to newer tasks.
-		s.mu.order.Descend(item{req.After.UpdatedAt, probeAfter(req.After)}, visit)
+		p := s.probes.get(req.After.ID)
+		s.mu.order.Descend(item{req.After.UpdatedAt, p}, visit)
+		s.probes.put(p)
 	} else {
 		s.mu.order.Reverse(visit)
 	}
@@ -64,9 +75,9 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		return engine.RetainResult{}, err
 	}
 	defer s.mu.Unlock()
-	for _, it := range due {
-		e := it.e
-		if s.mu.byID[e.id] != e || e.updatedAt != it.at || !req.Due(e.updatedAt, states[e.state]) {
+	for _, d := range due {
+		e := s.mu.slots.at(d.slot)
+		if e.gen != d.gen || e.updatedAt != d.at || !req.Due(e.updatedAt, states[e.state]) {
 			continue // deleted or mutated meanwhile
 		}
 		s.removeLocked(e)

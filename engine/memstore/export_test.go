@@ -1,0 +1,15 @@
+package memstore
+
+// NewColliding returns a store whose ID map hashes every ID to one of n
+// values, so that most IDs take idMap's collision path.
+func NewColliding(opts Options, n uint64) *Store {
+	s := New(opts)
+	s.mu.ids.testHash = func(id string) uint64 {
+		var h uint64
+		for i := range len(id) {
+			h = h*31 + uint64(id[i])
+		}
+		return h % n
+	}
+	return s
+}
