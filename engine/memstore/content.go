@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -95,29 +95,41 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if !ok {
 		return encoded{}, fmt.Errorf("memstore: task state %q: %w", t.Status.State, engine.ErrInvalidArgument)
 	}
-	meta, err := taskcodec.EncodeMetadata(t.Metadata)
-	if err != nil {
+	buf := encodeBuffers.Get().(*[]byte)
+	defer putEncodeBuffer(buf)
+	data := append((*buf)[:0], t.ID...)
+	var err error
+	if data, err = taskcodec.AppendMetadata(data, t.Metadata); err != nil {
 		return encoded{}, err
 	}
-	if uint64(len(meta)) > math.MaxUint32 {
+	metaLen := len(data) - len(t.ID)
+	if uint64(metaLen) > math.MaxUint32 {
 		return encoded{}, fmt.Errorf("memstore: metadata over 4 GiB: %w", engine.ErrLimitExceeded)
 	}
 	rest := *t // the task without what the entry holds
 	rest.ID, rest.ContextID, rest.Status.State, rest.Status.Timestamp, rest.Metadata = "", "", "", nil, nil
-	restForm, err := taskcodec.EncodeTask(&rest)
-	if err != nil {
+	restAt := len(data)
+	if data, err = taskcodec.AppendTask(data, &rest); err != nil {
 		return encoded{}, err
 	}
-	if bytes.Equal(restForm, emptyRest) {
-		restForm = nil
+	if bytes.Equal(data[restAt:], emptyRest) {
+		data = data[:restAt]
 	}
-	var data strings.Builder // one allocation, exactly sized
-	data.Grow(len(t.ID) + len(meta) + len(restForm))
-	data.WriteString(string(t.ID))
-	data.Write(meta)
-	data.Write(restForm)
+	*buf = data
 	return encoded{contextID: t.ContextID, state: st, status: stampOf(t.Status.Timestamp),
-		metaLen: uint32(len(meta)), idLen: uint16(len(t.ID)), data: data.String()}, nil
+		metaLen: uint32(metaLen), idLen: uint16(len(t.ID)), data: string(data)}, nil
+}
+
+// encodeBuffers hold encode's buffers between calls: the stored form is
+// built in one, then copied once into the exact-size data string.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// putEncodeBuffer keeps buf for the next encode unless it grew past
+// 64 KiB (a rare large task need not pin its buffer).
+func putEncodeBuffer(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		encodeBuffers.Put(buf)
+	}
 }
 
 // content is a task's content as read under the lock: what builds the task

@@ -18,8 +18,12 @@ const version = 1
 
 // EncodeTask returns the stored form of t. A value metadata or a data part
 // cannot hold (a non-finite number, a channel) is engine.ErrInvalidArgument.
-func EncodeTask(t *a2a.Task) ([]byte, error) {
-	w := newWriter(512)
+func EncodeTask(t *a2a.Task) ([]byte, error) { return AppendTask(make([]byte, 0, 512), t) }
+
+// AppendTask appends the stored form of t (EncodeTask's) to dst and
+// returns the extended buffer; on an error it returns nil.
+func AppendTask(dst []byte, t *a2a.Task) ([]byte, error) {
+	w := writer{buf: append(dst, version)}
 	w.head(t.ID, t.ContextID, t.Status.State, t.Status.Timestamp, t.Status.Message)
 	w.history(t.History)
 	w.artifacts(t.Artifacts)

@@ -20,7 +20,17 @@ func EncodeMetadata(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
-	w := newWriter(64)
+	return AppendMetadata(make([]byte, 0, 64), m)
+}
+
+// AppendMetadata appends the stored form of m (EncodeMetadata's: nothing
+// for a nil map) to dst and returns the extended buffer; on an error it
+// returns nil.
+func AppendMetadata(dst []byte, m map[string]any) ([]byte, error) {
+	if m == nil {
+		return dst, nil
+	}
+	w := writer{buf: append(dst, version)}
 	w.value(m)
 	return w.result("metadata")
 }
