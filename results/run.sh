@@ -23,7 +23,9 @@
 #   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
 #      none) and every Benchmark*Lifecycle* pgstore has (none is fine).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
-#      8 s quick): L7 checks, 0 violations or the run fails.
+#      8 s quick): L7 checks, 0 violations or the run fails. Then, full
+#      only, the collector's share on mem at a million tasks: read-heavy,
+#      -initial 1000000, 30 s (gc/mem-read-heavy.json; about 70 s).
 #   4. a2astore-server per backend with an echo agent (no updates, no
 #      artifact, think time 0), loadgen on loopback: send-only (SendMessage)
 #      and list-only (ListTasks) on each transport (15 s full, 4 s quick),
@@ -82,7 +84,7 @@ final=${RESULTS_OUT:-results/runs/$id}
 # interrupted run never passes for history (the generator ignores *.partial).
 out=$final.partial
 rm -rf "$out" "$final"
-mkdir -p "$out/loadgen" "$out/server"
+mkdir -p "$out/loadgen" "$out/gc" "$out/server"
 log() { echo "results: $*" >&2; }
 log "writing $out ($MODE)"
 
@@ -159,6 +161,10 @@ step loadgen-mem "$work/loadgen" "${LG[@]}" -target mem -json "$out/loadgen/mem.
 step loadgen-pebble "$work/loadgen" "${LG[@]}" -target pebble -dir "$work/lg-pebble" -json "$out/loadgen/pebble.json" >"$out/loadgen/pebble.txt"
 resetdb
 step loadgen-pg "$work/loadgen" "${LG[@]}" -target pg -dsn "$DSN" -json "$out/loadgen/pg.json" >"$out/loadgen/pg.txt"
+if [ "$MODE" = full ]; then
+  step gc-mem "$work/loadgen" -workload read-heavy -initial 1000000 -duration "$LOADGEN_FOR" -concurrency 8 -seed 42 -quiet \
+    -target mem -json "$out/gc/mem-read-heavy.json" >"$out/gc/mem-read-heavy.txt"
+fi
 
 # 4. The server with an echo agent, per backend and transport.
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime

@@ -76,6 +76,18 @@ func loadgenOps(backend string) func(r *run, _ int) (float64, bool) {
 	}
 }
 
+// gcShare is the collector's CPU share, in percent, of the gc/<name>.json
+// run.
+func gcShare(name string) func(r *run, _ int) (float64, bool) {
+	return func(r *run, _ int) (float64, bool) {
+		res, ok := r.GC[name]
+		if !ok || res.GC == nil {
+			return 0, false
+		}
+		return 100 * res.GC.CPUShare, true
+	}
+}
+
 const (
 	lightPage = "Store/backend=%s/op=page/n=%%d/page=50/proj=light"
 	replaceOp = "Store/backend=%s/op=replace/n=%%d"
@@ -89,6 +101,8 @@ var figures = []figure{
 		get: benchRatio(fmt.Sprintf(lightPage, "mem"), fmt.Sprintf(lightPage, "mem")+"/impl=btree")},
 	{Key: "mem-replace", Source: "`Store/backend=mem/op=replace`", Label: "mem: Replace moving a task to the head", Unit: "µs", Target: "≤ 5 µs at 1e6", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(replaceOp, "mem"), "sec/op", 1e6)},
+	{Key: "mem-gc", Source: "`gc/mem-read-heavy.json`", Label: "mem: collector's CPU share, read-heavy loadgen at 1e6 tasks (default GOGC)", Unit: "%", Target: "≤ 10 %",
+		get: gcShare("mem-read-heavy")},
 	{Key: "a2a-inmemory", Source: "`op=list-first/…/impl=a2a-inmemory` ÷ `op=list-first`", Label: "a2a-go taskstore.InMemory / memstore, first page + total", Unit: "×", Target: "≥ 1000× at 1e5", Sized: true,
 		get: benchRatio("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", "Store/backend=mem/op=list-first/n=%d/page=50")},
 	{Key: "pebble-page-light", Source: "`Store/backend=pebble/op=page/…/proj=light`", Label: "pebble: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,

@@ -65,7 +65,7 @@ func TestPageFromFixture(t *testing.T) {
 	}
 	// Figures the fixture holds show up where they belong.
 	for name, want := range map[string][]string{
-		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage"},
+		"headline": {"fixture mode", "mem: light page of 50", "| 1e4 |", "server CPU per SendMessage", "at 1e6 tasks (default GOGC) |  | 7.25 % | ≤ 10 %"},
 		"server":   {"| mem | SendMessage | jsonrpc |", "| mem | ListTasks | grpc |", "| pg | SendMessage | jsonrpc |", "PostgreSQL CPU"},
 		"cpu": {"**a2astore mem, SendMessage** (jsonrpc)", "**a2astore mem, ListTasks** (jsonrpc)", "| encoding |", "| runtime/GC |",
 			"| SendMessage | jsonrpc | a2a-go InMemory |", "| ListTasks | jsonrpc | a2astore mem |"},

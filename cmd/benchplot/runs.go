@@ -23,6 +23,8 @@ import (
 //	bench.txt         go test ./bench output (benchfmt)
 //	pgstore.txt       pgstore's write benchmarks (counters; lifecycle when present)
 //	loadgen/<b>.json  embedded loadgen run per backend (load.Result)
+//	gc/<name>.json    embedded loadgen run for the collector's share
+//	                  (mem-read-heavy: read-heavy at a million tasks)
 //	server/<b>-<t>-<w>.json  loadgen against a2astore-server (backend b,
 //	                  transport t, workload w)
 //	server/<b>-<t>-<w>.cpu   the server process's CPU ticks before and after
@@ -94,6 +96,7 @@ type run struct {
 	Bench   *data // nil without bench.txt
 	PG      *data // nil without pgstore.txt
 	Loadgen map[string]*load.Result
+	GC      map[string]*load.Result // gc/<name>.json
 	Server  []serverRun
 	Peer    []serverRun // the server on a2a-go's InMemory (peerBackend)
 }
@@ -161,7 +164,7 @@ func readRuns(dir string) ([]*run, error) {
 }
 
 func readRun(dir string) (*run, error) {
-	r := &run{ID: filepath.Base(dir), Dir: dir, Loadgen: map[string]*load.Result{}}
+	r := &run{ID: filepath.Base(dir), Dir: dir, Loadgen: map[string]*load.Result{}, GC: map[string]*load.Result{}}
 	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if err != nil {
 		return nil, err
@@ -185,13 +188,15 @@ func readRun(dir string) (*run, error) {
 	if r.PG, err = readBenchFile(filepath.Join(dir, "pgstore.txt")); err != nil {
 		return nil, err
 	}
-	lg, _ := filepath.Glob(filepath.Join(dir, "loadgen", "*.json"))
-	for _, f := range lg {
-		res, err := readResult(f)
-		if err != nil {
-			return nil, err
+	for sub, m := range map[string]map[string]*load.Result{"loadgen": r.Loadgen, "gc": r.GC} {
+		files, _ := filepath.Glob(filepath.Join(dir, sub, "*.json"))
+		for _, f := range files {
+			res, err := readResult(f)
+			if err != nil {
+				return nil, err
+			}
+			m[strings.TrimSuffix(filepath.Base(f), ".json")] = res
 		}
-		r.Loadgen[strings.TrimSuffix(filepath.Base(f), ".json")] = res
 	}
 	sv, _ := filepath.Glob(filepath.Join(dir, "server", "*.json"))
 	for _, f := range sv {
