@@ -53,12 +53,8 @@ func (s *Store) CheckInvariants() error {
 			continue
 		}
 		e := s.mu.slots.at(slot)
-		if int(e.idLen) > len(e.data) {
-			fail("task %q: an ID of %d bytes in %d of data", id, e.idLen, len(e.data))
-			continue
-		}
-		if e.id() != id || e.slot != slot {
-			fail("task %q stored under %q, slot %d under %d", e.id(), id, e.slot, slot)
+		if e.id != id || e.slot != slot {
+			fail("task %q stored under %q, slot %d under %d", e.id, id, e.slot, slot)
 		}
 		if e.revision < 1 || int(e.state) >= numStates {
 			fail("task %q: revision %d, state number %d", id, e.revision, e.state)
@@ -92,7 +88,8 @@ func (s *Store) CheckInvariants() error {
 		}
 	}
 
-	errs = append(errs, s.checkIndexesLocked(owned)...)
+	errs = append(errs, s.checkIndexesLocked(ids, owned)...)
+	errs = append(errs, s.mu.slots.check(ids)...)
 
 	// Counters and interned strings.
 	for st, n := range s.mu.states {
@@ -114,7 +111,7 @@ func (s *Store) CheckInvariants() error {
 // stored entries: as many items as entries (owned of them with an
 // owner), each at a stored entry's cursor and key.
 // REQUIRES: s.mu held.
-func (s *Store) checkIndexesLocked(owned int) []error {
+func (s *Store) checkIndexesLocked(ids map[a2a.TaskID]uint32, owned int) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	live := func(slot uint32, at int64) bool {
@@ -122,8 +119,8 @@ func (s *Store) checkIndexesLocked(owned int) []error {
 			return false
 		}
 		e := s.mu.slots.at(slot)
-		id, ok := s.mu.ids.get(&s.mu.slots, e.idOrEmpty())
-		return e.data != "" && ok && id == slot && e.updatedAt == at
+		stored, ok := ids[e.id]
+		return e.id != "" && ok && stored == slot && e.updatedAt == at
 	}
 	if n, m := s.mu.order.Len(), s.mu.ids.len(); n != m {
 		fail("global index holds %d items, %d tasks", n, m)
@@ -153,7 +150,7 @@ func (s *Store) checkIndexesLocked(owned int) []error {
 			if !live(k.slot, k.at) {
 				fail("%s index: an item at %d for a task not stored there", ix.name, k.at)
 			} else if e := s.mu.slots.at(k.slot); !ix.has(e, k.key) {
-				fail("%s index: task %q under key %#x, which is not its own", ix.name, e.id(), k.key)
+				fail("%s index: task %q under key %#x, which is not its own", ix.name, e.id, k.key)
 			}
 			return true
 		})
@@ -162,11 +159,36 @@ func (s *Store) checkIndexesLocked(owned int) []error {
 	return errs
 }
 
+// check verifies the free list against the slots the ID map names (ids):
+// every freed slot was handed out, is listed once, is cleared and names
+// no task, and every slot handed out is either a task's or free.
+func (t *slots) check(ids map[a2a.TaskID]uint32) []error {
+	var errs []error
+	live := make(map[uint32]bool, len(ids))
+	for _, slot := range ids {
+		live[slot] = true
+	}
+	freed := make(map[uint32]bool, len(t.free))
+	for _, slot := range t.free {
+		switch {
+		case slot >= t.n || freed[slot]:
+			errs = append(errs, fmt.Errorf("slot %d on the free list: never handed out, or twice", slot))
+		case live[slot] || t.at(slot).id != "":
+			errs = append(errs, fmt.Errorf("slot %d on the free list holds a task", slot))
+		}
+		freed[slot] = true
+	}
+	if int(t.n) != len(live)+len(freed) {
+		errs = append(errs, fmt.Errorf("%d slots handed out: %d hold tasks, %d free", t.n, len(live), len(freed)))
+	}
+	return errs
+}
+
 // checkBody decodes e's body: its metadata, and a rest (when there is
 // one) that is not the empty rest and holds no light field, which the
 // entry holds instead.
 func checkBody(e *entry) error {
-	body := e.body()
+	body := e.body
 	if int(e.metaLen) > len(body) {
 		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(body))
 	}

@@ -22,6 +22,9 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 		{"kept both ways", func(s *Store, a, _, _ *entry) { s.mu.ids.more["t-alice"] = a.slot }, "both by hash and beside"},
 		{"under another ID's hash", func(s *Store, a, _, _ *entry) { s.mu.ids.byHash[s.mu.ids.hash("other")] = a.slot }, "another ID's hash"},
 		{"in a slot never handed out", func(s *Store, _, _, _ *entry) { s.mu.ids.more["t-alice"] = s.mu.slots.n }, "never handed out"},
+		{"in a slot past the chunks", func(s *Store, _, _, _ *entry) { s.mu.ids.byHash[s.mu.ids.hash("x")] = 5 * slotChunk }, "never handed out"},
+		{"a task's slot on the free list", func(s *Store, a, _, _ *entry) { s.mu.slots.free = append(s.mu.slots.free, a.slot) }, "holds a task"},
+		{"a slot neither a task's nor free", func(s *Store, _, _, _ *entry) { s.mu.slots.n++ }, "4 slots handed out: 3 hold tasks, 0 free"},
 		{"status time corrupt", func(s *Store, a, _, _ *entry) { a.status[0] = 7 }, "status time does not decode"},
 		{"metadata beyond the body", func(s *Store, _, b, _ *entry) { b.metaLen = 1 }, "bytes of metadata"},
 		{"missing from the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Delete(a.item()) }, "missing from the global index"},
@@ -80,4 +83,4 @@ func (s *Store) entryOf(id a2a.TaskID) *entry {
 }
 
 // setBody replaces e's body (for damage).
-func (e *entry) setBody(body string) { e.data = string(e.id()) + body }
+func (e *entry) setBody(body string) { e.body = body }

@@ -80,12 +80,8 @@ type encoded struct {
 	state     uint8
 	status    stamp
 	metaLen   uint32
-	idLen     uint16
-	data      string // the ID, then the body (entry.data)
+	body      string
 }
-
-// idLen holds any valid ID's length (engine.ValidateTask's bound).
-const _ = uint16(engine.MaxIDBytes)
 
 func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	if err := s.limits.ValidateTask(t); err != nil {
@@ -97,12 +93,11 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	}
 	buf := encodeBuffers.Get().(*[]byte)
 	defer putEncodeBuffer(buf)
-	data := append((*buf)[:0], t.ID...)
-	var err error
-	if data, err = taskcodec.AppendMetadata(data, t.Metadata); err != nil {
+	data, err := taskcodec.AppendMetadata((*buf)[:0], t.Metadata)
+	if err != nil {
 		return encoded{}, err
 	}
-	metaLen := len(data) - len(t.ID)
+	metaLen := len(data)
 	if uint64(metaLen) > math.MaxUint32 {
 		return encoded{}, fmt.Errorf("memstore: metadata over 4 GiB: %w", engine.ErrLimitExceeded)
 	}
@@ -117,7 +112,7 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 	}
 	*buf = data
 	return encoded{contextID: t.ContextID, state: st, status: stampOf(t.Status.Timestamp),
-		metaLen: uint32(metaLen), idLen: uint16(len(t.ID)), data: string(data)}, nil
+		metaLen: uint32(metaLen), body: string(data)}, nil
 }
 
 // encodeBuffers hold encode's buffers between calls: the stored form is
@@ -143,10 +138,10 @@ type content struct {
 	body    string
 }
 
-// contentLocked reads e's content.
+// contentLocked reads e's content; its id is a slice of e's data.
 // REQUIRES: s.mu held.
 func (s *Store) contentLocked(e *entry) content {
-	return content{id: e.id(), ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body()}
+	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}
 }
 
 // build fills t with the whole task, decoding with *d (allocated on first

@@ -12,8 +12,8 @@ import (
 // hash (hash/maphash, seeded per store, so no client can aim at it) to
 // the slot, whose entry holds the ID. An ID whose hash another stored ID
 // already has goes to a plain map beside, and stays there until deleted;
-// that map is empty but for such collisions (about one in 10^7 stores of
-// a million tasks).
+// that map is empty but for such collisions (about one in 4×10^7 stores
+// of a million tasks).
 type idMap struct {
 	seed   maphash.Seed
 	byHash map[uint64]uint32
@@ -36,7 +36,7 @@ func (m *idMap) hash(id a2a.TaskID) uint64 {
 
 // get returns the slot of id.
 func (m *idMap) get(t *slots, id a2a.TaskID) (uint32, bool) {
-	if slot, ok := m.byHash[m.hash(id)]; ok && t.at(slot).id() == id {
+	if slot, ok := m.byHash[m.hash(id)]; ok && t.at(slot).id == id {
 		return slot, true
 	}
 	if len(m.more) == 0 {
@@ -59,7 +59,7 @@ func (m *idMap) add(id a2a.TaskID, slot uint32) {
 // delete forgets id, which is stored.
 func (m *idMap) delete(t *slots, id a2a.TaskID) {
 	h := m.hash(id)
-	if slot, ok := m.byHash[h]; ok && t.at(slot).id() == id {
+	if slot, ok := m.byHash[h]; ok && t.at(slot).id == id {
 		delete(m.byHash, h)
 		return
 	}
@@ -79,7 +79,7 @@ func (m *idMap) check(t *slots) (map[a2a.TaskID]uint32, []error) {
 			errs = append(errs, fmt.Errorf("a task in slot %d, which was never handed out", slot))
 			continue
 		}
-		id := t.at(slot).idOrEmpty()
+		id := t.at(slot).id
 		if m.hash(id) != h {
 			errs = append(errs, fmt.Errorf("task %q in slot %d stored under another ID's hash", id, slot))
 		}

@@ -183,8 +183,8 @@ func (s *Store) addLocked(p *page, e *entry) {
 	p.owners = append(p.owners, s.mu.owners.names[e.owner])
 	i := len(p.tasks)
 	p.tasks = append(p.tasks, pageTask{})
-	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id(), s.mu.contexts.names[e.ctx], e.state, &e.status)
-	if body := e.body(); needsDecoding(body, e.metaLen, p.depth) {
+	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
+	if body := e.body; needsDecoding(body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
 			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
 		}

@@ -33,7 +33,7 @@ func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 		return
 	}
 	l.Revision, l.Time = e.revision, e.updatedAt
-	id := e.id()
+	id := e.id
 	s.mu.logs[id] = append(s.mu.logs[id], l)
 }
 
@@ -82,6 +82,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	}
 	defer s.mu.Unlock()
 	n := 0
+	var last engine.Cursor
 	visit := func(it item) bool {
 		if it.at >= before || n == limit {
 			return false
@@ -91,16 +92,17 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 			return true
 		}
 		delete(s.mu.logs, c.ID)
-		s.mu.trimmed = &c
+		last = c
 		n++
 		return true
 	}
 	if t := s.mu.trimmed; t != nil {
-		p := s.probes.get(t.ID)
-		defer s.probes.put(p)
-		s.mu.order.Descend(item{t.UpdatedAt, p}, visit)
+		s.descendFrom(t, visit)
 	} else {
 		s.mu.order.Reverse(visit)
+	}
+	if n > 0 {
+		s.mu.trimmed = &last
 	}
 	return n, nil
 }
@@ -110,7 +112,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 // the last entry at e's time and state.
 // REQUIRES: s.mu held.
 func (s *Store) checkLogLocked(e *entry) error {
-	log := s.mu.logs[e.id()]
+	log := s.mu.logs[e.id]
 	if len(log) == 0 {
 		return nil
 	}

@@ -66,11 +66,14 @@ var (
 )
 
 // entry is one stored task, in its slot (slots.go), which the ID map and
-// every index name: 72 bytes and one pointer, the data, which holds the ID
-// and the body. Its fields change only under s.mu (write); data is never
-// modified once stored, so readers may keep its ID and body past the lock.
+// every index name: 88 bytes and two pointers, the ID (the store's own
+// copy, made at Create and kept while the task lives) and the body. Its
+// fields change only under s.mu (write); the ID and a body are never
+// modified once stored, so readers may keep them past the lock, and IDs
+// given out share the ID, not the body.
 type entry struct {
-	data      string // the ID (idLen bytes), then the body: metadata, then the rest of the task (content.go)
+	id        a2a.TaskID
+	body      string // metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
 	status    stamp  // status timestamp
@@ -79,12 +82,8 @@ type entry struct {
 	metaLen   uint32 // bytes of the body that are metadata
 	slot      uint32 // this entry's slot
 	gen       uint32 // the slot's generation: one on each time it is freed
-	idLen     uint16
-	state     uint8 // number in states
+	state     uint8  // number in states
 }
-
-func (e *entry) id() a2a.TaskID { return a2a.TaskID(e.data[:e.idLen]) }
-func (e *entry) body() string   { return e.data[e.idLen:] }
 
 // item is an entry of the global index: the task's time and slot, whose
 // ID breaks ties. An item is never modified: every mutation moves the
@@ -151,7 +150,7 @@ func New(opts Options) *Store {
 // resetLocked empties the store.
 // REQUIRES: s.mu held for writing, or s unshared.
 func (s *Store) resetLocked() {
-	s.mu.logs = nil
+	s.mu.logs, s.mu.trimmed = nil, nil
 	if s.log {
 		s.mu.logs = make(map[a2a.TaskID][]engine.LogEntry)
 	}
@@ -175,7 +174,7 @@ func (s *Store) Close() error {
 
 var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
-func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id()} }
+func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} }
 
 func (e *entry) item() item             { return item{e.updatedAt, e.slot} }
 func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot} }
@@ -183,7 +182,9 @@ func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot}
 // snapshotLocked is what a caller needs of e after the lock is released.
 // REQUIRES: s.mu held.
 func (s *Store) snapshotLocked(e *entry) (engine.Record, content) {
-	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, s.contentLocked(e)
+	c := s.contentLocked(e)
+	c.id = e.id
+	return engine.Record{Revision: e.revision, Cursor: engine.Cursor{UpdatedAt: e.updatedAt, ID: c.id}, Owner: s.mu.owners.names[e.owner]}, c
 }
 
 // Create stores a new task without an owner (S2, S4, S7, O1).
@@ -213,12 +214,13 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
 	}
 	e := s.mu.slots.alloc()
+	e.id = a2a.TaskID(strings.Clone(string(task.ID))) // not a slice of the caller's memory
 	e.updatedAt, e.revision = engine.CreateTime(s.clock()), 1
 	if owner != "" {
 		e.owner = s.mu.owners.intern(owner)
 	}
 	s.setLocked(e, enc)
-	s.mu.ids.add(e.id(), e.slot)
+	s.mu.ids.add(e.id, e.slot)
 	s.indexLocked(e)
 	s.logLocked(e, logged)
 	rec, c := s.snapshotLocked(e)
@@ -242,7 +244,7 @@ func (s *Store) lockOpen() error {
 // REQUIRES: s.mu held for writing, e not indexed.
 func (s *Store) setLocked(e *entry, enc encoded) {
 	e.ctx = s.mu.contexts.intern(enc.contextID)
-	e.state, e.status, e.metaLen, e.data, e.idLen = enc.state, enc.status, enc.metaLen, enc.data, enc.idLen
+	e.state, e.status, e.metaLen, e.body = enc.state, enc.status, enc.metaLen, enc.body
 }
 
 // indexLocked adds e to the indexes and counters; a task without an owner
@@ -508,7 +510,7 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 // REQUIRES: s.mu held for writing.
 func (s *Store) removeLocked(e *entry) {
 	s.unindexLocked(e)
-	id := e.id()
+	id := e.id
 	s.mu.ids.delete(&s.mu.slots, id)
 	delete(s.mu.logs, id)
 	s.releaseLocked(e.ctx, e.owner)

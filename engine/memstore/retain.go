@@ -16,6 +16,15 @@ type seen struct {
 	gen uint32
 }
 
+// descendFrom visits the global index backward from just after c's entry
+// in list order (so c's own entry, if stored, comes first).
+// REQUIRES: s.mu held.
+func (s *Store) descendFrom(c *engine.Cursor, visit func(item) bool) {
+	p := s.probes.get(c.ID)
+	defer s.probes.put(p)
+	s.mu.order.Descend(item{c.UpdatedAt, p}, visit)
+}
+
 // retainScanned, when set (by tests), runs between a batch's scan and its
 // removals, holding no lock.
 var retainScanned func()
@@ -39,7 +48,7 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 	var due []seen
 	visit := func(it item) bool {
 		e := s.mu.slots.at(it.slot)
-		c := e.cursor()
+		c := engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} // scan may keep it
 		if req.After != nil && c == *req.After {
 			return true // strictly after the resume point
 		}
@@ -58,9 +67,7 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		// Oldest first is descending list order. The probe sorts just
 		// after After's entry in list order, so the walk starts at After
 		// itself (skipped above) and goes on to newer tasks.
-		p := s.probes.get(req.After.ID)
-		s.mu.order.Descend(item{req.After.UpdatedAt, p}, visit)
-		s.probes.put(p)
+		s.descendFrom(req.After, visit)
 	} else {
 		s.mu.order.Reverse(visit)
 	}

@@ -8,15 +8,15 @@ import (
 
 // Entries live in slots: chunks of entries that never move, named by a
 // number. The ID map and the indexes hold slot numbers, not pointers, so
-// the collector has nothing to follow in them: a task costs it one object
-// (the entry's data string) reached by one pointer, not three objects
-// reached by six (#31: with a million
+// the collector has nothing to follow in them: a task costs it two
+// objects (the entry's ID and body) reached by one pointer each, not
+// three objects reached by six (#31: with a million
 // tasks the collector's marking was most of a Replace, and a fifth of the
 // CPU under a read-heavy load). The ID map holds no ID either (idMap).
 
 const (
 	slotShift = 10
-	slotChunk = 1 << slotShift // entries per chunk: 72 KiB
+	slotChunk = 1 << slotShift // entries per chunk: 88 KiB
 
 	// rangeStart is the slot of a keyed index's range start: it sorts
 	// before every entry of its key.
@@ -65,10 +65,6 @@ func (t *slots) release(e *entry) {
 	t.free = append(t.free, e.slot)
 }
 
-// idOrEmpty is e's ID, or empty if e's data is too short to hold it
-// (damage that CheckInvariants reports).
-func (e *entry) idOrEmpty() a2a.TaskID { return a2a.TaskID(e.data[:min(int(e.idLen), len(e.data))]) }
-
 // probes are the seek probes: a seek's pivot is a probe slot, at or above
 // probeBase, whose ID less reads here. A reader takes one while holding
 // s.mu and gives it back before it lets go, so a reader waiting for a
@@ -106,5 +102,5 @@ func (s *Store) idOf(slot uint32) string {
 	if slot >= probeBase {
 		return string(s.probes.ids[slot-probeBase])
 	}
-	return string(s.mu.slots.at(slot).id())
+	return string(s.mu.slots.at(slot).id)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -155,5 +158,127 @@ func TestSeeksBeyondProbes(t *testing.T) {
 	writer.Wait()
 	if err := s.CheckInvariants(); err != nil {
 		t.Error(err)
+	}
+}
+
+// inData reports whether s's bytes lie in e's data: a string that does
+// keeps the whole data (the task's body) alive.
+func inData(s string, e *entry) bool {
+	if s == "" || e.body == "" {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(e.body)))
+	return p >= lo && p < lo+uintptr(len(e.body))
+}
+
+// No ID or cursor the store gives out or keeps beside its entries is a
+// slice of a task's data: one would keep the task's whole data alive
+// after the task is replaced or gone (a caller keeping the IDs of a page
+// would keep every body). Checked on every path that gives out an ID.
+func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
+	ctx := context.Background()
+	s := NewColliding(Options{Log: true}, 1) // every ID but the first kept beside the hash map
+	task := func(id a2a.TaskID, st a2a.TaskState) *a2a.Task {
+		return &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: st},
+			History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("body"))}}
+	}
+	check := func(what string, id a2a.TaskID) {
+		t.Helper()
+		for _, stored := range []a2a.TaskID{"a", "b"} {
+			slot, ok := s.mu.ids.get(&s.mu.slots, stored)
+			if e := s.mu.slots.at(slot); ok && inData(string(id), e) {
+				t.Errorf("%s: %q is a slice of %s's data", what, id, e.id)
+			}
+		}
+	}
+	for _, id := range []a2a.TaskID{"a", "b"} {
+		rec, err := s.Create(ctx, task(id, a2a.TaskStateCompleted))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("Create's task", rec.Task.ID)
+		check("Create's cursor", rec.Cursor.ID)
+	}
+	if len(s.mu.ids.more) != 1 {
+		t.Fatalf("setup: %d IDs beside the hash map, want b", len(s.mu.ids.more))
+	}
+	for id := range s.mu.ids.more {
+		check("the ID map's side key", id)
+	}
+	rec, err := s.Replace(ctx, task("b", a2a.TaskStateCompleted), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Replace's task", rec.Task.ID)
+	check("Replace's cursor", rec.Cursor.ID)
+	if rec, err = s.Get(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	check("Get's task", rec.Task.ID)
+	check("Get's cursor", rec.Cursor.ID)
+	for _, proj := range []engine.Projection{engine.ProjectionLight, engine.ProjectionFull} {
+		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, Projection: proj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range resp.Tasks {
+			check("a page's task", tk.ID)
+		}
+		for _, c := range resp.TaskCursors {
+			check("a page's cursor", c.ID)
+		}
+	}
+	if n, err := s.TrimLog(ctx, math.MaxInt64, 1); err != nil || n != 1 {
+		t.Fatalf("TrimLog: %d, %v", n, err)
+	}
+	check("TrimLog's resume point", s.mu.trimmed.ID)
+	res, err := s.RemoveExpired(ctx, engine.RetainRequest{TerminalBefore: 1, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Next == nil && res.OldestTerminal == nil {
+		t.Fatalf("RemoveExpired gave no cursor: %+v", res)
+	}
+	for _, c := range []*engine.Cursor{res.Next, res.OldestTerminal} {
+		if c != nil {
+			check("RemoveExpired's cursor", c.ID)
+		}
+	}
+}
+
+// A seek that panics (here on a damaged index: an item whose slot is past
+// the chunks) still gives its probe back; lost probes would in the end
+// leave every seek waiting.
+func TestProbeGivenBackOnPanic(t *testing.T) {
+	s := New(Options{})
+	ctx := context.Background()
+	if _, err := s.Create(ctx, &a2a.Task{ID: "x", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.order.Set(item{12345, 5 * slotChunk})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("RemoveExpired over a damaged index did not panic")
+			}
+		}()
+		_, _ = s.RemoveExpired(ctx, engine.RetainRequest{TerminalBefore: 1 << 62, Limit: 10, After: &engine.Cursor{UpdatedAt: 12345, ID: "zz"}})
+	}()
+	if n := len(s.probes.free); n != numProbes {
+		t.Errorf("after a panic in RemoveExpired's seek %d probes are free, want %d", n, numProbes)
+	}
+}
+
+// The stored ID is the store's own copy: a caller's ID that is a slice of
+// a larger buffer (a request's bytes) does not keep that buffer alive.
+func TestStoredIDIsACopy(t *testing.T) {
+	s := New(Options{})
+	buf := strings.Repeat("x", 1<<16) + "task-1"
+	id := a2a.TaskID(buf[len(buf)-6:])
+	if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(string(s.entryOf("task-1").id)) == unsafe.StringData(string(id)) {
+		t.Error("the stored ID is the caller's string, a slice of its 64 KiB buffer")
 	}
 }
