@@ -103,7 +103,7 @@ func (s *Store) CheckInvariants() error {
 		fail("(owner, context) counters %v, recount %v", counted, ownerCtx)
 	}
 	errs = append(errs, s.mu.ownerCtx.check(ownerCtx)...)
-	errs = append(errs, s.checkLogsLocked()...)
+	errs = append(errs, s.checkLogsLocked(ids)...)
 	return errors.Join(errs...)
 }
 
@@ -173,8 +173,8 @@ func (t *slots) check(ids map[a2a.TaskID]uint32) []error {
 		switch {
 		case slot >= t.n || freed[slot]:
 			errs = append(errs, fmt.Errorf("slot %d on the free list: never handed out, or twice", slot))
-		case live[slot] || t.at(slot).id != "":
-			errs = append(errs, fmt.Errorf("slot %d on the free list holds a task", slot))
+		case live[slot] || *t.at(slot) != (entry{slot: slot, gen: t.at(slot).gen}):
+			errs = append(errs, fmt.Errorf("slot %d on the free list holds a task, or is not cleared", slot))
 		}
 		freed[slot] = true
 	}

@@ -14,10 +14,9 @@ import (
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
-// A task's content is stored in its entry once: the context, state and
-// status time as entry fields, the ID at the start of the entry's data
-// (the light fields: filters and light pages read nothing else), and the
-// rest in the data after the ID, the body: the
+// A task's content is stored in its entry once: the ID, context, state
+// and status time as entry fields (the light fields: filters and light
+// pages read nothing else), and the rest in one string, the body: the
 // metadata (taskcodec.EncodeMetadata's form, metaLen bytes), then the
 // task without its light fields and metadata (taskcodec.EncodeTask's
 // form), or nothing when the task has nothing else (no status message,
@@ -116,7 +115,7 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 }
 
 // encodeBuffers hold encode's buffers between calls: the stored form is
-// built in one, then copied once into the exact-size data string.
+// built in one, then copied once into the exact-size body string.
 var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // putEncodeBuffer keeps buf for the next encode unless it grew past
@@ -138,7 +137,7 @@ type content struct {
 	body    string
 }
 
-// contentLocked reads e's content; its id is a slice of e's data.
+// contentLocked reads e's content.
 // REQUIRES: s.mu held.
 func (s *Store) contentLocked(e *entry) content {
 	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}

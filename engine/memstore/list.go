@@ -48,25 +48,31 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		return true
 	}
 
-	s.mu.RLock()
-	if s.mu.closed {
-		s.mu.RUnlock()
-		return nil, errClosed
-	}
-	if r, ok := s.rangeLocked(&q); !ok {
-		// No task has q's owner or context: an empty page, total 0.
-	} else if r.idx == nil {
-		if q.IncludeTotalSize {
-			total, counted = s.totalLocked(&q, &rest)
+	// The total and the page under one shared lock, released by defer (a
+	// panic must not leave it held).
+	if err := func() error {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.mu.closed {
+			return errClosed
 		}
-		s.scan(q.After, visit)
-	} else {
-		if q.IncludeTotalSize {
-			total, counted = s.keyedTotalLocked(&q, &rest, r)
+		if r, ok := s.rangeLocked(&q); !ok {
+			// No task has q's owner or context: an empty page, total 0.
+		} else if r.idx == nil {
+			if q.IncludeTotalSize {
+				total, counted = s.totalLocked(&q, &rest)
+			}
+			s.scan(q.After, visit)
+		} else {
+			if q.IncludeTotalSize {
+				total, counted = s.keyedTotalLocked(&q, &rest, r)
+			}
+			s.scanRange(r, q.After, visit)
 		}
-		s.scanRange(r, q.After, visit)
+		return nil
+	}(); err != nil {
+		return nil, err
 	}
-	s.mu.RUnlock()
 
 	tasks, err := pg.finish(&q)
 	if err != nil {

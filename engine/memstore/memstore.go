@@ -81,7 +81,7 @@ type entry struct {
 	owner     sym    // interned owner, fixed at Create (O1, O2); noOwner = none
 	metaLen   uint32 // bytes of the body that are metadata
 	slot      uint32 // this entry's slot
-	gen       uint32 // the slot's generation: one on each time it is freed
+	gen       uint32 // the slot's generation: one on each time it is freed (wraps after 2^32 frees of one slot)
 	state     uint8  // number in states
 }
 

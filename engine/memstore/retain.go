@@ -16,6 +16,25 @@ type seen struct {
 	gen uint32
 }
 
+// walkOldestFirst visits the global index oldest first (descending list
+// order) from after (nil: the oldest task) under the shared lock.
+func (s *Store) walkOldestFirst(after *engine.Cursor, visit func(item) bool) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return errClosed
+	}
+	if after != nil {
+		// The probe sorts just after After's entry in list order, so the
+		// walk starts at After itself (the caller skips it) and goes on to
+		// newer tasks.
+		s.descendFrom(after, visit)
+	} else {
+		s.mu.order.Reverse(visit)
+	}
+	return nil
+}
+
 // descendFrom visits the global index backward from just after c's entry
 // in list order (so c's own entry, if stored, comes first).
 // REQUIRES: s.mu held.
@@ -58,20 +77,9 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 		}
 		return more
 	}
-	s.mu.RLock()
-	if s.mu.closed {
-		s.mu.RUnlock()
-		return engine.RetainResult{}, errClosed
+	if err := s.walkOldestFirst(req.After, visit); err != nil {
+		return engine.RetainResult{}, err
 	}
-	if req.After != nil {
-		// Oldest first is descending list order. The probe sorts just
-		// after After's entry in list order, so the walk starts at After
-		// itself (skipped above) and goes on to newer tasks.
-		s.descendFrom(req.After, visit)
-	} else {
-		s.mu.order.Reverse(visit)
-	}
-	s.mu.RUnlock()
 	if len(due) == 0 {
 		return scan.Result(), nil
 	}

@@ -267,6 +267,58 @@ func TestProbeGivenBackOnPanic(t *testing.T) {
 	if n := len(s.probes.free); n != numProbes {
 		t.Errorf("after a panic in RemoveExpired's seek %d probes are free, want %d", n, numProbes)
 	}
+	if !s.mu.TryLock() {
+		t.Fatal("after a panic in RemoveExpired's seek the store's lock is still held")
+	}
+	s.mu.Unlock()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("List over a damaged index did not panic")
+			}
+		}()
+		_, _ = s.List(ctx, &engine.ListRequest{PageSize: 5, PageToken: engine.EncodeToken(engine.Cursor{UpdatedAt: 12345, ID: "zz"})})
+	}()
+	if !s.mu.TryLock() {
+		t.Fatal("after a panic in List's seek the store's lock is still held")
+	}
+	s.mu.Unlock()
+}
+
+// CheckInvariants reports damage rather than panicking on it: a stored
+// task with a log whose ID map entry names a slot past the chunks; a
+// freed slot that is not cleared.
+func TestCheckReportsDamagedSlots(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Log: true})
+	for _, id := range []a2a.TaskID{"x", "y"} {
+		if _, err := s.Create(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freed := s.entryOf("y")
+	if err := s.Delete(ctx, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatalf("intact store: %v", err)
+	}
+	freed.body = "left over"
+	if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "not cleared") {
+		t.Errorf("a freed slot with a body: CheckInvariants = %v", err)
+	}
+	freed.body = ""
+	s.mu.ids.byHash[s.mu.ids.hash("x")] = 5 * slotChunk
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("CheckInvariants panicked: %v", p)
+			}
+		}()
+		if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "never handed out") {
+			t.Errorf("a slot past the chunks: CheckInvariants = %v", err)
+		}
+	}()
 }
 
 // The stored ID is the store's own copy: a caller's ID that is a slice of
@@ -280,5 +332,16 @@ func TestStoredIDIsACopy(t *testing.T) {
 	}
 	if unsafe.StringData(string(s.entryOf("task-1").id)) == unsafe.StringData(string(id)) {
 		t.Error("the stored ID is the caller's string, a slice of its 64 KiB buffer")
+	}
+	ctxID, owner := buf[len(buf)-8:len(buf)-6], buf[len(buf)-10:len(buf)-8]
+	if _, err := s.CreateOwned(context.Background(), &a2a.Task{ID: "task-2", ContextID: ctxID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, owner); err != nil {
+		t.Fatal(err)
+	}
+	e := s.entryOf("task-2")
+	if unsafe.StringData(s.mu.contexts.names[e.ctx]) == unsafe.StringData(ctxID) {
+		t.Error("the interned context ID is the caller's string")
+	}
+	if unsafe.StringData(s.mu.owners.names[e.owner]) == unsafe.StringData(owner) {
+		t.Error("the interned owner is the caller's string")
 	}
 }

@@ -1,6 +1,8 @@
 package memstore
 
 import (
+	"strings"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
@@ -76,6 +78,7 @@ func (s *symbols) intern(name string) sym {
 	if id, ok := s.ids[name]; ok {
 		return id
 	}
+	name = strings.Clone(name) // the store's own copy, not a slice of the caller's memory
 	var id sym
 	if n := len(s.free); n > 0 {
 		id, s.free = s.free[n-1], s.free[:n-1]
