@@ -188,15 +188,14 @@ func (t *slots) check(ids map[a2a.TaskID]uint32) []error {
 // one) that is not the empty rest and holds no light field, which the
 // entry holds instead.
 func checkBody(e *entry) error {
-	body := e.body
-	if int(e.metaLen) > len(body) {
-		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(body))
+	if int(e.metaLen) > len(e.body) {
+		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(e.body))
 	}
 	var d taskcodec.Decoder
-	if _, err := d.Metadata(body[:e.metaLen]); err != nil {
+	if _, err := d.Metadata(e.body[:e.metaLen]); err != nil {
 		return err
 	}
-	rest := body[e.metaLen:]
+	rest := e.body[e.metaLen:]
 	if rest == "" {
 		return nil
 	}

@@ -190,11 +190,11 @@ func (s *Store) addLocked(p *page, e *entry) {
 	i := len(p.tasks)
 	p.tasks = append(p.tasks, pageTask{})
 	fillLight(&p.tasks[i].task, &p.tasks[i].ts, e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
-	if body := e.body; needsDecoding(body, e.metaLen, p.depth) {
+	if needsDecoding(e.body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
 			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
 		}
-		p.bodies = append(p.bodies, bodyRef{i, body, e.metaLen})
+		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
 	}
 }
 

@@ -33,8 +33,7 @@ func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 		return
 	}
 	l.Revision, l.Time = e.revision, e.updatedAt
-	id := e.id
-	s.mu.logs[id] = append(s.mu.logs[id], l)
+	s.mu.logs[e.id] = append(s.mu.logs[e.id], l)
 }
 
 // wake wakes the log readers of id.
@@ -82,7 +81,6 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	}
 	defer s.mu.Unlock()
 	n := 0
-	var last engine.Cursor
 	visit := func(it item) bool {
 		if it.at >= before || n == limit {
 			return false
@@ -92,7 +90,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 			return true
 		}
 		delete(s.mu.logs, c.ID)
-		last = c
+		s.mu.trimmed = &c
 		n++
 		return true
 	}
@@ -100,9 +98,6 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 		s.descendFrom(t, visit)
 	} else {
 		s.mu.order.Reverse(visit)
-	}
-	if n > 0 {
-		s.mu.trimmed = &last
 	}
 	return n, nil
 }

@@ -182,9 +182,7 @@ func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot}
 // snapshotLocked is what a caller needs of e after the lock is released.
 // REQUIRES: s.mu held.
 func (s *Store) snapshotLocked(e *entry) (engine.Record, content) {
-	c := s.contentLocked(e)
-	c.id = e.id
-	return engine.Record{Revision: e.revision, Cursor: engine.Cursor{UpdatedAt: e.updatedAt, ID: c.id}, Owner: s.mu.owners.names[e.owner]}, c
+	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, s.contentLocked(e)
 }
 
 // Create stores a new task without an owner (S2, S4, S7, O1).

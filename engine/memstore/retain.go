@@ -67,7 +67,7 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 	var due []seen
 	visit := func(it item) bool {
 		e := s.mu.slots.at(it.slot)
-		c := engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} // scan may keep it
+		c := e.cursor()
 		if req.After != nil && c == *req.After {
 			return true // strictly after the resume point
 		}

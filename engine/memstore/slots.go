@@ -10,9 +10,9 @@ import (
 // number. The ID map and the indexes hold slot numbers, not pointers, so
 // the collector has nothing to follow in them: a task costs it two
 // objects (the entry's ID and body) reached by one pointer each, not
-// three objects reached by six (#31: with a million
-// tasks the collector's marking was most of a Replace, and a fifth of the
-// CPU under a read-heavy load). The ID map holds no ID either (idMap).
+// three objects reached by six (#31: with a million tasks the collector's
+// marking was most of a Replace, and a fifth of the CPU under a
+// read-heavy load). The ID map holds no ID but a colliding one (idMap).
 
 const (
 	slotShift = 10
