@@ -467,6 +467,9 @@ func TestVersionNegotiation(t *testing.T) {
 	if got := counter(t, ts, "a2astore_protocol_version_calls_total", "version", "1.0"); got == 0 {
 		t.Error("no call counted as 1.0: a2a-go's clients send A2A-Version 1.0")
 	}
+	if got := counter(t, ts, "a2astore_protocol_version_calls_total", "version", "none"); got == 0 {
+		t.Error("no call counted as none: calls without A2A-Version were made")
+	}
 }
 
 // TestPushConfigNotDeclared (A2A §3.3.4): the card declares no push

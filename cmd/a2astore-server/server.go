@@ -235,6 +235,13 @@ func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
 		Help: "A2A calls by the protocol version they named (A2A-Version): the version served, none, or unsupported (refused).",
 	}, []string{"version"})
 	s.registry.MustRegister(versions)
+	// The counters of every label the guard can report, looked up once:
+	// the served versions, none, and unsupported (never the client's
+	// value).
+	counters := map[string]prometheus.Counter{}
+	for _, v := range []string{string(a2a.Version), "none", "unsupported"} {
+		counters[v] = versions.WithLabelValues(v)
+	}
 	interceptors := []a2asrv.CallInterceptor{
 		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
 			switch {
@@ -242,6 +249,10 @@ func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
 				v = "unsupported"
 			case v == "":
 				v = "none"
+			}
+			if c, found := counters[v]; found {
+				c.Inc()
+				return
 			}
 			versions.WithLabelValues(v).Inc()
 		}},
