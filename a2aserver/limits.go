@@ -256,9 +256,22 @@ type deadlineWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	armed   time.Time // when arm last set the deadline
 }
 
-func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+// arm sets the write deadline to the timeout from now, unless it set it
+// less than a sixteenth of the timeout ago: a write then has at least
+// 15/16 of the timeout and never more than all of it, and a response
+// written in quick succession (a body, then what net/http writes after
+// the handler) sets the deadline once.
+func (d *deadlineWriter) arm() {
+	now := time.Now()
+	if !d.armed.IsZero() && now.Sub(d.armed) < d.timeout/16 {
+		return
+	}
+	d.armed = now
+	_ = d.rc.SetWriteDeadline(now.Add(d.timeout))
+}
 
 func (d *deadlineWriter) WriteHeader(code int) {
 	d.arm()
