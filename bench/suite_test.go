@@ -132,6 +132,7 @@ func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, 
 		}
 		if e.name == "mem" && proj == engine.ProjectionLight {
 			benchBtreeFloor(b, e, fixtureOf, tasks)
+			benchPagePair(b, fixtureOf, tasks)
 		}
 		if e.name == "mem" && proj == engine.ProjectionFull {
 			benchFullFloor(b, e, fixtureOf, tasks)
