@@ -230,6 +230,7 @@ func shortLabel(f figure) string {
 		"server-send-cpu":   "server CPU per SendMessage",
 		"server-list-cpu":   "server CPU per ListTasks",
 		"mem-page-floor":    "mem page / floor",
+		"mem-page-pair":     "mem page / floor (one loop)",
 		"pebble-replace":    "pebble Replace",
 		"loadgen-mem":       "loadgen mem",
 	}[f.Key]
