@@ -45,6 +45,10 @@ func (s *stamp) time() (t time.Time, ok bool) {
 	switch s[0] {
 	case 0:
 		return time.Time{}, false
+	case 1:
+		if s[13] == 0xff && s[14] == 0xff { // zone offset -1: UTC
+			return s.utc(), true // what UnmarshalBinary returns, without its checks
+		}
 	case 2:
 		n = 16
 	}
@@ -58,11 +62,16 @@ func (s *stamp) instant() (t time.Time, ok bool) {
 	if s[0] == 0 {
 		return time.Time{}, false
 	}
-	// The form: a version byte, seconds since year 1 (int64), nanoseconds
-	// (int32), both big-endian (time.MarshalBinary).
+	return s.utc(), true
+}
+
+// utc returns the instant of a stamp that is not none, in UTC. The form:
+// a version byte, seconds since year 1 (int64), nanoseconds (int32), both
+// big-endian, then the zone offset (time.MarshalBinary).
+func (s *stamp) utc() time.Time {
 	sec := int64(binary.BigEndian.Uint64(s[1:9]))
 	nsec := int64(int32(binary.BigEndian.Uint32(s[9:13])))
-	return time.Unix(sec-secondsToUnix, nsec).UTC(), true
+	return time.Unix(sec-secondsToUnix, nsec).UTC()
 }
 
 // secondsToUnix is the seconds from year 1 to 1970 (time's internal

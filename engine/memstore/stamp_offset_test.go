@@ -116,3 +116,42 @@ func TestStampOffsets(t *testing.T) {
 		})
 	}
 }
+
+// TestStampTimeAsUnmarshalBinary: stamp.time returns what time's
+// UnmarshalBinary returns for the stamp's bytes: identically (==: the
+// same wall, ext and location) on its UTC fast path, and the same instant
+// and zone off it (where UnmarshalBinary makes a new *Location each time).
+func TestStampTimeAsUnmarshalBinary(t *testing.T) {
+	for _, ts := range []time.Time{
+		time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC),
+		time.Unix(0, 0).UTC(),
+		time.Unix(-1, 999999999).UTC(),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5000, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(300000, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Now().UTC(),
+		time.Date(2025, 3, 4, 5, 6, 7, 8, time.FixedZone("PST", -8*3600)),
+		time.Date(2025, 3, 4, 5, 6, 7, 8, time.Local),
+		time.Date(1800, 1, 1, 0, 0, 0, 0, time.FixedZone("LMT", 30)),
+	} {
+		s := stampOf(&ts)
+		var want time.Time
+		n := 15
+		if s[0] == 2 {
+			n = 16
+		}
+		if err := want.UnmarshalBinary(s[:n]); err != nil {
+			t.Fatalf("%v: %v", ts, err)
+		}
+		got, ok := s.time()
+		gotName, gotOff := got.Zone()
+		wantName, wantOff := want.Zone()
+		same := got == want
+		if want.Location() != time.UTC {
+			same = got.Equal(want) && gotName == wantName && gotOff == wantOff
+		}
+		if !ok || !same {
+			t.Errorf("stamp of %v: time() = %#v, %v; UnmarshalBinary %#v", ts, got, ok, want)
+		}
+	}
+}
