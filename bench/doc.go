@@ -10,7 +10,9 @@
 // so that `go tool benchstat -col /backend` pivots them. Peers run in the
 // same group, on the same fixture, and add one key: impl=btree (the bare
 // B-tree floors: light fields inline for a light page; the a2a tasks
-// themselves, deep-copied page-wide, for a full page), impl=noctx (no
+// themselves, deep-copied page-wide, for a full page), impl=pair (the
+// light page and its floor alternating in one loop, each timed on its
+// own: store-ns/page, floor-ns/page and store/floor), impl=noctx (no
 // context index), impl=a2a-inmemory (a2a-go's taskstore.InMemory),
 // scheme=offset (the old PostgreSQL scheme), scheme=or-cursor and
 // scheme=lookup (the cursor patterns of other SDKs' SQL stores:
