@@ -136,13 +136,19 @@ sys.exit(0 if tests else 1)
 PY
 }
 
-# selection NODEID...: a pytest -k expression selecting at least the given
-# tests (their module, class, name and parameter as keywords).
+# selection NODEID...: a pytest -k expression selecting the given tests:
+# each by its name with its parameters (test_x[grpc]), which -k matches
+# as a keyword; a name with characters -k does not take falls back to its
+# words (module, class, name, parameter), which may select more.
 selection() {
   "$TCK_WORK/venv/bin/python" - "$@" <<'PY'
 import re, sys
 terms = []
 for nodeid in sys.argv[1:]:
+    name = nodeid.split("::")[-1]
+    if re.fullmatch(r"[\w:+\-.\[\]/]+", name):
+        terms.append("(" + name + ")")
+        continue
     words = re.split(r"::|\[|\]|/|\.py", nodeid)
     words = [w for w in words[-3:] if re.fullmatch(r"\w+", w)]
     terms.append("(" + " and ".join(words) + ")")
@@ -151,8 +157,8 @@ PY
 }
 
 # verdicts NODEIDS RESULTS: for each test in the file NODEIDS, a line
-# "flaky: ID" when RESULTS (a second run) has it passed, else
-# "failure: ID (outcome)".
+# "flaky (failed, then passed alone): ID" when RESULTS (a second run) has
+# it passed, else "MUST-level failure: ID (then OUTCOME alone)".
 verdicts() {
   "$TCK_WORK/venv/bin/python" - "$1" "$2" <<'PY'
 import json, sys
@@ -188,12 +194,19 @@ for backend in $TCK_BACKENDS; do
   fi
   mapfile -t bad <"$out/tck-$backend.must"
   log "$backend: ${#bad[@]} MUST-level failure(s); running them once more, alone"
+  rm -rf "$out/tck-$backend-again" # run.sh leaves an older results.json in place
   TCK_OUT="$out/tck-$backend-again" "$TCK_DIR/run.sh" "${urls[$backend]}" -k "$(selection "${bad[@]}")" \
     >"$out/tck-$backend-again.txt" 2>&1 || true
-  while read -r line; do
+  lines=()
+  mapfile -t lines < <(verdicts "$out/tck-$backend.must" "$out/tck-$backend-again/results.json")
+  if [ "${#lines[@]}" -ne "${#bad[@]}" ]; then
+    failed=1
+    summary+=("$backend: ${#bad[@]} MUST-level failure(s), no verdict on them (see $out/tck-$backend.must)")
+  fi
+  for line in "${lines[@]}"; do
     summary+=("$backend: $line")
     case $line in flaky*) ;; *) failed=1 ;; esac
-  done < <(verdicts "$out/tck-$backend.must" "$out/tck-$backend-again/results.json")
+  done
 done
 log "outputs in $out (server logs: $out/server-*.log)"
 for line in "${summary[@]}"; do log "$line"; done
