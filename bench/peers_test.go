@@ -128,6 +128,7 @@ func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, 
 				c := fx.order[p-1+boolInt(p == 0)]
 				store := func() {
 					t0 := time.Now()
+					slowdown()
 					if _, err := fx.store.List(ctx, &req); err != nil {
 						b.Fatal(err)
 					}

@@ -197,14 +197,15 @@ func (b *batch) flush() bool {
 	return true
 }
 
-// touch loads the first and last words of the entries of sl and returns
-// a value made of them, so that the loads are not compiled away.
+// touch loads a word at the start, middle and end of each entry of sl (an
+// entry of 88 bytes spans up to three cache lines) and returns a value
+// made of them, so that the loads are not compiled away.
 //
 //go:noinline
 func touch(t *slots, sl []uint32) (sum uint8) {
 	for _, i := range sl {
 		e := t.at(i)
-		sum += uint8(len(e.id)) + e.state
+		sum += uint8(len(e.id)) + e.status[0] + e.state
 	}
 	return sum
 }
@@ -264,7 +265,7 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 	if len(p.bodies) > 0 {
 		d = new(taskcodec.Decoder)
 		d.Shape(q.HistoryLength, q.IncludeArtifacts)
-		touchBodies(p.bodies)
+		touchBodies(p.bodies, p.depth)
 	}
 	for _, b := range p.bodies {
 		if err := decodeBody(&p.tasks[b.i], b.body, b.metaLen, p.depth, &d); err != nil {
@@ -281,14 +282,15 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 	return out, nil
 }
 
-// touchBodies loads the first byte of each body and of its rest, as
-// touch does for entries: the decoder then finds them in the cache.
+// touchBodies loads the first byte of each body and, unless dp is light
+// (which decodes the metadata only), of its rest, as touch does for
+// entries: the decoder then finds them in the cache.
 //
 //go:noinline
-func touchBodies(bodies []bodyRef) (sum byte) {
+func touchBodies(bodies []bodyRef, dp depth) (sum byte) {
 	for _, b := range bodies {
 		sum += b.body[0]
-		if int(b.metaLen) < len(b.body) {
+		if dp != depthLight && int(b.metaLen) < len(b.body) {
 			sum += b.body[b.metaLen]
 		}
 	}

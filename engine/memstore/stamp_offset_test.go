@@ -133,6 +133,9 @@ func TestStampTimeAsUnmarshalBinary(t *testing.T) {
 		time.Date(2025, 3, 4, 5, 6, 7, 8, time.FixedZone("PST", -8*3600)),
 		time.Date(2025, 3, 4, 5, 6, 7, 8, time.Local),
 		time.Date(1800, 1, 1, 0, 0, 0, 0, time.FixedZone("LMT", 30)),
+		// Offsets the stamp stores as UTC (taskcodec.AppendTimestamp).
+		time.Date(1800, 1, 1, 0, 0, 0, 0, time.FixedZone("", -60)),
+		time.Date(1800, 1, 1, 0, 0, 0, 0, time.FixedZone("", -3601)),
 	} {
 		s := stampOf(&ts)
 		var want time.Time
