@@ -131,7 +131,7 @@ func (s *Store) rangeLocked(q *engine.Query) (r keyRange, ok bool) {
 // visits each entry as the index offers it.
 // REQUIRES: s.mu held.
 func (s *Store) scan(after *engine.Cursor, limit int, visit func(e *entry) bool) {
-	b := batch{t: &s.mu.slots, visit: visit, left: limit, direct: limit == 0}
+	b := batch{t: &s.mu.slots, visit: visit, left: limit}
 	fn := func(it item) bool { return b.add(it.slot) }
 	if after == nil {
 		s.mu.order.Scan(fn)
@@ -148,7 +148,7 @@ func (s *Store) scan(after *engine.Cursor, limit int, visit func(e *entry) bool)
 // scan.
 // REQUIRES: s.mu held.
 func (s *Store) scanRange(r keyRange, after *engine.Cursor, limit int, visit func(e *entry) bool) {
-	b := batch{t: &s.mu.slots, visit: visit, left: limit, direct: limit == 0}
+	b := batch{t: &s.mu.slots, visit: visit, left: limit}
 	fn := func(k keyed) bool { return k.key == r.key && b.add(k.slot) }
 	if after == nil {
 		r.idx.Ascend(keyed{key: r.key, slot: rangeStart}, fn)
@@ -174,22 +174,21 @@ const batchSize = 32
 // scans of entries in the cache were a third slower batched
 // (op=total/…/filter=timestamp and filter=context+state at 1e4).
 type batch struct {
-	t      *slots
-	visit  func(e *entry) bool
-	slots  [batchSize]uint32
-	n      int
-	left   int // entries visit is expected to take still (0: unknown)
-	direct bool
+	t     *slots
+	visit func(e *entry) bool
+	slots [batchSize]uint32
+	n     int
+	left  int // entries visit takes still; 0: visit each entry at once
 }
 
 // add gathers slot; it reports whether the scan goes on.
 func (b *batch) add(slot uint32) bool {
-	if b.direct {
+	if b.left == 0 { // a direct scan, or a batched one that visit stopped
 		return b.visit(b.t.at(slot))
 	}
 	b.slots[b.n] = slot
 	b.n++
-	if b.n < len(b.slots) && b.n != b.left {
+	if b.n < len(b.slots) && b.n < b.left {
 		return true
 	}
 	return b.flush()
