@@ -259,8 +259,7 @@ func (s *Store) addLocked(p *page, e *entry) {
 	p.cursors = append(p.cursors, e.cursor())
 	p.owners = append(p.owners, s.mu.owners.names[e.owner])
 	i := len(p.tasks)
-	p.tasks = append(p.tasks, a2a.Task{})
-	p.times = append(p.times, time.Time{})
+	p.tasks, p.times = p.tasks[:i+1], p.times[:i+1] // zeroed by init's make; visit stops at their cap
 	fillLight(&p.tasks[i], &p.times[i], e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
 	if needsDecoding(e.body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
