@@ -326,11 +326,12 @@ func BenchmarkFold(b *testing.B) {
 // off (the roll-up then folds once per interval, 1 s: the store before
 // issue 31). Both measure with the same writers running. Metrics:
 // pending-deltas, the ledger's mean length sampled every 20 ms during the
-// run; ledger-pages and dead-tuples, the ledger's heap size in 8 KiB pages
-// and its dead rows (pg_stat_user_tables' estimate) at the end: a total
-// reads every page of the heap, the dead rows' too. The issue's target: with / without ≤ 1.25 at any backlog. All
-// share the 2 cores with PostgreSQL: the absolute figures are loaded by
-// the writers by design; compare within a wake setting.
+// run; ledger-pages and dead-tuples, the ledger's heap size in 8 KiB
+// pages and its dead rows (pg_stat_user_tables' estimate) at the end: a
+// total reads every page of the heap, the dead rows' too. The issue's
+// target: with / without ≤ 1.25 at any backlog. All share the 2 cores
+// with PostgreSQL: the absolute figures are loaded by the writers by
+// design; compare within a wake setting.
 //
 //	LIFECYCLE_N=1e5 go test ./pgstore/ -run '^$' -bench TotalUnderWriters -benchtime 2s -count 3
 func BenchmarkTotalUnderWriters(b *testing.B) {
@@ -364,7 +365,7 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 				}
 				b.ReportMetric(sample(), "pending-deltas")
 				var pages, dead int64
-				if err := pool.QueryRow(context.Background(), `SELECT pg_relation_size('a2a_task_count_deltas') / 8192, (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'a2a_task_count_deltas')`).Scan(&pages, &dead); err != nil {
+				if err := pool.QueryRow(context.Background(), `SELECT pg_relation_size('a2a_task_count_deltas') / 8192, coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'a2a_task_count_deltas'), 0)`).Scan(&pages, &dead); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(pages), "ledger-pages")
