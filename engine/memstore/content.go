@@ -162,9 +162,9 @@ func (c *content) build(t *a2a.Task, ts *time.Time, d **taskcodec.Decoder) error
 
 // fillLight sets the light fields of t, a zero task: field by field, not
 // the whole struct again (a page's tasks are fresh, zeroed memory: a light
-// page of 50 spent a fifth of its store time writing each task twice);
-// *ts receives the status timestamp, which t.Status.Timestamp then points
-// to.
+// page of 50 spent about a quarter of its store time writing each task
+// twice). *ts receives the status timestamp, which t.Status.Timestamp
+// then points to.
 // REQUIRES: *t is the zero Task.
 func fillLight(t *a2a.Task, ts *time.Time, id a2a.TaskID, ctx string, state uint8, status *stamp) {
 	t.ID, t.ContextID, t.Status.State = id, ctx, states[state]

@@ -169,10 +169,10 @@ const batchSize = 32
 // overlaps their cache misses, where visiting each entry as it comes
 // waits for one miss at a time (#31: a page of entries that are not in
 // the cache, as a context's first page usually is, spent a third of its
-// time on them). A direct batch visits each entry as it is offered: when
-// visit may reject entries, a batch touches entries it never visits, and
-// scans of entries in the cache were a third slower batched
-// (op=total/…/filter=timestamp and filter=context+state at 1e4).
+// time on them). A batch without a limit (left 0) visits each entry as
+// it is offered: when visit may reject entries, a batch touches entries
+// it never visits, and scans of entries in the cache were a third slower
+// batched (op=total/…/filter=timestamp and filter=context+state at 1e4).
 type batch struct {
 	t     *slots
 	visit func(e *entry) bool
