@@ -40,12 +40,10 @@ import (
 //	       length keeps every pair's name distinct). Only tasks with both
 //	       an owner and a context are counted here.
 //
-// A task counts in the shard of its ID (countShardSQL); each base row,
-// plus the pending deltas of its (kind, name, state, shard), is the exact
-// count of its tasks of that shard. (Shards let the drift check locate a
-// wrong row; they cost the writers nothing now that only the roll-up
-// writes the base.) Rows of kinds 1 to 3 that reach zero are deleted by
-// the fold that zeroed them.
+// Each base row, plus the pending deltas of its (kind, name, state,
+// shard), is the exact count of its tasks. The shard column is always 0
+// (countShards): see there why. Rows of kinds 1 to 3 that reach zero are
+// deleted by the fold that zeroed them.
 //
 // A total is base + pending deltas, both read in the page's REPEATABLE
 // READ snapshot (L8): the fold deletes the deltas it adds to the base in
@@ -76,16 +74,51 @@ import (
 // id, state, context_id and owner (AppendHistory) fires nothing at all,
 // and the function returns at once when the values it sets are unchanged
 // (a Replace that keeps state and context). (The store never changes an
-// ID; hand-written SQL that does moves the task's counts to its new
-// shard.) TRUNCATE empties base and ledger.
+// ID; hand-written SQL that does appends a -1 and a +1 that cancel out
+// with one shard, and would move the task's counts to its new shard with
+// several.) TRUNCATE empties base and ledger.
 
-// countShards is the number of rows per (kind, name, state).
-const countShards = 16
+// countShards is the number of base rows per (kind, name, state): one.
+// Releases before spread a task's counts over 16 rows by its ID's hash,
+// a remnant of the triggers that once updated the base in every writer's
+// transaction. Since the ledger, only the fold (one at a time) and bulk
+// statements (which touch every shard anyway) write the base, and shards
+// only cost: the fold nets a batch's deltas per (shard, state, context,
+// owner), so 16 shards made up to 16 rows of counts of 0 or 1 where one
+// would do, and their crossings of zero deletes and reinserts.
+// Measured (issue 31, BenchmarkTotalUnderWriters, 1e5 tasks, 4 writers
+// flipping random tasks, binaries alternating, 6 runs each, load 0.5-9
+// at the starts, raised by the 16-writer runs before): a first page with
+// its total took 5.0-11.0 ms with 16 shards (4.0-8.5x the page alone),
+// 1.7-3.3 ms with one (1.7-2.6x). With 16 writers, no change: they
+// outrun the fold either way.
+// The shard column stays (the table's key); a database of an earlier
+// release is recounted into shard 0 when its functions are replaced.
+const countShards = 1
 
-// countShardSQL is the shard of the task whose ID is column id: its
-// hashtext, made non-negative, modulo {shards}. Triggers and the recount
-// must agree.
-const countShardSQL = `((hashtext(id) & 2147483647) % {shards})::smallint`
+// countShardSQL stands for the shard of the task whose ID is column id
+// (and {shard(OLD.id)}, {shard(NEW.id)} in the update trigger): rendered
+// by shardSQL. Triggers and the recount must agree.
+const countShardSQL = `{shard(id)}`
+
+// shardSQL is the shard of the task whose ID is expression id with the
+// given number of shards: 0 for one, else its hashtext made non-negative
+// modulo shards.
+func shardSQL(shards int, id string) string {
+	if shards == 1 {
+		return "0::smallint"
+	}
+	return "((hashtext(" + id + ") & 2147483647) % " + strconv.Itoa(shards) + ")::smallint"
+}
+
+// renderShards fills the shard placeholders of tmpl for shards.
+func renderShards(tmpl string, shards int) string {
+	var oldnew []string
+	for _, id := range []string{"id", "OLD.id", "NEW.id"} {
+		oldnew = append(oldnew, "{shard("+id+")}", shardSQL(shards, id))
+	}
+	return replaceAll(tmpl, oldnew...)
+}
 
 // Counter kinds.
 const (
@@ -113,7 +146,7 @@ func ownerContextName(owner, contextID string) string {
 }
 
 // The SQL below is written for schema {schema} (replaced by the schema as
-// quote_ident quotes it); {shards} is countShards.
+// quote_ident quotes it); the shard placeholders are for countShards.
 
 // countsTableSQL creates the counter table. fillfactor leaves room on each
 // page for HOT updates of n.
@@ -254,8 +287,8 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
-		(` + strings.ReplaceAll(countShardSQL, "(id)", "(OLD.id)") + `, OLD.state, OLD.context_id, OLD.owner, -1),
-		(` + strings.ReplaceAll(countShardSQL, "(id)", "(NEW.id)") + `, NEW.state, NEW.context_id, NEW.owner, 1);
+		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
+		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 `},
@@ -335,10 +368,10 @@ BEGIN
 END
 `
 
-// render fills a template's {schema} (qs: quoted as quote_ident quotes)
-// {shards} and {batch}.
+// render fills a template's {schema} (qs: quoted as quote_ident quotes),
+// shards (countShards) and {batch}.
 func render(tmpl, qs string) string {
-	return strings.NewReplacer("{schema}", qs, "{shards}", strconv.Itoa(countShards), "{batch}", strconv.Itoa(foldBatch)).Replace(tmpl)
+	return renderShards(replaceAll(tmpl, "{schema}", qs, "{batch}", strconv.Itoa(foldBatch)), countShards)
 }
 
 // replaceAll replaces each old string with the new one after it.

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -43,21 +41,21 @@ func (s *Store) ScanCountSQL(req *engine.ListRequest) (string, []any, error) {
 }
 
 // CountFunctionsSQL returns the CREATE OR REPLACE FUNCTION statements of
-// the trigger functions for schema public with the given number of shards
-// per (kind, name, state) (the store installs countShards): the
-// benchmarks compare one hot row with the sharded rows.
+// the count functions (the triggers', the fold and the rebuild) for
+// schema public with the given number of shards per (kind, name, state)
+// (the store installs countShards): the benchmarks compare one row with
+// sharded rows, and an upgrade test makes the previous release's
+// counters (16 shards).
 func CountFunctionsSQL(shards int) []string {
 	var stmts []string
 	for _, f := range countFunctions {
-		body := strings.ReplaceAll(f.body, "{shards}", strconv.Itoa(shards))
-		stmts = append(stmts, createFunctionSQL("public", f.name, "trigger", body))
+		stmts = append(stmts, createFunctionSQL("public", f.name, "trigger", renderShards(f.body, shards)))
+	}
+	for _, f := range countProcs {
+		stmts = append(stmts, createFunctionSQL("public", f.name, f.returns, renderShards(f.body, shards)))
 	}
 	return stmts
 }
-
-// CountShards is the number of rows per (kind, name, state) the store's
-// counters use.
-const CountShards = countShards
 
 // LedgerRows returns how many delta rows the count ledger holds, in a
 // snapshot of its own.

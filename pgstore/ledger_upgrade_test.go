@@ -12,6 +12,7 @@ import (
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
+	"github.com/jackc/pgx/v5"
 )
 
 // Issue 20: a database of the previous release — counters kept by the
@@ -37,22 +38,7 @@ func TestLedgerUpgradesOldCounters(t *testing.T) {
 			execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
 SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM generate_series(1, 50) i`)
 			execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'old1%'`)
-			_, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
-			if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.CountLedgerMigrationFile) {
-				t.Fatalf("external startup on the old counters: %v", err)
-			}
-			if !managed {
-				b, err := os.ReadFile(migration004)
-				if err != nil {
-					t.Fatal(err)
-				}
-				execSQL(t, conn, string(b))
-			}
-			s, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: !managed, CountRollupInterval: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := upgradeCounts(t, dsn, conn, managed)
 			checkShapes(t, s, conn)
 			checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 11)
 			// New writes go to the ledger, on top of the old base.
@@ -66,4 +52,75 @@ SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM 
 			checkShapes(t, s, conn)
 		})
 	}
+}
+
+// Issue 31: a database whose counters an earlier release kept in 16
+// shards per (kind, name, state), with deltas of several shards still
+// pending, upgrades to one shard. An external schema is refused at
+// startup, naming migration 004, until it runs it again; a managed store
+// reinstalls the functions at startup. Either way the base is recounted
+// into shard 0, totals stay exact and the drift check finds nothing.
+func TestCountsUpgradeToOneShard(t *testing.T) {
+	ctx := context.Background()
+	for _, managed := range []bool{false, true} {
+		t.Run(fmt.Sprint("managed=", managed), func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			old := openNoRollup(t, dsn)
+			conn := connect(t, dsn)
+			for _, stmt := range pgstore.CountFunctionsSQL(16) {
+				execSQL(t, conn, stmt)
+			}
+			execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
+SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM generate_series(1, 80) i`)
+			execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'old1%'`)
+			var shards, pending int
+			if err := conn.QueryRow(ctx, `SELECT (SELECT count(DISTINCT shard) FROM a2a_task_counts),
+	(SELECT count(DISTINCT shard) FROM a2a_task_count_deltas)`).Scan(&shards, &pending); err != nil {
+				t.Fatal(err)
+			}
+			if shards < 2 || pending < 2 {
+				t.Fatalf("the old release's counters: %d shards in the base, %d pending; want several of each", shards, pending)
+			}
+			old.Close()
+			s := upgradeCounts(t, dsn, conn, managed)
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM a2a_task_counts WHERE shard <> 0`).Scan(&shards); err != nil {
+				t.Fatal(err)
+			}
+			if shards != 0 {
+				t.Fatalf("%d base rows outside shard 0 after the upgrade", shards)
+			}
+			checkShapes(t, s, conn)
+			checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 11)
+			must(t)(s.Replace(ctx, task("old2", "c2", a2a.TaskStateCompleted), 0))
+			fold(t, s)
+			checkShapes(t, s, conn)
+			checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 12)
+		})
+	}
+}
+
+// upgradeCounts checks that an external schema's startup on the counters
+// of an earlier release fails, naming migration 004, then upgrades: by
+// running 004 and opening the external schema, or (managed) by opening
+// the store. The store returned folds only when asked; t closes it.
+func upgradeCounts(t *testing.T, dsn string, conn *pgx.Conn, managed bool) *pgstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	_, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.CountLedgerMigrationFile) {
+		t.Fatalf("external startup on the counters of an earlier release: %v", err)
+	}
+	if !managed {
+		b, err := os.ReadFile(migration004)
+		if err != nil {
+			t.Fatal(err)
+		}
+		execSQL(t, conn, string(b))
+	}
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: !managed, CountRollupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

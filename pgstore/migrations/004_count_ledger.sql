@@ -15,9 +15,12 @@
 -- writer's transaction; they append signed deltas to a2a_task_count_deltas
 -- (no row lock, no upsert) — but for a statement inserting or deleting 64
 -- rows or more (a bulk load, a retention batch), whose counts go to
--- a2a_task_counts at once, so that no total scans a ledger it left (issue
--- 31; a database that ran an earlier version of this file runs it again). A total reads a2a_task_counts plus the pending
--- deltas in one snapshot, so it stays exact. The servers' roll-up service
+-- a2a_task_counts at once, so that no total scans a ledger it left — and
+-- with one counter row per (kind, name, state), shard 0, where earlier
+-- versions of this file kept 16 shards that the fold could not net (issue
+-- 31; a database that ran an earlier version of this file runs it again,
+-- and its counters are recounted). A total reads a2a_task_counts plus
+-- the pending deltas in one snapshot, so it stays exact. The servers' roll-up service
 -- (or SELECT public.a2a_task_counts_fold(), repeated while it returns
 -- 10000) folds the deltas into a2a_task_counts, one transaction each.
 -- Servers of releases before this one read a2a_task_counts alone: their
@@ -60,12 +63,12 @@ DECLARE
 BEGIN
 	IF (SELECT count(*) FROM (SELECT FROM new_rows LIMIT 64) AS b) < 64 THEN
 		INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
-		SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, count(*)
+		SELECT 0::smallint, state, context_id, owner, count(*)
 		FROM new_rows GROUP BY 1, 2, 3, 4;
 		RETURN NULL;
 	END IF;
 	WITH g AS (
-		SELECT ((hashtext(id) & 2147483647) % 16)::smallint AS shard, state, context_id, owner, count(*) AS d
+		SELECT 0::smallint AS shard, state, context_id, owner, count(*) AS d
 		FROM new_rows GROUP BY 1, 2, 3, 4
 	), up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
@@ -101,12 +104,12 @@ DECLARE
 BEGIN
 	IF (SELECT count(*) FROM (SELECT FROM old_rows LIMIT 64) AS b) < 64 THEN
 		INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d)
-		SELECT ((hashtext(id) & 2147483647) % 16)::smallint, state, context_id, owner, -count(*)
+		SELECT 0::smallint, state, context_id, owner, -count(*)
 		FROM old_rows GROUP BY 1, 2, 3, 4;
 		RETURN NULL;
 	END IF;
 	WITH g AS (
-		SELECT ((hashtext(id) & 2147483647) % 16)::smallint AS shard, state, context_id, owner, -count(*) AS d
+		SELECT 0::smallint AS shard, state, context_id, owner, -count(*) AS d
 		FROM old_rows GROUP BY 1, 2, 3, 4
 	), up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
@@ -140,8 +143,8 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
-		(((hashtext(OLD.id) & 2147483647) % 16)::smallint, OLD.state, OLD.context_id, OLD.owner, -1),
-		(((hashtext(NEW.id) & 2147483647) % 16)::smallint, NEW.state, NEW.context_id, NEW.owner, 1);
+		(0::smallint, OLD.state, OLD.context_id, OLD.owner, -1),
+		(0::smallint, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 $fn$;
@@ -208,7 +211,7 @@ BEGIN
 		CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN CASE WHEN owner <> '' AND context_id <> '' THEN octet_length(owner)::text || ':' || owner || context_id ELSE '' END
 			WHEN grouping(context_id) = 0 THEN context_id WHEN grouping(owner) = 0 THEN owner ELSE '' END COLLATE "C" AS name,
 		state COLLATE "C" AS state, shard, count(*) AS n
-	FROM (SELECT context_id, owner, state, ((hashtext(id) & 2147483647) % 16)::smallint AS shard FROM public.a2a_tasks) AS t
+	FROM (SELECT context_id, owner, state, 0::smallint AS shard FROM public.a2a_tasks) AS t
 	GROUP BY GROUPING SETS ((state, shard), (context_id, state, shard), (owner, state, shard), (owner, context_id, state, shard))
 	) AS g
 	WHERE kind = 0 OR name <> '';
