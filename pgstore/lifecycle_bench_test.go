@@ -322,7 +322,8 @@ func BenchmarkFold(b *testing.B) {
 // total, while 4 or 16 goroutines flip task states by plain SQL (one row
 // per statement, on their own connections: writes the store does not see,
 // so only the roll-up's interval and the totals' own wake bound the
-// ledger). wake=on is the store as built; wake=off turns the totals' wake
+// ledger), and with none (writers=0: right after the fixture's bulk load
+// by COPY, the issue's "after bulk loads"). wake=on is the store as built; wake=off turns the totals' wake
 // off (the roll-up then folds once per interval, 1 s: the store before
 // issue 31). Both measure with the same writers running. Metrics:
 // pending-deltas, the ledger's mean length sampled every 20 ms during the
@@ -336,7 +337,7 @@ func BenchmarkFold(b *testing.B) {
 //	LIFECYCLE_N=1e5 go test ./pgstore/ -run '^$' -bench TotalUnderWriters -benchtime 2s -count 3
 func BenchmarkTotalUnderWriters(b *testing.B) {
 	for _, n := range lifecycleSizes(b) {
-		for _, writersN := range []int{4, 16} {
+		for _, writersN := range []int{0, 4, 16} {
 			benchTotalUnderWriters(b, n, writersN)
 		}
 	}
