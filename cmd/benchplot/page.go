@@ -49,7 +49,7 @@ var pageCharts = []chartFile{
 	{"peer-ratios.svg", "Every peer pair of the run as a ratio (log scale)", benchChart(peerRatios)},
 	{"depth-vs-latency.svg", "PostgreSQL page by depth: keyset token vs OFFSET, at each n", benchChart(depthVsLatency)},
 	{"writes-indexes.svg", "PostgreSQL Create and Replace with and without the two ordering indexes", benchChart(writesIndexes)},
-	{"writes-counters.svg", "PostgreSQL writes/s with the counters (sharded, one hot row) and without, by writers", pgChart(writesCounters)},
+	{"writes-counters.svg", "PostgreSQL writes/s with the counters (hot: one row per count, as installed; sharded: 16 rows, the release before) and without, by writers", pgChart(writesCounters)},
 	{"lifecycle.svg", "PostgreSQL task lifecycles/s by writers: pgstore, pgstore without its counter triggers, and plain SQL (BenchmarkLifecycle)", pgChart(lifecycle)},
 	{"wire-latency.svg", "a2astore-server round-trip latency percentiles per backend and transport", wireLatency},
 	{"history.svg", "Tracked figures over the recorded runs (n = 1e4 for store figures)", historyChart},
