@@ -57,7 +57,7 @@
 //
 // Every total of the shapes none, context, owner and owner+context, each
 // with or without a state, is read from the counters, not counted: the
-// base table a2a_task_counts (at most a row per state and shard) plus the
+// base table a2a_task_counts (at most a row per state: one shard) plus the
 // pending deltas of the ledger a2a_task_count_deltas, both in the page's
 // REPEATABLE READ snapshot, so the total is exact for the page. A total
 // with StatusTimestampAfter counts the matching rows and may scan (C4).
