@@ -85,7 +85,7 @@ import (
 // statements (which touch every shard anyway) write the base, and shards
 // only cost: the fold nets a batch's deltas per (shard, state, context,
 // owner), so 16 shards made up to 16 rows of counts of 0 or 1 where one
-// would do, and their crossings of zero deletes and reinserts.
+// would do, and each of their crossings of zero a delete and a reinsert.
 // Measured (issue 31, BenchmarkTotalUnderWriters, 1e5 tasks, 4 writers
 // flipping random tasks, binaries alternating, 6 runs each, load 0.5-9
 // at the starts, raised by the 16-writer runs before): a first page with
