@@ -12,7 +12,8 @@
 // B-tree floors: light fields inline for a light page; the a2a tasks
 // themselves, deep-copied page-wide, for a full page), impl=pair (the
 // light page and its floor alternating in one loop, each timed on its
-// own: store-ns/page, floor-ns/page and store/floor), impl=noctx (no
+// own: store-ns/page, floor-ns/page and store/floor; on pebble the floor
+// is a bare Pebble DB of the light fields, pebblefloor_test.go), impl=noctx (no
 // context index), impl=a2a-inmemory (a2a-go's taskstore.InMemory),
 // scheme=offset (the old PostgreSQL scheme), scheme=or-cursor and
 // scheme=lookup (the cursor patterns of other SDKs' SQL stores:

@@ -105,19 +105,22 @@ func benchBtreeFloor(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) 
 	})
 }
 
-// benchPagePair (mem): the light page and its floor in one loop, each
+// benchPagePair: the light page and its floor in one loop, each
 // iteration serving the same random cursor from both, in turn first, each
 // timed on its own (op=page/…/proj=light/impl=pair). Both then see the same
 // heap and the same collector phases, which separate sub-benchmarks, run
 // one after the other after a fixture's load, do not (#31: at 1e6 the ratio
 // of the two sub-benchmarks' medians went from 1.07 to 1.76 between runs of
-// the same binary). It reports the store's and the floor's ns/page and
-// their ratio, store/floor.
-func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, tasks string) {
+// the same binary). floorOf returns the fixture's floor page (mem: the bare
+// B-tree, barePage; pebble: bare Pebble, pebbleFloorPage). It reports the
+// store's and the floor's ns/page and their ratio, store/floor.
+func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, tasks string,
+	floorOf func(tb testing.TB, fx *fixture) func(c engine.Cursor),
+) {
 	for _, n := range sizes() {
 		b.Run(fmt.Sprintf("op=page/n=%d/page=50/proj=light%s/impl=pair", n, tasks), func(b *testing.B) {
 			fx := fixtureOf(b, n)
-			tr := bareTree(fx)
+			floorPage := floorOf(b, fx)
 			pos := fx.positions(1024, 50, 7) // op=page's and the floor's
 			ctx := context.Background()
 			var inStore, inFloor time.Duration
@@ -136,7 +139,7 @@ func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, 
 				}
 				floor := func() {
 					t0 := time.Now()
-					barePage(tr, bareItem{at: c.UpdatedAt, id: c.ID}, "", 50)
+					floorPage(c)
 					inFloor += time.Since(t0)
 				}
 				if i%2 == 0 {
@@ -153,6 +156,20 @@ func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, 
 			b.ReportMetric(float64(inStore)/float64(inFloor), "store/floor")
 		})
 	}
+}
+
+// btreeFloor is the mem floor of benchPagePair: barePage on the
+// fixture's bare B-tree.
+func btreeFloor(_ testing.TB, fx *fixture) func(c engine.Cursor) {
+	tr := bareTree(fx)
+	return func(c engine.Cursor) { barePage(tr, bareItem{at: c.UpdatedAt, id: c.ID}, "", 50) }
+}
+
+// pebbleFloor is the pebble floor of benchPagePair: pebbleFloorPage on a
+// bare Pebble DB loaded with the fixture's light fields.
+func pebbleFloor(tb testing.TB, fx *fixture) func(c engine.Cursor) {
+	db := openPebbleFloor(tb, fx)
+	return func(c engine.Cursor) { pebbleFloorPage(tb, db, c, 50) }
 }
 
 // benchFloorPage runs a floor's page of 50 (op=page/…/proj=P/impl=btree,

@@ -106,7 +106,9 @@ func projName(p engine.Projection) string {
 // benchPage: a page of 50 from a random cursor (C2: one O(log n) seek, then
 // PageSize+1 entries), light and full projection. The light page also
 // reports the store's footprint in bytes per task. On mem, each is
-// followed by its floor (impl=btree).
+// followed by its floor (impl=btree) and the light page by the pair of it
+// and its floor in one loop (impl=pair); on pebble, the light page by its
+// pair with a bare Pebble page (impl=pair, pebblefloor_test.go).
 func benchPage(b *testing.B, e *env) {
 	pages(b, e, e.fixture, "")
 }
@@ -132,7 +134,10 @@ func pages(b *testing.B, e *env, fixtureOf func(tb testing.TB, n int) *fixture, 
 		}
 		if e.name == "mem" && proj == engine.ProjectionLight {
 			benchBtreeFloor(b, e, fixtureOf, tasks)
-			benchPagePair(b, fixtureOf, tasks)
+			benchPagePair(b, fixtureOf, tasks, btreeFloor)
+		}
+		if e.name == "pebble" && proj == engine.ProjectionLight {
+			benchPagePair(b, fixtureOf, tasks, pebbleFloor)
 		}
 		if e.name == "mem" && proj == engine.ProjectionFull {
 			benchFullFloor(b, e, fixtureOf, tasks)

@@ -109,6 +109,8 @@ var figures = []figure{
 		get: benchRatio("Store/backend=mem/op=list-first/n=%d/page=50/impl=a2a-inmemory", "Store/backend=mem/op=list-first/n=%d/page=50")},
 	{Key: "pebble-page-light", Source: "`Store/backend=pebble/op=page/…/proj=light`", Label: "pebble: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(lightPage, "pebble"), "sec/op", 1e6)},
+	{Key: "pebble-page-pair", Source: "`Store/backend=pebble/…/proj=light/impl=pair` (store/floor)", Label: "pebble light page / bare Pebble page of the light fields, alternating in one loop", Unit: "×", Target: "≤ 1.0×", Sized: true,
+		get: benchMedian(fmt.Sprintf(lightPage, "pebble")+"/impl=pair", "store/floor", 1)},
 	{Key: "pebble-replace", Source: "`Store/backend=pebble/op=replace`", Label: "pebble: Replace (NoSync)", Unit: "µs", Target: "≤ 10 µs", Sized: true, Chart: true,
 		get: benchMedian(fmt.Sprintf(replaceOp, "pebble"), "sec/op", 1e6)},
 	{Key: "pg-page-light", Source: "`Store/backend=pg/op=page/…/proj=light`", Label: "pg: light page of 50, random cursor", Unit: "µs", Sized: true, Chart: true,
