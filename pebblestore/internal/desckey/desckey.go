@@ -1,6 +1,7 @@
 package desckey
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -76,8 +77,19 @@ func DecodeAscending(b []byte) (s, rest []byte, err error) {
 }
 
 // decodeBytes undoes the escaping, appending to dst; mask is 0xFF for
-// complemented input.
+// complemented input. A string without a 0x00 byte (every task ID: IDs
+// hold none) is copied whole, up to its terminator.
 func decodeBytes(dst, b []byte, mask byte) (s, rest []byte, err error) {
+	if i := bytes.IndexByte(b, escape^mask); i >= 0 && i+1 < len(b) && b[i+1]^mask == terminator {
+		if dst == nil {
+			dst = make([]byte, 0, i)
+		}
+		s = append(dst, b[:i]...)
+		if mask != 0 {
+			complement(s[len(dst):])
+		}
+		return s, b[i+2:], nil
+	}
 	s = dst
 	if s == nil {
 		s = make([]byte, 0, len(b))
@@ -116,4 +128,15 @@ func PrefixEnd(prefix []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// complement inverts every byte of s, eight at a time.
+func complement(s []byte) {
+	for len(s) >= 8 {
+		binary.LittleEndian.PutUint64(s, ^binary.LittleEndian.Uint64(s))
+		s = s[8:]
+	}
+	for i := range s {
+		s[i] = ^s[i]
+	}
 }
