@@ -31,11 +31,16 @@ import (
 // fields (a GetTask historyLength sent as history_length returned the
 // whole history).
 //
-// The wrapper decodes the envelope and the params into the method's a2a
-// request type before a2a-go does, so a valid request is decoded twice.
-// Requests it cannot classify (not JSON, unknown method) pass through
-// unchanged for a2a-go to answer. It reads the body whole: install it
-// inside ServeLimits.Handler, which bounds the body first.
+// The wrapper reads the envelope (method, ID, params as raw JSON). The
+// streaming methods' params it decodes into the method's a2a request type
+// before a2a-go does, since their error must come before the stream (W7).
+// The other methods' params only a2a-go decodes: the wrapper looks at the
+// top-level members of a2a-go's answer, and only when that is an error
+// does it decode the params itself and, if they do not decode, answer
+// -32602 in a2a-go's stead — a valid request is decoded once. Requests it
+// cannot classify (not JSON, unknown method) pass through unchanged for
+// a2a-go to answer. It reads the body whole: install it inside
+// ServeLimits.Handler, which bounds the body first.
 func JSONRPCParamsCompat(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
@@ -65,12 +70,86 @@ func JSONRPCParamsCompat(h http.Handler) http.Handler {
 			}
 		}
 		params, _ := jsonrpcParams(env.Method)
-		if params == nil || len(env.Params) == 0 || json.Unmarshal(env.Params, params) == nil {
+		invalid := func() bool { return params != nil && len(env.Params) > 0 && json.Unmarshal(env.Params, params) != nil }
+		switch {
+		case env.Method == "SendStreamingMessage" || env.Method == "SubscribeToTask":
+			if invalid() {
+				writeInvalidParams(w, env.ID)
+				return
+			}
 			h.ServeHTTP(w, r)
-			return
+		case params == nil || len(env.Params) == 0:
+			h.ServeHTTP(w, r)
+		default:
+			h.ServeHTTP(&paramsErrorWriter{ResponseWriter: w, invalid: invalid, id: env.ID}, r)
 		}
-		writeInvalidParams(w, env.ID)
 	})
+}
+
+// paramsErrorWriter passes a2a-go's answer to a non-streaming JSON-RPC
+// request through, unless it may be an error answer and the request's
+// params do not decode (invalid): then it writes writeInvalidParams's
+// answer instead. a2a-go writes each answer in one Write
+// (json.Encoder.Encode).
+type paramsErrorWriter struct {
+	http.ResponseWriter
+	invalid  func() bool
+	id       json.RawMessage
+	decided  bool // the first Write has been looked at
+	replaced bool // and replaced: later writes are dropped
+}
+
+func (w *paramsErrorWriter) Write(p []byte) (int, error) {
+	if !w.decided {
+		w.decided = true
+		if !isJSONRPCResult(p) && w.invalid() {
+			w.replaced = true
+			writeInvalidParams(w.ResponseWriter, w.id)
+		}
+	}
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *paramsErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// isJSONRPCResult reports whether p starts a success answer as a2a-go
+// v2.3.1 encodes it (jsonrpc.ServerResponse: jsonrpc, id, then result):
+// {"jsonrpc":"2.0","id":<string, number or null>,"result":. Any other
+// start — an error answer, or a layout it does not know — is false, and
+// the caller decodes the params to decide: a false negative costs that
+// decode, never a wrong answer.
+func isJSONRPCResult(p []byte) bool {
+	const head = `{"jsonrpc":"2.0","id":`
+	if !bytes.HasPrefix(p, []byte(head)) {
+		return false
+	}
+	p = p[len(head):]
+	n := jsonScalarLen(p)
+	return n > 0 && bytes.HasPrefix(p[n:], []byte(`,"result":`))
+}
+
+// jsonScalarLen is the length of the JSON string, number or literal that
+// starts p, as encoding/json writes them; 0 when p starts none.
+func jsonScalarLen(p []byte) int {
+	if len(p) == 0 {
+		return 0
+	}
+	if p[0] != '"' {
+		return max(bytes.IndexAny(p, ",}"), 0) // numbers and literals hold neither
+	}
+	for i := 1; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++ // the escaped byte
+		case '"':
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // jsonrpcParams returns new values of the params type of a JSON-RPC

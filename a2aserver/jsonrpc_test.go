@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,7 +26,8 @@ import (
 // requests and requests that are not JSON at all go to a2a-go unchanged.
 func TestJSONRPCParamsCompat(t *testing.T) {
 	h := a2asrv.NewHandler(newHeldAgent(), a2asrv.WithTaskStore(TaskStore(memstore.New(memstore.Options{}))))
-	srv := httptest.NewServer(JSONRPCParamsCompat(a2asrv.NewJSONRPCHandler(h)))
+	bare := a2asrv.NewJSONRPCHandler(h)
+	srv := httptest.NewServer(JSONRPCParamsCompat(bare))
 	defer srv.Close()
 
 	var status int // of the last call
@@ -80,6 +82,27 @@ func TestJSONRPCParamsCompat(t *testing.T) {
 	}
 	if _, out := call(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":3}}`); out["result"] == nil {
 		t.Errorf("valid ListTasks: %v, want a result", out)
+	}
+	// a2a-go's own errors about params that decode pass through as a2a-go
+	// writes them: the wrapper replaces only the answers to params that do
+	// not decode (it looks at a2a-go's answer, not before it).
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"no-such-task"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"ListTasks","params":{"pageToken":"not-a-token"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"CancelTask","params":{"id":"no-such-task"}}`,
+	} {
+		_, got := call(body)
+		rec := httptest.NewRecorder()
+		bare.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)))
+		var want map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &want); err != nil || code(want) == 0 {
+			t.Fatalf("%s: a2a-go answers %q (%v), want an error", body, rec.Body, err)
+		}
+		gotErr, _ := got["error"].(map[string]any)
+		wantErr, _ := want["error"].(map[string]any)
+		if code(got) != code(want) || gotErr["message"] != wantErr["message"] {
+			t.Errorf("%s: %v, want a2a-go's own answer %v", body, got, want)
+		}
 	}
 }
 
@@ -205,6 +228,41 @@ func FuzzCamelCaseParams(f *testing.F) {
 		}
 		if !proto.Equal(before, after) {
 			t.Fatalf("%s %s: re-encoded %s means %v, not %v", method, params, out, after, before)
+		}
+	})
+}
+
+// FuzzIsJSONRPCResult: whatever the request ID (a2a-go echoes a string, a
+// number or null), an answer encoded as a2a-go encodes it is a result
+// exactly when it carries one: an error answer is never taken for a
+// success, which would let a2a-go's parse error text through.
+func FuzzIsJSONRPCResult(f *testing.F) {
+	for _, id := range []string{"", "x", `","result":{`, `\`, `\\"`, `a\"b`, "\u2028", `"error"`} {
+		f.Add(id, false, 0.0)
+	}
+	f.Add("", true, 12345678901234567890.0)
+	f.Add("", true, -1.5e-300)
+	f.Fuzz(func(t *testing.T, s string, numeric bool, n float64) {
+		var id any = s
+		switch {
+		case numeric && !math.IsNaN(n) && !math.IsInf(n, 0):
+			id = n
+		case numeric:
+			id = nil
+		}
+		type answer struct {
+			JSONRPC string `json:"jsonrpc"`
+			ID      any    `json:"id"`
+			Result  any    `json:"result,omitempty"`
+			Error   any    `json:"error,omitempty"`
+		}
+		ok, _ := json.Marshal(answer{JSONRPC: "2.0", ID: id, Result: map[string]any{"error": 1}})
+		bad, _ := json.Marshal(answer{JSONRPC: "2.0", ID: id, Error: map[string]any{"code": -32700, "result": 1}})
+		if !isJSONRPCResult(ok) {
+			t.Errorf("%s: not taken for a result", ok)
+		}
+		if isJSONRPCResult(bad) {
+			t.Errorf("%s: an error answer taken for a result", bad)
 		}
 	})
 }
