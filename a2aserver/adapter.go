@@ -32,12 +32,14 @@ type adapter struct {
 
 var _ taskstore.Store = (*adapter)(nil)
 
-// Create stores a new task; its version is the engine revision (1).
+// Create stores a new task; its version is the engine revision (1). The
+// store returns no copy of the task (engine.WithoutTask): only the
+// version goes back to a2a-go, here and in Update.
 func (a *adapter) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
 	if err := checkServable(task); err != nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "create", err)
 	}
-	rec, err := a.store.Create(ctx, task)
+	rec, err := a.store.Create(engine.WithoutTask(ctx), task)
 	if err != nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "create", err)
 	}
@@ -60,7 +62,7 @@ func (a *adapter) Update(ctx context.Context, req *taskstore.UpdateRequest) (tas
 	if req.Event != nil {
 		ctx = engine.WithEvent(ctx, req.Event)
 	}
-	rec, err := a.store.Replace(ctx, req.Task, int64(req.PrevVersion))
+	rec, err := a.store.Replace(engine.WithoutTask(ctx), req.Task, int64(req.PrevVersion))
 	if err != nil {
 		return taskstore.TaskVersionMissing, wireError(ctx, "update", err)
 	}

@@ -68,6 +68,40 @@ func TestVersionsAreRevisions(t *testing.T) {
 	}
 }
 
+// wantedStore records, for each Create and Replace, whether its caller
+// asked for the task back (engine.TaskWanted).
+type wantedStore struct {
+	engine.Store
+	wanted []bool
+}
+
+func (s *wantedStore) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	s.wanted = append(s.wanted, engine.TaskWanted(ctx))
+	return s.Store.Create(ctx, task)
+}
+
+func (s *wantedStore) Replace(ctx context.Context, task *a2a.Task, expected int64) (engine.Record, error) {
+	s.wanted = append(s.wanted, engine.TaskWanted(ctx))
+	return s.Store.Replace(ctx, task, expected)
+}
+
+// TestWritesTakeNoCopy: the adapter's Create and Update ask the store for
+// no copy of the task (engine.WithoutTask), since a2a-go takes only the
+// version; the versions are still the revisions.
+func TestWritesTakeNoCopy(t *testing.T) {
+	ws := &wantedStore{Store: memstore.New(memstore.Options{})}
+	ts := TaskStore(ws)
+	if v, err := ts.Create(t.Context(), newTask("t1", "c")); err != nil || v != 1 {
+		t.Fatalf("Create = %d, %v; want 1", v, err)
+	}
+	if v, err := ts.Update(t.Context(), &taskstore.UpdateRequest{Task: newTask("t1", "c"), PrevVersion: 1}); err != nil || v != 2 {
+		t.Fatalf("Update = %d, %v; want 2", v, err)
+	}
+	if len(ws.wanted) != 2 || ws.wanted[0] || ws.wanted[1] {
+		t.Errorf("task wanted back by Create, Update: %v; want [false false]", ws.wanted)
+	}
+}
+
 // recordingStore answers List with a canned response or error and records
 // the request it got.
 type recordingStore struct {

@@ -21,6 +21,8 @@
 // writes without the ordering indexes) and impl=scan (PostgreSQL totals
 // counted by count(*), as before the store kept counters). op=list-wire is a ListTasks page as a server answers it:
 // through the a2aserver adapter, total included, encoded to JSON.
+// op=replace-notask is op=replace as the adapter makes it
+// (engine.WithoutTask: no copy of the task returned).
 //
 // BenchmarkTenancyAuthz (tenancy_authz_test.go, #15) measures per-owner
 // pages and totals through the authz dispatcher under authz.OwnerPolicy on

@@ -210,7 +210,7 @@ func benchOwnerReplace(b *testing.B, e *env) {
 					}
 				}()
 			}
-			replaceIDs(b, fx, ids)
+			replaceIDs(b, context.Background(), fx, ids)
 		})
 	}
 }

@@ -45,6 +45,26 @@ type Record struct {
 	Owner string
 }
 
+type withoutTaskKey struct{}
+
+// WithoutTask returns ctx for writes whose caller reads only the Revision,
+// Cursor and Owner of the Record they return: Create, CreateOwned and
+// Replace made with it return the Record with Task nil, so the store makes
+// no copy of the stored task (L9) for a caller that would drop it. The
+// adapter to a2a-go writes this way (taskstore.Store's Create and Update
+// return a version only); decorators forward it without knowing it, as
+// they do WithEvent. What is stored, and every other call, is unchanged.
+func WithoutTask(ctx context.Context) context.Context {
+	return context.WithValue(ctx, withoutTaskKey{}, true)
+}
+
+// TaskWanted reports whether a write made with ctx returns its task: false
+// under WithoutTask.
+func TaskWanted(ctx context.Context) bool {
+	without, _ := ctx.Value(withoutTaskKey{}).(bool)
+	return !without
+}
+
 // Projection selects how much of each task List returns.
 type Projection int
 
@@ -128,7 +148,8 @@ type ListResponse struct {
 // cannot store is ErrInvalidArgument, never ErrInternal.
 //
 // Returned tasks are copies (L9): mutating them never changes the store, and
-// a task passed in is never retained.
+// a task passed in is never retained. A caller that drops the task a
+// Create or Replace returns asks for none with WithoutTask.
 //
 // Conditional writes: Replace takes the revision the caller read; a
 // ConditionalStore offers the same for Cancel, AppendHistory and Delete.

@@ -66,10 +66,11 @@ func decodeBody(body []byte, id a2a.TaskID, contextID string) (*a2a.Task, error)
 
 // put writes task as the new state of its ID at time now, in one batch with
 // everything old (if not nil) leaves behind and the revision's log entry l
-// (nil without the log), and returns the stored record. The owner is
+// (nil without the log), and returns the stored record, with a copy of
+// the task if withTask (else Task nil: engine.WithoutTask). The owner is
 // old's, or for a new task owner.
 // REQUIRES: the task's write lock held.
-func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *engine.LogEntry) (engine.Record, error) {
+func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *engine.LogEntry, withTask bool) (engine.Record, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var counters counterDeltas
@@ -82,6 +83,9 @@ func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *en
 		return engine.Record{}, fmt.Errorf("pebblestore: %w", err)
 	}
 	s.wake(task.ID)
+	if !withTask {
+		return rec, nil
+	}
 	if rec.Task, err = decodeBody(body, task.ID, task.ContextID); err != nil {
 		return engine.Record{}, err
 	}
@@ -158,7 +162,7 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 		} else if !errors.Is(err, engine.ErrNotFound) {
 			return engine.Record{}, err
 		}
-		return s.put(nil, task, owner, engine.CreateTime(s.clock()), l)
+		return s.put(nil, task, owner, engine.CreateTime(s.clock()), l, engine.TaskWanted(ctx))
 	})
 }
 
@@ -183,7 +187,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		if err != nil {
 			return engine.Record{}, err
 		}
-		return s.put(old, task, "", now, l)
+		return s.put(old, task, "", now, l, engine.TaskWanted(ctx))
 	})
 }
 
@@ -243,7 +247,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 			c := engine.CanceledEntry(t.ContextID)
 			l = &c
 		}
-		return s.put(old, t, "", now, l)
+		return s.put(old, t, "", now, l, true)
 	})
 }
 
@@ -286,7 +290,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 			}
 			l = &m
 		}
-		return s.put(old, t, "", now, l)
+		return s.put(old, t, "", now, l, true)
 	})
 }
 

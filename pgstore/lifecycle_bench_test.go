@@ -60,7 +60,9 @@ func lifecycleVersions(id, contextID string) []*a2a.Task {
 // BenchmarkLifecycle: a task's A2A lifecycle — a create, then three
 // conditional replaces (expected revision 1, 2, 3), two of them state
 // changes; 200 owners, 50 contexts — through pgstore (impl=pgstore, with
-// its counters) and, side by side in the same run and on the same
+// its counters; called as the adapter to a2a-go calls it,
+// engine.WithoutTask: no copy of the task returned, as plain SQL returns
+// none) and, side by side in the same run and on the same
 // database, the very same column values written by plain SQL (INSERT,
 // then UPDATE … WHERE id AND revision) into a copy of the table made with
 // CREATE TABLE … (LIKE a2a_tasks INCLUDING ALL): the same columns,
@@ -161,7 +163,7 @@ func plainCopy(tb testing.TB, pool *pgxpool.Pool) {
 }
 
 func runLifecycles(b testing.TB, s *pgstore.Store, pool *pgxpool.Pool, impl string, writers, k int, seq *atomic.Int64) time.Duration {
-	ctx := context.Background()
+	ctx := engine.WithoutTask(context.Background())
 	const cols = `(id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)`
 	insert := `INSERT INTO a2a_tasks_plain ` + cols + ` VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 	update := `UPDATE a2a_tasks_plain SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -199,9 +200,22 @@ func (x *row) task() (*a2a.Task, error) {
 }
 
 func (x *row) record() (engine.Record, error) {
-	t, err := x.task()
-	if err != nil {
-		return engine.Record{}, err
+	return x.withTask(true)
+}
+
+// withTask is the row's record, with the task decoded if wanted.
+func (x *row) withTask(wanted bool) (rec engine.Record, err error) {
+	rec = engine.Record{Revision: x.revision, Cursor: x.cursor(), Owner: x.owner}
+	if wanted {
+		if rec.Task, err = x.task(); err != nil {
+			return engine.Record{}, err
+		}
 	}
-	return engine.Record{Task: t, Revision: x.revision, Cursor: x.cursor(), Owner: x.owner}, nil
+	return rec, nil
+}
+
+// written is the record a Create or Replace made with ctx returns: with
+// the task decoded, or without it under engine.WithoutTask.
+func (x *row) written(ctx context.Context) (engine.Record, error) {
+	return x.withTask(engine.TaskWanted(ctx))
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -244,4 +245,13 @@ func decoded(rec engine.Record, c content) (engine.Record, error) {
 	}
 	rec.Task = &v.task
 	return rec, nil
+}
+
+// returned is the record a Create or Replace made with ctx returns: with
+// a decoded copy of the task, or without one under engine.WithoutTask.
+func returned(ctx context.Context, rec engine.Record, c content) (engine.Record, error) {
+	if !engine.TaskWanted(ctx) {
+		return rec, nil
+	}
+	return decoded(rec, c)
 }

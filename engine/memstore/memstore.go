@@ -224,7 +224,7 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
 	s.wake(task.ID)
-	return decoded(rec, c)
+	return returned(ctx, rec, c)
 }
 
 // lockOpen takes s.mu for writing, or fails (not holding it) when the
@@ -357,7 +357,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	rec, c := s.snapshotLocked(e)
 	s.mu.Unlock()
 	s.wake(task.ID)
-	return decoded(rec, c)
+	return returned(ctx, rec, c)
 }
 
 // advanceLocked moves e to new content at time at, one revision on, in

@@ -525,3 +525,59 @@ func testCopies(t testing.TB, e *env) { // L9
 	mutate(r.Task)
 	check("Cancel's result")
 }
+
+// testWithoutTask: Create, CreateOwned and Replace made with
+// engine.WithoutTask return their record without the task — the revision,
+// cursor and owner Get reads afterwards — and store what they were given;
+// reads and other writes with that context are unchanged.
+func testWithoutTask(t testing.TB, e *env) { // L9, engine.WithoutTask
+	ctx := engine.WithoutTask(e.ctx)
+	check := func(what string, rec engine.Record, err error, want *a2a.Task) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if rec.Task != nil {
+			t.Errorf("%s under WithoutTask returned a task", what)
+		}
+		got := e.mustGet(t, want.ID)
+		if canon(got.Task) != canon(want) {
+			t.Errorf("%s stored\n got %s\nwant %s", what, canon(got.Task), canon(want))
+		}
+		got.Task = nil
+		if d := diffRecord(rec, got); d != "" {
+			t.Errorf("%s returned a record Get does not read: %s", what, d)
+		}
+	}
+	in := spec{id: "wt", ctx: "ctx", ts: statusAt(0), history: 2, artifacts: 2, tag: "v1"}.build()
+	rec, err := e.s.Create(ctx, clone(in))
+	check("Create", rec, err, in)
+	e.tick(1)
+	in.Metadata["tag"] = "v2"
+	rec, err = e.s.Replace(ctx, clone(in), 0)
+	check("Replace", rec, err, in)
+	e.tick(1)
+	in.Status.State = a2a.TaskStateCompleted
+	rec, err = e.s.Replace(ctx, clone(in), rec.Revision)
+	check("Replace with its expected revision", rec, err, in)
+	if _, err := e.s.Replace(ctx, clone(in), rec.Revision+1); !errors.Is(err, engine.ErrRevisionConflict) {
+		t.Errorf("Replace with a stale revision under WithoutTask: %v, want ErrRevisionConflict", err)
+	}
+	if e.o != nil {
+		other := spec{id: "wt-owned", ctx: "ctx", ts: statusAt(0), history: 1, tag: "v1"}.build()
+		rec, err := e.o.CreateOwned(ctx, clone(other), "alice")
+		check("CreateOwned", rec, err, other)
+		if rec.Owner != "alice" {
+			t.Errorf("CreateOwned under WithoutTask returned owner %q, want alice (O2)", rec.Owner)
+		}
+	}
+	if got, err := e.s.Get(ctx, in.ID); err != nil || canon(got.Task) != canon(in) {
+		t.Errorf("Get under WithoutTask: %v, task %s", err, canon(got.Task))
+	}
+	if got, err := e.s.AppendHistory(ctx, in.ID, newMessage("appended")); err != nil || got.Task == nil {
+		t.Errorf("AppendHistory under WithoutTask: %v, task %v (only Create, CreateOwned and Replace drop it)", err, got.Task)
+	}
+	if resp, err := e.s.List(ctx, &engine.ListRequest{}); err != nil || len(resp.Tasks) == 0 || resp.Tasks[0] == nil {
+		t.Errorf("List under WithoutTask: %v", err)
+	}
+}

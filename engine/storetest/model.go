@@ -199,7 +199,7 @@ func (m *model) Create(ctx context.Context, t *a2a.Task) (engine.Record, error) 
 	return m.CreateOwned(ctx, t, "")
 }
 
-func (m *model) CreateOwned(_ context.Context, t *a2a.Task, owner string) (engine.Record, error) {
+func (m *model) CreateOwned(ctx context.Context, t *a2a.Task, owner string) (engine.Record, error) {
 	if err := m.validate(t); err != nil {
 		return engine.Record{}, err
 	}
@@ -216,7 +216,16 @@ func (m *model) CreateOwned(_ context.Context, t *a2a.Task, owner string) (engin
 		return engine.Record{}, err
 	}
 	m.insertLocked(e)
-	return e.record(), nil
+	return written(ctx, e.record()), nil
+}
+
+// written is rec as a Create or Replace made with ctx returns it: without
+// its task under engine.WithoutTask.
+func written(ctx context.Context, rec engine.Record) engine.Record {
+	if !engine.TaskWanted(ctx) {
+		rec.Task = nil
+	}
+	return rec
 }
 
 func (m *model) Get(_ context.Context, id a2a.TaskID) (engine.Record, error) {
@@ -251,7 +260,7 @@ func (m *model) updateLocked(e *modelEntry, t *a2a.Task, stamp func(at int64)) (
 	return ne.record(), nil
 }
 
-func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) (engine.Record, error) {
+func (m *model) Replace(ctx context.Context, t *a2a.Task, expectedRevision int64) (engine.Record, error) {
 	if err := m.validate(t); err != nil {
 		return engine.Record{}, err
 	}
@@ -264,7 +273,8 @@ func (m *model) Replace(_ context.Context, t *a2a.Task, expectedRevision int64) 
 	if err != nil {
 		return engine.Record{}, err
 	}
-	return m.updateLocked(e, t, nil)
+	rec, err := m.updateLocked(e, t, nil)
+	return written(ctx, rec), err
 }
 
 func (m *model) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {

@@ -159,6 +159,7 @@ var clauses = []clause{
 	{name: "L7/live-traversal", fn: testLiveTraversal},
 	{name: "L7/equal-time-insert", clock: true, fn: testEqualTimeInsert},
 	{name: "L9/copies", fn: testCopies},
+	{name: "L9/without-task", fn: testWithoutTask},
 
 	{name: "limits/depth", fn: testDepthLimit},
 	{name: "limits/size", fn: testSizeLimit},
