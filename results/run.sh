@@ -134,7 +134,7 @@ step bench-retain bench "$BENCH_SIZES_RUN" '^BenchmarkRetain$' "$RETAIN_COUNT" 2
 step bench-retain-isolation bench "$ISOLATION_SIZE" '^BenchmarkRetainIsolation$' "$RETAIN_COUNT" 1x
 if [ -n "$SIZES_1E6" ]; then
   be=$(echo "$SIZES_1E6" | tr , '|')
-  step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace)\$" 3
+  step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace|replace-notask)\$" 3
 fi
 
 # 2. pgstore's write benchmarks: counters, and lifecycle when it exists.
