@@ -325,7 +325,7 @@ func benchPGWithoutIndexes(b *testing.B, e *env) {
 		b.Run(fmt.Sprintf("op=replace/n=%d/indexes=none", n), func(b *testing.B) {
 			fx := e.fixture(b, n)
 			drop(b, fx, "idx_a2a_tasks_context_updated", "idx_a2a_tasks_updated")
-			replaceLoop(b, fx)
+			replaceLoop(b, context.Background(), fx)
 		})
 		b.Run(fmt.Sprintf("op=create/n=%d/indexes=none", n), func(b *testing.B) {
 			fx := e.fixture(b, n)

@@ -331,7 +331,7 @@ func benchReplace(b *testing.B, e *env) {
 	forSizes(b, e, func(n int) string {
 		return fmt.Sprintf("op=replace/n=%d", n)
 	}, func(b *testing.B, fx *fixture) {
-		replaceLoop(b, fx)
+		replaceLoop(b, context.Background(), fx)
 		if fx.indexBytes != nil {
 			b.ReportMetric(float64(fx.indexBytes["idx_a2a_tasks_updated"]), "idx-updated-bytes")
 			b.ReportMetric(float64(fx.indexBytes["idx_a2a_tasks_context_updated"]), "idx-context-bytes")
@@ -340,12 +340,12 @@ func benchReplace(b *testing.B, e *env) {
 	forSizes(b, e, func(n int) string {
 		return fmt.Sprintf("op=replace-notask/n=%d", n)
 	}, func(b *testing.B, fx *fixture) {
-		replaceIDs(b, engine.WithoutTask(context.Background()), fx, fx.ids(4096, 23))
+		replaceLoop(b, engine.WithoutTask(context.Background()), fx)
 	})
 }
 
-func replaceLoop(b *testing.B, fx *fixture) {
-	replaceIDs(b, context.Background(), fx, fx.ids(4096, 23))
+func replaceLoop(b *testing.B, ctx context.Context, fx *fixture) {
+	replaceIDs(b, ctx, fx, fx.ids(4096, 23))
 }
 
 // replaceIDs replaces the tasks ids in turn with new content from the

@@ -433,11 +433,12 @@ func (f walSyncFile) SyncTo(length int64) (bool, error) {
 // BenchmarkReplaceFloor (issue 31): one unconditional Replace of a random
 // task of 10,000, without fsync, one writer, through the store
 // (impl=store, as the adapter to a2a-go calls it: engine.WithoutTask, no
-// copy of the task returned, as the floor returns none) and, side by side on the same machine, its floor in bare
-// Pebble (impl=bare): a Get of the task's record, then one batch with a
-// Delete of its old body key and two Sets (the new body key with the
-// task's body as the store encodes it, encoded beforehand, the record) —
-// the least a store keyed by cursor must write to move a task. Both DBs
+// copy of the task returned, as the floor returns none) and, side by side
+// on the same machine, its floor in bare Pebble (impl=bare): a Get of
+// the task's record, then one batch with a Delete of its old body key and
+// two Sets (the new body key with the task's body as the store encodes
+// it, encoded beforehand, the record) — the least a store keyed by cursor
+// must write to move a task. Both DBs
 // have the store's bloom filters and its 64 MiB cache. The two run in four
 // rounds of b.N/4 each, in the order store, bare, bare, store, …, so that
 // a change of machine load or the other's background work falls on both
@@ -446,10 +447,10 @@ func (f walSyncFile) SyncTo(length int64) (bool, error) {
 //
 // A third DB (impl=keys) has the store's own layout written by bare
 // Pebble (keysMove): what the store's Replace must write, without the
-// frame around it (validation, the task lock, counters). us/op-keys and ratio-keys = store / keys separate the
-// layout's cost (keys / bare) from the store's (store / keys). The three
-// run in the orders store, bare, keys, then keys, bare, store, …; ns/op
-// is the three together.
+// frame around it (validation, the task lock, counters). us/op-keys and
+// ratio-keys = store / keys separate the layout's cost (keys / bare) from
+// the store's (store / keys). The three run in the orders store, bare,
+// keys, then keys, bare, store, …; ns/op is the three together.
 //
 //	go test ./pebblestore -run '^$' -bench ReplaceFloor -benchtime 20000x -count 6
 func BenchmarkReplaceFloor(b *testing.B) {

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -203,7 +202,8 @@ func (x *row) record() (engine.Record, error) {
 	return x.withTask(true)
 }
 
-// withTask is the row's record, with the task decoded if wanted.
+// withTask is the row's record, with the task decoded if wanted (a
+// Create or Replace made under engine.WithoutTask wants none).
 func (x *row) withTask(wanted bool) (rec engine.Record, err error) {
 	rec = engine.Record{Revision: x.revision, Cursor: x.cursor(), Owner: x.owner}
 	if wanted {
@@ -212,10 +212,4 @@ func (x *row) withTask(wanted bool) (rec engine.Record, err error) {
 		}
 	}
 	return rec, nil
-}
-
-// written is the record a Create or Replace made with ctx returns: with
-// the task decoded, or without it under engine.WithoutTask.
-func (x *row) written(ctx context.Context) (engine.Record, error) {
-	return x.withTask(engine.TaskWanted(ctx))
 }

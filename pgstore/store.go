@@ -413,7 +413,7 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 	}
 	s.rollup.wrote(1)
 	s.wake(task.ID)
-	return x.written(ctx)
+	return x.withTask(engine.TaskWanted(ctx))
 }
 
 // Get implements engine.Store. With standbys it may run on one (L10).
@@ -507,7 +507,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	}
 	s.rollup.wrote(1)
 	s.wake(task.ID)
-	return x.written(ctx)
+	return x.withTask(engine.TaskWanted(ctx))
 }
 
 // writeError wraps an engine sentinel returned by a write closure, or
