@@ -23,7 +23,8 @@ const readBatch = 100
 // Tail follows the log of one task from a revision on: Next returns its
 // entries in revision order, each once, waiting for the next. Entries
 // written after the Tail was made are never missed: it watches the task
-// before its first read. A Tail is not safe for concurrent use.
+// before its first read; nor is a deletion made before it (Next looks
+// before it first waits). A Tail is not safe for concurrent use.
 type Tail struct {
 	store engine.LogStore
 	id    a2a.TaskID
@@ -69,16 +70,15 @@ func (t *Tail) Next(ctx context.Context) (engine.LogEntry, error) {
 		if err != nil || ok {
 			return l, err
 		}
-		if err := t.Wait(ctx); err != nil {
-			return engine.LogEntry{}, err
-		}
+		// Asked before every wait, the first included: a deletion before
+		// the watch began sends no wake-up.
 		if gone, err := t.Gone(ctx); err != nil {
 			return engine.LogEntry{}, err
 		} else if gone {
-			if l, ok, err := t.TryNext(ctx); err != nil || ok { // written and deleted meanwhile
-				return l, err
-			}
 			return engine.LogEntry{}, ErrGone
+		}
+		if err := t.Wait(ctx); err != nil {
+			return engine.LogEntry{}, err
 		}
 	}
 }

@@ -93,6 +93,28 @@ func TestTailGone(t *testing.T) {
 	}
 }
 
+// TestTailGoneBeforeWatch: a task deleted after its revision was read but
+// before the Tail began to watch it (a subscriber between its first read
+// and its tail) ends the tail without a wait: no wake-up will come.
+func TestTailGoneBeforeWatch(t *testing.T) {
+	s, _ := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := s.Create(ctx, working("t3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "t3"); err != nil {
+		t.Fatal(err)
+	}
+	tail := NewTail(s, "t3", 1, time.Hour)
+	defer tail.Close()
+	waited := false
+	tail.onIdle = func() { waited = true; cancel() }
+	if _, err := tail.Next(ctx); waited || !errors.Is(err, ErrGone) {
+		t.Fatalf("Next on a task deleted before the watch: %v (waited: %v), want ErrGone at once", err, waited)
+	}
+}
+
 // TestTailTrimmed: entries trimmed away below the task's revision make
 // the tail return the task itself at its revision, then go on.
 func TestTailTrimmed(t *testing.T) {
