@@ -115,7 +115,6 @@ type reader struct {
 // the subscription.
 func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 	c := r.m.c
-	woken := false // a wake-up or the poll brought nothing new: is the task gone?
 	for {
 		if err := r.open(); err != nil {
 			return nil, err
@@ -135,12 +134,11 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 				return msg, err
 			}
 		}
-		if woken {
-			if gone, err := r.tail.Gone(ctx); gone || err != nil {
-				return nil, readError(cmpErr(err, tasklog.ErrGone))
-			}
+		// Asked before every wait, the first included: a deletion between
+		// CreateReader's read and its watch sends no wake-up.
+		if gone, err := r.tail.Gone(ctx); gone || err != nil {
+			return nil, readError(cmpErr(err, tasklog.ErrGone))
 		}
-		woken = true
 		if c.onIdle != nil {
 			c.onIdle(r.taskID)
 		}

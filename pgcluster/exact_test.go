@@ -717,3 +717,51 @@ func TestFailedPushLookupRetried(t *testing.T) {
 		t.Fatalf("task %+v after %d runs, want completed after 2", task.Status, runs)
 	}
 }
+
+// deletingLog deletes a task right after its first Get once armed: the
+// deletion falls between a reader's read of the task and its watch.
+type deletingLog struct {
+	pgcluster.LogStore
+	armed *atomic.Bool
+}
+
+func (l deletingLog) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
+	rec, err := l.LogStore.Get(ctx, id)
+	if err == nil && l.armed.CompareAndSwap(true, false) {
+		if derr := l.LogStore.Delete(ctx, id); derr != nil {
+			return rec, derr
+		}
+	}
+	return rec, err
+}
+
+// A task deleted after a reader read its revision but before the reader
+// began to watch its log ends the read with task not found, without a
+// wait: no notification of that deletion will come (the poll is an hour).
+func TestEventReaderTaskDeletedBeforeWatch(t *testing.T) {
+	h := newHarness(t)
+	var armed atomic.Bool
+	h.wrapLog = func(_ string, l pgcluster.LogStore) pgcluster.LogStore { return deletingLog{l, &armed} }
+	a := h.start(t, "a", newGateAgent(0))
+	ctx := t.Context()
+	id := a2a.TaskID("t1")
+	if _, err := a.tasks.Create(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	r, err := a.cluster.QueueManager().CreateReader(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if armed.Load() {
+		t.Fatal("setup: the reader did not read the task")
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waited atomic.Bool
+	a.cluster.OnIdle(func(a2a.TaskID) { waited.Store(true); cancel() })
+	if _, err := r.Read(rctx); waited.Load() || !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("read of a task deleted before the watch: %v (waited: %v), want task not found at once", err, waited.Load())
+	}
+}
