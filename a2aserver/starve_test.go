@@ -34,8 +34,9 @@ var starveLimits = ServeLimits{
 const attackers = 2 * 4
 
 // servedWithin is how long a well-behaved client may wait for its answer
-// while the attack runs.
-const servedWithin = time.Second
+// while the attack runs. Served in 0.2-0.45 s on 2 cores at load 10 under
+// -race (two rounds of the read timeout); never without the guards.
+const servedWithin = 3 * time.Second
 
 // dribbleTick is how often an attacker sends one more byte.
 const dribbleTick = 20 * time.Millisecond

@@ -380,6 +380,10 @@ func TestEventReaderFromLog(t *testing.T) {
 // the execution's context on the other, the task ends CANCELED and stays so.
 func TestCancelOnOtherInstance(t *testing.T) {
 	h := newHarness(t)
+	// No lease renewal during the test: a renewal that read the task
+	// CANCELED would stop the execution before the cancel's notification
+	// (CancelsSeen, not CanceledHere), and this test is about the latter.
+	h.opts.LeaseTimeout = time.Minute
 	agent := newGateAgent(1)
 	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
 	ctx := t.Context()

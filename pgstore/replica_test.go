@@ -669,6 +669,7 @@ func TestStandbyNudge(t *testing.T) {
 	set := pgtest.Replicated(t)
 	p, sbs := set.DSN(t)
 	set.SetPrimary(t, "wal_writer_delay", "10s")
+	set.SetPrimary(t, "autovacuum", "off") // its commits would flush the WAL too
 	// No roll-ups: their synchronous commits would flush the WAL.
 	writer, err := pgstore.Open(ctx, p+" options='-c synchronous_commit=off'", pgstore.Options{CountRollupInterval: -1})
 	if err != nil {

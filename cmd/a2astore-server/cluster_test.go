@@ -242,7 +242,9 @@ func collect(t *testing.T, who string, seq func(yield func(a2a.Event, error) boo
 // resubscription on the other server, which continues without gap.
 func TestClusterSubscribeAcrossServers(t *testing.T) {
 	const steps = 4
-	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "150ms")...)
+	// Steps long enough (2 s in all) for the resubscription and the second
+	// subscriber to come before the end on a loaded machine.
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "500ms")...)
 	ctx := t.Context()
 	a := f.servers[0].client(t, a2a.TransportProtocolJSONRPC)
 
@@ -311,7 +313,8 @@ func TestClusterCancelAcrossServers(t *testing.T) {
 // completes it.
 func TestClusterKillExecutingServer(t *testing.T) {
 	const steps = 3
-	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "200ms")...)
+	// The kill must come before the end: 1.2 s after the first step.
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "600ms")...)
 	ctx := t.Context()
 	id := sendReturning(t, ctx, f.servers[0].client(t, a2a.TransportProtocolJSONRPC))
 	executor, survivor := f.executing(t, id)
@@ -334,7 +337,7 @@ func TestClusterKillExecutingServer(t *testing.T) {
 	if l.Owner != survivor.name || l.Attempt != 2 {
 		t.Fatalf("execution item %+v, want done by %s on attempt 2", l, survivor.name)
 	}
-	t.Logf("killed %s; %s completed the task %v later (lease 1s, %d steps of 200ms)", executor.name, survivor.name, elapsed.Round(time.Millisecond), steps)
+	t.Logf("killed %s; %s completed the task %v later (lease 1s, %d steps of 600ms)", executor.name, survivor.name, elapsed.Round(time.Millisecond), steps)
 }
 
 // K2 across processes: the notification connection of the subscriber's
@@ -343,7 +346,7 @@ func TestClusterKillExecutingServer(t *testing.T) {
 // safety-net poll is an hour).
 func TestClusterListenerTerminated(t *testing.T) {
 	const steps = 4
-	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "150ms")...)
+	f := startCluster(t, []string{"a", "b"}, stepArgs(steps, "500ms")...) // the subscription must come before the end
 	ctx := t.Context()
 	admin, err := pgxpool.New(ctx, pgtest.AdminDSN(t))
 	if err != nil {
