@@ -25,6 +25,13 @@ import (
 // row lock and has no index to maintain, so concurrent writers never
 // queue on a counter. One delta row stands for all four kinds below.
 //
+// <schema>.a2a_task_count_moves is the second ledger, of the same form:
+// the update trigger appends there the two rows of a change of state
+// alone (context, owner and ID kept) — the moves of every lifecycle.
+// They leave every total not filtered by state unchanged, so only a
+// total by state reads this ledger: writers moving tasks through their
+// states, however fast, lengthen no other total's scan.
+//
 // <schema>.a2a_task_counts is the base: one row per (kind, name, state,
 // shard), written only by the roll-up (a2a_task_counts_fold, run by the
 // service in rollup.go), the recount (a2a_task_counts_rebuild) and
@@ -47,13 +54,14 @@ import (
 //
 // A total is base + pending deltas, both read in the page's REPEATABLE
 // READ snapshot (L8): the fold deletes the deltas it adds to the base in
-// one transaction, so every snapshot sees each delta exactly once, in the
+// one transaction, so every snapshot sees each delta exactly once, in a
 // ledger or in the base. The fold takes a transaction-scoped advisory lock
 // (foldLockSQL; the rebuild and TRUNCATE wait for it), so of several
 // servers on one database one folds at a time; a fold that dies halfway
-// rolls back whole and its deltas stay pending. The ledger has no index:
-// a total scans it, which the roll-up keeps short (cadence, size, and a
-// wake from any total that scanned more than foldOnReadRows rows).
+// rolls back whole and its deltas stay pending. A ledger has no index: a
+// total scans what it reads, which the roll-up keeps short (cadence,
+// size, and a wake from any total that scanned more than foldOnReadRows
+// rows).
 //
 // Shapes read: none (kind 0, every row), state (kind 0, one state),
 // context, owner and owner+context (kinds 1 to 3, one name: the rows of
@@ -73,10 +81,11 @@ import (
 // trigger cannot name columns: with UPDATE OF, an update that sets none of
 // id, state, context_id and owner (AppendHistory) fires nothing at all,
 // and the function returns at once when the values it sets are unchanged
-// (a Replace that keeps state and context). (The store never changes an
+// (a Replace that keeps state and context); a change of state alone goes
+// to the moves ledger. (The store never changes an
 // ID; hand-written SQL that does appends a -1 and a +1 that cancel out
 // with one shard, and would move the task's counts to its new shard with
-// several.) TRUNCATE empties base and ledger.
+// several.) TRUNCATE empties base and ledgers.
 
 // countShards is the number of base rows per (kind, name, state): one.
 // Releases before spread a task's counts over 16 rows by its ID's hash,
@@ -159,10 +168,11 @@ const countsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_counts (
 	PRIMARY KEY (kind, name, state, shard)
 ) WITH (fillfactor = 50)`
 
-// countsDeltasTableSQL creates the ledger. No index, no key: writers
-// only append; the fold and totals scan it, and the roll-up keeps it
-// short. Autovacuum is told to clean it after every thousand deleted rows.
-const countsDeltasTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_deltas (
+// countsLedgerTableSQL creates a ledger ({ledger}: a2a_task_count_deltas
+// or a2a_task_count_moves). No index, no key: writers only append; the
+// fold and totals scan it, and the roll-up keeps it short. Autovacuum is
+// told to clean it after every thousand deleted rows.
+const countsLedgerTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.{ledger} (
 	shard      smallint NOT NULL,
 	state      text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
@@ -215,13 +225,13 @@ var baseUpsert = `
 		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;`
 
-// foldBody folds up to foldBatch deltas into the base in one statement:
-// it deletes them, nets them per task group (shard, state, context,
-// owner: a task's deltas within a batch mostly cancel out, as a created
-// task's +1 and -1 of each state it passes), adds the non-zero sums per
-// counter row (in key order), and deletes the rows of kinds 1 to 3 it
-// brought to zero. It returns how many
-// delta rows it folded, or -1 when another fold holds the lock.
+// foldBody folds up to foldBatch deltas of each ledger into the base in
+// one statement: it deletes them, nets them per task group (shard,
+// state, context, owner: a task's deltas within a batch mostly cancel
+// out, as a created task's +1 and -1 of each state it passes), adds the
+// non-zero sums per counter row (in key order), and deletes the rows of
+// kinds 1 to 3 it brought to zero. It returns how many delta rows it
+// folded (of both ledgers), or -1 when another fold holds the lock.
 var foldBody = `
 DECLARE
 	zk smallint[];
@@ -232,16 +242,24 @@ DECLARE
 BEGIN
 	IF NOT ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_try_advisory_xact_lock") + ` THEN
 		RETURN -1;
-	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (
-		DELETE FROM {schema}.a2a_task_count_deltas
-		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.a2a_task_count_deltas LIMIT {batch}))
-		RETURNING shard, state, context_id, owner, d
+	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas")+`
+	), moved AS (`+foldTake("a2a_task_count_moves")+`
 	), net AS (
-		SELECT shard, state, context_id, owner, sum(d) AS d FROM gone GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
-	),`, "{delta}", "net", "{count}", "(SELECT count(*) FROM gone), ", "{into}", "folded, ") + `
+		SELECT shard, state, context_id, owner, sum(d) AS d FROM (SELECT * FROM gone UNION ALL SELECT * FROM moved) AS g
+		GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
+	),`, "{delta}", "net", "{count}", "(SELECT count(*) FROM gone) + (SELECT count(*) FROM moved), ", "{into}", "folded, ") + `
 	RETURN folded;
 END
 `
+
+// foldTake is the fold's delete of up to foldBatch rows of ledger,
+// returning them.
+func foldTake(ledger string) string {
+	return replaceAll(`
+		DELETE FROM {schema}.{ledger}
+		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.{ledger} LIMIT {batch}))
+		RETURNING shard, state, context_id, owner, d`, "{ledger}", ledger)
+}
 
 // bulkRows is how many rows a statement must insert or delete for its
 // trigger to add its counts to the base at once rather than append them
@@ -272,6 +290,13 @@ BEGIN
 END
 `
 
+// updateAppend is the update trigger's append to {ledger}: -1 for the old
+// values, +1 for the new.
+const updateAppend = `
+	INSERT INTO {schema}.{ledger} (shard, state, context_id, owner, d) VALUES
+		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
+		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);`
+
 // countFunctions are the trigger functions, by name, with their bodies.
 // The bodies are compared with the database's at startup (P3), so any
 // change here must be made in CountLedgerMigrationFile too (a test checks
@@ -282,13 +307,13 @@ var countFunctions = []struct{ name, body string }{
 	{"a2a_task_counts_on_delete", replaceAll(countAppend, "{rows}", "old_rows", "{sign}", "-")},
 	{"a2a_task_counts_on_update", `
 BEGIN
-	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
-			AND OLD.owner IS NOT DISTINCT FROM NEW.owner AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
+	IF OLD.context_id IS NOT DISTINCT FROM NEW.context_id AND OLD.owner IS NOT DISTINCT FROM NEW.owner
+			AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
+		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
+			RETURN NULL;
+		END IF;` + replaceAll(updateAppend, "{ledger}", "a2a_task_count_moves", "\n\t", "\n\t\t") + `
 		RETURN NULL;
-	END IF;
-	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
-		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
-		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
+	END IF;` + replaceAll(updateAppend, "{ledger}", "a2a_task_count_deltas") + `
 	RETURN NULL;
 END
 `},
@@ -297,6 +322,7 @@ BEGIN
 	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
 	DELETE FROM {schema}.a2a_task_counts;
 	DELETE FROM {schema}.a2a_task_count_deltas;
+	DELETE FROM {schema}.a2a_task_count_moves;
 	RETURN NULL;
 END
 `},
@@ -360,6 +386,7 @@ BEGIN
 	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
 	DELETE FROM {schema}.a2a_task_counts;
 	DELETE FROM {schema}.a2a_task_count_deltas;
+	DELETE FROM {schema}.a2a_task_count_moves;
 	INSERT INTO {schema}.a2a_task_counts (kind, name, state, shard, n)
 	SELECT kind, name, state, shard, n FROM (
 	` + recountSQL + `
@@ -397,7 +424,8 @@ func countsInstallSQL(qs string) []string {
 	stmts := []string{
 		"LOCK TABLE " + qs + ".a2a_tasks IN SHARE ROW EXCLUSIVE MODE",
 		render(countsTableSQL, qs),
-		render(countsDeltasTableSQL, qs),
+		render(strings.ReplaceAll(countsLedgerTableSQL, "{ledger}", "a2a_task_count_deltas"), qs),
+		render(strings.ReplaceAll(countsLedgerTableSQL, "{ledger}", "a2a_task_count_moves"), qs),
 	}
 	for _, f := range countFunctions {
 		stmts = append(stmts, createFunctionSQL(qs, f.name, "trigger", f.body))
@@ -414,8 +442,9 @@ func countsInstallSQL(qs string) []string {
 
 // countQuery returns the SQL and arguments that read q's total from the
 // base counters plus the pending deltas, and the number of pending delta
-// rows the total scanned (every row of the ledger: it has no index), or
-// ok = false when q's shape is not counted there.
+// rows the total scanned (every row of the ledger it reads: a ledger has
+// no index), or ok = false when q's shape is not counted there. Only a
+// total by state reads a2a_task_count_moves.
 func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 	if q.StatusAfter != nil {
 		return "", nil, false
@@ -445,9 +474,13 @@ func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 	if len(pending) > 0 {
 		sum += " FILTER (WHERE " + strings.Join(pending, " AND ") + ")"
 	}
+	ledger := s.sql.deltas // pure state moves change no total but by state
+	if q.Status != a2a.TaskStateUnspecified {
+		ledger = s.sql.ledgers + " AS l"
+	}
 	return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
 		") + p.d)::bigint, p.rows FROM (SELECT coalesce(" + sum + ", 0) AS d, count(*) AS rows FROM " +
-		s.sql.deltas + ") AS p", a, true
+		ledger + ") AS p", a, true
 }
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.
@@ -495,7 +528,7 @@ func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error
 	defer tx.Rollback(ctx)
 	rows, err := tx.Query(ctx, `WITH want AS (`+render(recountSQL, s.qschema)+`),
 pending AS (
-	SELECT kind, name, state, shard, sum(d) AS n FROM (`+render(strings.ReplaceAll(countExpand, "{rows}", s.sql.deltas), s.qschema)+`
+	SELECT kind, name, state, shard, sum(d) AS n FROM (`+render(strings.ReplaceAll(countExpand, "{rows}", s.sql.ledgers), s.qschema)+`
 	) AS p (kind, name, state, shard, d)
 	GROUP BY kind, name, state, shard),
 have AS (

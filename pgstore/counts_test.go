@@ -367,10 +367,10 @@ func fold(t testing.TB, s *pgstore.Store) {
 	}
 }
 
-// Updates that change no counted column do not touch the ledger: with
-// a2a_task_count_deltas locked against writes, AppendHistory and a
-// Replace that keeps state, context and owner complete, while a Replace
-// that changes the state waits.
+// Updates that change no counted column do not touch the ledgers: with
+// a2a_task_count_deltas and a2a_task_count_moves locked against writes,
+// AppendHistory and a Replace that keeps state, context and owner
+// complete, while a Replace that changes the state waits.
 func TestCountsSkipUncountedUpdates(t *testing.T) {
 	ctx := context.Background()
 	s, dsn := open(t)
@@ -381,7 +381,7 @@ func TestCountsSkipUncountedUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `LOCK TABLE a2a_task_count_deltas IN EXCLUSIVE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE a2a_task_count_deltas, a2a_task_count_moves IN EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	// Were the counters touched, these would wait for the lock: bound them.
@@ -528,4 +528,45 @@ SELECT 'b' || i, 'c' || (i % 7), 1, 'TASK_STATE_WORKING', 'o' || (i % 3) FROM ge
 	if resp.TotalSize != want {
 		t.Fatalf("total %d, recount %d", resp.TotalSize, want)
 	}
+}
+
+// Issue 31: a change of state alone (a task's lifecycle: context and
+// owner kept) appends to the moves ledger, which only totals by state
+// read; a change of context (or owner) appends to the deltas ledger.
+// Every total stays exact before and after the fold, which empties both.
+func TestStateMovesLedger(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s := openNoRollup(t, dsn)
+	conn := connect(t, dsn)
+	ledgers := func() (deltas, moves int) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM a2a_task_count_deltas), (SELECT count(*) FROM a2a_task_count_moves)`).Scan(&deltas, &moves); err != nil {
+			t.Fatal(err)
+		}
+		return deltas, moves
+	}
+	must(t)(s.CreateOwned(ctx, task("t1", "c1", a2a.TaskStateSubmitted), "o1"))
+	must(t)(s.CreateOwned(ctx, task("t2", "c1", a2a.TaskStateWorking), "o1"))
+	fold(t, s)
+	must(t)(s.Replace(ctx, task("t1", "c1", a2a.TaskStateWorking), 0))
+	must(t)(s.Replace(ctx, task("t1", "c1", a2a.TaskStateCompleted), 0))
+	if d, m := ledgers(); d != 0 || m != 4 {
+		t.Fatalf("two changes of state alone: %d deltas, %d moves; want 0 and 4", d, m)
+	}
+	checkShapes(t, s, conn)
+	must(t)(s.Replace(ctx, task("t2", "c2", a2a.TaskStateCompleted), 0))
+	execSQL(t, conn, `UPDATE a2a_tasks SET owner = 'o2' WHERE id = 't1'`)
+	if d, m := ledgers(); d != 4 || m != 4 {
+		t.Fatalf("a change of context and one of owner: %d deltas, %d moves; want 4 and 4", d, m)
+	}
+	checkShapes(t, s, conn)
+	checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 2)
+	checkTotal(t, s, engine.ListRequest{Owner: "o1", Status: a2a.TaskStateWorking}, 0)
+	fold(t, s)
+	if d, m := ledgers(); d != 0 || m != 0 {
+		t.Fatalf("after the fold: %d deltas, %d moves pending", d, m)
+	}
+	checkShapes(t, s, conn)
+	checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 2)
 }

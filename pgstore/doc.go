@@ -58,8 +58,10 @@
 // Every total of the shapes none, context, owner and owner+context, each
 // with or without a state, is read from the counters, not counted: the
 // base table a2a_task_counts (at most a row per state: one shard) plus the
-// pending deltas of the ledger a2a_task_count_deltas, both in the page's
-// REPEATABLE READ snapshot, so the total is exact for the page. A total
+// pending deltas of the ledger a2a_task_count_deltas — and, for a total
+// by state, of a2a_task_count_moves, the ledger of pure state changes —
+// all in the page's REPEATABLE READ snapshot, so the total is exact for
+// the page. A total
 // with StatusTimestampAfter counts the matching rows and may scan (C4).
 // ListStats.Counted is 0 when the counters answered.
 //
@@ -71,13 +73,16 @@
 // triggers run once per statement on its transition table (one grouped
 // multi-row INSERT); the UPDATE trigger runs per row and only for updates
 // that set id, state, context_id or owner (AppendHistory fires nothing),
-// returning at once when they are unchanged, else appending two rows. The
+// returning at once when they are unchanged, else appending two rows: to
+// a2a_task_count_moves when only the state changed (the moves of a
+// lifecycle, and no total but one by state reads them), else to
+// a2a_task_count_deltas. The
 // store's roll-up service (started by Open and New, stopped by Close;
 // Options.CountRollupInterval) folds the ledger into the base every
 // second, after every thousand of the store's writes, as soon as a total
 // scanned more than 256 pending deltas, and at once again after a round
 // that folded a full batch, in transactions
-// of up to 10,000 deltas that delete the deltas and add them to the base
+// of up to 10,000 deltas of each ledger that delete the deltas and add them to the base
 // together (a2a_task_counts_fold), one server at a time (an advisory
 // lock); FoldCounts folds on demand. Context and owner base rows that
 // reach zero are deleted by the fold. Writes that bypass triggers
@@ -86,7 +91,8 @@
 // a recount from one snapshot (ErrCountDrift, CountDrifts), and SELECT
 // <schema>.a2a_task_counts_rebuild() recounts under the same lock as the
 // install. Roles that write a2a_tasks need INSERT on
-// a2a_task_count_deltas (and, to TRUNCATE, DELETE on both tables).
+// a2a_task_count_deltas and a2a_task_count_moves (and, to TRUNCATE,
+// DELETE on the three tables).
 //
 // # Owners (O1–O6)
 //

@@ -57,9 +57,9 @@ func CountFunctionsSQL(shards int) []string {
 	return stmts
 }
 
-// LedgerRows returns how many delta rows the count ledger holds, in a
-// snapshot of its own.
+// LedgerRows returns how many delta rows the count ledgers hold, in a
+// snapshot of their own.
 func (s *Store) LedgerRows(ctx context.Context) (n int64, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&n)
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.ledgers+` AS l`).Scan(&n)
 	return n, err
 }

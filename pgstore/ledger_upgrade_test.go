@@ -75,7 +75,7 @@ SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM 
 			execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'old1%'`)
 			var shards, pending int
 			if err := conn.QueryRow(ctx, `SELECT (SELECT count(DISTINCT shard) FROM a2a_task_counts),
-	(SELECT count(DISTINCT shard) FROM a2a_task_count_deltas)`).Scan(&shards, &pending); err != nil {
+	(SELECT count(DISTINCT shard) FROM (SELECT shard FROM a2a_task_count_deltas UNION ALL SELECT shard FROM a2a_task_count_moves) AS l)`).Scan(&shards, &pending); err != nil {
 				t.Fatal(err)
 			}
 			if shards < 2 || pending < 2 {

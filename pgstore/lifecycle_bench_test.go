@@ -233,7 +233,8 @@ WHERE id = $1 AND revision = $11`
 // IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
 // folded (backlog=0) and with a backlog of pending deltas as long as one
 // fold transaction takes (backlog=FoldBatch: the roll-up's cadence keeps
-// it far shorter under load, see docs/postgres.md). The store runs no roll-up
+// it far shorter under load, see docs/postgres.md). The backlog is state
+// flips: the moves ledger, which only totals by state read. The store runs no roll-up
 // here, so the backlog stays put. server-ms is the count query's own
 // execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
 //
@@ -249,10 +250,10 @@ func BenchmarkCountBacklog(b *testing.B) {
 				if backlog > 0 {
 					// Each state flip appends two delta rows.
 					exec(flipRandomSQL, backlog/2)
-					exec(`VACUUM ANALYZE a2a_task_count_deltas`)
+					exec(`VACUUM ANALYZE a2a_task_count_moves`)
 				}
 				var pending int
-				if err := pool.QueryRow(ctx, `SELECT count(*) FROM a2a_task_count_deltas`).Scan(&pending); err != nil {
+				if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM a2a_task_count_deltas) + (SELECT count(*) FROM a2a_task_count_moves)`).Scan(&pending); err != nil {
 					b.Fatal(err)
 				}
 				for _, shape := range countShapes(f) {
@@ -328,11 +329,14 @@ func BenchmarkFold(b *testing.B) {
 // by COPY, the issue's "after bulk loads"; wake=on only, as there is no
 // backlog to wake for). wake=on is the store as built; wake=off turns the
 // totals' wake off (the roll-up then folds once per interval, 1 s: the
-// store before issue 31). Both measure with the same writers running. Metrics:
-// pending-deltas, the ledger's mean length sampled every 20 ms during the
-// run; ledger-pages and dead-tuples, the ledger's heap size in 8 KiB
-// pages and its dead rows (pg_stat_user_tables' estimate) at the end: a
-// total reads every page of the heap, the dead rows' too. The issue's
+// store before issue 31). Both measure with the same writers running.
+// filter=none is the unfiltered page, filter=state the working tasks':
+// the writers' flips go to the moves ledger, which only the total by
+// state reads. Metrics: pending-deltas and pending-moves, the ledgers'
+// mean lengths sampled every 20 ms during the run; ledger-pages and
+// dead-tuples, a2a_task_count_deltas' heap size in 8 KiB pages and its
+// dead rows (pg_stat_user_tables' estimate) at the end: a total reads
+// every page of a ledger's heap, the dead rows' too. The issue's
 // target: with / without ≤ 1.25 at any backlog. All share the 2 cores
 // with PostgreSQL: the absolute figures are loaded by the writers by
 // design; compare within a wake setting.
@@ -360,9 +364,15 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 		} else {
 			s.SetFoldOnReadRows(math.MaxInt64)
 		}
-		for _, total := range []bool{false, true} {
-			req := engine.ListRequest{IncludeTotalSize: total}
-			name := fmt.Sprintf("backend=pg/op=first_page/n=%d/writers=%d/wake=%s/total=%t", n, writersN, onOff(wake), total)
+		for _, c := range []struct {
+			filter string
+			total  bool
+		}{{"none", false}, {"none", true}, {"state", false}, {"state", true}} {
+			req := engine.ListRequest{IncludeTotalSize: c.total}
+			if c.filter == "state" {
+				req.Status = a2a.TaskStateWorking
+			}
+			name := fmt.Sprintf("backend=pg/op=first_page/n=%d/writers=%d/wake=%s/filter=%s/total=%t", n, writersN, onOff(wake), c.filter, c.total)
 			b.Run(name, func(b *testing.B) {
 				sample := sampleLedger(pool)
 				for b.Loop() {
@@ -370,7 +380,9 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(sample(), "pending-deltas")
+				deltas, moves := sample()
+				b.ReportMetric(deltas, "pending-deltas")
+				b.ReportMetric(moves, "pending-moves")
 				var pages, dead int64
 				if err := pool.QueryRow(context.Background(), `SELECT pg_relation_size('a2a_task_count_deltas') / 8192, coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'a2a_task_count_deltas'), 0)`).Scan(&pages, &dead); err != nil {
 					b.Fatal(err)
@@ -428,11 +440,11 @@ func startFlippers(b *testing.B, pool *pgxpool.Pool, f *fixture, k int) (stop fu
 	return func() { cancel(); wg.Wait() }
 }
 
-// sampleLedger counts the pending delta rows every 20 ms until the
-// returned func is called, which returns their mean.
-func sampleLedger(pool *pgxpool.Pool) (mean func() float64) {
+// sampleLedger counts the pending delta rows of both ledgers every 20 ms
+// until the returned func is called, which returns their means.
+func sampleLedger(pool *pgxpool.Pool) (means func() (deltas, moves float64)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var sum, k atomic.Int64
+	var sum, sumMoves, k atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -444,19 +456,20 @@ func sampleLedger(pool *pgxpool.Pool) (mean func() float64) {
 				return
 			case <-t.C:
 			}
-			var rows int64
-			if pool.QueryRow(ctx, `SELECT count(*) FROM a2a_task_count_deltas`).Scan(&rows) == nil {
+			var rows, moves int64
+			if pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM a2a_task_count_deltas), (SELECT count(*) FROM a2a_task_count_moves)`).Scan(&rows, &moves) == nil {
 				sum.Add(rows)
+				sumMoves.Add(moves)
 				k.Add(1)
 			}
 		}
 	}()
-	return func() float64 {
+	return func() (float64, float64) {
 		cancel()
 		<-done
 		if k.Load() == 0 {
-			return 0
+			return 0, 0
 		}
-		return float64(sum.Load()) / float64(k.Load())
+		return float64(sum.Load()) / float64(k.Load()), float64(sumMoves.Load()) / float64(k.Load())
 	}
 }

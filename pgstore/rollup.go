@@ -158,8 +158,8 @@ func (s *Store) foldOnce(ctx context.Context, count bool) (n, left int64, err er
 		if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
 			return err
 		}
-		if count && n == foldBatch {
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.deltas).Scan(&left); err != nil {
+		if count && n >= foldBatch {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.ledgers+` AS l`).Scan(&left); err != nil {
 				return err
 			}
 		}

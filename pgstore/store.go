@@ -158,6 +158,7 @@ type statements struct {
 	table         string // quoted schema.a2a_tasks
 	counts        string // quoted schema.a2a_task_counts
 	deltas        string // quoted schema.a2a_task_count_deltas
+	ledgers       string // both ledgers' rows, a subquery to alias
 	create        string
 	get           string
 	replace       string
@@ -212,6 +213,8 @@ func newStatements(schema string) statements {
 		table:  tbl,
 		counts: pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
 		deltas: pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(),
+		ledgers: "(SELECT * FROM " + pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize() +
+			" UNION ALL SELECT * FROM " + pgx.Identifier{schema, "a2a_task_count_moves"}.Sanitize() + ")",
 		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
 VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING ` + writtenColumns,

@@ -13,24 +13,27 @@
 --
 -- What changes: the triggers no longer update a2a_task_counts in the
 -- writer's transaction; they append signed deltas to a2a_task_count_deltas
--- (no row lock, no upsert) — but for a statement inserting or deleting 64
--- rows or more (a bulk load, a retention batch), whose counts go to
--- a2a_task_counts at once, so that no total scans a ledger it left — and
--- with one counter row per (kind, name, state), shard 0, where earlier
--- versions of this file kept 16 shards that the fold could not net (issue
--- 31; a database that ran an earlier version of this file runs it again,
--- and its counters are recounted). A total reads a2a_task_counts plus
--- the pending deltas in one snapshot, so it stays exact. The servers' roll-up service
--- (or SELECT public.a2a_task_counts_fold(), repeated while it returns
--- 10000) folds the deltas into a2a_task_counts, one transaction each.
--- Servers of releases before this one read a2a_task_counts alone: their
--- totals would miss the pending deltas, and a managed server of such a
+-- (no row lock, no upsert), a change of state alone to a second ledger,
+-- a2a_task_count_moves, that only totals by state read — but for a
+-- statement inserting or deleting 64 rows or more (a bulk load, a
+-- retention batch), whose counts go to a2a_task_counts at once, so that no
+-- total scans a ledger it left — and with one counter row per (kind, name,
+-- state), shard 0, where earlier versions of this file kept 16 shards that
+-- the fold could not net and one ledger (issue 31; a database that ran an
+-- earlier version of this file runs it again, and its counters are
+-- recounted). A total reads a2a_task_counts plus the pending deltas in one
+-- snapshot, so it stays exact. The servers' roll-up service (or SELECT
+-- public.a2a_task_counts_fold(), repeated while it returns 10000 or more)
+-- folds the deltas into a2a_task_counts, one transaction each. Servers of
+-- releases before this one read a2a_task_counts alone, or one ledger:
+-- their totals would miss pending deltas, and a managed server of such a
 -- release would reinstall its own triggers. Upgrade every server at once.
 --
--- Roles that write a2a_tasks need INSERT on a2a_task_count_deltas (the
--- triggers run as them), and SELECT, DELETE on it with SELECT, INSERT,
--- UPDATE, DELETE on a2a_task_counts for TRUNCATE; the role that folds
--- needs SELECT, DELETE on the ledger and all four on a2a_task_counts.
+-- Roles that write a2a_tasks need INSERT on a2a_task_count_deltas and
+-- a2a_task_count_moves (the triggers run as them), and SELECT, DELETE on
+-- both with SELECT, INSERT, UPDATE, DELETE on a2a_task_counts for
+-- TRUNCATE; the role that folds needs SELECT, DELETE on the ledgers and
+-- all four on a2a_task_counts.
 --
 -- One transaction. LOCK TABLE ... SHARE ROW EXCLUSIVE comes first (writes
 -- wait, reads go on) and holds until COMMIT, for one scan of a2a_tasks (the
@@ -48,6 +51,13 @@ CREATE TABLE IF NOT EXISTS public.a2a_task_counts (
 	PRIMARY KEY (kind, name, state, shard)
 ) WITH (fillfactor = 50);
 CREATE TABLE IF NOT EXISTS public.a2a_task_count_deltas (
+	shard      smallint NOT NULL,
+	state      text COLLATE "C" NOT NULL,
+	context_id text COLLATE "C" NOT NULL,
+	owner      text COLLATE "C" NOT NULL,
+	d          bigint NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+CREATE TABLE IF NOT EXISTS public.a2a_task_count_moves (
 	shard      smallint NOT NULL,
 	state      text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
@@ -138,8 +148,14 @@ END
 $fn$;
 CREATE OR REPLACE FUNCTION public.a2a_task_counts_on_update() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-	IF OLD.state IS NOT DISTINCT FROM NEW.state AND OLD.context_id IS NOT DISTINCT FROM NEW.context_id
-			AND OLD.owner IS NOT DISTINCT FROM NEW.owner AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
+	IF OLD.context_id IS NOT DISTINCT FROM NEW.context_id AND OLD.owner IS NOT DISTINCT FROM NEW.owner
+			AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
+		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
+			RETURN NULL;
+		END IF;
+		INSERT INTO public.a2a_task_count_moves (shard, state, context_id, owner, d) VALUES
+			(0::smallint, OLD.state, OLD.context_id, OLD.owner, -1),
+			(0::smallint, NEW.state, NEW.context_id, NEW.owner, 1);
 		RETURN NULL;
 	END IF;
 	INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
@@ -153,6 +169,7 @@ BEGIN
 	PERFORM pg_advisory_xact_lock(1093812563, $k$public.a2a_task_counts$k$::regclass::oid::integer);
 	DELETE FROM public.a2a_task_counts;
 	DELETE FROM public.a2a_task_count_deltas;
+	DELETE FROM public.a2a_task_count_moves;
 	RETURN NULL;
 END
 $fn$;
@@ -171,8 +188,13 @@ BEGIN
 		DELETE FROM public.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM public.a2a_task_count_deltas LIMIT 10000))
 		RETURNING shard, state, context_id, owner, d
+	), moved AS (
+		DELETE FROM public.a2a_task_count_moves
+		WHERE ctid = ANY (ARRAY(SELECT ctid FROM public.a2a_task_count_moves LIMIT 10000))
+		RETURNING shard, state, context_id, owner, d
 	), net AS (
-		SELECT shard, state, context_id, owner, sum(d) AS d FROM gone GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
+		SELECT shard, state, context_id, owner, sum(d) AS d FROM (SELECT * FROM gone UNION ALL SELECT * FROM moved) AS g
+		GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
 	), up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
 		SELECT kind, name, state, shard, sum(d) FROM (
@@ -187,7 +209,7 @@ BEGIN
 		ORDER BY kind, name COLLATE "C", state COLLATE "C", shard
 		ON CONFLICT (kind, name, state, shard) DO UPDATE SET n = c.n + excluded.n
 		RETURNING kind, name, state, shard, n)
-	SELECT (SELECT count(*) FROM gone), array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
+	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM moved), array_agg(kind), array_agg(name), array_agg(state), array_agg(shard)
 	INTO folded, zk, zn, zs, zh
 	FROM up WHERE kind > 0 AND n = 0;
 	IF zk IS NOT NULL THEN
@@ -204,6 +226,7 @@ BEGIN
 	PERFORM pg_advisory_xact_lock(1093812563, $k$public.a2a_task_counts$k$::regclass::oid::integer);
 	DELETE FROM public.a2a_task_counts;
 	DELETE FROM public.a2a_task_count_deltas;
+	DELETE FROM public.a2a_task_count_moves;
 	INSERT INTO public.a2a_task_counts (kind, name, state, shard, n)
 	SELECT kind, name, state, shard, n FROM (
 	SELECT CASE WHEN grouping(context_id) = 0 AND grouping(owner) = 0 THEN 3
