@@ -21,7 +21,10 @@
 #      on the issue-2 operations (full only; RESULTS_1E6=mem,pg adds
 #      backends at 1e6 if the time allows).
 #   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
-#      none) and every Benchmark*Lifecycle* pgstore has (none is fine).
+#      none) and every Benchmark*Lifecycle* pgstore has (none is fine);
+#      then BenchmarkTotalUnderWriters with 4 and 16 writers at n = 1e5
+#      (quick: 1e4), 3 samples of 2 s each (about 2.5 min; quick one
+#      of 300 ms).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
 #      8 s quick): L7 checks, 0 violations or the run fails. Then, full
 #      only, the collector's share on mem at a million tasks: read-heavy,
@@ -53,12 +56,14 @@ if [ "$QUICK" = 1 ]; then
   MODE=quick
   BENCH_SIZES_RUN=1000,10000; BENCH_COUNT_RUN=3; BENCH_TIME_RUN=40ms
   PG_BENCHTIME=100ms; LOADGEN_FOR=8s; SERVER_FOR=4s; SEED_TASKS=500
+  TOTALS_N=1e4; TOTALS_TIME=300ms; TOTALS_COUNT=1
   SIZES_1E6=""
   RETAIN_COUNT=1; ISOLATION_SIZE=10000; ISOLATION_SECONDS=4
 else
   MODE=full
   BENCH_SIZES_RUN=1000,10000,100000; BENCH_COUNT_RUN=6; BENCH_TIME_RUN=100ms
   PG_BENCHTIME=1s; LOADGEN_FOR=30s; SERVER_FOR=15s; SEED_TASKS=2000
+  TOTALS_N=1e5; TOTALS_TIME=2s; TOTALS_COUNT=3
   SIZES_1E6=${RESULTS_1E6:-mem}
   RETAIN_COUNT=3; ISOLATION_SIZE=100000; ISOLATION_SECONDS=10
 fi
@@ -141,6 +146,11 @@ fi
 pgbench='CountWrites'
 if grep -q '^func Benchmark[A-Za-z]*Lifecycle' pgstore/*_test.go; then pgbench="$pgbench|Lifecycle"; fi
 step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$(realpath "$out")/pgstore.txt'"
+# A first page with and without its total while 4 and 16 goroutines flip
+# task states by SQL (#31's "totals under writers"), appended.
+if grep -q '^func BenchmarkTotalUnderWriters' pgstore/*_test.go; then
+  step pgstore-totals bash -c "cd pgstore && LIFECYCLE_N=$TOTALS_N '$work/pgstore.test' -test.run '^\$' -test.bench 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/' -test.benchtime $TOTALS_TIME -test.count $TOTALS_COUNT -test.timeout 30m >>'$(realpath "$out")/pgstore.txt'"
+fi
 fi
 
 # A PostgreSQL cluster for loadgen and the server.

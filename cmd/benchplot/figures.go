@@ -51,6 +51,24 @@ func benchRatio(num, den string) func(r *run, n int) (float64, bool) {
 	}
 }
 
+// pgTotalRatio is pgstore's BenchmarkTotalUnderWriters at n: the first
+// page with its total over the page without, with k writers, the roll-up
+// woken by totals (wake=on, the store as built), filter none or state.
+func pgTotalRatio(k int, filter string) func(r *run, n int) (float64, bool) {
+	return func(r *run, n int) (float64, bool) {
+		if r.PG == nil {
+			return 0, false
+		}
+		name := fmt.Sprintf("TotalUnderWriters/backend=pg/op=first_page/n=%d/writers=%d/wake=on/filter=%s/total=", n, k, filter)
+		a, ok1 := r.PG.median(name+"true", "sec/op")
+		b, ok2 := r.PG.median(name+"false", "sec/op")
+		if !ok1 || !ok2 || b == 0 {
+			return 0, false
+		}
+		return a / b, true
+	}
+}
+
 // serverFigure is a server run's round trips/s or CPU per request.
 func serverFigure(backend, transport, workload string, cpu bool) func(r *run, _ int) (float64, bool) {
 	return func(r *run, _ int) (float64, bool) {
@@ -126,6 +144,12 @@ var figures = []figure{
 		get: benchRatio("Store/backend=pg/op=total/n=%d/filter=none/impl=scan", "Store/backend=pg/op=total/n=%d/filter=none")},
 	{Key: "pg-replace-indexes", Source: "`op=replace` ÷ `op=replace/…/indexes=none`", Label: "pg: Replace with / without the ordering indexes", Unit: "×", Target: "anchor ≈ 1.3–1.4×", Sized: true,
 		get: benchRatio(fmt.Sprintf(replaceOp, "pg"), fmt.Sprintf(replaceOp, "pg")+"/indexes=none")},
+	{Key: "pg-total-writers4", Source: "`TotalUnderWriters/…/writers=4/wake=on/filter=none/total=true` ÷ `…/total=false`", Label: "pg: first page with / without its total, 4 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
+		get: pgTotalRatio(4, "none")},
+	{Key: "pg-total-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=none/total=true` ÷ `…/total=false`", Label: "pg: first page with / without its total, 16 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
+		get: pgTotalRatio(16, "none")},
+	{Key: "pg-total-state-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=state/total=true` ÷ `…/total=false`", Label: "pg: first page of working tasks with / without its total, 16 writers flipping states by SQL", Unit: "×", Sized: true,
+		get: pgTotalRatio(16, "state")},
 	{Key: "server-send-rps", Source: "`server/mem-jsonrpc-send-only.json`", Label: "server (mem, JSON-RPC): SendMessage round trips", Unit: "/s",
 		get: serverFigure("mem", "jsonrpc", "send-only", false)},
 	{Key: "server-send-cpu", Source: "`server/mem-jsonrpc-send-only.{json,cpu}`", Label: "server (mem, JSON-RPC): server CPU per SendMessage", Unit: "µs", Chart: true,

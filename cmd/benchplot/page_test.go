@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -352,5 +353,37 @@ func TestCPUSectionWithoutProfiles(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("section without profiles lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestPGTotalRatio: the totals-under-writers figures are the median page
+// with its total over the median page without, at the n, writers and
+// filter named, and absent without both.
+func TestPGTotalRatio(t *testing.T) {
+	const name = "BenchmarkTotalUnderWriters/backend=pg/op=first_page/n=100000/writers=%d/wake=on/filter=%s/total=%t-2 100 %d ns/op\n"
+	in := "goos: linux\npkg: x\n" +
+		fmt.Sprintf(name, 16, "none", false, 2000000) + fmt.Sprintf(name, 16, "none", true, 3000000) +
+		fmt.Sprintf(name, 16, "none", false, 2000000) + fmt.Sprintf(name, 16, "none", true, 2000000) +
+		fmt.Sprintf(name, 16, "none", true, 2600000) +
+		fmt.Sprintf(name, 16, "state", true, 9000000) + fmt.Sprintf(name, 4, "none", true, 1000000)
+	d, err := read(strings.NewReader(in), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{PG: d}
+	if v, ok := pgTotalRatio(16, "none")(r, 100000); !ok || v != 1.3 {
+		t.Errorf("16 writers, no filter: %v %v, want 1.3 (medians 2.6 / 2 ms)", v, ok)
+	}
+	for _, c := range []struct {
+		k      int
+		filter string
+		n      int
+	}{{16, "state", 100000}, {4, "none", 100000}, {16, "none", 10000}} {
+		if v, ok := pgTotalRatio(c.k, c.filter)(r, c.n); ok {
+			t.Errorf("%+v: %v without both samples", c, v)
+		}
+	}
+	if _, ok := pgTotalRatio(16, "none")(&run{}, 100000); ok {
+		t.Error("a figure from a run without pgstore.txt")
 	}
 }
