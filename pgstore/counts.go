@@ -25,12 +25,15 @@ import (
 // row lock and has no index to maintain, so concurrent writers never
 // queue on a counter. One delta row stands for all four kinds below.
 //
-// <schema>.a2a_task_count_moves is the second ledger, of the same form:
-// the update trigger appends there the two rows of a change of state
-// alone (context, owner and ID kept) — the moves of every lifecycle.
-// They leave every total not filtered by state unchanged, so only a
-// total by state reads this ledger: writers moving tasks through their
-// states, however fast, lengthen no other total's scan.
+// <schema>.a2a_task_count_moves is the second ledger: the update trigger
+// appends there a change of state alone (context, owner and ID kept) —
+// the moves of every lifecycle — as one row (shard, old_state, new_state,
+// context_id, owner) that stands for -1 of the old state and +1 of the
+// new. A move leaves every total not filtered by state unchanged, so only
+// a total by state reads this ledger: writers moving tasks through their
+// states, however fast, lengthen no other total's scan. One row, not two:
+// a fold takes a move whole or not at all, so what it leaves pending in
+// this ledger still nets to zero for every total that does not read it.
 //
 // <schema>.a2a_task_counts is the base: one row per (kind, name, state,
 // shard), written only by the roll-up (a2a_task_counts_fold, run by the
@@ -168,11 +171,10 @@ const countsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_counts (
 	PRIMARY KEY (kind, name, state, shard)
 ) WITH (fillfactor = 50)`
 
-// countsLedgerTableSQL creates a ledger ({ledger}: a2a_task_count_deltas
-// or a2a_task_count_moves). No index, no key: writers only append; the
-// fold and totals scan it, and the roll-up keeps it short. Autovacuum is
-// told to clean it after every thousand deleted rows.
-const countsLedgerTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.{ledger} (
+// countsDeltasTableSQL creates the ledger. No index, no key: writers
+// only append; the fold and totals scan it, and the roll-up keeps it
+// short. Autovacuum is told to clean it after every thousand deleted rows.
+const countsDeltasTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_deltas (
 	shard      smallint NOT NULL,
 	state      text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
@@ -180,7 +182,24 @@ const countsLedgerTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.{ledger} (
 	d          bigint NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`
 
-// foldBatch is the most delta rows one fold transaction takes.
+// countsMovesTableSQL creates the moves ledger, kept as the deltas ledger
+// is.
+const countsMovesTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_moves (
+	shard      smallint NOT NULL,
+	old_state  text COLLATE "C" NOT NULL,
+	new_state  text COLLATE "C" NOT NULL,
+	context_id text COLLATE "C" NOT NULL,
+	owner      text COLLATE "C" NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`
+
+// movesAsDeltas reads the move rows of {from} (aliased m) as delta rows
+// (shard, state, context_id, owner, d): -1 of the old state, +1 of the new.
+func movesAsDeltas(from string) string {
+	return "SELECT m.shard, v.state, m.context_id, m.owner, v.d FROM " + from +
+		" AS m CROSS JOIN LATERAL (VALUES (m.old_state, -1::bigint), (m.new_state, 1::bigint)) AS v (state, d)"
+}
+
+// foldBatch is the most rows of each ledger one fold transaction takes.
 const foldBatch = 10000
 
 // foldLockSQL is the fold's transaction-scoped advisory lock: key 1, the
@@ -225,12 +244,12 @@ var baseUpsert = `
 		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;`
 
-// foldBody folds up to foldBatch deltas of each ledger into the base in
-// one statement: it deletes them, nets them per task group (shard,
+// foldBody folds up to foldBatch rows of each ledger into the base in one
+// statement: it deletes them, nets their deltas per task group (shard,
 // state, context, owner: a task's deltas within a batch mostly cancel
 // out, as a created task's +1 and -1 of each state it passes), adds the
 // non-zero sums per counter row (in key order), and deletes the rows of
-// kinds 1 to 3 it brought to zero. It returns how many delta rows it
+// kinds 1 to 3 it brought to zero. It returns how many ledger rows it
 // folded (of both ledgers), or -1 when another fold holds the lock.
 var foldBody = `
 DECLARE
@@ -242,10 +261,11 @@ DECLARE
 BEGIN
 	IF NOT ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_try_advisory_xact_lock") + ` THEN
 		RETURN -1;
-	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas")+`
-	), moved AS (`+foldTake("a2a_task_count_moves")+`
+	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas", "state, context_id, owner, d")+`
+	), moved AS (`+foldTake("a2a_task_count_moves", "old_state, new_state, context_id, owner")+`
 	), net AS (
-		SELECT shard, state, context_id, owner, sum(d) AS d FROM (SELECT * FROM gone UNION ALL SELECT * FROM moved) AS g
+		SELECT shard, state, context_id, owner, sum(d) AS d
+		FROM (SELECT * FROM gone UNION ALL `+movesAsDeltas("moved")+`) AS g
 		GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
 	),`, "{delta}", "net", "{count}", "(SELECT count(*) FROM gone) + (SELECT count(*) FROM moved), ", "{into}", "folded, ") + `
 	RETURN folded;
@@ -253,12 +273,12 @@ END
 `
 
 // foldTake is the fold's delete of up to foldBatch rows of ledger,
-// returning them.
-func foldTake(ledger string) string {
+// returning their shard and columns.
+func foldTake(ledger, columns string) string {
 	return replaceAll(`
 		DELETE FROM {schema}.{ledger}
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.{ledger} LIMIT {batch}))
-		RETURNING shard, state, context_id, owner, d`, "{ledger}", ledger)
+		RETURNING shard, {columns}`, "{ledger}", ledger, "{columns}", columns)
 }
 
 // bulkRows is how many rows a statement must insert or delete for its
@@ -290,13 +310,6 @@ BEGIN
 END
 `
 
-// updateAppend is the update trigger's append to {ledger}: -1 for the old
-// values, +1 for the new.
-const updateAppend = `
-	INSERT INTO {schema}.{ledger} (shard, state, context_id, owner, d) VALUES
-		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
-		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);`
-
 // countFunctions are the trigger functions, by name, with their bodies.
 // The bodies are compared with the database's at startup (P3), so any
 // change here must be made in CountLedgerMigrationFile too (a test checks
@@ -311,9 +324,14 @@ BEGIN
 			AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
 		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
 			RETURN NULL;
-		END IF;` + replaceAll(updateAppend, "{ledger}", "a2a_task_count_moves", "\n\t", "\n\t\t") + `
+		END IF;
+		INSERT INTO {schema}.a2a_task_count_moves (shard, old_state, new_state, context_id, owner) VALUES
+			({shard(NEW.id)}, OLD.state, NEW.state, NEW.context_id, NEW.owner);
 		RETURN NULL;
-	END IF;` + replaceAll(updateAppend, "{ledger}", "a2a_task_count_deltas") + `
+	END IF;
+	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
+		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
+		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 `},
@@ -424,8 +442,8 @@ func countsInstallSQL(qs string) []string {
 	stmts := []string{
 		"LOCK TABLE " + qs + ".a2a_tasks IN SHARE ROW EXCLUSIVE MODE",
 		render(countsTableSQL, qs),
-		render(strings.ReplaceAll(countsLedgerTableSQL, "{ledger}", "a2a_task_count_deltas"), qs),
-		render(strings.ReplaceAll(countsLedgerTableSQL, "{ledger}", "a2a_task_count_moves"), qs),
+		render(countsDeltasTableSQL, qs),
+		render(countsMovesTableSQL, qs),
 	}
 	for _, f := range countFunctions {
 		stmts = append(stmts, createFunctionSQL(qs, f.name, "trigger", f.body))
@@ -465,22 +483,27 @@ func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 		where = []string{"kind = " + strconv.Itoa(countOwner), "name = " + p}
 		pending = []string{"owner = " + p}
 	}
-	if q.Status != a2a.TaskStateUnspecified {
-		p := a.add(string(q.Status))
-		where = append(where, "state = "+p)
-		pending = append(pending, "state = "+p)
+	if q.Status == a2a.TaskStateUnspecified {
+		return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
+			") + p.d)::bigint, p.rows FROM " + pendingSum(s.sql.deltas, "sum(d)", pending) + " AS p", a, true
 	}
-	sum := "sum(d)"
-	if len(pending) > 0 {
-		sum += " FILTER (WHERE " + strings.Join(pending, " AND ") + ")"
-	}
-	ledger := s.sql.deltas // pure state moves change no total but by state
-	if q.Status != a2a.TaskStateUnspecified {
-		ledger = s.sql.ledgers + " AS l"
-	}
+	st := a.add(string(q.Status))
+	where = append(where, "state = "+st)
+	// A move is -1 of its old state and +1 of its new, summed in place;
+	// its context and owner are the task's.
+	moves := pendingSum(s.sql.moves, "sum((new_state = "+st+")::int - (old_state = "+st+")::int)", pending)
 	return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
-		") + p.d)::bigint, p.rows FROM (SELECT coalesce(" + sum + ", 0) AS d, count(*) AS rows FROM " +
-		ledger + ") AS p", a, true
+		") + p.d + m.d)::bigint, p.rows + m.rows FROM " + pendingSum(s.sql.deltas, "sum(d)", append(pending, "state = "+st)) +
+		" AS p, " + moves + " AS m", a, true
+}
+
+// pendingSum is the subquery of a total's pending part in ledger: agg over
+// the rows meeting every condition (d) and the rows scanned (rows).
+func pendingSum(ledger, agg string, conds []string) string {
+	if len(conds) > 0 {
+		agg += " FILTER (WHERE " + strings.Join(conds, " AND ") + ")"
+	}
+	return "(SELECT coalesce(" + agg + ", 0) AS d, count(*) AS rows FROM " + ledger + ")"
 }
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.

@@ -21,8 +21,9 @@
 //	idx_a2a_tasks_owner_updated         (owner, updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_owner_context_updated (owner, context_id, updated_at DESC, id COLLATE "C" DESC)
 //
-// Totals come from the counter table a2a_task_counts and the count ledger
-// a2a_task_count_deltas, kept by triggers on a2a_tasks (see Totals).
+// Totals come from the counter table a2a_task_counts and the count
+// ledgers a2a_task_count_deltas and a2a_task_count_moves, kept by
+// triggers on a2a_tasks (see Totals).
 //
 // By default the store manages its schema: Open and New create the schema,
 // table and both ordering indexes if missing, and install updated_at's
@@ -73,10 +74,10 @@
 // triggers run once per statement on its transition table (one grouped
 // multi-row INSERT); the UPDATE trigger runs per row and only for updates
 // that set id, state, context_id or owner (AppendHistory fires nothing),
-// returning at once when they are unchanged, else appending two rows: to
-// a2a_task_count_moves when only the state changed (the moves of a
-// lifecycle, and no total but one by state reads them), else to
-// a2a_task_count_deltas. The
+// returning at once when they are unchanged; a change of state alone (the
+// moves of a lifecycle, which no total but one by state reads) appends
+// one row (old and new state) to a2a_task_count_moves, any other change
+// two rows (-1 old, +1 new) to a2a_task_count_deltas. The
 // store's roll-up service (started by Open and New, stopped by Close;
 // Options.CountRollupInterval) folds the ledger into the base every
 // second, after every thousand of the store's writes, as soon as a total
@@ -92,7 +93,10 @@
 // <schema>.a2a_task_counts_rebuild() recounts under the same lock as the
 // install. Roles that write a2a_tasks need INSERT on
 // a2a_task_count_deltas and a2a_task_count_moves (and, to TRUNCATE,
-// DELETE on the three tables).
+// DELETE on the three tables; for statements of 64 rows or more, whose
+// counts go to the base at once, SELECT, INSERT, UPDATE and DELETE on
+// a2a_task_counts); the store's own role reads all three (SELECT) and, to
+// fold, deletes from both ledgers and writes a2a_task_counts.
 //
 // # Owners (O1–O6)
 //

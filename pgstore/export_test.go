@@ -60,6 +60,6 @@ func CountFunctionsSQL(shards int) []string {
 // LedgerRows returns how many delta rows the count ledgers hold, in a
 // snapshot of their own.
 func (s *Store) LedgerRows(ctx context.Context) (n int64, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.ledgers+` AS l`).Scan(&n)
+	err = s.pool.QueryRow(ctx, s.sql.ledgerRows).Scan(&n)
 	return n, err
 }

@@ -112,9 +112,6 @@ func (s *Store) inspectCounts(ctx context.Context, db queryer) ([]string, error)
 	return problems, nil
 }
 
-// ledgerColumns are the columns of either count ledger.
-var ledgerColumns = []string{"shard smallint", "state text", "context_id text", "owner text", "d bigint"}
-
 // inspectCountTables checks the counter and ledger tables' columns and
 // the counter table's key.
 func (s *Store) inspectCountTables(ctx context.Context, db queryer) ([]string, error) {
@@ -124,8 +121,8 @@ func (s *Store) inspectCountTables(ctx context.Context, db queryer) ([]string, e
 		cols []string
 	}{
 		{"a2a_task_counts", []string{"kind smallint", "name text", "state text", "shard smallint", "n bigint"}},
-		{"a2a_task_count_deltas", ledgerColumns},
-		{"a2a_task_count_moves", ledgerColumns},
+		{"a2a_task_count_deltas", []string{"shard smallint", "state text", "context_id text", "owner text", "d bigint"}},
+		{"a2a_task_count_moves", []string{"shard smallint", "old_state text", "new_state text", "context_id text", "owner text"}},
 	} {
 		var cols []string
 		err := db.QueryRow(ctx, `

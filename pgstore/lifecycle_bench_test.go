@@ -231,10 +231,11 @@ WHERE id = $1 AND revision = $11`
 
 // BenchmarkCountBacklog: the total of every counted shape (List with
 // IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
-// folded (backlog=0) and with a backlog of pending deltas as long as one
-// fold transaction takes (backlog=FoldBatch: the roll-up's cadence keeps
-// it far shorter under load, see docs/postgres.md). The backlog is state
-// flips: the moves ledger, which only totals by state read. The store runs no roll-up
+// folded (backlog=0) and with a backlog of pending rows as long as one
+// fold transaction takes of a ledger (backlog=FoldBatch: the roll-up's
+// cadence keeps it far shorter under load, see docs/postgres.md): half
+// state flips (the moves ledger, which only totals by state read), half
+// context moves (the deltas ledger, which every total reads). The store runs no roll-up
 // here, so the backlog stays put. server-ms is the count query's own
 // execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
 //
@@ -248,9 +249,14 @@ func BenchmarkCountBacklog(b *testing.B) {
 			exec(`SELECT a2a_task_counts_rebuild()`) // the fixture's COPY, folded
 			for _, backlog := range []int{0, pgstore.FoldBatch} {
 				if backlog > 0 {
-					// Each state flip appends two delta rows.
+					// Half the rows from state flips (one move row
+					// each), half from context moves (two delta rows
+					// each): a total by state reads both ledgers, any
+					// other total the deltas.
 					exec(flipRandomSQL, backlog/2)
+					exec(moveContextRandomSQL, backlog/4)
 					exec(`VACUUM ANALYZE a2a_task_count_moves`)
+					exec(`VACUUM ANALYZE a2a_task_count_deltas`)
 				}
 				var pending int
 				if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM a2a_task_count_deltas) + (SELECT count(*) FROM a2a_task_count_moves)`).Scan(&pending); err != nil {
@@ -274,7 +280,7 @@ func BenchmarkCountBacklog(b *testing.B) {
 							b.Fatal(err)
 						}
 						b.ReportMetric(serverMillis(b, pool, sql, args), "server-ms")
-						b.ReportMetric(float64(pending), "pending-deltas")
+						b.ReportMetric(float64(pending), "pending-rows")
 					})
 				}
 			}
@@ -398,6 +404,10 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 // working and completed (any other state becomes working): each flip is
 // a counted update, two delta rows.
 const flipSQL = `UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END`
+
+// moveContextRandomSQL moves $1 random tasks to a context of their own
+// (two delta rows each).
+const moveContextRandomSQL = `UPDATE a2a_tasks SET context_id = 'moved-' || id WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`
 
 // flipRandomSQL flips $1 random tasks.
 const flipRandomSQL = flipSQL + ` WHERE id IN (SELECT id FROM a2a_tasks ORDER BY random() LIMIT $1)`

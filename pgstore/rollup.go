@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The roll-up: a background service that folds the count ledger
-// (a2a_task_count_deltas) into the base counters, so that a total — base
-// plus pending deltas — reads a short ledger. It is owned by the Store:
+// The roll-up: a background service that folds the count ledgers
+// (a2a_task_count_deltas, a2a_task_count_moves) into the base counters,
+// so that a total — base plus pending deltas — reads short ledgers. It is owned by the Store:
 // New starts it, Close stops it. It folds every interval (for writes by
 // other processes and SQL), as soon as this store has made
 // rollupWakeWrites counted writes since the last fold, as soon as a total
@@ -20,8 +20,8 @@ import (
 // once again after a FoldCounts that folded a full batch or more (the
 // ledger may still be long: FoldCounts stops once it folded what was
 // pending when it began). Each fold is one transaction
-// (a2a_task_counts_fold: up to foldBatch deltas deleted and added to the
-// base together); a fold that fails or dies halfway rolls back whole, so
+// (a2a_task_counts_fold: up to foldBatch rows of each ledger deleted and
+// added to the base together); a fold that fails or dies halfway rolls back whole, so
 // its deltas stay pending and count once. Of several servers on one
 // database one folds at a time (the function's advisory lock; the others
 // skip that round).
@@ -116,9 +116,9 @@ func (r *rollup) stop() {
 	<-r.done
 }
 
-// FoldCounts folds the count ledger's pending deltas into the base
-// counters now, one transaction per foldBatch (10,000) deltas, and
-// returns how many delta rows it folded. It folds about as many rows as
+// FoldCounts folds the count ledgers' pending deltas into the base
+// counters now, one transaction per foldBatch (10,000) rows of each
+// ledger, and returns how many ledger rows it folded. It folds about as many rows as
 // were pending when its first fold took the lock (that fold's batch plus
 // the rows it left), then returns: writers that append as fast as it
 // folds (four on two cores do) cannot keep it folding forever. A result
@@ -159,7 +159,7 @@ func (s *Store) foldOnce(ctx context.Context, count bool) (n, left int64, err er
 			return err
 		}
 		if count && n >= foldBatch {
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+s.sql.ledgers+` AS l`).Scan(&left); err != nil {
+			if err := tx.QueryRow(ctx, s.sql.ledgerRows).Scan(&left); err != nil {
 				return err
 			}
 		}

@@ -158,7 +158,9 @@ type statements struct {
 	table         string // quoted schema.a2a_tasks
 	counts        string // quoted schema.a2a_task_counts
 	deltas        string // quoted schema.a2a_task_count_deltas
-	ledgers       string // both ledgers' rows, a subquery to alias
+	moves         string // quoted schema.a2a_task_count_moves
+	ledgers       string // both ledgers' deltas, a subquery to alias
+	ledgerRows    string // SELECT of both ledgers' row count
 	create        string
 	get           string
 	replace       string
@@ -209,12 +211,14 @@ var (
 
 func newStatements(schema string) statements {
 	tbl := pgx.Identifier{schema, "a2a_tasks"}.Sanitize()
+	deltas, moves := pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(), pgx.Identifier{schema, "a2a_task_count_moves"}.Sanitize()
 	return statements{
-		table:  tbl,
-		counts: pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
-		deltas: pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(),
-		ledgers: "(SELECT * FROM " + pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize() +
-			" UNION ALL SELECT * FROM " + pgx.Identifier{schema, "a2a_task_count_moves"}.Sanitize() + ")",
+		table:      tbl,
+		counts:     pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
+		deltas:     deltas,
+		moves:      moves,
+		ledgers:    "(SELECT * FROM " + deltas + " UNION ALL " + movesAsDeltas(moves) + ")",
+		ledgerRows: "SELECT (SELECT count(*) FROM " + deltas + ") + (SELECT count(*) FROM " + moves + ")",
 		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
 VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING ` + writtenColumns,

@@ -30,10 +30,12 @@
 -- release would reinstall its own triggers. Upgrade every server at once.
 --
 -- Roles that write a2a_tasks need INSERT on a2a_task_count_deltas and
--- a2a_task_count_moves (the triggers run as them), and SELECT, DELETE on
--- both with SELECT, INSERT, UPDATE, DELETE on a2a_task_counts for
--- TRUNCATE; the role that folds needs SELECT, DELETE on the ledgers and
--- all four on a2a_task_counts.
+-- a2a_task_count_moves (the triggers run as them), SELECT, INSERT,
+-- UPDATE, DELETE on a2a_task_counts for statements of 64 rows or more,
+-- and SELECT, DELETE on both ledgers for TRUNCATE; the servers' role
+-- needs SELECT on the three tables (a total by state reads the moves
+-- ledger) and, to fold, DELETE on both ledgers and all four on
+-- a2a_task_counts.
 --
 -- One transaction. LOCK TABLE ... SHARE ROW EXCLUSIVE comes first (writes
 -- wait, reads go on) and holds until COMMIT, for one scan of a2a_tasks (the
@@ -59,10 +61,10 @@ CREATE TABLE IF NOT EXISTS public.a2a_task_count_deltas (
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE TABLE IF NOT EXISTS public.a2a_task_count_moves (
 	shard      smallint NOT NULL,
-	state      text COLLATE "C" NOT NULL,
+	old_state  text COLLATE "C" NOT NULL,
+	new_state  text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
-	owner      text COLLATE "C" NOT NULL,
-	d          bigint NOT NULL
+	owner      text COLLATE "C" NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE OR REPLACE FUNCTION public.a2a_task_counts_on_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -153,9 +155,8 @@ BEGIN
 		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
 			RETURN NULL;
 		END IF;
-		INSERT INTO public.a2a_task_count_moves (shard, state, context_id, owner, d) VALUES
-			(0::smallint, OLD.state, OLD.context_id, OLD.owner, -1),
-			(0::smallint, NEW.state, NEW.context_id, NEW.owner, 1);
+		INSERT INTO public.a2a_task_count_moves (shard, old_state, new_state, context_id, owner) VALUES
+			(0::smallint, OLD.state, NEW.state, NEW.context_id, NEW.owner);
 		RETURN NULL;
 	END IF;
 	INSERT INTO public.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
@@ -191,9 +192,10 @@ BEGIN
 	), moved AS (
 		DELETE FROM public.a2a_task_count_moves
 		WHERE ctid = ANY (ARRAY(SELECT ctid FROM public.a2a_task_count_moves LIMIT 10000))
-		RETURNING shard, state, context_id, owner, d
+		RETURNING shard, old_state, new_state, context_id, owner
 	), net AS (
-		SELECT shard, state, context_id, owner, sum(d) AS d FROM (SELECT * FROM gone UNION ALL SELECT * FROM moved) AS g
+		SELECT shard, state, context_id, owner, sum(d) AS d
+		FROM (SELECT * FROM gone UNION ALL SELECT m.shard, v.state, m.context_id, m.owner, v.d FROM moved AS m CROSS JOIN LATERAL (VALUES (m.old_state, -1::bigint), (m.new_state, 1::bigint)) AS v (state, d)) AS g
 		GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
 	), up AS (
 		INSERT INTO public.a2a_task_counts AS c (kind, name, state, shard, n)
