@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Exact totals (L5, C4) come from two tables that triggers keep in step
+// Exact totals (L5, C4) come from three tables that triggers keep in step
 // with a2a_tasks inside every writing transaction, whoever writes: the
 // store, another process, or hand-written SQL (issue 20's insert-only
 // delta ledger).
@@ -37,8 +37,8 @@ import (
 //
 // <schema>.a2a_task_counts is the base: one row per (kind, name, state,
 // shard), written only by the roll-up (a2a_task_counts_fold, run by the
-// service in rollup.go), the recount (a2a_task_counts_rebuild) and
-// TRUNCATE:
+// service in rollup.go), the recount (a2a_task_counts_rebuild), TRUNCATE
+// and the triggers of statements of bulkRows rows or more:
 //
 //	kind 0 (all tasks): name ''.
 //	kind 1 (by context): name = the context ID. Tasks without a context

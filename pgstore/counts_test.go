@@ -550,17 +550,19 @@ func TestStateMovesLedger(t *testing.T) {
 	}
 	must(t)(s.CreateOwned(ctx, task("t1", "c1", a2a.TaskStateSubmitted), "o1"))
 	must(t)(s.CreateOwned(ctx, task("t2", "c1", a2a.TaskStateWorking), "o1"))
+	must(t)(s.CreateOwned(ctx, task("t3", "c3", a2a.TaskStateSubmitted), "o3")) // moves of another context and owner
 	fold(t, s)
 	must(t)(s.Replace(ctx, task("t1", "c1", a2a.TaskStateWorking), 0))
 	must(t)(s.Replace(ctx, task("t1", "c1", a2a.TaskStateCompleted), 0))
-	if d, m := ledgers(); d != 0 || m != 2 {
-		t.Fatalf("two changes of state alone: %d delta rows, %d move rows; want 0 and 2 (a move is one row)", d, m)
+	must(t)(s.Replace(ctx, task("t3", "c3", a2a.TaskStateWorking), 0))
+	if d, m := ledgers(); d != 0 || m != 3 {
+		t.Fatalf("three changes of state alone: %d delta rows, %d move rows; want 0 and 3 (a move is one row)", d, m)
 	}
 	checkShapes(t, s, conn)
 	must(t)(s.Replace(ctx, task("t2", "c2", a2a.TaskStateCompleted), 0))
 	execSQL(t, conn, `UPDATE a2a_tasks SET owner = 'o2' WHERE id = 't1'`)
-	if d, m := ledgers(); d != 4 || m != 2 {
-		t.Fatalf("a change of context and one of owner: %d delta rows, %d move rows; want 4 and 2", d, m)
+	if d, m := ledgers(); d != 4 || m != 3 {
+		t.Fatalf("a change of context and one of owner: %d delta rows, %d move rows; want 4 and 3", d, m)
 	}
 	checkShapes(t, s, conn)
 	checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateCompleted}, 2)

@@ -81,9 +81,9 @@
 // store's roll-up service (started by Open and New, stopped by Close;
 // Options.CountRollupInterval) folds the ledger into the base every
 // second, after every thousand of the store's writes, as soon as a total
-// scanned more than 256 pending deltas, and at once again after a round
-// that folded a full batch, in transactions
-// of up to 10,000 deltas of each ledger that delete the deltas and add them to the base
+// scanned more than 256 pending ledger rows, and at once again after a
+// round that folded a full batch, in transactions of up to 10,000 rows
+// of each ledger that delete the rows and add their deltas to the base
 // together (a2a_task_counts_fold), one server at a time (an advisory
 // lock); FoldCounts folds on demand. Context and owner base rows that
 // reach zero are deleted by the fold. Writes that bypass triggers

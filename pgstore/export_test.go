@@ -57,7 +57,7 @@ func CountFunctionsSQL(shards int) []string {
 	return stmts
 }
 
-// LedgerRows returns how many delta rows the count ledgers hold, in a
+// LedgerRows returns how many rows the count ledgers hold, in a
 // snapshot of their own.
 func (s *Store) LedgerRows(ctx context.Context) (n int64, err error) {
 	err = s.pool.QueryRow(ctx, s.sql.ledgerRows).Scan(&n)

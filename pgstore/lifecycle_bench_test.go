@@ -231,11 +231,11 @@ WHERE id = $1 AND revision = $11`
 
 // BenchmarkCountBacklog: the total of every counted shape (List with
 // IncludeTotalSize, page of 1) at n = LIFECYCLE_N tasks, with the ledger
-// folded (backlog=0) and with a backlog of pending rows as long as one
-// fold transaction takes of a ledger (backlog=FoldBatch: the roll-up's
-// cadence keeps it far shorter under load, see docs/postgres.md): half
-// state flips (the moves ledger, which only totals by state read), half
-// context moves (the deltas ledger, which every total reads). The store runs no roll-up
+// folded (backlog=0) and with a backlog of FoldBatch pending ledger rows
+// (the roll-up's cadence keeps it far shorter under load, see
+// docs/postgres.md): half move rows from state flips (the moves ledger,
+// which only totals by state read), half delta rows from context moves
+// (the deltas ledger, which every total reads). The store runs no roll-up
 // here, so the backlog stays put. server-ms is the count query's own
 // execution time (EXPLAIN ANALYZE, best of 5). Target: ≤ 1 ms.
 //
@@ -288,11 +288,11 @@ func BenchmarkCountBacklog(b *testing.B) {
 	}
 }
 
-// BenchmarkFold: one fold transaction (a2a_task_counts_fold) of a
-// ledger of deltas=k rows (k/2 random tasks' states flipped by one SQL
-// statement beforehand, outside the timer: two deltas each) at n =
-// LIFECYCLE_N tasks. Metric us/delta: the fold's time per delta row it
-// folded. The roll-up folds ledgers of a few hundred rows (foldOnReadRows,
+// BenchmarkFold: one fold transaction (a2a_task_counts_fold) of deltas=k
+// deltas (k/2 random tasks' states flipped by one SQL statement
+// beforehand, outside the timer: a move row each, -1 and +1) at n =
+// LIFECYCLE_N tasks. Metric us/delta: the fold's time per delta it
+// folded (two a move row). The roll-up folds ledgers of a few hundred rows (foldOnReadRows,
 // rollupWakeWrites) far more often than full batches, so a per-fold cost
 // that grows with the counter table shows in the small row.
 //
@@ -315,10 +315,10 @@ func BenchmarkFold(b *testing.B) {
 						if err := pool.QueryRow(ctx, `SELECT a2a_task_counts_fold()`).Scan(&m); err != nil {
 							b.Fatal(err)
 						}
-						if m != int64(k) {
-							b.Fatalf("folded %d deltas, want %d", m, k)
+						if m != int64(k/2) {
+							b.Fatalf("folded %d move rows, want %d", m, k/2)
 						}
-						folded += m
+						folded += 2 * m
 					}
 					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(folded), "us/delta")
 				})
@@ -402,7 +402,7 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 
 // flipSQL flips the state of the tasks its WHERE clause picks between
 // working and completed (any other state becomes working): each flip is
-// a counted update, two delta rows.
+// a counted update, one move row.
 const flipSQL = `UPDATE a2a_tasks SET state = CASE state WHEN 'TASK_STATE_WORKING' THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END`
 
 // moveContextRandomSQL moves $1 random tasks to a context of their own

@@ -13,18 +13,19 @@
 --
 -- What changes: the triggers no longer update a2a_task_counts in the
 -- writer's transaction; they append signed deltas to a2a_task_count_deltas
--- (no row lock, no upsert), a change of state alone to a second ledger,
--- a2a_task_count_moves, that only totals by state read — but for a
--- statement inserting or deleting 64 rows or more (a bulk load, a
--- retention batch), whose counts go to a2a_task_counts at once, so that no
--- total scans a ledger it left — and with one counter row per (kind, name,
--- state), shard 0, where earlier versions of this file kept 16 shards that
--- the fold could not net and one ledger (issue 31; a database that ran an
--- earlier version of this file runs it again, and its counters are
--- recounted). A total reads a2a_task_counts plus the pending deltas in one
--- snapshot, so it stays exact. The servers' roll-up service (or SELECT
+-- (no row lock, no upsert), a change of state alone as one row (old and
+-- new state) to a second ledger, a2a_task_count_moves, that only totals
+-- by state read — but for a statement inserting or deleting 64 rows or
+-- more (a bulk load, a retention batch), whose counts go to
+-- a2a_task_counts at once, so that no total scans a ledger it left — and
+-- with one counter row per (kind, name, state), shard 0, where earlier
+-- versions of this file kept 16 shards that the fold could not net and one
+-- ledger (issue 31; a database that ran an earlier version of this file
+-- runs it again, and its counters are recounted). A total reads
+-- a2a_task_counts plus the pending deltas in one snapshot, so it stays
+-- exact. The servers' roll-up service (or SELECT
 -- public.a2a_task_counts_fold(), repeated while it returns 10000 or more)
--- folds the deltas into a2a_task_counts, one transaction each. Servers of
+-- folds the ledgers into a2a_task_counts, one transaction each. Servers of
 -- releases before this one read a2a_task_counts alone, or one ledger:
 -- their totals would miss pending deltas, and a managed server of such a
 -- release would reinstall its own triggers. Upgrade every server at once.
@@ -32,7 +33,7 @@
 -- Roles that write a2a_tasks need INSERT on a2a_task_count_deltas and
 -- a2a_task_count_moves (the triggers run as them), SELECT, INSERT,
 -- UPDATE, DELETE on a2a_task_counts for statements of 64 rows or more,
--- and SELECT, DELETE on both ledgers for TRUNCATE; the servers' role
+-- and DELETE on both ledgers for TRUNCATE; the servers' role
 -- needs SELECT on the three tables (a total by state reads the moves
 -- ledger) and, to fold, DELETE on both ledgers and all four on
 -- a2a_task_counts.
