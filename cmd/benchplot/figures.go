@@ -39,16 +39,21 @@ func benchMedian(name, unit string, scale float64) func(r *run, n int) (float64,
 
 func benchRatio(num, den string) func(r *run, n int) (float64, bool) {
 	return func(r *run, n int) (float64, bool) {
-		if r.Bench == nil {
-			return 0, false
-		}
-		a, ok1 := r.Bench.median(fmt.Sprintf(num, n), "sec/op")
-		b, ok2 := r.Bench.median(fmt.Sprintf(den, n), "sec/op")
-		if !ok1 || !ok2 || b == 0 {
-			return 0, false
-		}
-		return a / b, true
+		return medianRatio(r.Bench, fmt.Sprintf(num, n), fmt.Sprintf(den, n))
 	}
+}
+
+// medianRatio is benchmark num's median time over den's, in d (nil: none).
+func medianRatio(d *data, num, den string) (float64, bool) {
+	if d == nil {
+		return 0, false
+	}
+	a, ok1 := d.median(num, "sec/op")
+	b, ok2 := d.median(den, "sec/op")
+	if !ok1 || !ok2 || b == 0 {
+		return 0, false
+	}
+	return a / b, true
 }
 
 // pgTotalRatio is pgstore's BenchmarkTotalUnderWriters at n: the first
@@ -56,16 +61,8 @@ func benchRatio(num, den string) func(r *run, n int) (float64, bool) {
 // woken by totals (wake=on, the store as built), filter none or state.
 func pgTotalRatio(k int, filter string) func(r *run, n int) (float64, bool) {
 	return func(r *run, n int) (float64, bool) {
-		if r.PG == nil {
-			return 0, false
-		}
 		name := fmt.Sprintf("TotalUnderWriters/backend=pg/op=first_page/n=%d/writers=%d/wake=on/filter=%s/total=", n, k, filter)
-		a, ok1 := r.PG.median(name+"true", "sec/op")
-		b, ok2 := r.PG.median(name+"false", "sec/op")
-		if !ok1 || !ok2 || b == 0 {
-			return 0, false
-		}
-		return a / b, true
+		return medianRatio(r.PG, name+"true", name+"false")
 	}
 }
 
