@@ -255,9 +255,11 @@ RETURNING ` + returningColumns,
 // a clean state (pgx's default closes the socket at once and cancels on the
 // way out). The connection is then dropped rather than reused: a cancel
 // request is a separate message that the server may act on late, and on a
-// reused connection it would cancel another caller's statement. Callers of
-// New can start from it; one who sets its AfterRelease must call the one
-// PoolConfig set.
+// reused connection it would cancel another caller's statement. The pool
+// drops it when it would next hand it out (PrepareConn, which runs in the
+// acquiring call: an AfterRelease hook would cost every release a
+// goroutine). Callers of New can start from it; one who sets its
+// PrepareConn must call the one PoolConfig set.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -268,9 +270,9 @@ func PoolConfig(dsn string) (*pgxpool.Config, error) {
 		c.CustomData()[cancelledKey] = &h.cancelled
 		return h
 	}
-	cfg.AfterRelease = func(c *pgx.Conn) bool {
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
 		cancelled, _ := c.PgConn().CustomData()[cancelledKey].(*atomic.Bool)
-		return cancelled == nil || !cancelled.Load() // false: the pool closes it
+		return cancelled == nil || !cancelled.Load(), nil // false: the pool closes it and takes another
 	}
 	return cfg, nil
 }
