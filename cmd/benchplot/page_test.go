@@ -387,3 +387,22 @@ func TestPGTotalRatio(t *testing.T) {
 		t.Error("a figure from a run without pgstore.txt")
 	}
 }
+
+// A run is loaded when the machine was busy as it started; the load at
+// its end, which its own last steps raise, does not mark it.
+func TestRunLoaded(t *testing.T) {
+	for _, c := range []struct {
+		before, after string
+		want          bool
+	}{
+		{"0.45 2.40 1.98", "4.75 4.01 3.21", false},
+		{"2.50 1.00 1.00", "0.10 0.10 0.10", true},
+		{"2.00 9.00 9.00", "9.00 9.00 9.00", false}, // at the core count, not above
+		{"", "9.00 9.00 9.00", false},
+	} {
+		r := &run{Meta: runMeta{LoadBefore: c.before, LoadAfter: c.after, CPUs: 2}}
+		if got := r.Loaded(); got != c.want {
+			t.Errorf("before %q, after %q: loaded %v, want %v", c.before, c.after, got, c.want)
+		}
+	}
+}

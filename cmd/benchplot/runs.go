@@ -117,19 +117,18 @@ func (r *run) Label() string {
 	return c
 }
 
-// Loaded reports whether the machine was busy when the run started or
-// ended (1-minute load average above its core count).
+// Loaded reports whether the machine was busy when the run started
+// (1-minute load average above its core count). The load after is not
+// read: a full run ends with its server rows, which run PostgreSQL, the
+// server and loadgen at once and load the 2 cores by themselves, so it
+// would mark every full run.
 func (r *run) Loaded() bool {
-	for _, l := range []string{r.Meta.LoadBefore, r.Meta.LoadAfter} {
-		f := strings.Fields(l)
-		if len(f) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil && r.Meta.CPUs > 0 && v > float64(r.Meta.CPUs) {
-			return true
-		}
+	f := strings.Fields(r.Meta.LoadBefore)
+	if len(f) == 0 {
+		return false
 	}
-	return false
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && r.Meta.CPUs > 0 && v > float64(r.Meta.CPUs)
 }
 
 // readRuns reads every run under dir (results/runs), oldest first by start

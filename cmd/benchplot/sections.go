@@ -191,7 +191,7 @@ func figureByKey(k string) figure {
 
 func historySection(runs []*run, out string) string {
 	var b strings.Builder
-	b.WriteString("Store figures at n = 1e4 (the largest size quick runs have); every recorded run, oldest first. A run marked loaded started or ended with the 1-minute load average above the core count.\n\n")
+	b.WriteString("Store figures at n = 1e4 (the largest size quick runs have); every recorded run, oldest first. A run marked loaded started with the 1-minute load average above the core count (the load after includes the run's own last steps).\n\n")
 	b.WriteString("| run | mode | started (UTC) | load before / after |")
 	for _, k := range historyKeys {
 		f := figureByKey(k)
