@@ -338,7 +338,10 @@ func BenchmarkFold(b *testing.B) {
 // store before issue 31). Both measure with the same writers running.
 // filter=none is the unfiltered page, filter=state the working tasks':
 // the writers' flips go to the moves ledger, which only the total by
-// state reads. Metrics: pending-deltas and pending-moves, the ledgers'
+// state reads. total=pair times the page without and with its total
+// alternately in one loop (benchTotalPair): its ratio is the issue's
+// figure, free of the drift between the separate total=false and
+// total=true runs that the writers' load brings. Metrics: pending-deltas and pending-moves, the ledgers'
 // mean lengths sampled every 20 ms during the run; ledger-pages and
 // dead-tuples, a2a_task_count_deltas' heap size in 8 KiB pages and its
 // dead rows (pg_stat_user_tables' estimate) at the end: a total reads
@@ -386,18 +389,67 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 						b.Fatal(err)
 					}
 				}
-				deltas, moves := sample()
-				b.ReportMetric(deltas, "pending-deltas")
-				b.ReportMetric(moves, "pending-moves")
-				var pages, dead int64
-				if err := pool.QueryRow(context.Background(), `SELECT pg_relation_size('a2a_task_count_deltas') / 8192, coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'a2a_task_count_deltas'), 0)`).Scan(&pages, &dead); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(pages), "ledger-pages")
-				b.ReportMetric(float64(dead), "dead-tuples")
+				reportLedger(b, pool, sample)
 			})
 		}
+		for _, filter := range []string{"none", "state"} {
+			name := fmt.Sprintf("backend=pg/op=first_page/n=%d/writers=%d/wake=%s/filter=%s/total=pair", n, writersN, onOff(wake), filter)
+			b.Run(name, func(b *testing.B) { benchTotalPair(b, s, pool, filter) })
+		}
 	}
+}
+
+// benchTotalPair is total=pair of BenchmarkTotalUnderWriters: the first
+// page of filter without and with its total, alternately in one loop (in
+// turn first and second), each timed on its own, so that the writers'
+// load falls on both alike — the issue's ratio, measured side by side.
+// A fold that a total wakes (foldOnReadRows) may then run beside either
+// call, so the pair spreads its cost over both; the roll-up folds the
+// writers' rows on its 1 s cadence whether or not totals wake it.
+// Metrics: us/op-page, us/op-total (mean per List) and ratio = total /
+// page; ns/op is one List of each.
+func benchTotalPair(b *testing.B, s *pgstore.Store, pool *pgxpool.Pool, filter string) {
+	ctx := context.Background()
+	reqs := [2]engine.ListRequest{{}, {IncludeTotalSize: true}}
+	if filter == "state" {
+		for i := range reqs {
+			reqs[i].Status = a2a.TaskStateWorking
+		}
+	}
+	var spent [2]time.Duration
+	sample := sampleLedger(pool)
+	i := 0
+	for b.Loop() {
+		for k := range 2 {
+			j := (i + k) % 2
+			start := time.Now()
+			if _, err := s.List(ctx, &reqs[j]); err != nil {
+				b.Fatal(err)
+			}
+			spent[j] += time.Since(start)
+		}
+		i++
+	}
+	reportLedger(b, pool, sample)
+	page, total := float64(spent[0].Microseconds())/float64(i), float64(spent[1].Microseconds())/float64(i)
+	b.ReportMetric(page, "us/op-page")
+	b.ReportMetric(total, "us/op-total")
+	b.ReportMetric(total/page, "ratio")
+}
+
+// reportLedger reports the ledgers' mean lengths sampled during the run
+// (sample: sampleLedger's) and the deltas ledger's heap pages and dead
+// rows at its end.
+func reportLedger(b *testing.B, pool *pgxpool.Pool, sample func() (deltas, moves float64)) {
+	deltas, moves := sample()
+	b.ReportMetric(deltas, "pending-deltas")
+	b.ReportMetric(moves, "pending-moves")
+	var pages, dead int64
+	if err := pool.QueryRow(context.Background(), `SELECT pg_relation_size('a2a_task_count_deltas') / 8192, coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'a2a_task_count_deltas'), 0)`).Scan(&pages, &dead); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(pages), "ledger-pages")
+	b.ReportMetric(float64(dead), "dead-tuples")
 }
 
 // flipSQL flips the state of the tasks its WHERE clause picks between

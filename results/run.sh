@@ -22,9 +22,9 @@
 #      backends at 1e6 if the time allows).
 #   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
 #      none) and every Benchmark*Lifecycle* pgstore has (none is fine);
-#      then BenchmarkTotalUnderWriters with 4 and 16 writers at n = 1e5
-#      (quick: 1e4), 3 samples of 2 s each (about 2.5 min; quick one
-#      of 300 ms).
+#      then BenchmarkTotalUnderWriters' side-by-side pairs (total=pair,
+#      no filter and by state) with 4 and 16 writers at n = 1e5 (quick:
+#      1e4), 3 samples of 2 s each (about 2 min; quick one of 300 ms).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
 #      8 s quick): L7 checks, 0 violations or the run fails. Then, full
 #      only, the collector's share on mem at a million tasks: read-heavy,
@@ -146,10 +146,11 @@ fi
 pgbench='CountWrites'
 if grep -q '^func Benchmark[A-Za-z]*Lifecycle' pgstore/*_test.go; then pgbench="$pgbench|Lifecycle"; fi
 step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$(realpath "$out")/pgstore.txt'"
-# A first page with and without its total while 4 and 16 goroutines flip
-# task states by SQL (#31's "totals under writers"), appended.
+# A first page with and without its total, side by side in one loop,
+# while 4 and 16 goroutines flip task states by SQL (#31's "totals under
+# writers"; total=pair), appended.
 if grep -q '^func BenchmarkTotalUnderWriters' pgstore/*_test.go; then
-  step pgstore-totals bash -c "cd pgstore && LIFECYCLE_N=$TOTALS_N '$work/pgstore.test' -test.run '^\$' -test.bench 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/' -test.benchtime $TOTALS_TIME -test.count $TOTALS_COUNT -test.timeout 30m >>'$(realpath "$out")/pgstore.txt'"
+  step pgstore-totals bash -c "cd pgstore && LIFECYCLE_N=$TOTALS_N '$work/pgstore.test' -test.run '^\$' -test.bench 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/filter=[a-z]*/total=pair' -test.benchtime $TOTALS_TIME -test.count $TOTALS_COUNT -test.timeout 30m >>'$(realpath "$out")/pgstore.txt'"
 fi
 fi
 

@@ -58,10 +58,17 @@ func medianRatio(d *data, num, den string) (float64, bool) {
 
 // pgTotalRatio is pgstore's BenchmarkTotalUnderWriters at n: the first
 // page with its total over the page without, with k writers, the roll-up
-// woken by totals (wake=on, the store as built), filter none or state.
+// woken by totals (wake=on, the store as built), filter none or state —
+// the median ratio of the side-by-side pair (total=pair), or in runs made
+// before it, the median total=true over the median total=false.
 func pgTotalRatio(k int, filter string) func(r *run, n int) (float64, bool) {
 	return func(r *run, n int) (float64, bool) {
 		name := fmt.Sprintf("TotalUnderWriters/backend=pg/op=first_page/n=%d/writers=%d/wake=on/filter=%s/total=", n, k, filter)
+		if r.PG != nil {
+			if v, ok := r.PG.median(name+"pair", "ratio"); ok {
+				return v, true
+			}
+		}
 		return medianRatio(r.PG, name+"true", name+"false")
 	}
 }
@@ -141,11 +148,11 @@ var figures = []figure{
 		get: benchRatio("Store/backend=pg/op=total/n=%d/filter=none/impl=scan", "Store/backend=pg/op=total/n=%d/filter=none")},
 	{Key: "pg-replace-indexes", Source: "`op=replace` ÷ `op=replace/…/indexes=none`", Label: "pg: Replace with / without the ordering indexes", Unit: "×", Target: "anchor ≈ 1.3–1.4×", Sized: true,
 		get: benchRatio(fmt.Sprintf(replaceOp, "pg"), fmt.Sprintf(replaceOp, "pg")+"/indexes=none")},
-	{Key: "pg-total-writers4", Source: "`TotalUnderWriters/…/writers=4/wake=on/filter=none/total=true` ÷ `…/total=false`", Label: "pg: first page with / without its total, 4 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
+	{Key: "pg-total-writers4", Source: "`TotalUnderWriters/…/writers=4/wake=on/filter=none/total=pair` ratio", Label: "pg: first page with / without its total, 4 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
 		get: pgTotalRatio(4, "none")},
-	{Key: "pg-total-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=none/total=true` ÷ `…/total=false`", Label: "pg: first page with / without its total, 16 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
+	{Key: "pg-total-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=none/total=pair` ratio", Label: "pg: first page with / without its total, 16 writers flipping states by SQL", Unit: "×", Target: "≤ 1.25×", Sized: true,
 		get: pgTotalRatio(16, "none")},
-	{Key: "pg-total-state-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=state/total=true` ÷ `…/total=false`", Label: "pg: first page of working tasks with / without its total, 16 writers flipping states by SQL", Unit: "×", Sized: true,
+	{Key: "pg-total-state-writers16", Source: "`TotalUnderWriters/…/writers=16/wake=on/filter=state/total=pair` ratio", Label: "pg: first page of working tasks with / without its total, 16 writers flipping states by SQL", Unit: "×", Sized: true,
 		get: pgTotalRatio(16, "state")},
 	{Key: "server-send-rps", Source: "`server/mem-jsonrpc-send-only.json`", Label: "server (mem, JSON-RPC): SendMessage round trips", Unit: "/s",
 		get: serverFigure("mem", "jsonrpc", "send-only", false)},

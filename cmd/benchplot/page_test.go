@@ -386,6 +386,16 @@ func TestPGTotalRatio(t *testing.T) {
 	if _, ok := pgTotalRatio(16, "none")(&run{}, 100000); ok {
 		t.Error("a figure from a run without pgstore.txt")
 	}
+	// A run with the side-by-side pair: its median ratio, not the
+	// separate runs' ratio.
+	const pair = "BenchmarkTotalUnderWriters/backend=pg/op=first_page/n=100000/writers=16/wake=on/filter=none/total=pair-2 100 %d ns/op %v ratio\n"
+	d, err = read(strings.NewReader(in+fmt.Sprintf(pair, 4000000, 1.1)+fmt.Sprintf(pair, 4000000, 0.9)+fmt.Sprintf(pair, 4000000, 1.05)), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := pgTotalRatio(16, "none")(&run{PG: d}, 100000); !ok || v != 1.05 {
+		t.Errorf("16 writers, no filter, with the pair: %v %v, want 1.05 (the pair's median ratio)", v, ok)
+	}
 }
 
 // A run is loaded when the machine was busy as it started; the load at
