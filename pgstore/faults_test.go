@@ -238,7 +238,10 @@ func onePool(t *testing.T, dsn string) (*pgxpool.Pool, *pgstore.Store) {
 // behind for others: pgx's cancel request for it may reach the server late,
 // and on a reused connection it would cancel another caller's statement.
 // The statement is still cancelled on the server (TestDeadlineDuringList);
-// the next call gets a new connection.
+// the connection is closed as the call returns — none waits idle in the
+// pool, where a caller that was never cancelled would have to skip it (and
+// pgxpool fails an Acquire that meets more such connections than the pool
+// holds) — and the next call gets a new one.
 func TestCancelledConnectionIsDropped(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
@@ -271,6 +274,9 @@ func TestCancelledConnectionIsDropped(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled List: %v", err)
+	}
+	if idle := pool.Stat().IdleConns(); idle != 0 {
+		t.Fatalf("the cancelled call's connection went back to the pool: %d idle", idle)
 	}
 	release()
 	if pid := backend(); pid == before {

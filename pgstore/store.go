@@ -253,26 +253,22 @@ RETURNING ` + returningColumns,
 // the server gets a cancel request at once and the call returns once the
 // statement has ended (or after cancelDeadline), leaving the connection in
 // a clean state (pgx's default closes the socket at once and cancels on the
-// way out). The connection is then dropped rather than reused: a cancel
+// way out). The connection is then closed rather than reused: a cancel
 // request is a separate message that the server may act on late, and on a
-// reused connection it would cancel another caller's statement. The pool
-// drops it when it would next hand it out (PrepareConn, which runs in the
-// acquiring call: an AfterRelease hook would cost every release a
-// goroutine). Callers of New can start from it; one who sets its
-// PrepareConn must call the one PoolConfig set.
+// reused connection it would cancel another caller's statement. It is
+// closed as the call ends, so the pool destroys it on release, in the
+// releasing call: no cancelled connection waits in the pool for a later
+// caller to skip, and no hook runs on release (pgxpool runs an
+// AfterRelease hook in a goroutine of its own on every release). Callers of
+// New can start from it; one who sets its BuildContextWatcherHandler must
+// keep this behaviour.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		h := &cancelHandler{CancelRequestContextWatcherHandler: pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}}
-		c.CustomData()[cancelledKey] = &h.cancelled
-		return h
-	}
-	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
-		cancelled, _ := c.PgConn().CustomData()[cancelledKey].(*atomic.Bool)
-		return cancelled == nil || !cancelled.Load(), nil // false: the pool closes it and takes another
+		return &cancelHandler{CancelRequestContextWatcherHandler: pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}}
 	}
 	return cfg, nil
 }
@@ -281,19 +277,18 @@ func PoolConfig(dsn string) (*pgxpool.Config, error) {
 // acknowledge the cancel request before the connection is dropped.
 const cancelDeadline = 2 * time.Second
 
-// cancelHandler is pgx's cancel-request handling that also records, in the
-// connection's CustomData under cancelledKey, that a call on the
-// connection was cancelled, so that the pool drops it when it is released.
+// cancelHandler is pgx's cancel-request handling that closes the
+// connection once the cancelled call has ended.
 type cancelHandler struct {
 	pgconn.CancelRequestContextWatcherHandler
-	cancelled atomic.Bool
 }
 
-const cancelledKey = "a2astore.pgstore.cancelled"
-
-func (h *cancelHandler) HandleCancel(ctx context.Context) {
-	h.cancelled.Store(true)
-	h.CancelRequestContextWatcherHandler.HandleCancel(ctx)
+// HandleUnwatchAfterCancel runs as a call whose context ended finishes
+// (pgconn unwatches its context), after pgx's own handling has waited for
+// the cancel request to be sent.
+func (h *cancelHandler) HandleUnwatchAfterCancel() {
+	h.CancelRequestContextWatcherHandler.HandleUnwatchAfterCancel()
+	_ = h.Conn.Close(context.Background()) // Background: Close leaves the context watcher alone
 }
 
 // Open connects to dsn (see PoolConfig) and returns a store that owns the
