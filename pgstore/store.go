@@ -257,10 +257,12 @@ RETURNING ` + returningColumns,
 // request is a separate message that the server may act on late, and on a
 // reused connection it would cancel another caller's statement. It is
 // closed as the call ends, so the pool destroys it on release, in the
-// releasing call: no cancelled connection waits in the pool for a later
-// caller to skip, and no hook runs on release (pgxpool runs an
-// AfterRelease hook in a goroutine of its own on every release). Callers of
-// New can start from it; one who sets its BuildContextWatcherHandler must
+// releasing call: no hook runs on release (pgxpool runs an AfterRelease
+// hook in a goroutine of its own on every release). One path still puts
+// a closed connection back: a ping in Acquire that its caller abandoned,
+// finished by pgxpool in the background; PrepareConn, which runs in the
+// acquiring call, drops it and takes another. Callers of New can start
+// from it; one who sets its BuildContextWatcherHandler or PrepareConn must
 // keep this behaviour.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -269,6 +271,9 @@ func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &cancelHandler{CancelRequestContextWatcherHandler: pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}}
+	}
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) {
+		return !c.IsClosed(), nil // false: the pool destroys it and takes another
 	}
 	return cfg, nil
 }
@@ -284,12 +289,20 @@ type cancelHandler struct {
 }
 
 // HandleUnwatchAfterCancel runs as a call whose context ended finishes
-// (pgconn unwatches its context), after pgx's own handling has waited for
-// the cancel request to be sent.
+// (pgconn unwatches its context), after pgx's own handling (which ends
+// or waits out its cancel request and clears the socket's deadline). The
+// close's Terminate message gets closeDeadline to be written. Close must
+// have the background context: with any other it would watch it, and
+// the watcher's lock is held while this runs.
 func (h *cancelHandler) HandleUnwatchAfterCancel() {
 	h.CancelRequestContextWatcherHandler.HandleUnwatchAfterCancel()
-	_ = h.Conn.Close(context.Background()) // Background: Close leaves the context watcher alone
+	_ = h.Conn.Conn().SetDeadline(time.Now().Add(closeDeadline))
+	_ = h.Conn.Close(context.Background())
 }
+
+// closeDeadline bounds the write of a cancelled connection's Terminate
+// message (a peer that stopped reading would otherwise hold the call).
+const closeDeadline = time.Second
 
 // Open connects to dsn (see PoolConfig) and returns a store that owns the
 // pool: Close closes it.
