@@ -210,7 +210,8 @@
 // (checked in the UPDATE's WHERE clause, so concurrent appends are neither
 // lost nor duplicated), and Cancel applies only to a non-terminal state.
 // Serialization failures and deadlocks (SQLSTATE 40001, 40P01) are retried a
-// few times with jitter; reads are never retried.
+// few times with jitter; reads are not, but a read whose connection was
+// found gone runs once more on a live one (reconnect.go).
 //
 // # IDs and errors (S8, T4)
 //
@@ -222,6 +223,7 @@
 // reachable through errors.As for logging. Context cancellation and
 // deadlines are returned as the context's error (errors.Is(err,
 // context.DeadlineExceeded)); the running query is cancelled on the server
-// and its connection is then closed, not reused, so that a cancel request
-// acted on late cannot cancel another caller's query (PoolConfig).
+// and its connection is closed as the call ends, never reused, so that a
+// cancel request acted on late cannot cancel another caller's query
+// (PoolConfig).
 package pgstore
