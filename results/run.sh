@@ -21,10 +21,12 @@
 #      on the issue-2 operations (full only; RESULTS_1E6=mem,pg adds
 #      backends at 1e6 if the time allows).
 #   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
-#      none) and every Benchmark*Lifecycle* pgstore has (none is fine);
-#      then BenchmarkTotalUnderWriters' side-by-side pairs (total=pair,
+#      none), BenchmarkLifecycle (3 samples; quick 1), then
+#      BenchmarkTotalUnderWriters' side-by-side pairs (total=pair,
 #      no filter and by state) with 4 and 16 writers at n = 1e5 (quick:
 #      1e4), 3 samples of 2 s each (about 2 min; quick one of 300 ms).
+#      pebblestore: BenchmarkReplaceFloor, the store's Replace beside bare
+#      Pebble's floor in one loop (3 × 20000 of each; quick 1 × 2000).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
 #      8 s quick): L7 checks, 0 violations or the run fails. Then, full
 #      only, the collector's share on mem at a million tasks: read-heavy,
@@ -57,6 +59,7 @@ if [ "$QUICK" = 1 ]; then
   BENCH_SIZES_RUN=1000,10000; BENCH_COUNT_RUN=3; BENCH_TIME_RUN=40ms
   PG_BENCHTIME=100ms; LOADGEN_FOR=8s; SERVER_FOR=4s; SEED_TASKS=500
   TOTALS_N=1e4; TOTALS_TIME=300ms; TOTALS_COUNT=1
+  LIFECYCLE_COUNT=1; FLOOR_OPS=2000x; FLOOR_COUNT=1
   SIZES_1E6=""
   RETAIN_COUNT=1; ISOLATION_SIZE=10000; ISOLATION_SECONDS=4
 else
@@ -64,6 +67,7 @@ else
   BENCH_SIZES_RUN=1000,10000,100000; BENCH_COUNT_RUN=6; BENCH_TIME_RUN=100ms
   PG_BENCHTIME=1s; LOADGEN_FOR=30s; SERVER_FOR=15s; SEED_TASKS=2000
   TOTALS_N=1e5; TOTALS_TIME=2s; TOTALS_COUNT=3
+  LIFECYCLE_COUNT=3; FLOOR_OPS=20000x; FLOOR_COUNT=3
   SIZES_1E6=${RESULTS_1E6:-mem}
   RETAIN_COUNT=3; ISOLATION_SIZE=100000; ISOLATION_SECONDS=10
 fi
@@ -123,6 +127,7 @@ step build-server go build -o "$work/a2astore-server" ./cmd/a2astore-server
 if [ "$SKIP_BENCH" != 1 ]; then
 step build-bench go test -c -o "$work/bench.test" ./bench
 step build-pgstore go test -c -o "$work/pgstore.test" ./pgstore
+step build-pebblestore go test -c -o "$work/pebblestore.test" ./pebblestore
 
 # 1. The shared suite. Run from the package directory, as go test does.
 bench() { # sizes, pattern, count [benchtime]
@@ -142,16 +147,21 @@ if [ -n "$SIZES_1E6" ]; then
   step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace|replace-notask)\$" 3
 fi
 
-# 2. pgstore's write benchmarks: counters, and lifecycle when it exists.
-pgbench='CountWrites'
-if grep -q '^func Benchmark[A-Za-z]*Lifecycle' pgstore/*_test.go; then pgbench="$pgbench|Lifecycle"; fi
-step pgstore bash -c "cd pgstore && '$work/pgstore.test' -test.run '^\$' -test.bench '$pgbench' -test.benchtime $PG_BENCHTIME -test.count 1 -test.timeout 60m >'$(realpath "$out")/pgstore.txt'"
+# 2. pgstore's write benchmarks: counters, then lifecycles (pgstore /
+# plain SQL, #31's lifecycle rows: LIFECYCLE_COUNT samples), appended.
+pgstep() { # name, pattern, benchtime, count, redirection (> or >>), [env]
+  step "$1" bash -c "cd pgstore && ${6:-}'$work/pgstore.test' -test.run '^\$' -test.bench '$2' -test.benchtime $3 -test.count $4 -test.timeout 60m $5'$(realpath "$out")/pgstore.txt'"
+}
+pgstep pgstore 'CountWrites' "$PG_BENCHTIME" 1 '>'
+pgstep pgstore-lifecycle '^BenchmarkLifecycle$' "$PG_BENCHTIME" "$LIFECYCLE_COUNT" '>>'
 # A first page with and without its total, side by side in one loop,
 # while 4 and 16 goroutines flip task states by SQL (#31's "totals under
 # writers"; total=pair), appended.
-if grep -q '^func BenchmarkTotalUnderWriters' pgstore/*_test.go; then
-  step pgstore-totals bash -c "cd pgstore && LIFECYCLE_N=$TOTALS_N '$work/pgstore.test' -test.run '^\$' -test.bench 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/filter=[a-z]*/total=pair' -test.benchtime $TOTALS_TIME -test.count $TOTALS_COUNT -test.timeout 30m >>'$(realpath "$out")/pgstore.txt'"
-fi
+pgstep pgstore-totals 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/filter=[a-z]*/total=pair' "$TOTALS_TIME" "$TOTALS_COUNT" '>>' "LIFECYCLE_N=$TOTALS_N "
+# Pebble's Replace beside its floor in bare Pebble, alternating (#31's
+# "Pebble Replace / bare get + delete + 2 sets" row, and the store's own
+# keys written by bare Pebble): pebblestore.txt.
+step pebblestore-replace bash -c "cd pebblestore && '$work/pebblestore.test' -test.run '^\$' -test.bench '^BenchmarkReplaceFloor\$' -test.benchtime $FLOOR_OPS -test.count $FLOOR_COUNT -test.timeout 10m >'$(realpath "$out")/pebblestore.txt'"
 fi
 
 # A PostgreSQL cluster for loadgen and the server.

@@ -398,6 +398,44 @@ func TestPGTotalRatio(t *testing.T) {
 	}
 }
 
+// The lifecycle rows read BenchmarkLifecycle's median ratio for their
+// writer count at the largest table size; the Pebble floor rows read
+// BenchmarkReplaceFloor's from pebblestore.txt.
+func TestLifecycleAndPebbleFloorRatios(t *testing.T) {
+	const lc = "BenchmarkLifecycle/backend=pg/op=lifecycle/n=%d/writers=%d-2 100 1000 ns/op %v ratio\n"
+	in := "goos: linux\npkg: x\n" + fmt.Sprintf(lc, 20000, 4, 1.5) + fmt.Sprintf(lc, 20000, 4, 1.3) + fmt.Sprintf(lc, 20000, 4, 1.4) +
+		fmt.Sprintf(lc, 100000, 16, 1.9) + fmt.Sprintf(lc, 20000, 16, 1.2)
+	d, err := read(strings.NewReader(in), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{PG: d}
+	for _, c := range []struct {
+		k    int
+		want float64
+		ok   bool
+	}{{4, 1.4, true}, {16, 1.9, true}, {1, 0, false}} {
+		if v, ok := pgLifecycleRatio(c.k)(r, 0); ok != c.ok || v != c.want {
+			t.Errorf("%d writers: %v %v, want %v %v", c.k, v, ok, c.want, c.ok)
+		}
+	}
+	const floor = "BenchmarkReplaceFloor-2 20000 50000 ns/op %v ratio %v ratio-keys\n"
+	d, err = read(strings.NewReader("goos: linux\npkg: x\n"+fmt.Sprintf(floor, 2.5, 1.1)+fmt.Sprintf(floor, 2.2, 0.9)+fmt.Sprintf(floor, 2.8, 1.2)), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = &run{Pebble: d}
+	if v, ok := pebbleFloorRatio("ratio")(r, 0); !ok || v != 2.5 {
+		t.Errorf("ratio %v %v, want 2.5", v, ok)
+	}
+	if v, ok := pebbleFloorRatio("ratio-keys")(r, 0); !ok || v != 1.1 {
+		t.Errorf("ratio-keys %v %v, want 1.1", v, ok)
+	}
+	if _, ok := pebbleFloorRatio("ratio")(&run{PG: d}, 0); ok {
+		t.Error("a floor figure from a run without pebblestore.txt")
+	}
+}
+
 // A run is loaded when the machine was busy as it started; the load at
 // its end, which its own last steps raise, does not mark it.
 func TestRunLoaded(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 //	steps.log         start and end time of each step
 //	bench.txt         go test ./bench output (benchfmt)
 //	pgstore.txt       pgstore's write benchmarks (counters; lifecycle when present)
+//	pebblestore.txt   pebblestore's Replace beside its bare-Pebble floor
 //	loadgen/<b>.json  embedded loadgen run per backend (load.Result)
 //	gc/<name>.json    embedded loadgen run for the collector's share
 //	                  (mem-read-heavy: read-heavy at a million tasks)
@@ -95,6 +96,7 @@ type run struct {
 	Meta    runMeta
 	Bench   *data // nil without bench.txt
 	PG      *data // nil without pgstore.txt
+	Pebble  *data // nil without pebblestore.txt
 	Loadgen map[string]*load.Result
 	GC      map[string]*load.Result // gc/<name>.json
 	Server  []serverRun
@@ -185,6 +187,9 @@ func readRun(dir string) (*run, error) {
 		return nil, err
 	}
 	if r.PG, err = readBenchFile(filepath.Join(dir, "pgstore.txt")); err != nil {
+		return nil, err
+	}
+	if r.Pebble, err = readBenchFile(filepath.Join(dir, "pebblestore.txt")); err != nil {
 		return nil, err
 	}
 	for sub, m := range map[string]map[string]*load.Result{"loadgen": r.Loadgen, "gc": r.GC} {
