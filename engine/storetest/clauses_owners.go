@@ -56,7 +56,8 @@ func testOwnerRecorded(t testing.TB, e *env) { // O1, O2
 		expect("Cancel", r, err, want)
 	}
 	// Every shape of page carries the owners (O5).
-	for _, req := range []engine.ListRequest{{}, {Projection: engine.ProjectionLight}, {ContextID: "ctx-a"}, {Owner: "alice"}} {
+	for _, req := range []engine.ListRequest{{}, {Projection: engine.ProjectionLight}, {ContextID: "ctx-a"}, {Owner: "alice"},
+		{ContextID: "ctx-a", Projection: engine.ProjectionLight}, {Owner: "alice", Projection: engine.ProjectionLight}} {
 		resp := e.mustList(t, req)
 		for i, tk := range resp.Tasks {
 			if resp.TaskOwners[i] != owners[tk.ID] {
