@@ -20,13 +20,13 @@
 #      BenchmarkRetainIsolation at 1e5 (quick: 1e4), then mem at n = 1e6
 #      on the issue-2 operations (full only; RESULTS_1E6=mem,pg adds
 #      backends at 1e6 if the time allows).
-#   2. pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
+#   2. pebblestore: BenchmarkReplaceFloor, the store's Replace beside bare
+#      Pebble's floor in one loop (3 × 20000 of each; quick 1 × 2000).
+#      pgstore: BenchmarkCountWrites (counter triggers sharded / hot /
 #      none), BenchmarkLifecycle (3 samples; quick 1), then
 #      BenchmarkTotalUnderWriters' side-by-side pairs (total=pair,
 #      no filter and by state) with 4 and 16 writers at n = 1e5 (quick:
 #      1e4), 3 samples of 2 s each (about 2 min; quick one of 300 ms).
-#      pebblestore: BenchmarkReplaceFloor, the store's Replace beside bare
-#      Pebble's floor in one loop (3 × 20000 of each; quick 1 × 2000).
 #   3. loadgen embedded, traversal-under-churn, per backend (30 s full,
 #      8 s quick): L7 checks, 0 violations or the run fails. Then, full
 #      only, the collector's share on mem at a million tasks: read-heavy,
@@ -147,6 +147,12 @@ if [ -n "$SIZES_1E6" ]; then
   step bench-1e6 bench 1000000 "Store/^backend=($be)\$/^op=(page|page-depth|total|replace|replace-notask)\$" 3
 fi
 
+# Pebble's Replace beside its floor in bare Pebble, alternating (#31's
+# "Pebble Replace / bare get + delete + 2 sets" row, and the store's own
+# keys written by bare Pebble): pebblestore.txt. Before the pg steps,
+# whose writers leave the machine loaded for a while after them.
+step pebblestore-replace bash -c "cd pebblestore && '$work/pebblestore.test' -test.run '^\$' -test.bench '^BenchmarkReplaceFloor\$' -test.benchtime $FLOOR_OPS -test.count $FLOOR_COUNT -test.timeout 10m >'$(realpath "$out")/pebblestore.txt'"
+
 # 2. pgstore's write benchmarks: counters, then lifecycles (pgstore /
 # plain SQL, #31's lifecycle rows: LIFECYCLE_COUNT samples), appended.
 pgstep() { # name, pattern, benchtime, count, redirection (> or >>), [env]
@@ -158,10 +164,6 @@ pgstep pgstore-lifecycle '^BenchmarkLifecycle$' "$PG_BENCHTIME" "$LIFECYCLE_COUN
 # while 4 and 16 goroutines flip task states by SQL (#31's "totals under
 # writers"; total=pair), appended.
 pgstep pgstore-totals 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/writers=(4|16)/wake=on/filter=[a-z]*/total=pair' "$TOTALS_TIME" "$TOTALS_COUNT" '>>' "LIFECYCLE_N=$TOTALS_N "
-# Pebble's Replace beside its floor in bare Pebble, alternating (#31's
-# "Pebble Replace / bare get + delete + 2 sets" row, and the store's own
-# keys written by bare Pebble): pebblestore.txt.
-step pebblestore-replace bash -c "cd pebblestore && '$work/pebblestore.test' -test.run '^\$' -test.bench '^BenchmarkReplaceFloor\$' -test.benchtime $FLOOR_OPS -test.count $FLOOR_COUNT -test.timeout 10m >'$(realpath "$out")/pebblestore.txt'"
 fi
 
 # A PostgreSQL cluster for loadgen and the server.
