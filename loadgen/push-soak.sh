@@ -7,7 +7,8 @@
 # SOAK_PUSH_EVERY. Every SOAK_KILL_EVERY one instance (a, then b, …) is
 # SIGKILLed and started again on the same ports. Every minute a line:
 # time, loadgen's last progress line (ops/s, errors, violations, push
-# deliveries), the rows of a2a_tasks, a2a_task_log and a2a_push_configs,
+# deliveries, and p50/p99 ms by operation over its interval: response
+# times, from each operation's scheduled start), the rows of a2a_tasks, a2a_task_log and a2a_push_configs,
 # the servers' RSS and the push queue depth they report.
 #
 # The verdict is loadgen's: exit 0 when no live-traversal violation, no
@@ -125,7 +126,7 @@ depth() {
 
 status() {
   local lg
-  lg=$(grep -E '^ *[0-9.]+s ' "$out/loadgen.log" 2>/dev/null | tail -1 | sed -E 's/  p50\/p99 ms:.*//; s/^ +//' || true)
+  lg=$(grep -E '^ *[0-9.]+s ' "$out/loadgen.log" 2>/dev/null | tail -1 | sed -E 's/^ +//' || true)
   local mem=""
   for n in a b; do mem+=" rss_$n=$(rss "$n")MiB"; done
   echo "$(date -u +%H:%M:%S) loadgen[${lg:--}] tasks=$(rows a2a_tasks) log=$(rows a2a_task_log) push_configs=$(rows a2a_push_configs) depth=$(depth)$mem"

@@ -363,4 +363,10 @@ func TestRunPaced(t *testing.T) {
 	if res.Total.Count != 500 || res.Rate != 20000 {
 		t.Errorf("paced run: %d ops at rate %v, want 500 at 20000", res.Total.Count, res.Rate)
 	}
+	if s := res.Schedule; s == nil || s.MaxLagMs < s.EndLagMs || s.EndLagMs < 0 {
+		t.Errorf("paced run's schedule %+v: want max lag >= end lag >= 0", s)
+	}
+	if res.Total.ServiceP99Ms <= 0 || res.Total.ServiceP99Ms > res.Total.P99Ms*1.01 {
+		t.Errorf("service p99 %v ms, response p99 %v ms: service must be positive and at most the response", res.Total.ServiceP99Ms, res.Total.P99Ms)
+	}
 }

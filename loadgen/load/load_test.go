@@ -97,9 +97,9 @@ func TestSummarize(t *testing.T) {
 		if i%100 == 0 {
 			class = ClassNotFound
 		}
-		rec.record(time.Duration(i)*time.Microsecond, class)
+		rec.record(time.Duration(i)*time.Microsecond, time.Duration(i)*time.Microsecond, class)
 	}
-	rec.record(3*time.Second, ClassInternal)
+	rec.record(3*time.Second, 3*time.Second, ClassInternal)
 	s := rec.snapshot(2 * time.Second)
 	if s.Count != 10001 {
 		t.Fatalf("count %d, want 10001", s.Count)
@@ -125,17 +125,22 @@ func TestSummarize(t *testing.T) {
 	if h.TotalCount() != 10001 || e != 101 {
 		t.Errorf("interval: %d ops %d errors, want 10001 and 101", h.TotalCount(), e)
 	}
-	rec.record(time.Millisecond, "")
+	rec.record(time.Millisecond, time.Millisecond, "")
 	if h, e := rec.takeInterval(); h.TotalCount() != 1 || e != 0 {
 		t.Errorf("second interval: %d ops %d errors, want 1 and 0", h.TotalCount(), e)
 	}
 	if got := rec.snapshot(time.Second).Count; got != 10002 {
 		t.Errorf("whole run %d ops, want 10002", got)
 	}
-	// Out-of-range values are clamped, not dropped.
-	rec.record(time.Hour, "")
-	if got := rec.snapshot(time.Second); got.Count != 10003 || got.MaxMs < 99000 {
-		t.Errorf("after a 1h sample: count %d max %v ms", got.Count, got.MaxMs)
+	// An hour is in range (a paced run an hour behind its schedule says
+	// so); beyond the range values are clamped, not dropped.
+	rec.record(time.Hour, time.Hour, "")
+	if got := rec.snapshot(time.Second); got.Count != 10003 || math.Abs(got.MaxMs-3.6e6) > 3.6e6*0.001 {
+		t.Errorf("after a 1h sample: count %d max %v ms, want 3,600,000 ±0.1%%", got.Count, got.MaxMs)
+	}
+	rec.record(5*time.Hour, 5*time.Hour, "")
+	if got := rec.snapshot(time.Second); got.Count != 10004 || got.MaxMs < 7.19e6 || got.MaxMs > 7.21e6 {
+		t.Errorf("after a 5h sample: count %d max %v ms, want the 2h cap", got.Count, got.MaxMs)
 	}
 }
 
@@ -235,9 +240,9 @@ func TestProgressLine(t *testing.T) {
 		r.rec[op] = newOpRecorder()
 	}
 	for range 100 {
-		r.rec[OpGet].record(2*time.Millisecond, "")
+		r.rec[OpGet].record(2*time.Millisecond, 2*time.Millisecond, "")
 	}
-	r.rec[OpCreate].record(40*time.Microsecond, ClassNotFound)
+	r.rec[OpCreate].record(40*time.Microsecond, 40*time.Microsecond, ClassNotFound)
 	line := r.progressLine(time.Second)
 	for _, want := range []string{"101 ops/s", "errors 1", "get 2.0/2.0", "create 0.040/0.040"} {
 		if !strings.Contains(line, want) {
@@ -246,5 +251,45 @@ func TestProgressLine(t *testing.T) {
 	}
 	if line := r.progressLine(time.Second); !strings.Contains(line, " 0 ops/s") || strings.Contains(line, "get ") {
 		t.Errorf("second interval should be empty: %q", line)
+	}
+}
+
+// TestScheduleReport: a paced run that fell behind says by how much and
+// prints the service times beside the response times, which count from the
+// schedule; one on schedule prints no such line.
+func TestScheduleReport(t *testing.T) {
+	r := &runner{rec: map[Op]*opRecorder{}, start: time.Now(), cfg: Config{Rate: 50}, tracker: newTracker(), gcStart: readGC()}
+	for _, op := range AllOps {
+		r.rec[op] = newOpRecorder()
+	}
+	r.lag.observe(-time.Millisecond) // ahead: waits, starts on time
+	r.lag.observe(90 * time.Second)
+	r.lag.observe(30 * time.Second)
+	for range 100 {
+		r.rec[OpCreate].record(90*time.Second, 3*time.Millisecond, "")
+	}
+	res := r.result(time.Minute)
+	if res.Schedule == nil || res.Schedule.MaxLagMs != 90e3 || res.Schedule.EndLagMs != 30e3 {
+		t.Fatalf("schedule %+v, want max 90 s, end 30 s", res.Schedule)
+	}
+	if s := res.Ops[OpCreate]; s.P50Ms < 89e3 || s.ServiceP50Ms < 2.99 || s.ServiceP50Ms > 3.01 {
+		t.Errorf("create p50 %v ms, service p50 %v ms: want ~90,000 and 3", s.P50Ms, s.ServiceP50Ms)
+	}
+	var b strings.Builder
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"schedule: behind the rate by up to 90.0 s (30.0 s at the end)", "create 3.00/3.00", "total 3.00/3.00"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	res.Schedule = &ScheduleStats{MaxLagMs: 900}
+	b.Reset()
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "schedule:") {
+		t.Errorf("a run 0.9 s behind at worst reported as behind:\n%s", b.String())
 	}
 }

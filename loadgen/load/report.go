@@ -37,6 +37,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	r.writeSchedule(w)
 	fmt.Fprintf(w, "checks: %d traversals (%d pages, %d task appearances, %d cursor comparisons) checked live; %d violations; %d live tasks at end\n",
 		r.Traversals, r.TraversalPages, r.ExactlyOnce, r.CursorChecks, r.ViolationCount, r.LiveTasks)
 	for _, v := range r.Violations {
@@ -53,6 +54,23 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "machine: %s/%s, %d CPUs, load average %s\n", r.Machine.GOOS, r.Machine.GOARCH, r.Machine.CPUs, r.Machine.LoadAvg)
 	return err
+}
+
+// writeSchedule says, when a paced run fell behind its rate, by how much and
+// what its operations cost from their send: the table's response times then
+// hold the wait for a free worker.
+func (r *Result) writeSchedule(w io.Writer) {
+	if !r.Schedule.Behind() {
+		return
+	}
+	fmt.Fprintf(w, "schedule: behind the rate by up to %.1f s (%.1f s at the end); the table counts from each scheduled start. From the send, p50/p99 ms:",
+		r.Schedule.MaxLagMs/1e3, r.Schedule.EndLagMs/1e3)
+	for _, op := range AllOps {
+		if s, ok := r.Ops[op]; ok {
+			fmt.Fprintf(w, " %s %s/%s", op, FormatMillis(s.ServiceP50Ms, 2), FormatMillis(s.ServiceP99Ms, 2))
+		}
+	}
+	fmt.Fprintf(w, " total %s/%s\n", FormatMillis(r.Total.ServiceP50Ms, 2), FormatMillis(r.Total.ServiceP99Ms, 2))
 }
 
 // write prints the push line and the push violations, if any.

@@ -61,6 +61,10 @@ type Result struct {
 	// push URL and no receiver only the URL is set.
 	Push *PushStats `json:"push,omitempty"`
 
+	// Schedule says how far a paced run (Rate > 0) fell behind its
+	// schedule; nil when unpaced.
+	Schedule *ScheduleStats `json:"schedule,omitempty"`
+
 	// GC is the collector's work during the run, in this process: set for
 	// embedded targets only (then it is the store's process).
 	GC *GCStats `json:"gc,omitempty"`
@@ -115,6 +119,7 @@ type runner struct {
 	checked    atomic.Int64
 	compared   atomic.Int64
 	stopping   atomic.Bool
+	lag        lagGauge // how far a paced run is behind its schedule
 	start      time.Time
 	gcStart    gcSample // the collector's counters at start
 
@@ -350,7 +355,9 @@ func (r *runner) claim(ctx context.Context) (time.Time, bool) {
 		return time.Now(), true
 	}
 	at := r.start.Add(time.Duration(float64(n-1) / r.cfg.Rate * float64(time.Second)))
-	if d := time.Until(at); d > 0 {
+	d := time.Until(at)
+	r.lag.observe(-d)
+	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -375,20 +382,23 @@ func (r *runner) worker(ctx context.Context, w uint64) {
 		}
 		op := r.pick.pick(rng.IntN(total))
 		r.metrics.inFlight.Inc()
+		sent := time.Now()
 		err := r.do(ctx, op, rng, gen, &msgN)
 		r.metrics.inFlight.Dec()
 		if errors.Is(err, errAbandoned) || ctxDone(ctx, err) {
 			return
 		}
-		r.observe(op, time.Since(at), err)
+		r.observe(op, time.Since(at), time.Since(sent), err)
 	}
 }
 
 var errAbandoned = errors.New("traversal abandoned at the end of the run")
 
-func (r *runner) observe(op Op, d time.Duration, err error) {
+// observe records one operation: d from its scheduled start, svc from its
+// send (the same in an unpaced run).
+func (r *runner) observe(op Op, d, svc time.Duration, err error) {
 	class := Classify(err)
-	r.rec[op].record(d, class)
+	r.rec[op].record(d, svc, class)
 	outcome := class
 	if outcome == "" {
 		outcome = "ok"
@@ -470,7 +480,8 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 		t0 := time.Now()
 		p, err := r.tgt.list(ctx, contextID, token, r.mix.PageSize, false)
 		if !ctxDone(ctx, err) {
-			r.observe(OpPage, time.Since(t0), err)
+			d := time.Since(t0)
+			r.observe(OpPage, d, d, err)
 		}
 		return p, p.next, err
 	}) {
@@ -519,7 +530,10 @@ func (r *runner) result(elapsed time.Duration) *Result {
 	} else {
 		res.GC = readGC().since(r.gcStart)
 	}
-	all := newHist()
+	if r.cfg.Rate > 0 {
+		res.Schedule = r.lag.stats()
+	}
+	all, service := newHist(), newHist()
 	errs := map[string]int64{}
 	for _, op := range AllOps {
 		s := r.rec[op].snapshot(elapsed)
@@ -528,7 +542,7 @@ func (r *runner) result(elapsed time.Duration) *Result {
 		}
 		res.Ops[op] = s
 		if op != OpPage { // pages are inside traversals: counted once, as the traversal
-			r.rec[op].merged(all)
+			r.rec[op].merged(all, service)
 			for k, v := range s.Errors {
 				errs[k] += v
 			}
@@ -536,7 +550,7 @@ func (r *runner) result(elapsed time.Duration) *Result {
 	}
 	// A failed page fails its traversal, which is counted with that error
 	// class: the page row's errors are not added again.
-	res.Total = summarize(all, elapsed, errs)
+	res.Total = withService(summarize(all, elapsed, errs), service)
 	r.vmu.Lock()
 	res.ViolationCount, res.Violations = r.vmu.count, r.vmu.list
 	r.vmu.Unlock()
