@@ -91,6 +91,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	fs.DurationVar(&cfg.Agent.ThinkTime, "think-time", 0, "synthetic agent: wait before each update")
 	addClusterFlags(fs, &cfg.Cluster)
 	addPushFlags(fs, &cfg.Push)
+	addTracingFlags(fs, &cfg.Tracing)
 	retainFlags(fs, &cfg.Retain)
 	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/a2astore/a2astore/a2aserver"
@@ -84,6 +85,8 @@ type config struct {
 	// FinishAbandoned off: other servers may be running those tasks.
 	Cluster clusterConfig
 	Push    pushConfig
+	// Tracing is where spans go (-otel-traces, tracing.go; H2).
+	Tracing tracingConfig
 	// Retain is the retention policy (-retain, retain.go).
 	Retain retainConfig
 	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
@@ -108,6 +111,9 @@ type server struct {
 	cluster  *pgcluster.Cluster    // cluster mode only
 	retain   *retention.Service    // nil without -retain
 	trimmer  *tasklog.Trimmer      // the task log's retention
+	tracer   trace.TracerProvider  // spans of calls and store operations (H2)
+	// stopTracing flushes and stops the tracer provider.
+	stopTracing func(context.Context) error
 
 	// Push delivery (-push): nil when off.
 	pushConfigs          *pushdelivery.ConfigStore
@@ -164,7 +170,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if backendName == "" {
 		backendName = "mem"
 	}
-	metered := storemetrics.New(scoped, storemetrics.Options{Backend: backendName})
+	tp, stopTracing, err := cfg.Tracing.tracerProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	metered := storemetrics.New(scoped, storemetrics.Options{Backend: backendName, Tracer: tp.Tracer("github.com/a2astore/a2astore/engine/storemetrics")})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -172,7 +182,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		reg.MustRegister(c)
 	}
 
-	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3)}
+	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3),
+		tracer: tp, stopTracing: stopTracing}
 	if s.retain, err = newRetention(&cfg, metered, b.Store, reg); err != nil {
 		return nil, err
 	}
@@ -243,6 +254,7 @@ func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
 		counters[v] = versions.WithLabelValues(v)
 	}
 	interceptors := []a2asrv.CallInterceptor{
+		a2aserver.TraceMethod{},
 		a2aserver.VersionGuard{Observe: func(v string, ok bool) {
 			switch {
 			case !ok:
@@ -286,9 +298,9 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	mux.Handle(jsonrpcPath, jsonrpc)
 	mux.Handle(jsonrpcPath+"/{$}", jsonrpc)
 	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
-	s.httpSrv = cfg.Serve.Server(mux)
+	s.httpSrv = cfg.Serve.Server(a2aserver.TraceHTTP(mux, s.tracer))
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
+	s.grpcSrv = cfg.Serve.GRPCServer(append(append(a2aserver.TraceGRPC(s.tracer), a2aserver.GRPCErrorCodes()...), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 
 	if s.metricsLn != nil {
@@ -484,6 +496,7 @@ func (s *server) shutdown(ctx context.Context) error {
 			_ = s.cluster.Close() // before the pool it runs on
 		}
 		s.stopErr = s.store.Close()
+		_ = s.stopTracing(fctx)
 	})
 	return s.stopErr
 }

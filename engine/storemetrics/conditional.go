@@ -3,7 +3,6 @@ package storemetrics
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -29,35 +28,35 @@ func (s *Store) conditional() (engine.ConditionalStore, error) {
 
 // CancelIf implements engine.ConditionalStore.
 func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpCancel)
 	var rec engine.Record
 	c, err := s.conditional()
 	if err == nil {
 		rec, err = c.CancelIf(ctx, id, expectedRevision)
 	}
-	s.observe(OpCancel, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // AppendHistoryIf implements engine.ConditionalStore.
 func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Message, expectedRevision int64) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpAppendHistory)
 	var rec engine.Record
 	c, err := s.conditional()
 	if err == nil {
 		rec, err = c.AppendHistoryIf(ctx, id, msg, expectedRevision)
 	}
-	s.observe(OpAppendHistory, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // DeleteIf implements engine.ConditionalStore.
 func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision int64) error {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpDelete)
 	c, err := s.conditional()
 	if err == nil {
 		err = c.DeleteIf(ctx, id, expectedRevision)
 	}
-	s.observe(OpDelete, start, err)
+	sp.end(err)
 	return err
 }

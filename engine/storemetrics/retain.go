@@ -3,7 +3,6 @@ package storemetrics
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -22,13 +21,13 @@ var (
 // fails with engine.ErrRetainUnsupported (engine.AsRetainer tells
 // beforehand). The tasks removed are counted by engine/retention.
 func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (engine.RetainResult, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpRemoveExpired)
 	var res engine.RetainResult
 	err := fmt.Errorf("storemetrics: %w", engine.ErrRetainUnsupported)
 	if r, ok := engine.AsRetainer(s.next); ok {
 		res, err = r.RemoveExpired(ctx, req)
 	}
-	s.observe(OpRemoveExpired, start, err)
+	sp.end(err)
 	return res, err
 }
 

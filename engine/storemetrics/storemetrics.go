@@ -10,6 +10,10 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -23,6 +27,13 @@ type Options struct {
 	// DurationBuckets are the latency histogram buckets in seconds.
 	// Default: 50 µs to ~1.6 s, doubling.
 	DurationBuckets []float64
+	// Tracer, when set, starts a span per operation, a child of the span
+	// in the call's context (H2): its name is "store." + the operation,
+	// its attributes the backend, the operation and its outcome, and for
+	// List the page size asked, the tasks returned, the entries examined
+	// and counted and which filters were set — never an ID, a filter's
+	// value, task content, a token or a credential. Default: no spans.
+	Tracer trace.Tracer
 }
 
 // EnsureDefaults fills unset fields with their defaults.
@@ -35,6 +46,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if len(o.DurationBuckets) == 0 {
 		o.DurationBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
+	}
+	if o.Tracer == nil {
+		o.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 }
 
@@ -54,6 +68,7 @@ const (
 type Store struct {
 	next    engine.Store
 	backend string
+	tracer  trace.Tracer
 
 	duration *prometheus.HistogramVec
 	// observers caches duration's observer per (operation, outcome):
@@ -79,7 +94,7 @@ var (
 func New(next engine.Store, opts Options) *Store {
 	opts.EnsureDefaults()
 	constLabels := prometheus.Labels{"backend": opts.Backend}
-	s := &Store{next: next, backend: opts.Backend}
+	s := &Store{next: next, backend: opts.Backend, tracer: opts.Tracer}
 	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace:   opts.Namespace,
 		Subsystem:   "store",
@@ -166,20 +181,45 @@ func Outcome(err error) string {
 // opOutcome keys the observer cache.
 type opOutcome struct{ op, outcome string }
 
-func (s *Store) observe(op string, start time.Time, err error) {
-	k := opOutcome{op, Outcome(err)}
-	o, ok := s.observers.Load(k)
+// call is one operation under way: its start and its span.
+type call struct {
+	s     *Store
+	op    string
+	start time.Time
+	span  trace.Span
+}
+
+// begin starts op: its clock and its span, a child of ctx's.
+func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
+	ctx, span := s.tracer.Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attrBackend.String(s.backend), attrOperation.String(op)))
+	return ctx, call{s: s, op: op, start: time.Now(), span: span}
+}
+
+// end observes the call's latency under its outcome and ends its span.
+// The span carries the outcome's class, never the error's text (which may
+// name a task).
+func (c call) end(err error) {
+	k := opOutcome{c.op, Outcome(err)}
+	o, ok := c.s.observers.Load(k)
 	if !ok {
-		o, _ = s.observers.LoadOrStore(k, s.duration.WithLabelValues(k.op, k.outcome))
+		o, _ = c.s.observers.LoadOrStore(k, c.s.duration.WithLabelValues(k.op, k.outcome))
 	}
-	o.(prometheus.Observer).Observe(time.Since(start).Seconds())
+	o.(prometheus.Observer).Observe(time.Since(c.start).Seconds())
+	if c.span.IsRecording() {
+		c.span.SetAttributes(attrOutcome.String(k.outcome))
+		if err != nil {
+			c.span.SetStatus(codes.Error, k.outcome)
+		}
+	}
+	c.span.End()
 }
 
 // Create implements engine.Store.
 func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpCreate)
 	rec, err := s.next.Create(ctx, task)
-	s.observe(OpCreate, start, err)
+	sp.end(err)
 	return rec, err
 }
 
@@ -188,7 +228,7 @@ func (s *Store) Create(ctx context.Context, task *a2a.Task) (engine.Record, erro
 // owners, an owner other than "" fails with engine.ErrOwnersUnsupported
 // (and "" is Create, O1).
 func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpCreate)
 	var rec engine.Record
 	var err error
 	switch o, ok := s.next.(engine.OwnerStore); {
@@ -199,7 +239,7 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	default:
 		err = errOwnersUnsupported
 	}
-	s.observe(OpCreate, start, err)
+	sp.end(err)
 	return rec, err
 }
 
@@ -207,41 +247,41 @@ var errOwnersUnsupported = fmt.Errorf("storemetrics: %w", engine.ErrOwnersUnsupp
 
 // Get implements engine.Store.
 func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpGet)
 	rec, err := s.next.Get(ctx, id)
-	s.observe(OpGet, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // Replace implements engine.Store.
 func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision int64) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpReplace)
 	rec, err := s.next.Replace(ctx, task, expectedRevision)
-	s.observe(OpReplace, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // Cancel implements engine.Store.
 func (s *Store) Cancel(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpCancel)
 	rec, err := s.next.Cancel(ctx, id)
-	s.observe(OpCancel, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // AppendHistory implements engine.Store.
 func (s *Store) AppendHistory(ctx context.Context, id a2a.TaskID, msg *a2a.Message) (engine.Record, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpAppendHistory)
 	rec, err := s.next.AppendHistory(ctx, id, msg)
-	s.observe(OpAppendHistory, start, err)
+	sp.end(err)
 	return rec, err
 }
 
 // Delete implements engine.Store.
 func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpDelete)
 	err := s.next.Delete(ctx, id)
-	s.observe(OpDelete, start, err)
+	sp.end(err)
 	return err
 }
 
@@ -251,7 +291,7 @@ func (s *Store) Delete(ctx context.Context, id a2a.TaskID) error {
 // a store that does not record owners fails with
 // engine.ErrOwnersUnsupported instead of reaching it.
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
-	start := time.Now()
+	ctx, sp := s.begin(ctx, OpList)
 	var resp *engine.ListResponse
 	var err error
 	if _, ok := s.next.(engine.OwnerStore); !ok && req != nil && req.Owner != "" {
@@ -259,7 +299,10 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	} else {
 		resp, err = s.next.List(ctx, req)
 	}
-	s.observe(OpList, start, err)
+	if err == nil && req != nil && sp.span.IsRecording() {
+		sp.span.SetAttributes(listAttributes(req, resp)...)
+	}
+	sp.end(err)
 	if err != nil {
 		return resp, err
 	}
@@ -292,4 +335,41 @@ func (s *Store) CheckInvariants() error {
 		return c.CheckInvariants()
 	}
 	return nil
+}
+
+// Span attributes (H2): the backend, the operation and its outcome on every
+// span; on List's, the page's shape and cost.
+var (
+	attrBackend   = attribute.Key("a2astore.backend")
+	attrOperation = attribute.Key("a2astore.operation")
+	attrOutcome   = attribute.Key("a2astore.outcome")
+	attrPageSize  = attribute.Key("a2astore.list.page_size")
+	attrTasks     = attribute.Key("a2astore.list.tasks")
+	attrExamined  = attribute.Key("a2astore.list.examined")
+	attrCounted   = attribute.Key("a2astore.list.counted")
+	attrTotal     = attribute.Key("a2astore.list.total_size")
+	attrFilters   = attribute.Key("a2astore.list.filters")
+)
+
+// listAttributes describes a page for its span: sizes, costs and the names
+// of the filters set, none of their values.
+func listAttributes(req *engine.ListRequest, resp *engine.ListResponse) []attribute.KeyValue {
+	var filters []string
+	if req.ContextID != "" {
+		filters = append(filters, "context")
+	}
+	if req.Status != "" {
+		filters = append(filters, "status")
+	}
+	if req.Owner != "" {
+		filters = append(filters, "owner")
+	}
+	if req.StatusTimestampAfter != nil {
+		filters = append(filters, "status_timestamp_after")
+	}
+	return []attribute.KeyValue{
+		attrPageSize.Int(req.PageSize), attrTasks.Int(len(resp.Tasks)),
+		attrExamined.Int(resp.Stats.Examined), attrCounted.Int(resp.Stats.Counted),
+		attrTotal.Bool(req.IncludeTotalSize), attrFilters.StringSlice(filters),
+	}
 }
