@@ -16,7 +16,10 @@ var _ engine.Checker = (*pgstore.Store)(nil)
 // (P1), so the clauses that inject a clock are skipped; its IDs are text,
 // so NUL and invalid UTF-8 must be rejected (S8). Each store gets its own
 // schema in one database (a schema is about 100× cheaper than a database).
+// It runs beside TestConformanceOnStandbys, after the package's other
+// tests: the two are the package's longest and wait mostly on round trips.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
 		return func(tb testing.TB, clock engine.Clock) engine.Store {
@@ -42,6 +45,7 @@ func TestConformance(t *testing.T) {
 // its schema created on the primary, so every clause sees what the gate
 // lets a standby serve.
 func TestConformanceOnStandbys(t *testing.T) {
+	t.Parallel()
 	set := pgtest.Replicated(t)
 	dsn, standbys := set.DSN(t)
 	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
