@@ -22,8 +22,9 @@ import (
 // (+1), a change of state, context or owner two (-1 for the old values,
 // +1 for the new), a delete one (-1), a multi-row statement one row per
 // distinct (shard, state, context, owner) it touched. Appending takes no
-// row lock and has no index to maintain, so concurrent writers never
-// queue on a counter. One delta row stands for all four kinds below.
+// row lock (it adds one index entry, on xact, the writing transaction's
+// ID, at the index's right edge), so concurrent writers never queue on a
+// counter. One delta row stands for all four kinds below.
 //
 // <schema>.a2a_task_count_moves is the second ledger: the update trigger
 // appends there a change of state alone (context, owner and ID kept) —
@@ -61,10 +62,13 @@ import (
 // ledger or in the base. The fold takes a transaction-scoped advisory lock
 // (foldLockSQL; the rebuild and TRUNCATE wait for it), so of several
 // servers on one database one folds at a time; a fold that dies halfway
-// rolls back whole and its deltas stay pending. A ledger has no index: a
-// total scans what it reads, which the roll-up keeps short (cadence,
-// size, and a wake from any total that scanned more than foldOnReadRows
-// rows).
+// rolls back whole and its deltas stay pending. A total reads the
+// ledgers by their xact index above the latest fold's watermark
+// (a2a_task_count_folds, issue 53; see foldBody), so the dead rows the
+// folds leave are never visited, whatever snapshot elsewhere keeps them
+// (SPEC C5); what it reads is what is pending, which the roll-up keeps
+// short (cadence, size, and a wake from any total that read more than
+// foldOnReadRows rows).
 //
 // Shapes read: none (kind 0, every row), state (kind 0, one state),
 // context, owner and owner+context (kinds 1 to 3, one name: the rows of
@@ -179,7 +183,8 @@ const countsDeltasTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count
 	state      text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
 	owner      text COLLATE "C" NOT NULL,
-	d          bigint NOT NULL
+	d          bigint NOT NULL,
+	xact       xid8 NOT NULL DEFAULT pg_current_xact_id()
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`
 
 // countsMovesTableSQL creates the moves ledger, kept as the deltas ledger
@@ -189,8 +194,58 @@ const countsMovesTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_
 	old_state  text COLLATE "C" NOT NULL,
 	new_state  text COLLATE "C" NOT NULL,
 	context_id text COLLATE "C" NOT NULL,
-	owner      text COLLATE "C" NOT NULL
+	owner      text COLLATE "C" NOT NULL,
+	xact       xid8 NOT NULL DEFAULT pg_current_xact_id()
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`
+
+// ledgerXactSQL gives the ledgers of a release before issue 53 their
+// xact column (the writing transaction's top-level ID, filled by its
+// default whoever inserts: the triggers of this release or of an older
+// one) and creates the index a total and the fold read them by. The
+// ADD COLUMN rewrites each ledger (a volatile default), under the
+// install's lock on a2a_tasks, so no writer appends meanwhile.
+var ledgerXactSQL = []string{
+	`ALTER TABLE {schema}.a2a_task_count_deltas ADD COLUMN IF NOT EXISTS xact xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+	`ALTER TABLE {schema}.a2a_task_count_moves ADD COLUMN IF NOT EXISTS xact xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+	`CREATE INDEX IF NOT EXISTS a2a_task_count_deltas_xact ON {schema}.a2a_task_count_deltas (xact)`,
+	`CREATE INDEX IF NOT EXISTS a2a_task_count_moves_xact ON {schema}.a2a_task_count_moves (xact)`,
+}
+
+// countsFoldsTableSQL creates the fold watermarks (issue 53): the
+// latest fold's row (the highest fold) says which ledger rows every fold
+// so far has taken — every row whose xact is below upto and not in
+// running, the transactions still running below upto when that fold took
+// its snapshot. A total reads only the rest, by the xact index: rows at
+// or above upto, and rows of the transactions in running. The fold inserts its own row and
+// deletes the one before, so a reader's backward index scan meets the
+// newest row first, whatever dead rows a held snapshot keeps behind it.
+const countsFoldsTableSQL = `CREATE TABLE IF NOT EXISTS {schema}.a2a_task_count_folds (
+	fold    bigint PRIMARY KEY,
+	upto    xid8 NOT NULL,
+	running xid8[] NOT NULL
+)`
+
+// watermarkCTE is the WITH item wm: the latest fold's watermark (upto,
+// running), ('0', '{}') before the first fold. folds is the quoted table.
+func watermarkCTE(folds string) string {
+	return "wm AS (SELECT coalesce(f.upto, '0'::xid8) AS upto, coalesce(f.running, '{}'::xid8[]) AS running FROM (SELECT) AS one" +
+		" LEFT JOIN LATERAL (SELECT upto, running FROM " + folds + " ORDER BY fold DESC LIMIT 1) AS f ON true)"
+}
+
+// pendingRows is the subquery of ledger's rows no fold has taken, as wm
+// says (watermarkCTE), with columns cols: two index range reads of the
+// xact index (with enable_seqscan off, as totals and the fold run), so
+// a read never visits the dead rows folds left below the watermark.
+func pendingRows(ledger, cols string) string {
+	return "(SELECT " + cols + " FROM " + ledger + " WHERE xact >= (SELECT upto FROM wm)" +
+		" UNION ALL SELECT " + cols + " FROM " + ledger + " WHERE xact = ANY ((SELECT running FROM wm)::xid8[]))"
+}
+
+// noSeqScanSQL turns sequential scans off for the rest of a total's
+// transaction (issue 53), so the planner reads the ledgers by their xact
+// index whatever their statistics say: a sequential scan would read
+// every dead row of a churning ledger.
+const noSeqScanSQL = "SET LOCAL enable_seqscan = off"
 
 // movesAsDeltas reads the move rows of {from} (aliased m) as delta rows
 // (shard, state, context_id, owner, d): -1 of the old state, +1 of the new.
@@ -199,7 +254,9 @@ func movesAsDeltas(from string) string {
 		" AS m CROSS JOIN LATERAL (VALUES (m.old_state, -1::bigint), (m.new_state, 1::bigint)) AS v (state, d)"
 }
 
-// foldBatch is the most rows of each ledger one fold transaction takes.
+// foldBatch is about the most rows of each ledger one fold transaction
+// takes: the fold stops at the transaction of the foldBatch-th row (and
+// takes all of that transaction's rows).
 const foldBatch = 10000
 
 // foldLockSQL is the fold's transaction-scoped advisory lock: key 1, the
@@ -244,13 +301,29 @@ var baseUpsert = `
 		WHERE c.kind = z.kind AND c.name = z.name AND c.state = z.state AND c.shard = z.shard AND c.n = 0;
 	END IF;`
 
-// foldBody folds up to foldBatch rows of each ledger into the base in one
-// statement: it deletes them, nets their deltas per task group (shard,
-// state, context, owner: a task's deltas within a batch mostly cancel
-// out, as a created task's +1 and -1 of each state it passes), adds the
-// non-zero sums per counter row (in key order), and deletes the rows of
-// kinds 1 to 3 it brought to zero. It returns how many ledger rows it
-// folded (of both ledgers), or -1 when another fold holds the lock.
+// foldBody folds the ledger rows of the transactions that have ended
+// into the base in one statement (issue 53's watermark): it reads the
+// latest watermark (countsFoldsTableSQL) and a snapshot, and takes as
+// its own upto the snapshot's xmax — lowered, when the ledgers hold more
+// than foldBatch rows at or above the last upto, to just past the
+// transaction of the foldBatch-th row, so one fold stays bounded — and
+// as running the snapshot's running transactions below it. Every ledger
+// row of a transaction below upto and not running belongs to a
+// transaction that had ended: if it committed, this fold sees the row and
+// takes it; if it aborted, no snapshot ever will. So the rows a later
+// snapshot must still count are at or above upto or of a running
+// transaction, and that is all a total reads (pendingRows), by the xact
+// index. The statement deletes
+// the rows taken (read by that index from the last watermark up, never
+// below it), nets their deltas per task group (shard, state, context,
+// owner: a task's deltas within a batch mostly cancel out, as a created
+// task's +1 and -1 of each state it passes), adds the non-zero sums per
+// counter row (in key order), and deletes the rows of kinds 1 to 3 it
+// brought to zero; the fold then records its watermark and deletes the
+// one before, in the same transaction. It returns how many ledger rows it
+// folded (of both ledgers), or -1 when another fold holds the lock. A
+// fold that took no row and found the same running transactions writes
+// nothing.
 var foldBody = `
 DECLARE
 	zk smallint[];
@@ -258,26 +331,57 @@ DECLARE
 	zs text[];
 	zh smallint[];
 	folded bigint;
+	seqscan text := current_setting('enable_seqscan');
+	prev bigint := 0;
+	old_upto xid8 := '0';
+	old_running xid8[] := '{}';
+	snap pg_snapshot;
+	new_upto xid8;
+	new_running xid8[];
 BEGIN
 	IF NOT ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_try_advisory_xact_lock") + ` THEN
 		RETURN -1;
-	END IF;` + replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas", "state, context_id, owner, d")+`
+	END IF;
+	PERFORM set_config('enable_seqscan', 'off', true);
+	SELECT f.fold, f.upto, f.running INTO prev, old_upto, old_running FROM {schema}.a2a_task_count_folds AS f ORDER BY f.fold DESC LIMIT 1;
+	IF NOT FOUND THEN
+		prev := 0;
+		old_upto := '0';
+		old_running := '{}';
+	END IF;
+	snap := pg_current_snapshot();
+	new_upto := least(pg_snapshot_xmax(snap),
+		(SELECT (l.xact::text::bigint + 1)::text::xid8 FROM {schema}.a2a_task_count_deltas AS l
+		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET {batch} - 1 LIMIT 1),
+		(SELECT (l.xact::text::bigint + 1)::text::xid8 FROM {schema}.a2a_task_count_moves AS l
+		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET {batch} - 1 LIMIT 1));
+	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM pg_snapshot_xip(snap) AS x WHERE x < new_upto;` +
+	replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas", "state, context_id, owner, d")+`
 	), moved AS (`+foldTake("a2a_task_count_moves", "old_state, new_state, context_id, owner")+`
 	), net AS (
 		SELECT shard, state, context_id, owner, sum(d) AS d
 		FROM (SELECT * FROM gone UNION ALL `+movesAsDeltas("moved")+`) AS g
 		GROUP BY 1, 2, 3, 4 HAVING sum(d) <> 0
 	),`, "{delta}", "net", "{count}", "(SELECT count(*) FROM gone) + (SELECT count(*) FROM moved), ", "{into}", "folded, ") + `
+	IF folded > 0 OR new_running <> old_running THEN
+		INSERT INTO {schema}.a2a_task_count_folds (fold, upto, running) VALUES (prev + 1, new_upto, new_running);
+		DELETE FROM {schema}.a2a_task_count_folds WHERE fold = prev;
+	END IF;
+	PERFORM set_config('enable_seqscan', seqscan, true);
 	RETURN folded;
 END
 `
 
-// foldTake is the fold's delete of up to foldBatch rows of ledger,
-// returning their shard and columns.
+// foldTake is the fold's delete of the rows of ledger that the fold
+// takes (see foldBody), returning their shard and columns. Each of its
+// two reads is an index range read on xact from the last watermark up.
 func foldTake(ledger, columns string) string {
 	return replaceAll(`
 		DELETE FROM {schema}.{ledger}
-		WHERE ctid = ANY (ARRAY(SELECT ctid FROM {schema}.{ledger} LIMIT {batch}))
+		WHERE ctid = ANY (ARRAY(
+			SELECT l.ctid FROM {schema}.{ledger} AS l WHERE l.xact >= old_upto AND l.xact < new_upto AND l.xact <> ALL (new_running)
+			UNION ALL
+			SELECT l.ctid FROM {schema}.{ledger} AS l WHERE l.xact = ANY (old_running) AND l.xact <> ALL (new_running)))
 		RETURNING shard, {columns}`, "{ledger}", ledger, "{columns}", columns)
 }
 
@@ -445,6 +549,10 @@ func countsInstallSQL(qs string) []string {
 		render(countsDeltasTableSQL, qs),
 		render(countsMovesTableSQL, qs),
 	}
+	for _, stmt := range ledgerXactSQL {
+		stmts = append(stmts, render(stmt, qs))
+	}
+	stmts = append(stmts, render(countsFoldsTableSQL, qs))
 	for _, f := range countFunctions {
 		stmts = append(stmts, createFunctionSQL(qs, f.name, "trigger", f.body))
 	}
@@ -459,10 +567,12 @@ func countsInstallSQL(qs string) []string {
 }
 
 // countQuery returns the SQL and arguments that read q's total from the
-// base counters plus the pending deltas, and the number of pending delta
-// rows the total scanned (every row of the ledger it reads: a ledger has
-// no index), or ok = false when q's shape is not counted there. Only a
-// total by state reads a2a_task_count_moves.
+// base counters plus the pending ledger rows — those no fold has taken,
+// read by the ledgers' xact index above the latest fold's watermark
+// (pendingRows) — and the number of pending rows the total read, or ok =
+// false when q's shape is not counted there. Only a total by state reads
+// a2a_task_count_moves. The statement runs after noSeqScanSQL in its
+// transaction (listOn).
 func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 	if q.StatusAfter != nil {
 		return "", nil, false
@@ -483,27 +593,31 @@ func (s *Store) countQuery(q *engine.Query) (sql string, args []any, ok bool) {
 		where = []string{"kind = " + strconv.Itoa(countOwner), "name = " + p}
 		pending = []string{"owner = " + p}
 	}
+	with := "WITH " + watermarkCTE(s.sql.folds) + " "
+	deltas := pendingRows(s.sql.deltas, "state, context_id, owner, d")
 	if q.Status == a2a.TaskStateUnspecified {
-		return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
-			") + p.d)::bigint, p.rows FROM " + pendingSum(s.sql.deltas, "sum(d)", pending) + " AS p", a, true
+		return with + "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
+			") + p.d)::bigint, p.rows FROM " + pendingSum(deltas, "sum(d)", pending) + " AS p", a, true
 	}
 	st := a.add(string(q.Status))
 	where = append(where, "state = "+st)
 	// A move is -1 of its old state and +1 of its new, summed in place;
 	// its context and owner are the task's.
-	moves := pendingSum(s.sql.moves, "sum((new_state = "+st+")::int - (old_state = "+st+")::int)", pending)
-	return "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
-		") + p.d + m.d)::bigint, p.rows + m.rows FROM " + pendingSum(s.sql.deltas, "sum(d)", append(pending, "state = "+st)) +
+	moves := pendingSum(pendingRows(s.sql.moves, "old_state, new_state, context_id, owner"),
+		"sum((new_state = "+st+")::int - (old_state = "+st+")::int)", pending)
+	return with + "SELECT ((SELECT coalesce(sum(n), 0) FROM " + s.sql.counts + whereClause(where) +
+		") + p.d + m.d)::bigint, p.rows + m.rows FROM " + pendingSum(deltas, "sum(d)", append(pending, "state = "+st)) +
 		" AS p, " + moves + " AS m", a, true
 }
 
-// pendingSum is the subquery of a total's pending part in ledger: agg over
-// the rows meeting every condition (d) and the rows scanned (rows).
-func pendingSum(ledger, agg string, conds []string) string {
+// pendingSum is the subquery of a total's pending part in rows (a
+// subquery of pending ledger rows): agg over the rows meeting every
+// condition (d) and the rows read (rows).
+func pendingSum(rows, agg string, conds []string) string {
 	if len(conds) > 0 {
 		agg += " FILTER (WHERE " + strings.Join(conds, " AND ") + ")"
 	}
-	return "(SELECT coalesce(" + agg + ", 0) AS d, count(*) AS rows FROM " + ledger + ")"
+	return "(SELECT coalesce(" + agg + ", 0) AS d, count(*) AS rows FROM " + rows + " AS l)"
 }
 
 // CountDrift is one counter that differs from a recount of a2a_tasks.
@@ -520,9 +634,17 @@ type CountDrift struct {
 	// shard (each row counts the tasks whose ID hashes to it), even
 	// where the sum agrees.
 	Shards bool
+	// Unread is, for Kind "ledger", how many ledger rows lie below the
+	// latest fold's watermark (issue 53) and outside its running
+	// transactions: no total reads them, though the fold took them not
+	// (written with an explicit xact, or by a fold that broke its rule).
+	Unread int64
 }
 
 func (d CountDrift) String() string {
+	if d.Kind == "ledger" {
+		return fmt.Sprintf("%d ledger rows below the fold watermark, which totals do not read", d.Unread)
+	}
 	s := fmt.Sprintf("%s %q state %s: counter %d, recount %d", d.Kind, d.Name, d.State, d.Have, d.Want)
 	if d.ZeroRows {
 		s += " (zero row left)"
@@ -542,7 +664,8 @@ var ErrCountDrift = errors.New("pgstore: task counters differ from a recount")
 
 // checkCounts compares every counter row with a recount of its shard,
 // both read from one REPEATABLE READ snapshot, and returns the
-// differences per (kind, name, state) (at most limit).
+// differences per (kind, name, state) (at most limit), and a "ledger"
+// drift when ledger rows lie where no total reads them.
 func (s *Store) checkCounts(ctx context.Context, limit int) ([]CountDrift, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -588,6 +711,13 @@ LIMIT $1`, limit)
 	})
 	if err != nil {
 		return nil, err
+	}
+	var unread int64
+	if err := tx.QueryRow(ctx, s.sql.belowFolds).Scan(&unread); err != nil {
+		return nil, err
+	}
+	if unread > 0 {
+		drift = append(drift, CountDrift{Kind: "ledger", Unread: unread})
 	}
 	return drift, tx.Commit(ctx)
 }

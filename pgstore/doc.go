@@ -51,10 +51,12 @@
 // which holds exactly the statements of P2, then
 // pgstore/migrations/003_owner_and_counts.sql, which holds the statements
 // of the three steps above for schema public, its locking written at its
-// top, then pgstore/migrations/004_count_ledger.sql, which replaces the
-// counters' triggers with the ledger's (issue 20).
+// top, then pgstore/migrations/007_count_watermark.sql, which holds every
+// counter statement this release runs (the ledger of issue 20,
+// pgstore/migrations/004_count_ledger.sql, read by index above the folds'
+// watermark, issue 53).
 //
-// # Totals (L5, L8, C4)
+// # Totals (L5, L8, C4, C5)
 //
 // Every total of the shapes none, context, owner and owner+context, each
 // with or without a state, is read from the counters, not counted: the
@@ -62,7 +64,13 @@
 // pending deltas of the ledger a2a_task_count_deltas — and, for a total
 // by state, of a2a_task_count_moves, the ledger of pure state changes —
 // all in the page's REPEATABLE READ snapshot, so the total is exact for
-// the page. A total
+// the page. The ledgers are read by their xact index (the writing
+// transaction's ID) above the latest fold's watermark
+// (a2a_task_count_folds: every row of a transaction that had ended when
+// that fold took its snapshot is folded), so a total never visits the
+// dead rows folds leave behind, however many a snapshot held open
+// elsewhere keeps (C5; List sets enable_seqscan off for the total's
+// transaction so that no plan scans a ledger). A total
 // with StatusTimestampAfter counts the matching rows and may scan (C4).
 // ListStats.Counted is 0 when the counters answered.
 //
@@ -82,8 +90,8 @@
 // Options.CountRollupInterval) folds the ledger into the base every
 // second, after every thousand of the store's writes, as soon as a total
 // scanned more than 256 pending ledger rows, and at once again after a
-// round that folded a full batch, in transactions of up to 10,000 rows
-// of each ledger that delete the rows and add their deltas to the base
+// round that folded a full batch, in transactions of about 10,000 rows
+// of each ledger (whole writer transactions) that delete the rows and add their deltas to the base
 // together (a2a_task_counts_fold), one server at a time (an advisory
 // lock); FoldCounts folds on demand. Context and owner base rows that
 // reach zero are deleted by the fold. Writes that bypass triggers
@@ -95,8 +103,9 @@
 // a2a_task_count_deltas and a2a_task_count_moves (and, to TRUNCATE,
 // DELETE on the three tables; for statements of 64 rows or more, whose
 // counts go to the base at once, SELECT, INSERT, UPDATE and DELETE on
-// a2a_task_counts); the store's own role reads all three (SELECT) and, to
-// fold, deletes from both ledgers and writes a2a_task_counts.
+// a2a_task_counts); the store's own role reads all four counter tables
+// (SELECT) and, to fold, deletes from both ledgers and writes
+// a2a_task_counts and a2a_task_count_folds.
 //
 // # Owners (O1–O6)
 //

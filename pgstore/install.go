@@ -21,6 +21,15 @@ const OwnerCountsMigrationFile = "pgstore/migrations/003_owner_and_counts.sql"
 // ledger (issue 20): startup errors about the counters name both.
 const CountLedgerMigrationFile = "pgstore/migrations/004_count_ledger.sql"
 
+// CountWatermarkMigrationFile is the migration an externally managed
+// schema runs after CountLedgerMigrationFile to read the ledgers by
+// index above the folds' watermark (issue 53): it holds every counter
+// statement the managed schema runs, so a database at 003 may run it
+// alone. Startup errors about the counters name it. Migrations are
+// found by these names, not by their numbers: a gap (006 is another
+// change's) needs nothing.
+const CountWatermarkMigrationFile = "pgstore/migrations/007_count_watermark.sql"
+
 // The owner column and the counters are installed in three steps, each
 // its own transaction under the schema's advisory lock (the one
 // ensureSchema takes), each skipped when the catalog shows it done:
@@ -112,8 +121,9 @@ func (s *Store) inspectCounts(ctx context.Context, db queryer) ([]string, error)
 	return problems, nil
 }
 
-// inspectCountTables checks the counter and ledger tables' columns and
-// the counter table's key.
+// inspectCountTables checks the counter, ledger and watermark tables'
+// columns, the counter table's key, the ledgers' xact indexes and the
+// watermark table's key (issue 53).
 func (s *Store) inspectCountTables(ctx context.Context, db queryer) ([]string, error) {
 	var problems []string
 	for _, tbl := range []struct {
@@ -121,8 +131,9 @@ func (s *Store) inspectCountTables(ctx context.Context, db queryer) ([]string, e
 		cols []string
 	}{
 		{"a2a_task_counts", []string{"kind smallint", "name text", "state text", "shard smallint", "n bigint"}},
-		{"a2a_task_count_deltas", []string{"shard smallint", "state text", "context_id text", "owner text", "d bigint"}},
-		{"a2a_task_count_moves", []string{"shard smallint", "old_state text", "new_state text", "context_id text", "owner text"}},
+		{"a2a_task_count_deltas", []string{"shard smallint", "state text", "context_id text", "owner text", "d bigint", "xact xid8"}},
+		{"a2a_task_count_moves", []string{"shard smallint", "old_state text", "new_state text", "context_id text", "owner text", "xact xid8"}},
+		{"a2a_task_count_folds", []string{"fold bigint", "upto xid8", "running xid8[]"}},
 	} {
 		var cols []string
 		err := db.QueryRow(ctx, `
@@ -141,14 +152,25 @@ WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped`
 	if len(problems) > 0 {
 		return problems, nil
 	}
-	defs, err := s.indexDefs(ctx, db, "a2a_task_counts")
-	if err != nil {
-		return nil, err
-	}
-	if !slices.ContainsFunc(defs, func(d indexDef) bool {
-		return d.usable && d.unique && slices.Equal(d.columns, []string{"kind", "name", "state", "shard"})
-	}) {
-		problems = append(problems, "a2a_task_counts's key (kind, name, state, shard)")
+	for _, key := range []struct {
+		table   string
+		columns []string
+		unique  bool
+	}{
+		{"a2a_task_counts", []string{"kind", "name", "state", "shard"}, true},
+		{"a2a_task_count_deltas", []string{"xact"}, false},
+		{"a2a_task_count_moves", []string{"xact"}, false},
+		{"a2a_task_count_folds", []string{"fold"}, true},
+	} {
+		defs, err := s.indexDefs(ctx, db, key.table)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(defs, func(d indexDef) bool {
+			return d.usable && (d.unique || !key.unique) && slices.Equal(d.columns, key.columns) && !slices.Contains(d.desc, true)
+		}) {
+			problems = append(problems, key.table+"'s index ("+strings.Join(key.columns, ", ")+")")
+		}
 	}
 	return problems, nil
 }
@@ -287,7 +309,7 @@ func (s *Store) checkExtras(ctx context.Context) error {
 		return fmt.Errorf("pgstore: check schema: %w", err)
 	}
 	if !st.complete() {
-		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s, then %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile, CountLedgerMigrationFile)
+		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s, then %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile, CountWatermarkMigrationFile)
 	}
 	return nil
 }

@@ -199,8 +199,9 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 
 // listOn reads a page, after g, on conn. With a total, count and page
 // run in one REPEATABLE READ, READ ONLY transaction (L8), sent as one
-// pipelined batch — BEGIN, count, page, COMMIT — so it costs one round
-// trip, like a page without a total.
+// pipelined batch — BEGIN, count, page, COMMIT, and before a count from
+// the counters noSeqScanSQL — so it costs one round trip, like a page
+// without a total.
 func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq *listQuery) (resp *engine.ListResponse, err error) {
 	tx := lq.count != ""
 	if !tx && !g.batched() {
@@ -212,6 +213,9 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 	}
 	var b pgx.Batch
 	g.queue(&b, tx)
+	if lq.counter {
+		b.Queue(noSeqScanSQL)
+	}
 	if tx {
 		b.Queue(lq.count, lq.countArgs...)
 	}
@@ -239,6 +243,11 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 // readCountAndPage reads the count, the page and the COMMIT of a list
 // batch (its BEGIN is read by gate.results).
 func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
+	if lq.counter {
+		if _, err := br.Exec(); err != nil { // noSeqScanSQL
+			return nil, err
+		}
+	}
 	var total int64
 	if err := br.QueryRow().Scan(&total, &lq.pending); err != nil {
 		return nil, err

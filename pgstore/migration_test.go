@@ -38,14 +38,17 @@ func testRand(t testing.TB) (uint64, *rand.Rand) {
 	return seed, rand.New(rand.NewPCG(seed, 0xc0de))
 }
 
-const migration004 = "migrations/004_count_ledger.sql"
+const (
+	migration004 = "migrations/004_count_ledger.sql"
+	migration007 = "migrations/007_count_watermark.sql"
+)
 
-// runMigration003 runs the shipped migration files 003 and 004 on conn,
+// runMigration003 runs the shipped migration files 003, 004 and 007 on conn,
 // the way psql -f would run them (their statements in order, their own
 // BEGIN/COMMIT).
 func runMigration003(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
-	for _, f := range []string{migration003, migration004} {
+	for _, f := range []string{migration003, migration004, migration007} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +67,7 @@ func TestMigration003HoldsTheManagedStatements(t *testing.T) {
 	for _, c := range []struct {
 		file  string
 		stmts []string
-	}{{migration003, append(owner, indexes...)}, {migration004, counts}} {
+	}{{migration003, append(owner, indexes...)}, {migration007, counts}} {
 		b, err := os.ReadFile(c.file)
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +87,9 @@ func TestMigration003HoldsTheManagedStatements(t *testing.T) {
 	}
 	if filepath.Base(pgstore.CountLedgerMigrationFile) != filepath.Base(migration004) {
 		t.Fatalf("CountLedgerMigrationFile = %q", pgstore.CountLedgerMigrationFile)
+	}
+	if filepath.Base(pgstore.CountWatermarkMigrationFile) != filepath.Base(migration007) {
+		t.Fatalf("CountWatermarkMigrationFile = %q", pgstore.CountWatermarkMigrationFile)
 	}
 }
 
@@ -251,7 +257,7 @@ func TestMigration003WithPsql(t *testing.T) {
 	psql := needPsql(t)
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
-		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, dsn)
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration007, dsn)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
@@ -368,7 +374,7 @@ func TestUpgradeOwnerKey(t *testing.T) {
 		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
 			psql := needPsql(t)
 			dsn, conn := rows(t)
-			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, dsn)
+			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration007, dsn)
 			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("psql: %v\n%s", err, out)

@@ -152,13 +152,17 @@ func (s *Store) FoldCounts(ctx context.Context) (int64, error) {
 // foldOnce runs one fold transaction and returns the ledger rows it
 // folded (-1: another fold holds the lock). When count is set and the
 // fold came back full, it also returns how many rows the ledgers still
-// hold, read in the fold's transaction after the lock was taken.
+// hold pending (above the fold's watermark, by their xact index), read
+// in the fold's transaction after the lock was taken.
 func (s *Store) foldOnce(ctx context.Context, count bool) (n, left int64, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT `+s.qschema+`.a2a_task_counts_fold()`).Scan(&n); err != nil {
 			return err
 		}
 		if count && n >= foldBatch {
+			if _, err := tx.Exec(ctx, noSeqScanSQL); err != nil {
+				return err
+			}
 			if err := tx.QueryRow(ctx, s.sql.ledgerRows).Scan(&left); err != nil {
 				return err
 			}

@@ -159,8 +159,10 @@ type statements struct {
 	counts        string // quoted schema.a2a_task_counts
 	deltas        string // quoted schema.a2a_task_count_deltas
 	moves         string // quoted schema.a2a_task_count_moves
+	folds         string // quoted schema.a2a_task_count_folds
 	ledgers       string // both ledgers' deltas, a subquery to alias
-	ledgerRows    string // SELECT of both ledgers' row count
+	ledgerRows    string // SELECT of both ledgers' pending rows (after noSeqScanSQL)
+	belowFolds    string // SELECT of the ledger rows a total would miss (CheckInvariants)
 	create        string
 	get           string
 	replace       string
@@ -212,13 +214,18 @@ var (
 func newStatements(schema string) statements {
 	tbl := pgx.Identifier{schema, "a2a_tasks"}.Sanitize()
 	deltas, moves := pgx.Identifier{schema, "a2a_task_count_deltas"}.Sanitize(), pgx.Identifier{schema, "a2a_task_count_moves"}.Sanitize()
+	folds := pgx.Identifier{schema, "a2a_task_count_folds"}.Sanitize()
 	return statements{
-		table:      tbl,
-		counts:     pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
-		deltas:     deltas,
-		moves:      moves,
-		ledgers:    "(SELECT * FROM " + deltas + " UNION ALL " + movesAsDeltas(moves) + ")",
-		ledgerRows: "SELECT (SELECT count(*) FROM " + deltas + ") + (SELECT count(*) FROM " + moves + ")",
+		table:   tbl,
+		counts:  pgx.Identifier{schema, "a2a_task_counts"}.Sanitize(),
+		deltas:  deltas,
+		moves:   moves,
+		folds:   folds,
+		ledgers: "(SELECT shard, state, context_id, owner, d FROM " + deltas + " UNION ALL " + movesAsDeltas(moves) + ")",
+		ledgerRows: "WITH " + watermarkCTE(folds) + " SELECT (SELECT count(*) FROM " + pendingRows(deltas, "1") + " AS l)" +
+			" + (SELECT count(*) FROM " + pendingRows(moves, "1") + " AS l)",
+		belowFolds: "WITH " + watermarkCTE(folds) + " SELECT count(*) FROM (SELECT xact FROM " + deltas +
+			" UNION ALL SELECT xact FROM " + moves + ") AS l, wm WHERE l.xact < wm.upto AND l.xact <> ALL (wm.running)",
 		create: `INSERT INTO ` + tbl + ` (id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)
 VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING ` + writtenColumns,
