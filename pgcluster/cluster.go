@@ -175,11 +175,12 @@ type Stats struct {
 	Takeovers        atomic.Int64 // expired leases this instance's rescuer returned to the queue
 	Retries          atomic.Int64 // failed work items this instance returned for another attempt
 	GaveUp           atomic.Int64 // tasks this instance finished as FAILED after MaxAttempts
+	GiveUpsSetAside  atomic.Int64 // work items whose give-up failed and this instance's rescuer set aside
 	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
 	CancelsSeen      atomic.Int64 // executions stopped because a heartbeat or a recheck found their task ended (K8)
-	Answered         atomic.Int64 // claimed executions completed without running: their message was answered (K8)
+	Answered         atomic.Int64 // executions completed (claimed, returned or given up) without running again: their message was answered (K8)
 	FollowUpWaits    atomic.Int64 // follow-up messages that waited for the previous execution to finish
 	Reconnects       atomic.Int64 // times the notification connection was re-established
 	Notifications    atomic.Int64 // notifications received

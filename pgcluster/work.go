@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +70,13 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	defer stop()
 	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
 	for {
-		id, err := q.insert(ctx, p, kind, body)
+		id, rev, err := q.insert(ctx, p, kind, body)
+		if err == nil {
+			// The caller's reader starts where this execution does: an
+			// earlier execution's entries, its final one above all, are
+			// not this message's answer (#52).
+			q.c.events.startAt(ctx, p.TaskID, rev)
+		}
 		var busy inProgressError
 		if !errors.As(err, &busy) || !q.finishing(ctx, p.TaskID) || time.Now().After(deadline) {
 			return id, err
@@ -106,7 +111,8 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body []byte) (a2a.TaskID, error) {
 	done, stop := q.cancelHub.Watch(p.TaskID)
 	defer stop()
-	id, err := q.insert(ctx, p, workqueue.PayloadTypeCancel, body)
+	q.c.events.startAt(ctx, p.TaskID, 0) // a cancel's reader reads on from its own start
+	id, _, err := q.insert(ctx, p, workqueue.PayloadTypeCancel, body)
 	if err != nil && !errors.Is(err, workqueue.ErrLeaseAlreadyTaken) {
 		return id, err
 	}
@@ -136,27 +142,36 @@ func (q *workQueue) finishing(ctx context.Context, id a2a.TaskID) bool {
 	return err == nil && engine.Final(rec.Task.Status.State)
 }
 
-// insert inserts the work item and notifies, in one transaction.
-func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind string, body []byte) (a2a.TaskID, error) {
+// insert inserts the work item and notifies, in one transaction. For an
+// execution of a message to a stored task it returns the task's revision
+// read in that transaction: the one the execution starts from, as no
+// other execution of the task is open by then (the item's unique index)
+// and none of the item's can start before the commit.
+func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind string, body []byte) (a2a.TaskID, int64, error) {
 	tx, err := q.c.pool.Begin(ctx)
 	if err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var id int64
+	var id, rev int64
 	switch err := tx.QueryRow(ctx, q.c.sql.insertWork, string(p.TaskID), kind, body).Scan(&id); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", inProgressError(kind)
+		return "", 0, inProgressError(kind)
 	case err != nil:
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
+	}
+	if kind == workqueue.PayloadTypeExecute && p.ExecuteRequest != nil && p.ExecuteRequest.Message != nil && p.ExecuteRequest.Message.TaskID != "" {
+		if err := tx.QueryRow(ctx, q.c.sql.revision, string(p.TaskID)).Scan(&rev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
+		}
 	}
 	if err := q.c.notify(ctx, tx, 'w', p.TaskID); err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
-	return p.TaskID, nil
+	return p.TaskID, rev, nil
 }
 
 // inProgressError is Write's answer when the task has an open item of the
@@ -224,8 +239,9 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	m.extend(q.c.now())
 	var kind string
 	var body []byte
+	var claims int
 	err := q.c.pool.QueryRow(ctx, q.c.sql.claim, q.c.opts.Instance, m.token, q.c.opts.LeaseTimeout).
-		Scan(&m.id, &m.taskID, &kind, &body, &m.attempt)
+		Scan(&m.id, &m.taskID, &kind, &body, &m.attempt, &claims)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -242,68 +258,31 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 		q.settle()
 		return nil, nil
 	}
-	if m.attempt > 1 && m.payload.Type == workqueue.PayloadTypeExecute {
-		if q.answered(ctx, m.payload) {
-			// An earlier attempt answered the message and died before
-			// completing the item: complete it, do not run the agent
-			// again (K8).
+	if (m.attempt > 1 || claims > 1) && m.payload.Type == workqueue.PayloadTypeExecute {
+		// Claimed before (retried, taken over or handed over): an
+		// earlier claim may have answered the message (K8).
+		switch done, err := q.c.answered(ctx, m.payload); {
+		case err != nil:
+			// Not known: neither run the message nor finish it; the
+			// item comes back after RetryDelay, its attempt not counted.
+			q.c.opts.Logger.Warn("pgcluster: answered check failed; work item put back", "task", m.taskID, "error", err)
+			if _, err := q.c.pool.Exec(ctx, q.c.sql.requeue, m.id, m.token, q.c.opts.RetryDelay); err == nil {
+				time.AfterFunc(q.c.opts.RetryDelay, q.notify)
+			}
+			q.settle()
+			return nil, nil
+		case done:
+			// An earlier claim answered the message and its instance
+			// died or handed it over before completing the item:
+			// complete it, do not run the agent again.
 			q.c.stats.Answered.Add(1)
-			_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "answered")
-			_ = q.c.notify(ctx, q.c.pool, 'd', m.taskID)
+			_ = q.c.finishItem(ctx, m.id, m.token, m.taskID, outcomeAnswered, 'd')
 			q.settle()
 			return nil, nil
 		}
 		q.resume(ctx, m.payload)
 	}
 	return m, nil
-}
-
-// answered reports whether the task's log shows the execution of p's
-// message done: an entry that leaves the task terminal or interrupted
-// after the revision that brought the message in — the history revision
-// that added it, or the task's first entry when the message created the
-// task (it is in that task's history). A message the log does not show
-// brought in (a follow-up whose history revision never committed) is not
-// answered.
-func (q *workQueue) answered(ctx context.Context, p *workqueue.Payload) bool {
-	if p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
-		return false
-	}
-	msgID := p.ExecuteRequest.Message.ID
-	added := int64(-1)
-	for after := int64(0); ; {
-		log, err := q.c.opts.Log.ReadLog(ctx, p.TaskID, after, engine.MaxLogRead)
-		if err != nil || len(log) == 0 {
-			return false
-		}
-		for _, l := range log {
-			if broughtIn(l, msgID) {
-				added = l.Revision
-			} else if added >= 0 && engine.Final(l.State) {
-				return true
-			}
-		}
-		after = log[len(log)-1].Revision
-	}
-}
-
-// broughtIn reports whether entry l brought message msgID into its task:
-// a history entry of it, or the first entry of a task whose history holds
-// it.
-func broughtIn(l engine.LogEntry, msgID string) bool {
-	switch {
-	case l.Kind == engine.LogMessage:
-		var m a2a.Message
-		return json.Unmarshal(l.Body, &m) == nil && m.ID == msgID
-	case l.Kind == engine.LogTask && l.Revision == 1:
-		var sr a2a.StreamResponse
-		if json.Unmarshal(l.Body, &sr) != nil {
-			return false
-		}
-		task, ok := sr.Event.(*a2a.Task)
-		return ok && slices.ContainsFunc(task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msgID })
-	}
-	return false
 }
 
 // resume prepares a retried execution: when the first attempt created the
@@ -528,17 +507,26 @@ func (m *message) complete(ctx context.Context, outcome string) error {
 }
 
 // Return handles a failed attempt: an item whose task already ended is
-// finished; an execution stopped by HandOver goes back to the queue at
+// finished; so is an execution whose message the answered check finds
+// answered (K8: a HandOver or a fault that came after the answer
+// committed); an execution stopped by HandOver goes back to the queue at
 // once, its attempt not counted; one with attempts left goes back to the
 // queue (an execution after RetryDelay; a cancelation at once after a
 // revision conflict, after RetryDelay after a transient fault); the last
-// failed attempt gives up (giveUp).
+// failed attempt gives up (giveUp). An answered check that fails decides
+// nothing here: the next claim of the item, or its give-up, checks again.
 func (m *message) Return(ctx context.Context, cause error) error {
 	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
 		return m.complete(ctx, "task ended")
+	}
+	if m.payload.Type == workqueue.PayloadTypeExecute {
+		if done, err := c.answered(ctx, m.payload); err == nil && done {
+			c.stats.Answered.Add(1)
+			return m.complete(ctx, outcomeAnswered)
+		}
 	}
 	if m.handedOver.Load() {
 		return m.release(ctx)
@@ -551,7 +539,8 @@ func (m *message) Return(ctx context.Context, cause error) error {
 		}
 	}
 	if m.attempt >= limit {
-		return c.giveUp(ctx, m.id, m.token, m.taskID, string(m.payload.Type), m.attempt, cause)
+		return c.giveUp(ctx, workItem{id: m.id, token: m.token, task: m.taskID, kind: string(m.payload.Type),
+			attempt: m.attempt, payload: m.payload}, cause)
 	}
 	c.stats.Retries.Add(1)
 	if _, err := c.pool.Exec(ctx, c.sql.retry, m.id, m.token, delay); err != nil {
