@@ -426,3 +426,28 @@ func TestRescueGoesOnPastFailingGiveUp(t *testing.T) {
 			a.cluster.Stats().GiveUpsSetAside.Load())
 	}
 }
+
+// K8, #52's suspected window: an answered message whose task's log was
+// trimmed (idle for the log retention) before its item was taken over is
+// not "not answered": the stored task decides (the message is in its
+// history and the task waits for input), and the agent does not run
+// again.
+func TestAnsweredAfterLogTrimmed(t *testing.T) {
+	h := newHarness(t)
+	agent := newTurnAgent(false)
+	a, b, _, id := answerThenLose(t, h, agent, "hi")
+	ctx := t.Context()
+	if _, err := a.store.TrimLog(ctx, time.Now().Add(time.Hour).UnixMicro(), 100); err != nil {
+		t.Fatal(err)
+	}
+	if log, err := a.store.ReadLog(ctx, id, 0, 10); err != nil || len(log) != 0 {
+		t.Fatalf("log after the trim: %d entries, %v", len(log), err)
+	}
+	if err := b.cluster.Rescue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(t, ctx, a, id, "done")
+	if n := agent.ran("m1"); n != 1 {
+		t.Fatalf("the agent ran %d times for one message", n)
+	}
+}
