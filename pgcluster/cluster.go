@@ -152,7 +152,9 @@ type Cluster struct {
 	rescuer  *rescuer
 	cleaner  *cleaner
 
-	// skew is added to the wall clock of the lease checks (tests
+	// epoch is the origin of the lease clock (now).
+	epoch time.Time
+	// skew is added to the clock of the lease checks (tests
 	// simulate a stalled instance with it).
 	skew atomic.Int64
 	// onIdle, when set (tests), is called when a reader has read every
@@ -166,8 +168,12 @@ type Cluster struct {
 	beforeComplete atomic.Pointer[func() error]
 }
 
-// now is the clock of the lease checks.
-func (c *Cluster) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+// now is the clock of the lease checks (K4): the time since epoch on the
+// monotonic clock, never the wall clock — a wall clock stepped back (an
+// NTP correction) would extend this instance's own view of its leases
+// past their expiry in the database, and let a stalled execution write
+// after another instance took its task over.
+func (c *Cluster) now() time.Duration { return time.Since(c.epoch) + time.Duration(c.skew.Load()) }
 
 // Stats are the cluster's counters since New, for metrics.
 type Stats struct {
@@ -204,7 +210,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Cluster, error
 	if err := install(ctx, pool, opts.Schema); err != nil {
 		return nil, err
 	}
-	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), closed: make(chan struct{}), workClosed: make(chan struct{})}
+	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), epoch: time.Now(), closed: make(chan struct{}), workClosed: make(chan struct{})}
 	c.events = newEventManager(c)
 	c.work = newWorkQueue(c)
 	c.queue = workqueue.NewPullQueue(c.work, &workqueue.PullQueueConfig{

@@ -90,7 +90,7 @@
 // is left as the answer left it; a check that cannot read decides
 // nothing (the item waits). A follow-up message to a task whose previous
 // execution already wrote its final entry waits, woken by that
-// execution's completion notification, for at most 1.5 lease timeouts,
+// execution's completion notification, for at most 2 lease timeouts,
 // instead of being refused as in progress; its reader delivers only the
 // entries after the revision its own execution starts from, never the
 // previous turn's final one.

@@ -27,9 +27,10 @@ type leaseKey struct{}
 // frontend's reads) pass through.
 //
 // The check is local (the deadline is LeaseTimeout after the claim or
-// heartbeat statement was sent, never later than the database's expiry),
-// so it costs no query; a write already in flight when the deadline
-// passes is not stopped.
+// heartbeat statement was sent, never later than the database's expiry,
+// measured on the monotonic clock so that a wall clock stepped back does
+// not extend it), so it costs no query; a write already in flight when
+// the deadline passes is not stopped.
 //
 // It also keeps a2a-go from failing a task without a reason over a
 // transient fault (K6). When an execution's store write fails for the

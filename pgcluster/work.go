@@ -68,7 +68,7 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	}
 	done, stop := q.doneHub.Watch(p.TaskID) // before the insert: no 'd' is missed
 	defer stop()
-	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
+	deadline := time.Now().Add(followUpWait * q.c.opts.LeaseTimeout)
 	for {
 		id, rev, err := q.insert(ctx, p, kind, body)
 		if err == nil {
@@ -96,6 +96,15 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 		t.Stop()
 	}
 }
+
+// followUpWait bounds, in lease timeouts, how long a follow-up waits for
+// its task's finishing execution. When that execution's instance died
+// after its final write, its item is completed by a takeover: the lease
+// expires at most one lease timeout after the follow-up arrived, a
+// rescue pass comes within a quarter more, then a claim and its answered
+// check — 1.25 lease timeouts plus a claim, which 1.5 left a quarter of
+// a lease for. Two leave three quarters.
+const followUpWait = 2
 
 // writeCancel writes a cancel item and returns once its task has ended
 // (bounded by 1.5 lease timeouts, woken by the finished cancelation's
@@ -373,9 +382,10 @@ type message struct {
 	settled sync.Once // the item left this instance's in-flight count
 
 	// deadline is when the lease runs out as far as this instance knows
-	// (unix nanoseconds of the cluster clock): LeaseTimeout after the
-	// claim or the last successful heartbeat was sent — no later than the
-	// database's lease_expires, which is set when the statement runs.
+	// (nanoseconds of the cluster's monotonic lease clock, Cluster.now):
+	// LeaseTimeout after the claim or the last successful heartbeat was
+	// sent — no later than the database's lease_expires, which is set
+	// when the statement runs.
 	deadline atomic.Int64
 }
 
@@ -444,15 +454,16 @@ func (q *workQueue) recheck(ctx context.Context) {
 	})
 }
 
-// extend moves the lease's local deadline to LeaseTimeout after from.
-func (m *message) extend(from time.Time) {
-	m.deadline.Store(from.Add(m.q.c.opts.LeaseTimeout).UnixNano())
+// extend moves the lease's local deadline to LeaseTimeout after from
+// (the cluster's lease clock).
+func (m *message) extend(from time.Duration) {
+	m.deadline.Store(int64(from + m.q.c.opts.LeaseTimeout))
 }
 
 // holds reports whether the lease is still this instance's as far as it
 // knows: not handed over, and its local deadline not passed.
 func (m *message) holds() bool {
-	return !m.handedOver.Load() && m.q.c.now().UnixNano() < m.deadline.Load()
+	return !m.handedOver.Load() && int64(m.q.c.now()) < m.deadline.Load()
 }
 
 // Complete finishes the item. A finished cancelation notifies every
