@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 )
 
 // leaseKey is the context key of the execution's work item (*message),
@@ -66,7 +67,12 @@ func (s fencedStore) Create(ctx context.Context, task *a2a.Task) (taskstore.Task
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}
-	return s.Store.Create(ctx, task)
+	v, err := s.Store.Create(ctx, task)
+	if m, ok := ctx.Value(leaseKey{}).(*message); ok && err == nil && m.payload.Type == workqueue.PayloadTypeExecute &&
+		m.payload.ExecuteRequest != nil && m.payload.ExecuteRequest.Message != nil && m.payload.ExecuteRequest.Message.TaskID == "" {
+		m.nameTask(ctx, task)
+	}
+	return v, err
 }
 
 // Update implements taskstore.Store.

@@ -451,3 +451,33 @@ func TestAnsweredAfterLogTrimmed(t *testing.T) {
 		t.Fatalf("the agent ran %d times for one message", n)
 	}
 }
+
+// #52's suspected window, K4: a task deleted during its first execution
+// (which then fails on its next write) is not created again under the
+// same ID by the retry: the item names the task its attempt created, and
+// a retry whose named task is gone is finished, not run.
+func TestDeleteDuringFirstExecutionNotRecreated(t *testing.T) {
+	h := newHarness(t)
+	agent := newTurnAgent(true)
+	a := h.start(t, "a", agent)
+	ctx := t.Context()
+	go func() { _, _ = send(ctx, a, "", "m1", "hi") }() // its reader's end is the task log's (engine/tasklog)
+	var id a2a.TaskID
+	select {
+	case id = <-agent.working:
+	case <-time.After(waitFor):
+		t.Fatal("the execution never ran")
+	}
+	waitState(t, ctx, a, id, a2a.TaskStateWorking)
+	if err := a.store.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	close(agent.hold) // its next write fails: the task is gone
+	waitLease(t, ctx, a, id, "done")
+	if _, err := a.tasks.Get(ctx, id); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("task after its deletion and the retry: %v, want not found (the agent ran %d times)", err, agent.ran("m1"))
+	}
+	if o := outcome(t, h, a, id); o != "task deleted" {
+		t.Fatalf("item outcome %q, want task deleted", o)
+	}
+}

@@ -76,7 +76,7 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // statements are the SQL texts with the schema filled in.
 type statements struct {
 	insertWork, claim, heartbeat, complete, retry, finish string
-	release, requeue, revision                            string
+	release, requeue, revision, namePayload               string
 	expired, rescue, depth, lease                         string
 	insertReply, lastSeq, readReply, taskStates, replied  string
 	cleanWork, cleanReplies, cleanLegacy                  string
@@ -97,6 +97,10 @@ func newStatements(schema string) statements {
 			WHERE id = (SELECT id FROM {s}.a2a_cluster_work WHERE state = 'available' AND available_at <= now()
 				ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 			RETURNING id, task_id, kind, payload, attempt, claims`),
+		// namePayload stores the payload of a running item whose
+		// execution created its task (the message names the task).
+		namePayload: q(`UPDATE {s}.a2a_cluster_work SET payload = $3
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
 		// revision is the task's revision: the one a new execution item
 		// starts from, read in the transaction that inserts it.
 		revision: q(`SELECT revision FROM {s}.a2a_tasks WHERE id = $1`),

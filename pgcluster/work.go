@@ -289,28 +289,61 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 			q.settle()
 			return nil, nil
 		}
-		q.resume(ctx, m.payload)
+		if !q.resume(ctx, m.payload) {
+			// Its task was stored, then deleted: a2a-go would create it
+			// again under the same ID.
+			_ = q.c.finishItem(ctx, m.id, m.token, m.taskID, outcomeDeleted, 'd')
+			q.settle()
+			return nil, nil
+		}
 	}
 	return m, nil
 }
 
-// resume prepares a retried execution: when the first attempt created the
-// task, the message names it, so that a2a-go resumes the stored task
+// outcomeDeleted is the outcome of an item whose task was deleted after
+// an attempt stored it.
+const outcomeDeleted = "task deleted"
+
+// resume prepares a retried execution: when an earlier attempt created
+// the task, the message names it, so that a2a-go resumes the stored task
 // instead of creating it again (its retry semantics: the message is
-// already in the history, the agent runs on the stored task).
-func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) {
+// already in the history, the agent runs on the stored task). It reports
+// false when the message names a task that is no longer stored (deleted
+// since: the item is not to run), true otherwise. A message names its
+// task once an attempt created it (nameTask), or once resume found it.
+func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) bool {
 	if p.Type != workqueue.PayloadTypeExecute || p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
-		return
+		return true
 	}
 	msg := p.ExecuteRequest.Message
-	if msg.TaskID != "" {
-		return
-	}
 	st, err := q.c.opts.TaskStore.Get(ctx, p.TaskID)
+	if msg.TaskID != "" {
+		return !errors.Is(err, a2a.ErrTaskNotFound)
+	}
 	if err != nil || st.Task == nil {
-		return // not created yet: the retry starts afresh
+		return true // not created yet: the retry starts afresh
 	}
 	msg.TaskID, msg.ContextID = st.Task.ID, st.Task.ContextID
+	return true
+}
+
+// nameTask records in execution m's stored payload that its attempt
+// created task (FenceTaskStore's Create): a later attempt resumes the
+// task, and finds it deleted if it was, instead of creating it again.
+// A failure is logged: the later attempt then starts afresh, as before.
+func (m *message) nameTask(ctx context.Context, task *a2a.Task) {
+	p := *m.payload
+	req := *p.ExecuteRequest
+	msg := *req.Message
+	msg.TaskID, msg.ContextID = task.ID, task.ContextID
+	req.Message, p.ExecuteRequest = &msg, &req
+	body, err := json.Marshal(&p)
+	if err == nil {
+		_, err = m.q.c.pool.Exec(ctx, m.q.c.sql.namePayload, m.id, m.token, body)
+	}
+	if err != nil {
+		m.q.c.opts.Logger.Warn("pgcluster: recording the task an execution created failed", "task", task.ID, "error", err)
+	}
 }
 
 // beforeExecution puts the work item on the context of its run (the
