@@ -152,7 +152,9 @@ type Cluster struct {
 	rescuer  *rescuer
 	cleaner  *cleaner
 
-	// skew is added to the wall clock of the lease checks (tests
+	// epoch is the origin of the lease clock (now).
+	epoch time.Time
+	// skew is added to the clock of the lease checks (tests
 	// simulate a stalled instance with it).
 	skew atomic.Int64
 	// onIdle, when set (tests), is called when a reader has read every
@@ -166,8 +168,12 @@ type Cluster struct {
 	beforeComplete atomic.Pointer[func() error]
 }
 
-// now is the clock of the lease checks.
-func (c *Cluster) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+// now is the clock of the lease checks (K4): the time since epoch on the
+// monotonic clock, never the wall clock — a wall clock stepped back (an
+// NTP correction) would extend this instance's own view of its leases
+// past their expiry in the database, and let a stalled execution write
+// after another instance took its task over.
+func (c *Cluster) now() time.Duration { return time.Since(c.epoch) + time.Duration(c.skew.Load()) }
 
 // Stats are the cluster's counters since New, for metrics.
 type Stats struct {
@@ -175,11 +181,12 @@ type Stats struct {
 	Takeovers        atomic.Int64 // expired leases this instance's rescuer returned to the queue
 	Retries          atomic.Int64 // failed work items this instance returned for another attempt
 	GaveUp           atomic.Int64 // tasks this instance finished as FAILED after MaxAttempts
+	GiveUpsSetAside  atomic.Int64 // work items whose give-up failed and this instance's rescuer set aside
 	HandedOver       atomic.Int64 // executions this instance gave back to the queue at shutdown (HandOver)
 	CanceledHere     atomic.Int64 // executions on this instance stopped by a cancel
 	Events           atomic.Int64 // events this instance's readers delivered
 	CancelsSeen      atomic.Int64 // executions stopped because a heartbeat or a recheck found their task ended (K8)
-	Answered         atomic.Int64 // claimed executions completed without running: their message was answered (K8)
+	Answered         atomic.Int64 // executions completed (claimed, returned or given up) without running again: their message was answered (K8)
 	FollowUpWaits    atomic.Int64 // follow-up messages that waited for the previous execution to finish
 	Reconnects       atomic.Int64 // times the notification connection was re-established
 	Notifications    atomic.Int64 // notifications received
@@ -203,7 +210,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Cluster, error
 	if err := install(ctx, pool, opts.Schema); err != nil {
 		return nil, err
 	}
-	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), closed: make(chan struct{}), workClosed: make(chan struct{})}
+	c := &Cluster{pool: pool, opts: opts, sql: newStatements(opts.Schema), epoch: time.Now(), closed: make(chan struct{}), workClosed: make(chan struct{})}
 	c.events = newEventManager(c)
 	c.work = newWorkQueue(c)
 	c.queue = workqueue.NewPullQueue(c.work, &workqueue.PullQueueConfig{

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/a2astore/a2astore/a2aserver"
+	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgcluster"
@@ -97,6 +98,8 @@ type harness struct {
 	wrapLog func(name string, l pgcluster.LogStore) pgcluster.LogStore
 	// poolConfig, when set, adjusts an instance's pool before it opens.
 	poolConfig func(name string, cfg *pgxpool.Config)
+	// limits are the task store's (pgstore.Options.Limits).
+	limits engine.Limits
 }
 
 func newHarness(t testing.TB) *harness {
@@ -125,7 +128,7 @@ func (h *harness) start(t testing.TB, name string, agent a2asrv.AgentExecutor) *
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store, err := pgstore.New(ctx, pool, pgcluster.StoreOptions(pgstore.Options{Schema: h.schema}))
+	store, err := pgstore.New(ctx, pool, pgcluster.StoreOptions(pgstore.Options{Schema: h.schema, Limits: h.limits}))
 	if err != nil {
 		t.Fatal(err)
 	}

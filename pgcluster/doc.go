@@ -37,8 +37,12 @@
 // the items of dead instances to the queue once their lease expired: the
 // next attempt re-runs the execution with a2a-go's retry semantics (the
 // stored task is resumed); after Options.MaxAttempts attempts the task is
-// finished as FAILED with a status message saying why. So no task stays
-// SUBMITTED or WORKING forever, and -finish-abandoned is not needed.
+// finished as FAILED with a status message saying why (without it when the
+// task is at the store's size limit), and a caller waiting for a new task
+// that was never stored gets ErrGaveUp. So no task stays SUBMITTED or
+// WORKING forever, no caller waits forever, and -finish-abandoned is not
+// needed. A give-up that fails is set aside and tried again later; it
+// never stops the rescue of the other items.
 //
 // A CancelTask on any instance is a cancel item; the instance that runs it
 // lets the agent write CANCELED (a conditional write by revision, as every
@@ -75,14 +79,21 @@
 // finished cancelation, the executing instance reads its task's state on
 // every heartbeat (a third of the lease) and after its notification
 // connection comes back, and stops an execution whose task is CANCELED.
-// A Complete that fails is retried while the lease holds; an item claimed
-// again after its instance died is completed without running the agent
-// when the log shows its message answered (an entry in a terminal or
-// interrupted state after the one that brought the message in). A
-// follow-up message to a task whose previous execution already wrote its
-// final entry waits, woken by that execution's completion notification,
-// for at most 1.5 lease timeouts, instead of being refused as in
-// progress.
+// A Complete that fails is retried while the lease holds. One answered
+// check (answered.go) decides whether an execution's message was answered
+// already — a task-less reply, or an entry in a terminal or interrupted
+// state after the one that brought the message in — and every path that
+// could run a message again or fail its task goes through it: a claim of
+// an item claimed before (a retry, a takeover, the first attempt after a
+// handover), Return (a failed or handed-over attempt) and the give-up.
+// An answered item is completed without running the agent and its task
+// is left as the answer left it; a check that cannot read decides
+// nothing (the item waits). A follow-up message to a task whose previous
+// execution already wrote its final entry waits, woken by that
+// execution's completion notification, for at most 2 lease timeouts,
+// instead of being refused as in progress; its reader delivers only the
+// entries after the revision its own execution starts from, never the
+// previous turn's final one.
 //
 // # Identity (K5)
 //

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/jackc/pgx/v5"
@@ -26,11 +29,70 @@ import (
 // which goes to a2a_cluster_events.
 type eventManager struct {
 	c *Cluster
+
+	mu struct {
+		sync.Mutex
+		// pending are the readers created in a call that has not
+		// written its work item yet, by call and task: a2a-go's
+		// SendMessage creates its reader, then writes the item, with
+		// the same context (startAt).
+		pending map[pendingKey][]*reader
+	}
+}
+
+// pendingKey names a reader's call: a2a-go's call context (one per call)
+// and the task.
+type pendingKey struct {
+	call *a2asrv.CallContext
+	task a2a.TaskID
 }
 
 var _ eventqueue.Manager = (*eventManager)(nil)
 
-func newEventManager(c *Cluster) *eventManager { return &eventManager{c: c} }
+func newEventManager(c *Cluster) *eventManager {
+	m := &eventManager{c: c}
+	m.mu.pending = make(map[pendingKey][]*reader)
+	return m
+}
+
+// startAt makes the readers created earlier in the call of ctx for task
+// deliver only entries after revision rev: the revision the call's own
+// execution starts from. A follow-up's reader is created while the
+// previous execution of its task may still run; that execution's final
+// entry, written before the follow-up's work item, is not the
+// follow-up's answer (it would end the follow-up's stream on the
+// previous turn's INPUT_REQUIRED). Readers of other calls (subscribers)
+// are not touched.
+func (m *eventManager) startAt(ctx context.Context, task a2a.TaskID, rev int64) {
+	call, ok := a2asrv.CallContextFrom(ctx)
+	if !ok {
+		return
+	}
+	key := pendingKey{call, task}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.mu.pending[key] {
+		r.floor.Store(rev)
+		r.key = nil
+	}
+	delete(m.mu.pending, key)
+}
+
+// forget drops r from the pending readers.
+func (m *eventManager) forget(r *reader) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.key == nil {
+		return
+	}
+	readers := slices.DeleteFunc(m.mu.pending[*r.key], func(x *reader) bool { return x == r })
+	if len(readers) == 0 {
+		delete(m.mu.pending, *r.key)
+	} else {
+		m.mu.pending[*r.key] = readers
+	}
+	r.key = nil
+}
 
 // CreateReader implements eventqueue.Manager: the reader returns every
 // event of the task logged after this call, in revision order.
@@ -47,6 +109,13 @@ func (m *eventManager) CreateReader(ctx context.Context, taskID a2a.TaskID) (eve
 		return nil, fmt.Errorf("pgcluster: create reader: %w", err)
 	}
 	r.tail = tasklog.NewTail(m.c.opts.Log, taskID, after, m.c.opts.PollInterval)
+	if call, ok := a2asrv.CallContextFrom(ctx); ok {
+		key := pendingKey{call, taskID}
+		m.mu.Lock()
+		r.key = &key
+		m.mu.pending[key] = append(m.mu.pending[key], r)
+		m.mu.Unlock()
+	}
 	return r, nil
 }
 
@@ -77,10 +146,15 @@ func (w *writer) Write(ctx context.Context, msg *eventqueue.Message) error {
 	if err != nil {
 		return fmt.Errorf("pgcluster: encode reply: %w", err)
 	}
-	c := w.m.c
+	return w.m.c.insertReply(ctx, w.taskID, string(msg.Protocol), body)
+}
+
+// insertReply stores a task-less reply of task (body, the event JSON) as
+// its next seq, and notifies the task's readers.
+func (c *Cluster) insertReply(ctx context.Context, task a2a.TaskID, protocol string, body []byte) error {
 	for {
-		tag, err := c.pool.Exec(ctx, c.sql.insertReply, string(w.taskID), string(msg.Protocol), body,
-			channel(c.opts.Schema), notifyPayload('e', w.taskID))
+		tag, err := c.pool.Exec(ctx, c.sql.insertReply, string(task), protocol, body,
+			channel(c.opts.Schema), notifyPayload('e', task))
 		if err != nil {
 			return fmt.Errorf("pgcluster: write reply: %w", err)
 		}
@@ -90,6 +164,29 @@ func (w *writer) Write(ctx context.Context, msg *eventqueue.Message) error {
 		// A concurrent insert took the seq: take the next.
 	}
 }
+
+// gaveUpProtocol marks, in the protocol column of a2a_cluster_events, the
+// row giveUp writes for a task that was never stored: its readers end
+// with ErrGaveUp and the reason in the row's body (gaveUpBody).
+const gaveUpProtocol = "pgcluster:gave-up"
+
+// gaveUpBody is the body of a gave-up row.
+type gaveUpBody struct {
+	Reason string `json:"reason"`
+}
+
+// ErrGaveUp is the error of a call waiting for a new task whose execution
+// was given up before any task was stored (every attempt failed before
+// the agent's first event, K4): the caller gets it, with the reason,
+// instead of waiting for a task that will never exist — as a2a-go's
+// local mode returns the agent's error. It is an a2a.ErrInternalError.
+var ErrGaveUp = errors.New("pgcluster: execution given up")
+
+// gaveUpError is ErrGaveUp with its reason.
+type gaveUpError struct{ reason string }
+
+func (e gaveUpError) Error() string   { return "execution given up: " + e.reason }
+func (e gaveUpError) Unwrap() []error { return []error{ErrGaveUp, a2a.ErrInternalError} }
 
 // Close implements eventqueue.Writer.
 func (w *writer) Close() error { return nil }
@@ -102,6 +199,12 @@ type reader struct {
 	seq    int64 // the last reply row read
 	closed chan struct{}
 	once   sync.Once
+	// floor is the revision the reader's own execution starts from
+	// (startAt): entries up to it are skipped.
+	floor atomic.Int64
+	// key is the reader's entry in the manager's pending readers, until
+	// startAt or Close (guarded by the manager's mu).
+	key *pendingKey
 }
 
 // Read implements eventqueue.Reader: the next logged event, waiting for
@@ -124,7 +227,7 @@ func (r *reader) Read(ctx context.Context) (*eventqueue.Message, error) {
 			return nil, readError(err)
 		}
 		if ok {
-			if l.Kind == engine.LogMessage {
+			if l.Kind == engine.LogMessage || l.Revision <= r.floor.Load() {
 				continue
 			}
 			return r.deliver(l)
@@ -218,6 +321,11 @@ func (r *reader) reply(ctx context.Context) (*eventqueue.Message, error) {
 		return nil, fmt.Errorf("pgcluster: read reply: %w", err)
 	}
 	r.seq = seq
+	if protocol == gaveUpProtocol {
+		var g gaveUpBody
+		_ = json.Unmarshal(body, &g)
+		return nil, gaveUpError{g.Reason}
+	}
 	var sr a2a.StreamResponse
 	if err := json.Unmarshal(body, &sr); err != nil {
 		return nil, fmt.Errorf("pgcluster: decode reply %d of task: %w", seq, err)
@@ -235,6 +343,7 @@ func (r *reader) Close() error {
 	r.once.Do(func() {
 		close(r.closed)
 		r.tail.Close()
+		r.m.forget(r)
 	})
 	return nil
 }

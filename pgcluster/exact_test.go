@@ -27,7 +27,8 @@ import (
 // cluster mode: each drives the failure it names.
 
 // turnAgent answers each message with a working update, then asks for
-// more (input required), or completes when the message says "done". It
+// more (input required), or completes when the message says "done"; a
+// message saying "reply" it answers with a message, storing no task. It
 // counts its runs per message, waits on hold (when set, unless the
 // message says "nohold") after working, and reports the cause of its
 // context's end on stopped.
@@ -52,6 +53,14 @@ func (a *turnAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 		a.mu.Lock()
 		a.runs[ec.Message.ID]++
 		a.mu.Unlock()
+		text := ""
+		if len(ec.Message.Parts) > 0 {
+			text = ec.Message.Parts[0].Text()
+		}
+		if text == "reply" {
+			yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("replied")), nil)
+			return
+		}
 		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
@@ -59,10 +68,6 @@ func (a *turnAgent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) ite
 			return
 		}
 		a.working <- ec.TaskID
-		text := ""
-		if len(ec.Message.Parts) > 0 {
-			text = ec.Message.Parts[0].Text()
-		}
 		if a.hold != nil && text != "nohold" {
 			select {
 			case <-a.hold:
@@ -271,41 +276,11 @@ func TestFollowUpFinishedBeforeSnapshot(t *testing.T) {
 // is taken over and completed without running the agent again.
 func TestAnsweredItemNotRunAgain(t *testing.T) {
 	h := newHarness(t)
-	// No heartbeat during the test: one sent after the stall below would
-	// renew the lease (nobody took it over yet) and let the Complete
-	// retry succeed. The test expires the lease and rescues it itself.
-	h.opts.LeaseTimeout = time.Minute
 	agent := newTurnAgent(false)
-	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
-	b.cluster.StopWork() // a executes first; b's rescuer and a's work loop take over
-	ctx := t.Context()
-	var once sync.Once
-	stalled := make(chan struct{})
-	a.cluster.BeforeComplete(func() error {
-		var err error
-		once.Do(func() {
-			a.cluster.Stall(time.Hour) // its lease is gone as far as it knows
-			err = errors.New("connection lost")
-			close(stalled)
-		})
-		return err
-	})
 	// Answered by asking for input: not terminal, so only the log tells
 	// that the message was answered.
-	res, err := send(ctx, a, "", "m1", "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.(*a2a.Task).ID
-	select {
-	case <-stalled:
-	case <-time.After(waitFor):
-		t.Fatal("the execution's item was never completed")
-	}
-	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second'
-		WHERE task_id = $1 AND state = 'running'`, h.schema), string(id)); err != nil {
-		t.Fatal(err)
-	}
+	a, b, _, id := answerThenLose(t, h, agent, "hi")
+	ctx := t.Context()
 	if err := b.cluster.Rescue(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +288,8 @@ func TestAnsweredItemNotRunAgain(t *testing.T) {
 	if n := agent.ran("m1"); n != 1 {
 		t.Fatalf("the agent ran %d times for one message", n)
 	}
-	var outcome string
-	if err := a.pool.QueryRow(ctx, fmt.Sprintf(`SELECT outcome FROM %q.a2a_cluster_work WHERE task_id = $1`, h.schema), string(id)).Scan(&outcome); err != nil {
-		t.Fatal(err)
-	}
-	if outcome != "answered" || a.cluster.Stats().Answered.Load()+b.cluster.Stats().Answered.Load() != 1 {
-		t.Fatalf("item outcome %q, answered %d+%d; want it completed as answered once", outcome,
+	if o := outcome(t, h, a, id); o != "answered" || a.cluster.Stats().Answered.Load()+b.cluster.Stats().Answered.Load() != 1 {
+		t.Fatalf("item outcome %q, answered %d+%d; want it completed as answered once", o,
 			a.cluster.Stats().Answered.Load(), b.cluster.Stats().Answered.Load())
 	}
 }

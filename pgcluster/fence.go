@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 )
 
 // leaseKey is the context key of the execution's work item (*message),
@@ -27,9 +28,10 @@ type leaseKey struct{}
 // frontend's reads) pass through.
 //
 // The check is local (the deadline is LeaseTimeout after the claim or
-// heartbeat statement was sent, never later than the database's expiry),
-// so it costs no query; a write already in flight when the deadline
-// passes is not stopped.
+// heartbeat statement was sent, never later than the database's expiry,
+// measured on the monotonic clock so that a wall clock stepped back does
+// not extend it), so it costs no query; a write already in flight when
+// the deadline passes is not stopped.
 //
 // It also keeps a2a-go from failing a task without a reason over a
 // transient fault (K6). When an execution's store write fails for the
@@ -65,7 +67,12 @@ func (s fencedStore) Create(ctx context.Context, task *a2a.Task) (taskstore.Task
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}
-	return s.Store.Create(ctx, task)
+	v, err := s.Store.Create(ctx, task)
+	if m, ok := ctx.Value(leaseKey{}).(*message); ok && err == nil && m.payload.Type == workqueue.PayloadTypeExecute &&
+		m.payload.ExecuteRequest != nil && m.payload.ExecuteRequest.Message != nil && m.payload.ExecuteRequest.Message.TaskID == "" {
+		m.nameTask(ctx, task)
+	}
+	return v, err
 }
 
 // Update implements taskstore.Store.

@@ -81,7 +81,7 @@ func (m *message) settle() { m.settled.Do(m.q.settle) }
 // wakes the instances' work loops.
 func (m *message) release(ctx context.Context) error {
 	c := m.q.c
-	m.q.resume(ctx, m.payload)
+	_ = m.q.resume(ctx, m.payload) // a deleted task: the next claim finishes the item
 	body, err := json.Marshal(m.payload)
 	if err != nil {
 		return fmt.Errorf("pgcluster: hand over: %w", err)

@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS {s}.a2a_cluster_events (
 );
 CREATE INDEX IF NOT EXISTS a2a_cluster_events_final
 	ON {s}.a2a_cluster_events (created_at) WHERE final;
+ALTER TABLE {s}.a2a_cluster_work ADD COLUMN IF NOT EXISTS claims integer NOT NULL DEFAULT 0;
 `
 
 // install creates the tables under a transaction-scoped advisory lock, so
@@ -75,9 +76,9 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // statements are the SQL texts with the schema filled in.
 type statements struct {
 	insertWork, claim, heartbeat, complete, retry, finish string
-	release                                               string
+	release, requeue, revision, namePayload               string
 	expired, rescue, depth, lease                         string
-	insertReply, lastSeq, readReply, taskStates           string
+	insertReply, lastSeq, readReply, taskStates, replied  string
 	cleanWork, cleanReplies, cleanLegacy                  string
 }
 
@@ -88,12 +89,25 @@ func newStatements(schema string) statements {
 		insertWork: q(`INSERT INTO {s}.a2a_cluster_work (task_id, kind, payload) VALUES ($1, $2, $3)
 			ON CONFLICT (task_id, kind) WHERE state <> 'done' DO NOTHING RETURNING id`),
 		// claim takes the oldest available item, skipping rows other
-		// instances are claiming.
-		claim: q(`UPDATE {s}.a2a_cluster_work w SET state = 'running', attempt = attempt + 1,
+		// instances are claiming. claims counts every claim, a
+		// handed-over one's too (release gives back the attempt, not
+		// the claim): an item claimed before may have been answered.
+		claim: q(`UPDATE {s}.a2a_cluster_work w SET state = 'running', attempt = attempt + 1, claims = claims + 1,
 				lease_owner = $1, lease_token = $2, lease_expires = now() + $3::interval
 			WHERE id = (SELECT id FROM {s}.a2a_cluster_work WHERE state = 'available' AND available_at <= now()
 				ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-			RETURNING id, task_id, kind, payload, attempt`),
+			RETURNING id, task_id, kind, payload, attempt, claims`),
+		// namePayload stores the payload of a running item whose
+		// execution created its task (the message names the task).
+		namePayload: q(`UPDATE {s}.a2a_cluster_work SET payload = $3
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		// revision is the task's revision: the one a new execution item
+		// starts from, read in the transaction that inserts it.
+		revision: q(`SELECT revision FROM {s}.a2a_tasks WHERE id = $1`),
+		// replied reports whether a task-less reply answered a message
+		// for the task (the gave-up marker is no answer).
+		replied: q(`SELECT EXISTS (SELECT 1 FROM {s}.a2a_cluster_events
+			WHERE task_id = $1 AND version = 0 AND protocol <> $2)`),
 		// heartbeat renews the lease and reads the task's state: a
 		// cancel is state, which the execution learns here at the latest
 		// (K8).
@@ -113,14 +127,22 @@ func newStatements(schema string) statements {
 				attempt = greatest(attempt - 1, 0), payload = $3,
 				lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
+		// requeue puts back an item this instance claimed but could not
+		// decide to run (its answered check failed): due after $3, its
+		// attempt not counted.
+		requeue: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now() + $3::interval,
+				attempt = greatest(attempt - 1, 0), lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+			WHERE id = $1 AND lease_token = $2 AND state = 'running'`),
 		finish: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,
 				lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND state <> 'done' AND lease_token IS NOT DISTINCT FROM $2`),
 		// expired lists the items whose lease ran out and whose attempts
 		// are used up: the rescuer finishes their tasks first.
-		expired: q(`SELECT id, task_id, kind, lease_token, attempt FROM {s}.a2a_cluster_work
+		// Items set aside ($3: their give-up failed) are skipped.
+		expired: q(`SELECT id, task_id, kind, payload, lease_token, attempt FROM {s}.a2a_cluster_work
 			WHERE state = 'running' AND lease_expires < now()
 				AND attempt >= CASE kind WHEN 'cancel' THEN $1::int ELSE $2::int END
+				AND id <> ALL($3::bigint[])
 			ORDER BY lease_expires LIMIT 100`),
 		rescue: q(`UPDATE {s}.a2a_cluster_work SET state = 'available', available_at = now(),
 				lease_owner = NULL, lease_token = NULL, lease_expires = NULL

@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pgcluster"
 	"github.com/a2astore/a2astore/pgstore"
 )
 
@@ -38,15 +39,36 @@ type killer struct {
 }
 
 func (k *killer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if k.armed.Load() && k.n.Add(1) == k.k {
-		k.hit.Store(true)
-		k.sql.Store(&data.SQL)
+	k.at(data, func() {
 		_, _ = k.admin.Exec(context.Background(), "SELECT pg_terminate_backend($1)", conn.PgConn().PID())
-	}
+	})
 	return ctx
 }
 
+// at runs fault if this is the k-th statement.
+func (k *killer) at(data pgx.TraceQueryStartData, fault func()) {
+	if k.armed.Load() && k.n.Add(1) == k.k {
+		k.hit.Store(true)
+		k.sql.Store(&data.SQL)
+		fault()
+	}
+}
+
 func (*killer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// handOverAt is a killer that, at the k-th statement of the instances it
+// traces, hands over the executions of the instance running it (as a
+// server shutting down past its grace period does) instead of killing
+// the connection.
+type handOverAt struct {
+	*killer
+	handOver func()
+}
+
+func (h handOverAt) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	h.at(data, func() { go h.handOver() })
+	return ctx
+}
 
 // sweepAgent is turnAgent that also records any run of a message the
 // task's log shows answered already (an agent run twice for one answer).
@@ -98,30 +120,64 @@ func answeredIn(s *pgstore.Store, id a2a.TaskID, msgID string) bool {
 // and CANCELED stays CANCELED once a cancel answered it, the stored task
 // and its log agree (K7), and no message the log shows answered is run
 // again (K8).
+//
+// It runs in three modes: the connection killed (the attempt fails and is
+// retried); the connection killed with MaxAttempts 1 (the failed attempt
+// is given up: #52); and, instead of a kill, a HandOver of the executing
+// instance at its k-th statement, with a second executing instance to
+// take the work over (#52).
 func TestFaultSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault sweep skipped in -short mode")
 	}
-	total := sweepRun(t, 0)
-	t.Logf("a clean lifecycle runs %d statements on the executing instance", total)
-	step := int64(max(*flagSweepStep, 1))
-	for k := int64(1); k <= total; k += step {
-		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) { sweepRun(t, k) })
+	for _, mode := range []sweepMode{sweepKill, sweepGiveUp, sweepHandOver} {
+		t.Run(string(mode), func(t *testing.T) {
+			total := sweepRun(t, 0, mode)
+			t.Logf("a clean lifecycle runs %d statements on the executing instances", total)
+			step := int64(max(*flagSweepStep, 1))
+			for k := int64(1); k <= total; k += step {
+				t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) { sweepRun(t, k, mode) })
+			}
+		})
 	}
 }
 
-// sweepRun runs the lifecycle with statement k killed and checks it; it
-// returns how many statements the executing instance ran.
-func sweepRun(t *testing.T, k int64) int64 {
+// sweepMode is the fault TestFaultSweep injects at its k-th statement.
+type sweepMode string
+
+const (
+	sweepKill     sweepMode = "kill"
+	sweepGiveUp   sweepMode = "giveup"
+	sweepHandOver sweepMode = "handover"
+)
+
+// sweepRun runs the lifecycle with the fault of mode at statement k and
+// checks it; it returns how many statements the executing instances ran.
+func sweepRun(t *testing.T, k int64, mode sweepMode) int64 {
 	h := newHarness(t)
+	if mode == sweepGiveUp {
+		h.opts.MaxAttempts = 1
+	}
 	admin, err := pgxpool.New(t.Context(), pgtest.AdminDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Close)
 	kill := &killer{k: k, admin: admin}
+	var executors sync.Map // name -> *instance
 	h.poolConfig = func(name string, cfg *pgxpool.Config) {
-		if name == "a" {
+		switch {
+		case name == "b":
+		case mode == sweepHandOver:
+			cfg.ConnConfig.Tracer = handOverAt{kill, func() {
+				in, _ := executors.Load(name)
+				c := in.(*instance).cluster
+				c.StopWork()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+				defer cancel()
+				_, _ = c.HandOver(ctx)
+			}}
+		default:
 			cfg.ConnConfig.Tracer = kill
 		}
 	}
@@ -132,14 +188,21 @@ func sweepRun(t *testing.T, k int64) int64 {
 	})
 	agent := &sweepAgent{turnAgent: newTurnAgent(true)}
 	a := h.start(t, "a", agent)
+	executors.Store("a", a)
 	agent.store = a.store
 	b := h.start(t, "b", agent)
-	b.cluster.StopWork() // a executes; b answers the calls
+	b.cluster.StopWork() // a executes (and c, handing over); b answers the calls
+	if mode == sweepHandOver {
+		executors.Store("c", h.start(t, "c", agent))
+	}
 	kill.armed.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*waitFor)
 	defer cancel()
 
 	res, err := send(ctx, b, "", "m1", "nohold")
+	if mode == sweepGiveUp && errors.Is(err, pgcluster.ErrGaveUp) {
+		return kill.n.Load() // given up before any task was stored: the caller has its answer (#52)
+	}
 	if err != nil {
 		t.Fatalf("first message: %v", err)
 	}

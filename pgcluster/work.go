@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,9 +68,15 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	}
 	done, stop := q.doneHub.Watch(p.TaskID) // before the insert: no 'd' is missed
 	defer stop()
-	deadline := time.Now().Add(q.c.opts.LeaseTimeout + q.c.opts.LeaseTimeout/2)
+	deadline := time.Now().Add(followUpWait * q.c.opts.LeaseTimeout)
 	for {
-		id, err := q.insert(ctx, p, kind, body)
+		id, rev, err := q.insert(ctx, p, kind, body)
+		if err == nil {
+			// The caller's reader starts where this execution does: an
+			// earlier execution's entries, its final one above all, are
+			// not this message's answer (#52).
+			q.c.events.startAt(ctx, p.TaskID, rev)
+		}
 		var busy inProgressError
 		if !errors.As(err, &busy) || !q.finishing(ctx, p.TaskID) || time.Now().After(deadline) {
 			return id, err
@@ -92,6 +97,15 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	}
 }
 
+// followUpWait bounds, in lease timeouts, how long a follow-up waits for
+// its task's finishing execution. When that execution's instance died
+// after its final write, its item is completed by a takeover: the lease
+// expires at most one lease timeout after the follow-up arrived, a
+// rescue pass comes within a quarter more, then a claim and its answered
+// check — 1.25 lease timeouts plus a claim, which 1.5 left a quarter of
+// a lease for. Two leave three quarters.
+const followUpWait = 2
+
 // writeCancel writes a cancel item and returns once its task has ended
 // (bounded by 1.5 lease timeouts, woken by the finished cancelation's
 // notification). a2a-go v2.3.1's cluster-mode CancelTask reads its
@@ -106,7 +120,8 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 func (q *workQueue) writeCancel(ctx context.Context, p *workqueue.Payload, body []byte) (a2a.TaskID, error) {
 	done, stop := q.cancelHub.Watch(p.TaskID)
 	defer stop()
-	id, err := q.insert(ctx, p, workqueue.PayloadTypeCancel, body)
+	q.c.events.startAt(ctx, p.TaskID, 0) // a cancel's reader reads on from its own start
+	id, _, err := q.insert(ctx, p, workqueue.PayloadTypeCancel, body)
 	if err != nil && !errors.Is(err, workqueue.ErrLeaseAlreadyTaken) {
 		return id, err
 	}
@@ -136,27 +151,36 @@ func (q *workQueue) finishing(ctx context.Context, id a2a.TaskID) bool {
 	return err == nil && engine.Final(rec.Task.Status.State)
 }
 
-// insert inserts the work item and notifies, in one transaction.
-func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind string, body []byte) (a2a.TaskID, error) {
+// insert inserts the work item and notifies, in one transaction. For an
+// execution of a message to a stored task it returns the task's revision
+// read in that transaction: the one the execution starts from, as no
+// other execution of the task is open by then (the item's unique index)
+// and none of the item's can start before the commit.
+func (q *workQueue) insert(ctx context.Context, p *workqueue.Payload, kind string, body []byte) (a2a.TaskID, int64, error) {
 	tx, err := q.c.pool.Begin(ctx)
 	if err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var id int64
+	var id, rev int64
 	switch err := tx.QueryRow(ctx, q.c.sql.insertWork, string(p.TaskID), kind, body).Scan(&id); {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", inProgressError(kind)
+		return "", 0, inProgressError(kind)
 	case err != nil:
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
+	}
+	if kind == workqueue.PayloadTypeExecute && p.ExecuteRequest != nil && p.ExecuteRequest.Message != nil && p.ExecuteRequest.Message.TaskID != "" {
+		if err := tx.QueryRow(ctx, q.c.sql.revision, string(p.TaskID)).Scan(&rev); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
+		}
 	}
 	if err := q.c.notify(ctx, tx, 'w', p.TaskID); err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return "", fmt.Errorf("pgcluster: write work item: %w", err)
+		return "", 0, fmt.Errorf("pgcluster: write work item: %w", err)
 	}
-	return p.TaskID, nil
+	return p.TaskID, rev, nil
 }
 
 // inProgressError is Write's answer when the task has an open item of the
@@ -224,8 +248,9 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	m.extend(q.c.now())
 	var kind string
 	var body []byte
+	var claims int
 	err := q.c.pool.QueryRow(ctx, q.c.sql.claim, q.c.opts.Instance, m.token, q.c.opts.LeaseTimeout).
-		Scan(&m.id, &m.taskID, &kind, &body, &m.attempt)
+		Scan(&m.id, &m.taskID, &kind, &body, &m.attempt, &claims)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -242,87 +267,83 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 		q.settle()
 		return nil, nil
 	}
-	if m.attempt > 1 && m.payload.Type == workqueue.PayloadTypeExecute {
-		if q.answered(ctx, m.payload) {
-			// An earlier attempt answered the message and died before
-			// completing the item: complete it, do not run the agent
-			// again (K8).
+	if (m.attempt > 1 || claims > 1) && m.payload.Type == workqueue.PayloadTypeExecute {
+		// Claimed before (retried, taken over or handed over): an
+		// earlier claim may have answered the message (K8).
+		switch done, err := q.c.answered(ctx, m.payload); {
+		case err != nil:
+			// Not known: neither run the message nor finish it; the
+			// item comes back after RetryDelay, its attempt not counted.
+			q.c.opts.Logger.Warn("pgcluster: answered check failed; work item put back", "task", m.taskID, "error", err)
+			if _, err := q.c.pool.Exec(ctx, q.c.sql.requeue, m.id, m.token, q.c.opts.RetryDelay); err == nil {
+				time.AfterFunc(q.c.opts.RetryDelay, q.notify)
+			}
+			q.settle()
+			return nil, nil
+		case done:
+			// An earlier claim answered the message and its instance
+			// died or handed it over before completing the item:
+			// complete it, do not run the agent again.
 			q.c.stats.Answered.Add(1)
-			_, _ = q.c.pool.Exec(ctx, q.c.sql.complete, m.id, m.token, "answered")
-			_ = q.c.notify(ctx, q.c.pool, 'd', m.taskID)
+			_ = q.c.finishItem(ctx, m.id, m.token, m.taskID, outcomeAnswered, 'd')
 			q.settle()
 			return nil, nil
 		}
-		q.resume(ctx, m.payload)
+		if !q.resume(ctx, m.payload) {
+			// Its task was stored, then deleted: a2a-go would create it
+			// again under the same ID.
+			_ = q.c.finishItem(ctx, m.id, m.token, m.taskID, outcomeDeleted, 'd')
+			q.settle()
+			return nil, nil
+		}
 	}
 	return m, nil
 }
 
-// answered reports whether the task's log shows the execution of p's
-// message done: an entry that leaves the task terminal or interrupted
-// after the revision that brought the message in — the history revision
-// that added it, or the task's first entry when the message created the
-// task (it is in that task's history). A message the log does not show
-// brought in (a follow-up whose history revision never committed) is not
-// answered.
-func (q *workQueue) answered(ctx context.Context, p *workqueue.Payload) bool {
-	if p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
-		return false
-	}
-	msgID := p.ExecuteRequest.Message.ID
-	added := int64(-1)
-	for after := int64(0); ; {
-		log, err := q.c.opts.Log.ReadLog(ctx, p.TaskID, after, engine.MaxLogRead)
-		if err != nil || len(log) == 0 {
-			return false
-		}
-		for _, l := range log {
-			if broughtIn(l, msgID) {
-				added = l.Revision
-			} else if added >= 0 && engine.Final(l.State) {
-				return true
-			}
-		}
-		after = log[len(log)-1].Revision
-	}
-}
+// outcomeDeleted is the outcome of an item whose task was deleted after
+// an attempt stored it.
+const outcomeDeleted = "task deleted"
 
-// broughtIn reports whether entry l brought message msgID into its task:
-// a history entry of it, or the first entry of a task whose history holds
-// it.
-func broughtIn(l engine.LogEntry, msgID string) bool {
-	switch {
-	case l.Kind == engine.LogMessage:
-		var m a2a.Message
-		return json.Unmarshal(l.Body, &m) == nil && m.ID == msgID
-	case l.Kind == engine.LogTask && l.Revision == 1:
-		var sr a2a.StreamResponse
-		if json.Unmarshal(l.Body, &sr) != nil {
-			return false
-		}
-		task, ok := sr.Event.(*a2a.Task)
-		return ok && slices.ContainsFunc(task.History, func(m *a2a.Message) bool { return m != nil && m.ID == msgID })
-	}
-	return false
-}
-
-// resume prepares a retried execution: when the first attempt created the
-// task, the message names it, so that a2a-go resumes the stored task
+// resume prepares a retried execution: when an earlier attempt created
+// the task, the message names it, so that a2a-go resumes the stored task
 // instead of creating it again (its retry semantics: the message is
-// already in the history, the agent runs on the stored task).
-func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) {
+// already in the history, the agent runs on the stored task). It reports
+// false when the message names a task that is no longer stored (deleted
+// since: the item is not to run), true otherwise. A message names its
+// task once an attempt created it (nameTask), or once resume found it.
+func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) bool {
 	if p.Type != workqueue.PayloadTypeExecute || p.ExecuteRequest == nil || p.ExecuteRequest.Message == nil {
-		return
+		return true
 	}
 	msg := p.ExecuteRequest.Message
-	if msg.TaskID != "" {
-		return
-	}
 	st, err := q.c.opts.TaskStore.Get(ctx, p.TaskID)
+	if msg.TaskID != "" {
+		return !errors.Is(err, a2a.ErrTaskNotFound)
+	}
 	if err != nil || st.Task == nil {
-		return // not created yet: the retry starts afresh
+		return true // not created yet: the retry starts afresh
 	}
 	msg.TaskID, msg.ContextID = st.Task.ID, st.Task.ContextID
+	return true
+}
+
+// nameTask records in execution m's stored payload that its attempt
+// created task (FenceTaskStore's Create): a later attempt resumes the
+// task, and finds it deleted if it was, instead of creating it again.
+// A failure is logged: the later attempt then starts afresh, as before.
+func (m *message) nameTask(ctx context.Context, task *a2a.Task) {
+	p := *m.payload
+	req := *p.ExecuteRequest
+	msg := *req.Message
+	msg.TaskID, msg.ContextID = task.ID, task.ContextID
+	req.Message, p.ExecuteRequest = &msg, &req
+	body, err := json.Marshal(&p)
+	if err == nil {
+		_, err = m.q.c.pool.Exec(ctx, m.q.c.sql.namePayload, m.id, m.token, body)
+	}
+	if err != nil {
+		m.q.c.opts.Logger.Warn("pgcluster: recording the task an execution created failed", "task", task.ID, "error", err)
+	}
 }
 
 // beforeExecution puts the work item on the context of its run (the
@@ -394,9 +415,10 @@ type message struct {
 	settled sync.Once // the item left this instance's in-flight count
 
 	// deadline is when the lease runs out as far as this instance knows
-	// (unix nanoseconds of the cluster clock): LeaseTimeout after the
-	// claim or the last successful heartbeat was sent — no later than the
-	// database's lease_expires, which is set when the statement runs.
+	// (nanoseconds of the cluster's monotonic lease clock, Cluster.now):
+	// LeaseTimeout after the claim or the last successful heartbeat was
+	// sent — no later than the database's lease_expires, which is set
+	// when the statement runs.
 	deadline atomic.Int64
 }
 
@@ -465,15 +487,16 @@ func (q *workQueue) recheck(ctx context.Context) {
 	})
 }
 
-// extend moves the lease's local deadline to LeaseTimeout after from.
-func (m *message) extend(from time.Time) {
-	m.deadline.Store(from.Add(m.q.c.opts.LeaseTimeout).UnixNano())
+// extend moves the lease's local deadline to LeaseTimeout after from
+// (the cluster's lease clock).
+func (m *message) extend(from time.Duration) {
+	m.deadline.Store(int64(from + m.q.c.opts.LeaseTimeout))
 }
 
 // holds reports whether the lease is still this instance's as far as it
 // knows: not handed over, and its local deadline not passed.
 func (m *message) holds() bool {
-	return !m.handedOver.Load() && m.q.c.now().UnixNano() < m.deadline.Load()
+	return !m.handedOver.Load() && int64(m.q.c.now()) < m.deadline.Load()
 }
 
 // Complete finishes the item. A finished cancelation notifies every
@@ -528,17 +551,26 @@ func (m *message) complete(ctx context.Context, outcome string) error {
 }
 
 // Return handles a failed attempt: an item whose task already ended is
-// finished; an execution stopped by HandOver goes back to the queue at
+// finished; so is an execution whose message the answered check finds
+// answered (K8: a HandOver or a fault that came after the answer
+// committed); an execution stopped by HandOver goes back to the queue at
 // once, its attempt not counted; one with attempts left goes back to the
 // queue (an execution after RetryDelay; a cancelation at once after a
 // revision conflict, after RetryDelay after a transient fault); the last
-// failed attempt gives up (giveUp).
+// failed attempt gives up (giveUp). An answered check that fails decides
+// nothing here: the next claim of the item, or its give-up, checks again.
 func (m *message) Return(ctx context.Context, cause error) error {
 	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
 		return m.complete(ctx, "task ended")
+	}
+	if m.payload.Type == workqueue.PayloadTypeExecute {
+		if done, err := c.answered(ctx, m.payload); err == nil && done {
+			c.stats.Answered.Add(1)
+			return m.complete(ctx, outcomeAnswered)
+		}
 	}
 	if m.handedOver.Load() {
 		return m.release(ctx)
@@ -551,7 +583,8 @@ func (m *message) Return(ctx context.Context, cause error) error {
 		}
 	}
 	if m.attempt >= limit {
-		return c.giveUp(ctx, m.id, m.token, m.taskID, string(m.payload.Type), m.attempt, cause)
+		return c.giveUp(ctx, workItem{id: m.id, token: m.token, task: m.taskID, kind: string(m.payload.Type),
+			attempt: m.attempt, payload: m.payload}, cause)
 	}
 	c.stats.Retries.Add(1)
 	if _, err := c.pool.Exec(ctx, c.sql.retry, m.id, m.token, delay); err != nil {

@@ -101,6 +101,7 @@ func clusterStats(c *pgcluster.Cluster) storemetrics.ClusterStats {
 		Takeovers:          st.Takeovers.Load(),
 		Retries:            st.Retries.Load(),
 		GaveUp:             st.GaveUp.Load(),
+		GiveUpsSetAside:    st.GiveUpsSetAside.Load(),
 		CanceledExecutions: st.CanceledHere.Load(),
 		EventsDelivered:    st.Events.Load(),
 		Notifications:      st.Notifications.Load(),

@@ -15,12 +15,13 @@ type ClusterStats struct {
 	Takeovers                int64 // expired leases (dead instances' work) this instance returned to the queue
 	Retries                  int64 // failed work items returned for another attempt
 	GaveUp                   int64 // work items given up after their last attempt
+	GiveUpsSetAside          int64 // work items whose give-up failed, set aside by this instance's rescuer
 	CanceledExecutions       int64 // executions here stopped by a CancelTask on any instance
 	EventsDelivered          int64 // events this instance's subscribers received
 	Notifications            int64 // notifications the listener received
 	ListenerReconnects       int64 // times the notification connection was re-established
 	CancelsObserved          int64 // executions stopped because a heartbeat or a recheck found their task canceled (K8)
-	AnsweredItems            int64 // claimed executions completed without running: their message was answered (K8)
+	AnsweredItems            int64 // executions completed without running again: their message was answered (K8)
 	FollowUpWaits            int64 // follow-up messages that waited for the task's previous execution to finish
 	CleanedRows              int64 // rows the retention cleaner deleted
 }
@@ -66,12 +67,13 @@ func NewClusterCollector(backend string, stat func() ClusterStats) *ClusterColle
 		{"takeovers_total", "Expired leases (work of dead instances) this instance returned to the queue.", func(s *ClusterStats) int64 { return s.Takeovers }},
 		{"retries_total", "Failed work items this instance returned for another attempt.", func(s *ClusterStats) int64 { return s.Retries }},
 		{"gave_up_total", "Work items given up after their last attempt (executions: task finished as FAILED).", func(s *ClusterStats) int64 { return s.GaveUp }},
+		{"give_ups_set_aside_total", "Work items whose give-up failed (the rescuer goes on and tries them again later).", func(s *ClusterStats) int64 { return s.GiveUpsSetAside }},
 		{"canceled_executions_total", "Executions on this instance stopped by a CancelTask on any instance.", func(s *ClusterStats) int64 { return s.CanceledExecutions }},
 		{"events_delivered_total", "Events this instance's subscribers received.", func(s *ClusterStats) int64 { return s.EventsDelivered }},
 		{"notifications_total", "Notifications this instance's listener received.", func(s *ClusterStats) int64 { return s.Notifications }},
 		{"listener_reconnects_total", "Times the notification connection was re-established.", func(s *ClusterStats) int64 { return s.ListenerReconnects }},
 		{"cancels_observed_total", "Executions here stopped because a heartbeat or a recheck found their task canceled (every cancel notification lost).", func(s *ClusterStats) int64 { return s.CancelsObserved }},
-		{"answered_items_total", "Claimed executions completed without running the agent: an earlier attempt answered the message.", func(s *ClusterStats) int64 { return s.AnsweredItems }},
+		{"answered_items_total", "Executions completed (on a claim, a return or a give-up) without running the agent again: an earlier attempt answered the message.", func(s *ClusterStats) int64 { return s.AnsweredItems }},
 		{"followup_waits_total", "Follow-up messages that waited for the task's previous execution to finish.", func(s *ClusterStats) int64 { return s.FollowUpWaits }},
 		{"cleaned_rows_total", "Rows the retention cleaner deleted (events and work items).", func(s *ClusterStats) int64 { return s.CleanedRows }},
 	} {
