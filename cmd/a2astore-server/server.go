@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
@@ -90,6 +91,13 @@ type config struct {
 	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
 	A2AInMemory bool
 
+	// ReadyTimeout bounds one readiness check of the backend (health.go).
+	// Zero: DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// DrainDelay is how long readiness is false after SIGTERM before the
+	// listeners stop accepting (run; SPEC H1).
+	DrainDelay time.Duration
+
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
 	Logger *slog.Logger
@@ -107,6 +115,7 @@ type server struct {
 	execs    *a2aserver.Executions // the agent's running executions
 	cluster  *pgcluster.Cluster    // cluster mode only
 	retain   *retention.Service    // nil without -retain
+	probes   *probes               // liveness and readiness (health.go)
 	trimmer  *tasklog.Trimmer      // the task log's retention
 
 	// Push delivery (-push): nil when off.
@@ -172,7 +181,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		reg.MustRegister(c)
 	}
 
-	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3)}
+	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3),
+		probes: newProbes(b.Store, cfg.ReadyTimeout, cfg.Logger)}
 	if s.retain, err = newRetention(&cfg, metered, b.Store, reg); err != nil {
 		return nil, err
 	}
@@ -278,6 +288,9 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	reg := s.registry
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
+	// The probes apart from the A2A handlers and their interceptors: no
+	// identity, policy or version check applies to them.
+	s.probes.registerHTTP(mux)
 	// StreamErrorsCompat: a stream whose first event is an error answers
 	// it plainly (SPEC W7). JSON-RPC is served at the URL the card gives
 	// and with a trailing slash, where clients that take the URL for a base
@@ -290,6 +303,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 
 	s.grpcSrv = cfg.Serve.GRPCServer(append(a2aserver.GRPCErrorCodes(), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
+	healthpb.RegisterHealthServer(s.grpcSrv.Server, grpcHealth{p: s.probes})
 
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()
@@ -427,6 +441,8 @@ const finishTimeout = 5 * time.Second
 func (s *server) shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		log := s.cfg.Logger
+		s.probes.drain() // not ready from here on (drain did it already after a signal)
+		s.probes.stop()
 		if s.cluster != nil {
 			s.cluster.StopWork() // claim nothing more; deliver events until the calls drained
 		}
