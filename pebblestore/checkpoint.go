@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -39,9 +36,10 @@ func (s *Store) Ready(ctx context.Context) (err error) {
 // Checkpoint was called is in the copy, and the copy holds every key of a
 // write batch or none. Files are hard-linked where dir is on the store's
 // file system (the copy then costs little space until compactions
-// replace the linked files), copied otherwise. The copy opens with Open
-// like the store itself: its write-ahead log is moved into dir/wal, where
-// the rollback guard keeps it (see the package documentation).
+// replace the linked files), copied otherwise; the write-ahead log is
+// copied after a flush of what was written to it. The copy opens with
+// Open like the store itself (Pebble replays the log Checkpoint left in
+// dir, and moves it into wal/).
 func (s *Store) Checkpoint(dir string) (err error) {
 	exit, err := s.enter("checkpoint")
 	if err != nil {
@@ -49,7 +47,7 @@ func (s *Store) Checkpoint(dir string) (err error) {
 	}
 	defer exit()
 	defer s.catch("checkpoint", &err)
-	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := s.fs.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		if err == nil {
 			return fmt.Errorf("pebblestore: checkpoint: %s already exists: %w", dir, engine.ErrInvalidArgument)
 		}
@@ -58,31 +56,5 @@ func (s *Store) Checkpoint(dir string) (err error) {
 	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return fmt.Errorf("pebblestore: checkpoint %s: %w", dir, err)
 	}
-	if err := moveLogs(dir, filepath.Join(dir, "wal")); err != nil {
-		return fmt.Errorf("pebblestore: checkpoint %s: %w", dir, err)
-	}
 	return nil
-}
-
-// moveLogs moves the write-ahead log files of the database in dir (Pebble's
-// Checkpoint writes them there) into walPath, syncing both directories.
-func moveLogs(dir, walPath string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(walPath, 0o755); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".log") {
-			if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(walPath, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	if err := syncDir(walPath, vfs.Default); err != nil {
-		return err
-	}
-	return syncDir(dir, vfs.Default)
 }
