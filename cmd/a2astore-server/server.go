@@ -91,6 +91,9 @@ type config struct {
 	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
 	A2AInMemory bool
 
+	// BackupDir, pebble, is where the metrics listener takes checkpoints
+	// (backup.go). "" = no backups through the server.
+	BackupDir string
 	// ReadyTimeout bounds one readiness check of the backend (health.go).
 	// Zero: DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -156,6 +159,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 			_ = b.Store.Close()
 		}
 	}()
+	if err := checkBackupDir(&cfg, b.Store); err != nil {
+		return nil, err
+	}
 	if cfg.FinishAbandoned && !cfg.Cluster.Enabled {
 		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
@@ -309,6 +315,7 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 		mm := http.NewServeMux()
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		handlePprof(mm)
+		s.handleBackup(mm)
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
 }

@@ -202,6 +202,12 @@ func storedTasks(t *testing.T, dir string) map[a2a.TaskID]*a2a.Task {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	return storedTasksOf(t, s)
+}
+
+// storedTasksOf returns every task of s by ID.
+func storedTasksOf(t *testing.T, s engine.Store) map[a2a.TaskID]*a2a.Task {
+	t.Helper()
 	tasks := map[a2a.TaskID]*a2a.Task{}
 	req := &engine.ListRequest{PageSize: engine.MaxPageSize}
 	for {
