@@ -183,3 +183,26 @@ func asJSON(t testing.TB, v any) string {
 }
 
 func sameJSON(t testing.TB, a, b any) bool { return asJSON(t, a) == asJSON(t, b) }
+
+// TestReady (H1): Ready succeeds on an open store and fails once it is
+// closed, and on a context that has ended.
+func TestReady(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{Logger: pebblelog.Quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(t.Context()); err != nil {
+		t.Errorf("Ready on an open store: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Ready(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ready on an ended context: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(t.Context()); !errors.Is(err, engine.ErrInternal) {
+		t.Errorf("Ready on a closed store: %v; want ErrInternal", err)
+	}
+}
