@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/a2astore/a2astore/internal/pebblelog"
@@ -67,5 +68,26 @@ func TestBackupEndpoint(t *testing.T) {
 	}
 	if code, _ := post(ts.httpBase, "?name=b2"); code == http.StatusCreated {
 		t.Error("the A2A listener took a backup")
+	}
+}
+
+// TestBackupDirRefused: -backup-dir over a backend that takes no
+// checkpoints, or without the metrics listener that serves them, stops
+// the server from starting with a message saying why.
+func TestBackupDirRefused(t *testing.T) {
+	for _, c := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{Backend: "mem", BackupDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"}, "needs -backend pebble"},
+		{config{Backend: "pebble", PebbleDir: t.TempDir(), BackupDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0"}, "needs the metrics listener"},
+	} {
+		s, err := newServer(t.Context(), c.cfg)
+		if err == nil {
+			_ = s.shutdown(t.Context())
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.cfg.Backend, err, c.want)
+		}
 	}
 }
