@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -67,18 +68,30 @@ func TraceGRPC(tp trace.TracerProvider) []grpc.ServerOption {
 		span.End()
 	}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if untraced(info.FullMethod) {
+			return handler(ctx, req)
+		}
 		ctx, span := start(ctx, info.FullMethod)
 		resp, err := handler(ctx, req)
 		end(span, err)
 		return resp, err
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if untraced(info.FullMethod) {
+			return handler(srv, ss)
+		}
 		ctx, span := start(ss.Context(), info.FullMethod)
 		err := handler(srv, tracedStream{ss, ctx})
 		end(span, err)
 		return err
 	}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
+
+// untraced reports whether a gRPC method makes no span: the health
+// service's, which probes call every few seconds.
+func untraced(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/")
 }
 
 // tracedStream is a ServerStream whose context carries the call's span.

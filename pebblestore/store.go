@@ -129,6 +129,7 @@ type Store struct {
 	wo     *pebble.WriteOptions
 	seed   maphash.Seed
 	logger pebble.Logger
+	fs     vfs.FS // the database's file system (Checkpoint)
 
 	// life guards db against Close: calls hold it for reading.
 	life struct {
@@ -197,6 +198,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	s.fs = fs
 	lock, err := lockDir(dir, fs)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)

@@ -140,8 +140,18 @@ type indexDef struct {
 }
 
 // checkSchema verifies that the table has the store's columns and that
-// both ordering indexes exist by definition, whatever their names (P3).
+// both ordering indexes exist by definition, whatever their names (P3),
+// and that no row is outside the cursor range.
 func (s *Store) checkSchema(ctx context.Context) error {
+	if err := s.checkTable(ctx); err != nil {
+		return err
+	}
+	return s.checkTimeRange(ctx)
+}
+
+// checkTable is checkSchema's part for the table's columns and ordering
+// indexes: it reads only the catalog.
+func (s *Store) checkTable(ctx context.Context) error {
 	var cols []string
 	err := s.pool.QueryRow(ctx, `
 SELECT coalesce(array_agg(a.attname::text), '{}')
@@ -175,7 +185,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND a.attnum > 0 AND NOT a.atti
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s.a2a_tasks lacks the ordering index %v; run %s", ErrSchema, s.schema, missing, MigrationFile)
 	}
-	return s.checkTimeRange(ctx)
+	return nil
 }
 
 // checkTimeRange fails with ErrSchema while rows have an updated_at that no

@@ -25,7 +25,16 @@
 // request header trusted as sent (-caller-header): staging only, or behind
 // a proxy that authenticates and overwrites it.
 //
-// SIGINT or SIGTERM stops accepting, waits up to -shutdown-timeout for
+// The HTTP listener serves the probes (SPEC H1): GET /healthz (liveness:
+// the process serves) and GET /readyz (readiness: the backend answers
+// within -ready-timeout, the PostgreSQL schema is the one this build
+// expects, the server is not draining); the gRPC listener serves the same
+// as grpc.health.v1.Health ("" and lf.a2a.v1.A2AService: readiness;
+// "liveness"). Neither needs a caller identity.
+//
+// SIGINT or SIGTERM first turns readiness false for -drain-delay while
+// everything still serves (load balancers see the instance leave), then
+// stops accepting, waits up to -shutdown-timeout for
 // in-flight requests and running agent executions, fails the tasks of the
 // executions it cannot wait for (with a status message saying why), then
 // closes the store. On start, tasks a previous run left submitted or
@@ -94,6 +103,9 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	addTracingFlags(fs, &cfg.Tracing)
 	retainFlags(fs, &cfg.Retain)
 	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
+	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "pebble: directory under which POST /backup on the metrics listener takes consistent checkpoints while the server runs (a2astore-admin backup -server); empty = none")
+	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", DefaultReadyTimeout, "deadline of the backend's readiness check (GET /readyz, grpc.health.v1)")
+	fs.DurationVar(&cfg.DrainDelay, "drain-delay", DefaultDrainDelay, "on SIGTERM or SIGINT, how long readiness is false before the listeners stop accepting (load balancers see the instance leave); a second signal ends it early")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests and running agents before failing their tasks")
 	if err := fs.Parse(args); err != nil {
 		return config{}, 0, err
@@ -141,6 +153,11 @@ func run(args []string) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
+		stop()
+		// A second signal ends the drain early.
+		dctx, dstop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		s.drain(dctx, cfg.DrainDelay)
+		dstop()
 		s.cfg.Logger.Info("shutting down", "timeout", grace)
 	case serveErr = <-s.serveErr:
 		s.cfg.Logger.Error("listener stopped", "err", serveErr)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
@@ -93,6 +94,16 @@ type config struct {
 	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
 	A2AInMemory bool
 
+	// BackupDir, pebble, is where the metrics listener takes checkpoints
+	// (backup.go). "" = no backups through the server.
+	BackupDir string
+	// ReadyTimeout bounds one readiness check of the backend (health.go).
+	// Zero: DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// DrainDelay is how long readiness is false after SIGTERM before the
+	// listeners stop accepting (run; SPEC H1).
+	DrainDelay time.Duration
+
 	// Clock is the store clock (tests inject one). nil = wall clock.
 	Clock  engine.Clock
 	Logger *slog.Logger
@@ -110,6 +121,7 @@ type server struct {
 	execs    *a2aserver.Executions // the agent's running executions
 	cluster  *pgcluster.Cluster    // cluster mode only
 	retain   *retention.Service    // nil without -retain
+	probes   *probes               // liveness and readiness (health.go)
 	trimmer  *tasklog.Trimmer      // the task log's retention
 	tracer   trace.TracerProvider  // spans of calls and store operations (H2)
 	// stopTracing flushes and stops the tracer provider.
@@ -153,6 +165,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 			_ = b.Store.Close()
 		}
 	}()
+	if err := checkBackupDir(&cfg, b.Store); err != nil {
+		return nil, err
+	}
 	if cfg.FinishAbandoned && !cfg.Cluster.Enabled {
 		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
@@ -183,7 +198,7 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 
 	s := &server{cfg: cfg, store: metered, backend: b.Store, registry: reg, execs: a2aserver.NewExecutions(), serveErr: make(chan error, 3),
-		tracer: tp, stopTracing: stopTracing}
+		tracer: tp, stopTracing: stopTracing, probes: newProbes(b.Store, cfg.ReadyTimeout, cfg.Logger)}
 	if s.retain, err = newRetention(&cfg, metered, b.Store, reg); err != nil {
 		return nil, err
 	}
@@ -298,15 +313,23 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	mux.Handle(jsonrpcPath, jsonrpc)
 	mux.Handle(jsonrpcPath+"/{$}", jsonrpc)
 	mux.Handle("/", a2aserver.VersionParam(a2aserver.StreamErrorsCompat(a2aserver.RESTQueryCompat(a2asrv.NewRESTHandler(handler)))))
-	s.httpSrv = cfg.Serve.Server(a2aserver.TraceHTTP(mux, s.tracer))
+	// The probes apart from the A2A handlers and their interceptors: no
+	// identity, policy or version check applies to them, and they make no
+	// spans.
+	top := http.NewServeMux()
+	s.probes.registerHTTP(top)
+	top.Handle("/", a2aserver.TraceHTTP(mux, s.tracer))
+	s.httpSrv = cfg.Serve.Server(top)
 
 	s.grpcSrv = cfg.Serve.GRPCServer(append(append(a2aserver.TraceGRPC(s.tracer), a2aserver.GRPCErrorCodes()...), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
+	healthpb.RegisterHealthServer(s.grpcSrv.Server, grpcHealth{p: s.probes})
 
 	if s.metricsLn != nil {
 		mm := http.NewServeMux()
 		mm.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		handlePprof(mm)
+		s.handleBackup(mm)
 		s.metricsSrv = cfg.Serve.Server(mm)
 	}
 }
@@ -439,6 +462,8 @@ const finishTimeout = 5 * time.Second
 func (s *server) shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		log := s.cfg.Logger
+		s.probes.drain() // not ready from here on (drain did it already after a signal)
+		s.probes.stop()
 		if s.cluster != nil {
 			s.cluster.StopWork() // claim nothing more; deliver events until the calls drained
 		}

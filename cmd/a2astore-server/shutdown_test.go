@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,8 +60,12 @@ var servingHTTP = regexp.MustCompile(`msg=serving .*\bhttp=(\S+)`)
 // spawn starts the server with args as a process of the test binary (it
 // dies with the binary) and waits until it logs that it serves, at most
 // two minutes. It reports failure as an error, so it may run on any
-// goroutine.
+// goroutine. Without a -drain-delay in args the server stops at once on
+// SIGTERM (-drain-delay 0): only the drain's own tests wait for it.
 func spawn(args ...string) (*child, error) {
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-drain-delay") }) {
+		args = append([]string{"-drain-delay", "0"}, args...)
+	}
 	argsJSON, _ := json.Marshal(args)
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan error, 1)}
 	c.cmd.Env = append(os.Environ(), childEnv+"="+string(argsJSON))
@@ -197,6 +202,12 @@ func storedTasks(t *testing.T, dir string) map[a2a.TaskID]*a2a.Task {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	return storedTasksOf(t, s)
+}
+
+// storedTasksOf returns every task of s by ID.
+func storedTasksOf(t *testing.T, s engine.Store) map[a2a.TaskID]*a2a.Task {
+	t.Helper()
 	tasks := map[a2a.TaskID]*a2a.Task{}
 	req := &engine.ListRequest{PageSize: engine.MaxPageSize}
 	for {

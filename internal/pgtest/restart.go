@@ -3,6 +3,7 @@ package pgtest
 import (
 	"errors"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,10 +31,53 @@ func Restart(tb testing.TB) {
 	}
 }
 
+// Halt stops the package's throwaway server (fast shutdown: every session
+// is disconnected) and returns a function that starts it again on the same
+// port and data, for tests of what a store does while its database is
+// down; tb's cleanup starts it if the test did not. It skips tb as Restart
+// does, with the same caveat: other tests of the package see the server
+// down.
+func Halt(tb testing.TB) (start func()) {
+	tb.Helper()
+	if _, _, err := server(); err != nil {
+		unavailable(tb, err)
+	}
+	mu.Lock()
+	c := mu.cluster
+	var err error
+	if c != nil {
+		err = c.halt()
+	}
+	mu.Unlock()
+	if c == nil {
+		tb.Skip("pgtest: the server is " + EnvDSN + "'s; not stopping it")
+	}
+	if err != nil {
+		tb.Fatalf("pgtest: halt: %v", err)
+	}
+	var once sync.Once
+	start = func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := c.startAgain(); err != nil {
+				tb.Fatalf("pgtest: start after halt: %v", err)
+			}
+		})
+	}
+	tb.Cleanup(start)
+	return start
+}
+
 func (c *cluster) restart() error {
 	if err := c.halt(); err != nil {
 		return err
 	}
+	return c.startAgain()
+}
+
+// startAgain starts a halted server on its port and data.
+func (c *cluster) startAgain() error {
 	bin, err := binDir()
 	if err != nil {
 		return err

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+// report writes check lines and counts the failed ones.
+type report struct {
+	out    io.Writer
+	failed int
+}
+
+func (r *report) ok(format string, args ...any) { fmt.Fprintf(r.out, "ok    "+format+"\n", args...) }
+func (r *report) fail(format string, args ...any) {
+	r.failed++
+	fmt.Fprintf(r.out, "FAIL  "+format+"\n", args...)
+}
+
+// err is the check's outcome: nil, or how many checks failed.
+func (r *report) err() error {
+	if r.failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d check(s) failed", r.failed)
+}
+
+// hasPebble reports whether dir holds a Pebble database (a MANIFEST).
+func hasPebble(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+	return len(m) > 0
+}
+
+// openPebble opens the existing store in dir, refusing to create one or to
+// upgrade an old format (the server does that).
+func openPebble(dir string) (*pebblestore.Store, error) {
+	if dir == "" {
+		return nil, usagef("-pebble-dir is required")
+	}
+	if !hasPebble(dir) {
+		return nil, usagef("no Pebble database in %s", dir)
+	}
+	s, err := pebblestore.Open(dir, pebblestore.Options{Log: true, NoUpgrade: true, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return nil, usagef("%v (is a server running on it? back it up with backup -server and work on the backup)", err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// pgPool connects to -pg-dsn.
+func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
+	if o.pgDSN == "" {
+		return nil, usagef("-pg-dsn is required")
+	}
+	cfg, err := pgstore.PoolConfig(o.pgDSN)
+	if err != nil {
+		return nil, usagef("-pg-dsn: %v", err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// openPG opens the store on pool without changing the schema, with the log
+// when the schema has its table, and no roll-up; it fails when a required
+// migration is missing.
+func openPG(ctx context.Context, pool *pgxpool.Pool, o *options) (*pgstore.Store, []pgstore.Migration, error) {
+	migs, err := pgstore.InspectSchema(ctx, pool, o.pgSchema)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range migs {
+		if !m.Applied && !m.Optional {
+			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", o.pgSchema, m.File, m.Missing)
+		}
+	}
+	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: o.pgSchema, ExternalSchema: true,
+		Log: migs[len(migs)-1].Applied, CountRollupInterval: -1})
+	return s, migs, err
+}
+
+// taskCount is the store's number of tasks.
+func taskCount(ctx context.Context, s engine.Store) (int, error) {
+	resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, IncludeTotalSize: true})
+	if err != nil {
+		return 0, err
+	}
+	return resp.TotalSize, nil
+}
+
+// pushOrphanAge is how old a push configuration of a task that is gone
+// may be before check reports it: a2astore-server sweeps those older than
+// 10 minutes every minute.
+const pushOrphanAge = 15 * time.Minute
+
+func runCheck(ctx context.Context, o *options, out io.Writer) error {
+	r := &report{out: out}
+	switch o.backend {
+	case "pebble":
+		s, err := openPebble(o.pebbleDir)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		fmt.Fprintf(out, "pebble %s\n", o.pebbleDir)
+		checkStore(ctx, r, s, "keyspace: one record, body and index keys per task, counters against a recount, task log against its tasks")
+	case "pg":
+		pool, err := pgPool(ctx, o)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		fmt.Fprintf(out, "pg schema %s\n", o.pgSchema)
+		s, migs, err := openPG(ctx, pool, o)
+		for _, m := range migs {
+			switch {
+			case m.Applied:
+				r.ok("migration %s", m.File)
+			case m.Optional:
+				fmt.Fprintf(out, "-     migration %s not applied (optional): %s\n", m.File, m.Missing)
+			default:
+				r.fail("migration %s: %s", m.File, m.Missing)
+			}
+		}
+		if err != nil {
+			if r.failed > 0 {
+				return r.err()
+			}
+			return err
+		}
+		defer s.Close()
+		checkStore(ctx, r, s, "rows, ordering indexes, counters against a recount, task log against its tasks")
+		if err := checkPushOrphans(ctx, r, pool, o.pgSchema); err != nil {
+			return err
+		}
+	case "":
+		return usagef("-backend is required (pebble or pg)")
+	case "mem":
+		return usagef("backend mem lives in a server's process: nothing to check from outside")
+	default:
+		return usagef("unknown backend %q (want pebble or pg)", o.backend)
+	}
+	return r.err()
+}
+
+// checkStore runs the store's CheckInvariants and counts its tasks.
+func checkStore(ctx context.Context, r *report, s engine.Checker, what string) {
+	if err := s.CheckInvariants(); err != nil {
+		r.fail("invariants (%s): %v", what, err)
+	} else {
+		r.ok("invariants (%s)", what)
+	}
+	if es, ok := s.(engine.Store); ok {
+		if n, err := taskCount(ctx, es); err != nil {
+			r.fail("count tasks: %v", err)
+		} else {
+			fmt.Fprintf(r.out, "tasks %d\n", n)
+		}
+	}
+}
+
+// checkPushOrphans reports push configurations whose task is gone and that
+// a sweep should have removed.
+func checkPushOrphans(ctx context.Context, r *report, pool *pgxpool.Pool, schema string) error {
+	push := pgx.Identifier{schema, "a2a_push_configs"}.Sanitize()
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, push).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		fmt.Fprintln(r.out, "-     push configs: no table (no server with -push ran here)")
+		return nil
+	}
+	var young, old int64
+	err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE p.created_at >= now() - $1::interval), count(*) FILTER (WHERE p.created_at < now() - $1::interval)
+FROM `+push+` p WHERE NOT EXISTS (SELECT 1 FROM `+pgx.Identifier{schema, "a2a_tasks"}.Sanitize()+` t WHERE t.id = p.task_id)`,
+		pushOrphanAge.String()).Scan(&young, &old)
+	if err != nil {
+		return err
+	}
+	if old > 0 {
+		r.fail("push configs: %d of tasks that are gone, older than %v (no server sweeps them: run a2astore-server with -push on this database)", old, pushOrphanAge)
+	} else {
+		r.ok("push configs: none of a task gone for longer than %v (%d younger, left to the sweep)", pushOrphanAge, young)
+	}
+	return nil
+}
+
+func printMigrations(out io.Writer, migs []pgstore.Migration) (missing int) {
+	for _, m := range migs {
+		switch {
+		case m.Applied:
+			fmt.Fprintf(out, "applied   %s\n", m.File)
+		case m.Optional:
+			fmt.Fprintf(out, "optional  %s: %s\n", m.File, m.Missing)
+		default:
+			missing++
+			fmt.Fprintf(out, "missing   %s: %s\n", m.File, m.Missing)
+		}
+	}
+	return missing
+}
+
+func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
+	pool, err := pgPool(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	migs, err := pgstore.InspectSchema(ctx, pool, o.pgSchema)
+	if err != nil {
+		return err
+	}
+	if n := printMigrations(out, migs); n > 0 {
+		return fmt.Errorf("%d required migration(s) missing: run migrate up", n)
+	}
+	return nil
+}
+
+func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
+	pool, err := pgPool(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: o.pgSchema, Log: o.log, CountRollupInterval: -1})
+	if err != nil {
+		return err
+	}
+	_ = s.Close()
+	migs, err := pgstore.InspectSchema(ctx, pool, o.pgSchema)
+	if err != nil {
+		return err
+	}
+	printMigrations(out, migs)
+	return nil
+}
+
+func runCountsRebuild(ctx context.Context, o *options, out io.Writer) error {
+	pool, err := pgPool(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, _, err := openPG(ctx, pool, o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	start := time.Now()
+	if err := s.RebuildCounts(ctx); err != nil {
+		return err
+	}
+	drift, err := s.CountDrifts(ctx, 10)
+	if err != nil {
+		return err
+	}
+	if len(drift) > 0 {
+		return fmt.Errorf("counters still differ from a recount after the rebuild: %v", drift)
+	}
+	fmt.Fprintf(out, "rebuilt the task counters in %v; they equal a recount\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// emptyOrMissing fails unless dir is missing or an empty directory.
+func emptyOrMissing(dir, what string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usagef("%s %s: %v", what, dir, err)
+	case len(entries) > 0:
+		return usagef("%s %s is not empty", what, dir)
+	}
+	return nil
+}
+
+func runBackup(ctx context.Context, o *options, out io.Writer) error {
+	switch {
+	case o.server != "" && (o.pebbleDir != "" || o.to != ""):
+		return usagef("-server takes a backup under the server's -backup-dir: give -name, not -pebble-dir or -to")
+	case o.server != "":
+		return backupServer(ctx, o, out)
+	case o.pebbleDir == "" || o.to == "":
+		return usagef("-pebble-dir and -to are required (or -server)")
+	}
+	if _, err := os.Lstat(o.to); !errors.Is(err, fs.ErrNotExist) {
+		return usagef("-to %s already exists", o.to)
+	}
+	s, err := openPebble(o.pebbleDir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	start := time.Now()
+	if err := s.Checkpoint(o.to); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "backup of %s in %s (%v)\n", o.pebbleDir, o.to, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func runRestore(ctx context.Context, o *options, out io.Writer) error {
+	if o.from == "" || o.pebbleDir == "" {
+		return usagef("-from and -pebble-dir are required")
+	}
+	if !hasPebble(o.from) {
+		return usagef("-from %s holds no Pebble database", o.from)
+	}
+	if err := emptyOrMissing(o.pebbleDir, "-pebble-dir"); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(o.pebbleDir)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	undo := func() {
+		if created {
+			_ = os.RemoveAll(o.pebbleDir)
+			return
+		}
+		entries, _ := os.ReadDir(o.pebbleDir)
+		for _, e := range entries {
+			_ = os.RemoveAll(filepath.Join(o.pebbleDir, e.Name()))
+		}
+	}
+	if err := copyTree(o.from, o.pebbleDir); err != nil {
+		undo()
+		return fmt.Errorf("copy: %w", err)
+	}
+	s, err := openPebble(o.pebbleDir)
+	if err != nil {
+		undo()
+		return fmt.Errorf("the restored store does not open (removed): %w", err)
+	}
+	r := &report{out: out}
+	checkStore(ctx, r, s, "keyspace, counters, task log")
+	_ = s.Close()
+	if err := r.err(); err != nil {
+		undo()
+		return fmt.Errorf("the restored store fails its check (removed): %w", err)
+	}
+	fmt.Fprintf(out, "restored %s into %s\n", o.from, o.pebbleDir)
+	return nil
+}
+
+// copyTree copies the regular files and directories under src into dst
+// (created if missing), syncing each file and directory.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			return nil
+		case d.Name() == "LOCK":
+			return nil // Pebble's lock file: the restored store takes its own
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		return copyFile(p, target)
+	})
+}
+
+func copyFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	outf, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := outf.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := io.Copy(outf, in); err != nil {
+		return err
+	}
+	return outf.Sync()
+}
+
+// backupServer asks a running a2astore-server for a checkpoint under its
+// -backup-dir (POST /backup on its metrics listener).
+func backupServer(ctx context.Context, o *options, out io.Writer) error {
+	u, err := url.Parse(o.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("-server %q: want the metrics listener's base URL, like http://127.0.0.1:9464", o.server)
+	}
+	u = u.JoinPath("backup")
+	if o.name != "" {
+		u.RawQuery = url.Values{"name": {o.name}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch resp.StatusCode {
+	case http.StatusCreated:
+		var got struct{ Path string }
+		if err := json.Unmarshal(body, &got); err != nil {
+			return fmt.Errorf("server answer %q: %w", body, err)
+		}
+		fmt.Fprintf(out, "backup in %s (on the server's machine)\n", got.Path)
+		return nil
+	case http.StatusBadRequest, http.StatusConflict:
+		return usagef("server: %s", strings.TrimSpace(string(body)))
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return usagef("server %s takes no backups: start it with -backend pebble and -backup-dir", o.server)
+	}
+	return fmt.Errorf("server: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+}
