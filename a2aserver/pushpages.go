@@ -75,10 +75,12 @@ type nextPageKey struct{}
 // PushConfigCheck returns a call interceptor that checks the push config
 // of a SendMessage or SendStreamingMessage with check
 // (pushdelivery.ConfigStore.Check: its task is the message's, "" for a
-// new task) before a2a-go saves it: a2a-go v2.3.1 answers a failed save
-// with an error that prints the whole config, token and all, to the
-// client and the logs. Bad input, or a config the store would refuse, is
-// then check's error and nothing runs.
+// new task) before a2a-go saves it. Bad input, or a config the store
+// would refuse, is then check's error and nothing runs (no task is
+// created). A save that fails after the check passed must not leave the
+// secrets in the config (pushdelivery.ConfigStore.Save blanks them):
+// a2a-go v2.3.1 prints the whole config into that error, which the
+// client and the logs get (SPEC N3).
 func PushConfigCheck(check func(context.Context, a2a.TaskID, *a2a.PushConfig) error) a2asrv.CallInterceptor {
 	return pushConfigCheck{check: check}
 }

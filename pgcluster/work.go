@@ -234,7 +234,7 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	}
 	q.c.stats.Claimed.Add(1)
 	q.begin()
-	m.payload = &workqueue.Payload{}
+	m.payload, m.body = &workqueue.Payload{}, body
 	if err := json.Unmarshal(body, m.payload); err != nil {
 		// Not ours to run: finish it rather than retry forever.
 		q.c.opts.Logger.Warn("pgcluster: undecodable work item finished", "id", m.id, "error", err)
@@ -384,7 +384,11 @@ type message struct {
 	token   string
 	attempt int
 	payload *workqueue.Payload
-	cancel  context.CancelCauseFunc // executions only
+	// body is the payload as claimed: a hand-over writes it back
+	// (release), not the payload a2a-go ran, whose push config's token a
+	// failed save blanked (pushdelivery.ConfigStore.Save).
+	body   []byte
+	cancel context.CancelCauseFunc // executions only
 	// handedOver is set by HandOver: the execution was stopped for
 	// another instance to take it over, and Return releases the lease.
 	handedOver atomic.Bool

@@ -63,8 +63,35 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: push config: %s", a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
 }
 
-// Save implements push.ConfigStore.
-func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (*a2a.PushConfig, error) {
+// Save implements push.ConfigStore. When it fails (invalid config, too
+// many, a store error) it blanks config's token and credentials in place
+// before it returns (SPEC N3): a2a-go v2.3.1 formats the config it passed
+// into the error of a failed SendMessage ("failed to save push config
+// %v"), which the client gets and the logs print. Nothing was stored then,
+// and the request fails; a2a-go's cluster mode decodes a retried
+// execution's config afresh from its work item.
+func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
+	defer func() {
+		if err != nil {
+			redact(config)
+		}
+	}()
+	return c.save(ctx, task, config)
+}
+
+// redact blanks cfg's token and credentials (nil: nothing).
+func redact(cfg *a2a.PushConfig) {
+	if cfg == nil {
+		return
+	}
+	cfg.Token = ""
+	if cfg.Auth != nil {
+		cfg.Auth = &a2a.PushAuthInfo{Scheme: cfg.Auth.Scheme}
+	}
+}
+
+// save is Save without the redaction.
+func (c *ConfigStore) save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (*a2a.PushConfig, error) {
 	if config == nil {
 		return nil, invalid("missing")
 	}
@@ -106,10 +133,10 @@ func tooMany() error {
 // and ErrTooMany (wrapping a2a.ErrInvalidParams) when the task has
 // MaxConfigsPerTask configurations already, none with cfg's ID. Its
 // errors name neither the token nor the credentials: servers call it
-// before a2a-go v2.3.1 saves the configuration, since a failed save there
-// prints the whole configuration into the error the client and the logs
-// get. (A save failing after a passed Check, under a concurrent create or
-// a store failure, still does: an a2a-go defect.)
+// before a2a-go v2.3.1 saves the configuration, so that bad input fails
+// before a task is created. A save failing after a passed Check (a
+// concurrent create, a store failure) blanks the secrets in the config
+// a2a-go formats into its error (Save).
 func (c *ConfigStore) Check(ctx context.Context, task a2a.TaskID, cfg *a2a.PushConfig) error {
 	if err := Validate(cfg); err != nil || task == "" {
 		return err

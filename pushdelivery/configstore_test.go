@@ -273,3 +273,32 @@ func TestConfigStoreTasksApart(t *testing.T) {
 		t.Fatalf("t2's deletes reached t1: %d left", len(all))
 	}
 }
+
+// N3: a save that fails blanks the given config's token and credentials
+// (a2a-go formats that config into its error); one that succeeds leaves
+// it as it was.
+func TestConfigStoreFailedSaveRedacts(t *testing.T) {
+	ctx := context.Background()
+	cs, _, _ := newConfigStore(t)
+	for i := range pushdelivery.MaxConfigsPerTask {
+		c := valid()
+		c.ID = fmt.Sprint(i)
+		if _, err := cs.Save(ctx, "t1", c); err != nil || c.Token != "t" || c.Auth.Credentials != "secret" {
+			t.Fatalf("save %d: %v; the config given became %+v", i, err, c)
+		}
+	}
+	over, bad := valid(), valid()
+	bad.URL = "ftp://hook.example/"
+	for name, c := range map[string]*a2a.PushConfig{"over the cap": over, "invalid": bad} {
+		auth := c.Auth
+		if _, err := cs.Save(ctx, "t1", c); err == nil {
+			t.Fatalf("%s: saved", name)
+		}
+		if c.Token != "" || c.Auth == nil || c.Auth.Credentials != "" || c.Auth.Scheme != "Bearer" {
+			t.Errorf("%s: after the failed save the config is %+v, auth %+v", name, c, c.Auth)
+		}
+		if auth.Credentials != "secret" {
+			t.Errorf("%s: the caller's auth object was changed", name)
+		}
+	}
+}
