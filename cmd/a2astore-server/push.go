@@ -89,6 +89,8 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 	var configs push.ConfigStore = s.pushConfigs
 	if s.cfg.Cluster.Enabled {
 		configs = pgcluster.FencePushConfigs(configs) // a failed lookup is retried, not a FAILED task
+	} else {
+		configs = pushdelivery.LenientList(configs, s.cfg.Logger) // a failed lookup fails nothing: delivery reads the log
 	}
 	return a2asrv.WithPushNotifications(configs, s.pusher.Sender()), nil
 }

@@ -61,6 +61,13 @@ func (o *faultOutbox) List(ctx context.Context, task a2a.TaskID, after string, l
 	return o.Outbox.List(ctx, task, after, limit)
 }
 
+// Touch passes the worker's wake on (pushdelivery.Toucher).
+func (o *faultOutbox) Touch(task a2a.TaskID) {
+	if t, ok := o.Outbox.(pushdelivery.Toucher); ok {
+		t.Touch(task)
+	}
+}
+
 // startFaultServer starts a TCK-agent server on backend over fo, logging
 // every level into the returned buffer.
 func startFaultServer(t *testing.T, backend string, fo *faultOutbox) (*testServer, *syncBuffer) {
@@ -211,4 +218,37 @@ func TestPushSecretsCapRefusal(t *testing.T) {
 		refusedQuietly(t, string(tr)+": create", logs, func() error { return create(t, c, secretConfig(task.ID, "s")) })
 	}
 	noSecretLogged(t, logs)
+}
+
+// N2 outside cluster mode: when a2a-go's lookup of a task's push configs
+// after an event fails (the config table unavailable), the task is not
+// failed; its events are in the log and reach the webhook anyway. On
+// every backend; the config is saved before the lookups start failing.
+func TestPushLookupFailureFailsNoTask(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, cfg config) {
+		fo := &faultOutbox{}
+		fo.beforeSave = func(context.Context, pushdelivery.Outbox, *pushdelivery.Record) error {
+			fo.failList.Store(true)
+			return nil
+		}
+		cfg.Push = pushOn
+		cfg.Push.wrapOutbox = func(o pushdelivery.Outbox) pushdelivery.Outbox { fo.Outbox = o; return fo }
+		cfg.Agent = agentConfig{StatusUpdates: 2}
+		ts := startServer(t, cfg)
+		recv := newReceiver(t)
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("push me"))
+		res, err := ts.clients[a2a.TransportProtocolJSONRPC].SendMessage(t.Context(), &a2a.SendMessageRequest{Message: msg,
+			Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: recv.URL + "/hook", Token: plantedToken}}})
+		if err != nil {
+			t.Fatalf("SendMessage: %v", err)
+		}
+		task := res.(*a2a.Task)
+		if task.Status.State != a2a.TaskStateCompleted {
+			t.Errorf("task %s after failed config lookups, want completed", task.Status.State)
+		}
+		if fo.lists.Load() == 0 {
+			t.Fatal("setup: no config lookup failed")
+		}
+		checkInOrder(t, "after failed lookups", recv.deliveriesOf(t, task.ID), plantedToken)
+	})
 }
