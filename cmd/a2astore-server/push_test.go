@@ -226,6 +226,11 @@ func TestPushConfigMethods(t *testing.T) {
 			t.Errorf("%s: listed by pages of one: %v, want [a b]", tr, ids)
 		}
 	}
+	task := send(t, ts.clients[a2a.TransportProtocolHTTPJSON], "", "bad page size")
+	code, body := restGet(t, ts, "/tasks/"+url.PathEscape(string(task.ID))+"/pushNotificationConfigs", url.Values{"pageSize": {"x"}})
+	if code != http.StatusBadRequest {
+		t.Errorf("HTTP+JSON: pageSize=x: %d %s, want 400", code, body)
+	}
 }
 
 // listAllPushConfigs lists task's configs one per page over tr, following
@@ -266,6 +271,9 @@ func listAllPushConfigs(t *testing.T, ts *testServer, tr a2a.TransportProtocol, 
 			if code != http.StatusOK || json.Unmarshal(body, &page) != nil {
 				t.Fatalf("rest list: %d %s", code, body)
 			}
+		}
+		if len(page.Configs) > 1 {
+			t.Errorf("%s: a page of %d configs, asked for 1", tr, len(page.Configs))
 		}
 		for _, c := range page.Configs {
 			ids = append(ids, c.ID)
