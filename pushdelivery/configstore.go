@@ -153,9 +153,10 @@ func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a
 	return &r.Config, nil
 }
 
-// List implements push.ConfigStore: every configuration of the task.
+// List implements push.ConfigStore: every configuration of the task, an
+// empty list (not nil) when it has none, as a2a-go's own stores answer.
 func (c *ConfigStore) List(ctx context.Context, task a2a.TaskID) ([]*a2a.PushConfig, error) {
-	var out []*a2a.PushConfig
+	out := []*a2a.PushConfig{}
 	after := ""
 	for {
 		page, next, err := c.list(ctx, task, after, MaxPageSize)

@@ -366,3 +366,12 @@ func TestConfigStoreCheckDefaultIDAtCap(t *testing.T) {
 		}
 	}
 }
+
+// List of a task without configs is an empty list, not nil, as a2a-go's
+// in-memory store answers.
+func TestConfigStoreListEmpty(t *testing.T) {
+	cs, _, _ := newConfigStore(t)
+	if got, err := cs.List(context.Background(), "none"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("List of a task without configs = %#v, %v; want an empty list", got, err)
+	}
+}
