@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -122,16 +123,40 @@ var GRPCListTasksValidator = GRPCRequestValidator
 //
 // The sub-second precision the a2a-go client drops before sending
 // lastUpdatedAfter cannot be recovered here.
+//
+// It does the same for GET /tasks/{id}/pushNotificationConfigs, whose
+// pageSize and pageToken a2a-go v2.3.1 never reads: PushConfigPages takes
+// them from the request context (SPEC N1: push configs list by pages on
+// every transport).
 func RESTQueryCompat(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/tasks" && r.URL.RawQuery != "" {
-			if p, ok := parseRESTListParams(r.URL.Query()); ok {
-				r = r.WithContext(context.WithValue(r.Context(), restListKey{}, p))
-			}
+		if r.Method == http.MethodGet && r.URL.RawQuery != "" {
+			r = withRESTQuery(r)
 		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// withRESTQuery is r with the query parameters a2a-go drops in its context.
+func withRESTQuery(r *http.Request) *http.Request {
+	path := r.URL.Path
+	switch {
+	case path == "/tasks":
+		if p, ok := parseRESTListParams(r.URL.Query()); ok {
+			return r.WithContext(context.WithValue(r.Context(), restListKey{}, p))
+		}
+	case strings.HasPrefix(path, "/tasks/") && strings.HasSuffix(path, "/pushNotificationConfigs"):
+		q := r.URL.Query()
+		p := restPushPage{size: q.Get("pageSize"), token: q.Get("pageToken")}
+		return r.WithContext(context.WithValue(r.Context(), restPushPageKey{}, p))
+	}
+	return r
+}
+
+type restPushPageKey struct{}
+
+// restPushPage is the page of push configs an HTTP+JSON request asked for.
+type restPushPage struct{ size, token string }
 
 type restListKey struct{}
 

@@ -1,7 +1,10 @@
 package a2aserver
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -20,7 +23,9 @@ type PushConfigLister interface {
 // ListTaskPushConfigs by pages from l: pageSize and pageToken are honoured
 // and nextPageToken set (the seed: push-config listing keeps its own page
 // contract, independent of task listing). a2a-go v2.3.1 passes neither to
-// its push.ConfigStore and returns every configuration at once. Install it
+// its push.ConfigStore and returns every configuration at once; over
+// HTTP+JSON its handler does not even read them from the query, so wrap
+// that handler in RESTQueryCompat, which hands them over. Install it
 // after TaskGuard, which answers not-found for a task the caller cannot
 // see before the configurations are read.
 func PushConfigPages(l PushConfigLister) a2asrv.CallInterceptor {
@@ -38,7 +43,11 @@ func (p pushConfigPages) Before(ctx context.Context, _ *a2asrv.CallContext, req 
 	if !ok || r == nil {
 		return ctx, nil, nil
 	}
-	configs, next, err := p.l.ListPage(ctx, r.TaskID, r.PageSize, r.PageToken)
+	size, token, err := pageAsked(ctx, r)
+	if err != nil {
+		return ctx, nil, err
+	}
+	configs, next, err := p.l.ListPage(ctx, r.TaskID, size, token)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -46,6 +55,20 @@ func (p pushConfigPages) Before(ctx context.Context, _ *a2asrv.CallContext, req 
 		page.token = next // for GRPCPushConfigPages
 	}
 	return ctx, &a2a.ListTaskPushConfigResponse{Configs: configs, NextPageToken: next}, nil
+}
+
+// pageAsked is the page size and token of r, or over HTTP+JSON, where
+// a2a-go leaves them unset, of its query (RESTQueryCompat).
+func pageAsked(ctx context.Context, r *a2a.ListTaskPushConfigRequest) (int, string, error) {
+	q, ok := ctx.Value(restPushPageKey{}).(restPushPage)
+	if !ok || r.PageSize != 0 || r.PageToken != "" || q.size == "" {
+		return r.PageSize, cmp.Or(r.PageToken, q.token), nil
+	}
+	size, err := strconv.Atoi(q.size)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: pageSize is not an integer", a2a.ErrInvalidParams)
+	}
+	return size, q.token, nil
 }
 
 // GRPCPushConfigPages is a gRPC unary interceptor that carries
@@ -75,10 +98,12 @@ type nextPageKey struct{}
 // PushConfigCheck returns a call interceptor that checks the push config
 // of a SendMessage or SendStreamingMessage with check
 // (pushdelivery.ConfigStore.Check: its task is the message's, "" for a
-// new task) before a2a-go saves it: a2a-go v2.3.1 answers a failed save
-// with an error that prints the whole config, token and all, to the
-// client and the logs. Bad input, or a config the store would refuse, is
-// then check's error and nothing runs.
+// new task) before a2a-go saves it. Bad input, or a config the store
+// would refuse, is then check's error and nothing runs (no task is
+// created). A save that fails after the check passed must not leave the
+// secrets in the config (pushdelivery.ConfigStore.Save blanks them):
+// a2a-go v2.3.1 prints the whole config into that error, which the
+// client and the logs get (SPEC N3).
 func PushConfigCheck(check func(context.Context, a2a.TaskID, *a2a.PushConfig) error) a2asrv.CallInterceptor {
 	return pushConfigCheck{check: check}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 )
 
 // ErrHandedOver is the cause of an execution context canceled by HandOver:
@@ -81,8 +83,12 @@ func (m *message) settle() { m.settled.Do(m.q.settle) }
 // wakes the instances' work loops.
 func (m *message) release(ctx context.Context) error {
 	c := m.q.c
-	_ = m.q.resume(ctx, m.payload) // a deleted task: the next claim finishes the item
-	body, err := json.Marshal(m.payload)
+	p := new(workqueue.Payload)
+	if err := json.Unmarshal(m.body, p); err != nil {
+		return fmt.Errorf("pgcluster: hand over: %w", err)
+	}
+	_ = m.q.resume(ctx, p) // a deleted task: the next claim finishes the item
+	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("pgcluster: hand over: %w", err)
 	}

@@ -259,7 +259,7 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	}
 	q.c.stats.Claimed.Add(1)
 	q.begin()
-	m.payload = &workqueue.Payload{}
+	m.payload, m.body = &workqueue.Payload{}, body
 	if err := json.Unmarshal(body, m.payload); err != nil {
 		// Not ours to run: finish it rather than retry forever.
 		q.c.opts.Logger.Warn("pgcluster: undecodable work item finished", "id", m.id, "error", err)
@@ -331,15 +331,23 @@ func (q *workQueue) resume(ctx context.Context, p *workqueue.Payload) bool {
 // created task (FenceTaskStore's Create): a later attempt resumes the
 // task, and finds it deleted if it was, instead of creating it again.
 // A failure is logged: the later attempt then starts afresh, as before.
+//
+// It starts from the payload as claimed (m.body), not the one a2a-go runs
+// (a failed config save blanks the secrets in that one), and keeps what it
+// wrote as the claimed body, so that a hand-over writes the name back too.
 func (m *message) nameTask(ctx context.Context, task *a2a.Task) {
-	p := *m.payload
-	req := *p.ExecuteRequest
-	msg := *req.Message
-	msg.TaskID, msg.ContextID = task.ID, task.ContextID
-	req.Message, p.ExecuteRequest = &msg, &req
-	body, err := json.Marshal(&p)
-	if err == nil {
+	p := new(workqueue.Payload)
+	err := json.Unmarshal(m.body, p)
+	var body []byte
+	if err == nil && p.ExecuteRequest != nil && p.ExecuteRequest.Message != nil {
+		p.ExecuteRequest.Message.TaskID, p.ExecuteRequest.Message.ContextID = task.ID, task.ContextID
+		body, err = json.Marshal(p)
+	}
+	if err == nil && body != nil {
 		_, err = m.q.c.pool.Exec(ctx, m.q.c.sql.namePayload, m.id, m.token, body)
+	}
+	if err == nil && body != nil {
+		m.body = body
 	}
 	if err != nil {
 		m.q.c.opts.Logger.Warn("pgcluster: recording the task an execution created failed", "task", task.ID, "error", err)
@@ -405,7 +413,11 @@ type message struct {
 	token   string
 	attempt int
 	payload *workqueue.Payload
-	cancel  context.CancelCauseFunc // executions only
+	// body is the payload as claimed: a hand-over writes it back
+	// (release), not the payload a2a-go ran, whose push config's token a
+	// failed save blanked (pushdelivery.ConfigStore.Save).
+	body   []byte
+	cancel context.CancelCauseFunc // executions only
 	// handedOver is set by HandOver: the execution was stopped for
 	// another instance to take it over, and Return releases the lease.
 	handedOver atomic.Bool

@@ -41,8 +41,10 @@ const maxResponseHeader = 16 << 10
 // check and the connection), and refuses loopback, private (RFC 1918,
 // unique-local), link-local (the 169.254.169.254 metadata service,
 // fe80::/10), unspecified, multicast, shared (100.64.0.0/10), 0.0.0.0/8,
-// reserved and broadcast addresses and their IPv4-mapped or embedded IPv6
-// forms, unless o.AllowPrivate. It uses no proxy, follows no redirect (the
+// reserved and broadcast addresses and every IPv6 form that embeds one
+// (IPv4-mapped and -compatible, SIIT, NAT64, 6to4, Teredo), the local-use
+// NAT64 prefix and the IPv6 blocks IANA's special-purpose registry lists
+// as not globally reachable (SPEC N3), unless o.AllowPrivate. It uses no proxy, follows no redirect (the
 // 3xx is the answer), reads at most o.MaxBody of a body and 16 KiB of
 // headers, and times out.
 func NewClient(o ClientOptions) *http.Client {
@@ -108,47 +110,71 @@ var blocked4 = []netip.Prefix{
 	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, broadcast
 }
 
-// IPv6 prefixes that carry an IPv4 address, and where it sits.
+// IPv6 prefixes that carry an IPv4 address, and where it sits: refused
+// when that address is (IANA's IPv6 special-purpose registry and RFC 6052).
 var embedded6 = []struct {
 	p   netip.Prefix
 	off int // byte offset of the IPv4 address
 }{
-	{netip.MustParsePrefix("::/96"), 12},          // IPv4-compatible (deprecated)
-	{netip.MustParsePrefix("64:ff9b::/96"), 12},   // NAT64
-	{netip.MustParsePrefix("64:ff9b:1::/48"), 12}, // local NAT64
-	{netip.MustParsePrefix("2002::/16"), 2},       // 6to4
+	{netip.MustParsePrefix("::/96"), 12},           // IPv4-compatible (deprecated)
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), 12}, // SIIT IPv4-translated (RFC 2765)
+	{netip.MustParsePrefix("64:ff9b::/96"), 12},    // NAT64 well-known prefix
+	{netip.MustParsePrefix("2002::/16"), 2},        // 6to4
 }
 
-// siteLocal is fec0::/10, deprecated site-local unicast.
-var siteLocal = netip.MustParsePrefix("fec0::/10")
+// teredo is 2001::/32: the server's IPv4 address in bytes 4 to 7, the
+// client's, each bit inverted, in bytes 12 to 15 (RFC 4380).
+var teredo = netip.MustParsePrefix("2001::/32")
+
+// IPv6 ranges refused whole: not globally reachable in IANA's
+// special-purpose registry, and not named by netip's predicates.
+var blocked6 = []netip.Prefix{
+	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215): the IPv4 address sits where the operator's prefix length puts it
+	netip.MustParsePrefix("100::/64"),       // discard-only
+	netip.MustParsePrefix("100:0:0:1::/64"), // dummy prefix
+	netip.MustParsePrefix("2001:2::/48"),    // benchmarking
+	netip.MustParsePrefix("2001:10::/28"),   // ORCHID (deprecated)
+	netip.MustParsePrefix("2001:db8::/32"),  // documentation
+	netip.MustParsePrefix("3fff::/20"),      // documentation
+	netip.MustParsePrefix("5f00::/16"),      // SRv6 SIDs
+}
 
 // public reports whether a is an address push delivery may connect to.
 func public(a netip.Addr) bool {
-	a = a.Unmap() // ::ffff:a.b.c.d is a.b.c.d
+	a = a.Unmap().WithZone("") // ::ffff:a.b.c.d is a.b.c.d
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() ||
 		a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() {
 		return false
 	}
 	if a.Is4() {
-		for _, p := range blocked4 {
-			if p.Contains(a) {
-				return false
-			}
-		}
-		return true
+		return !inAny(blocked4, a)
 	}
-	if siteLocal.Contains(a) {
+	if inAny(blocked6, a) {
 		return false
 	}
 	b := a.As16()
+	if teredo.Contains(a) {
+		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
+		return public(netip.AddrFrom4([4]byte(b[4:8]))) && public(netip.AddrFrom4(client))
+	}
 	for _, e := range embedded6 {
-		if e.p.Contains(a.WithZone("")) {
-			v4 := netip.AddrFrom4([4]byte(b[e.off : e.off+4]))
-			return public(v4)
+		if e.p.Contains(a) {
+			return public(netip.AddrFrom4([4]byte(b[e.off : e.off+4])))
 		}
 	}
 	return true
+}
+
+// inAny reports whether a is in one of ps.
+func inAny(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // limitBody is a RoundTripper whose response bodies end after max bytes

@@ -28,6 +28,16 @@ func TestPublic(t *testing.T) {
 		{"::ffff:127.0.0.1", false}, {"::ffff:100.64.0.1", false}, {"::ffff:0.1.2.3", false}, {"::ffff:255.255.255.255", false}, {"::ffff:169.254.169.254", false}, {"::ffff:10.0.0.1", false},
 		{"::127.0.0.1", false}, {"64:ff9b::a9fe:a9fe", false}, {"64:ff9b:1::a00:1", false}, {"2002:7f00:1::", false},
 		{"2002:c0a8:101::1", false},
+		// Every IPv4-embedding form of IANA's registry, and its blocks
+		// that are not globally reachable.
+		{"::ffff:0:7f00:1", false}, {"::ffff:0:a9fe:a9fe", false}, {"::ffff:0:a00:1", false}, // SIIT
+		{"64:ff9b:1:a00:0:100::", false}, {"64:ff9b:1::808:808", false}, // local-use NAT64, any prefix length
+		{"2001:0:808:808:0:0:f5ff:fffe", false}, // Teredo, client 10.0.0.1
+		{"2001:0:a00:1:0:0:f7f7:f7f7", false},   // Teredo, server 10.0.0.1
+		{"2001:0:808:808:0:0:f7f7:f7f7", true},  // Teredo, both 8.8.8.8
+		{"100::1", false}, {"100:0:0:1::1", false}, {"2001:2::1", false}, {"2001:10::1", false},
+		{"2001:db8::1", false}, {"3fff::1", false}, {"5f00::1", false},
+		{"::ffff:0:808:808", true}, {"2001:4860:4860::8888", true},
 		{"93.184.216.34", true}, {"8.8.8.8", true}, {"100.128.0.1", true}, {"::ffff:8.8.8.8", true},
 		{"2606:4700:4700::1111", true}, {"64:ff9b::808:808", true}, {"2002:808:808::1", true},
 	} {

@@ -2,12 +2,9 @@ package pushdelivery
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -15,14 +12,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2astore/a2astore/engine"
-)
-
-// Limits of a push configuration, checked by ConfigStore.Save.
-const (
-	MaxURLBytes         = 2048
-	MaxConfigIDBytes    = 128
-	MaxTokenBytes       = 1024
-	MaxCredentialsBytes = 4096
 )
 
 // Page sizes of ConfigStore.ListPage: 0 means DefaultPageSize, a larger
@@ -63,21 +52,36 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: push config: %s", a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
 }
 
-// Save implements push.ConfigStore.
-func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (*a2a.PushConfig, error) {
-	if config == nil {
-		return nil, invalid("missing")
+// Save implements push.ConfigStore. When it fails (invalid config, too
+// many, a store error) it blanks config's token and credentials in place
+// before it returns (SPEC N3): a2a-go v2.3.1 formats the config it passed
+// into the error of a failed SendMessage ("failed to save push config
+// %v"), which the client gets and the logs print. Nothing was stored then,
+// and the request fails; a2a-go's cluster mode decodes a retried
+// execution's config afresh from its work item.
+func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
+	defer func() {
+		if err != nil {
+			redact(config)
+		}
+	}()
+	return c.save(ctx, task, config)
+}
+
+// redact blanks cfg's token and credentials (nil: nothing).
+func redact(cfg *a2a.PushConfig) {
+	if cfg == nil {
+		return
 	}
-	cfg := *config
+	cfg.Token = ""
 	if cfg.Auth != nil {
-		auth := *cfg.Auth
-		cfg.Auth = &auth
+		cfg.Auth = &a2a.PushAuthInfo{Scheme: cfg.Auth.Scheme}
 	}
-	cfg.TaskID = task
-	if cfg.ID == "" {
-		cfg.ID = defaultID(task)
-	}
-	dest, err := validateConfig(&cfg)
+}
+
+// save is Save without the redaction.
+func (c *ConfigStore) save(ctx context.Context, task a2a.TaskID, config *a2a.PushConfig) (*a2a.PushConfig, error) {
+	cfg, dest, err := normalize(task, config)
 	if err != nil {
 		return nil, err
 	}
@@ -106,19 +110,20 @@ func tooMany() error {
 // and ErrTooMany (wrapping a2a.ErrInvalidParams) when the task has
 // MaxConfigsPerTask configurations already, none with cfg's ID. Its
 // errors name neither the token nor the credentials: servers call it
-// before a2a-go v2.3.1 saves the configuration, since a failed save there
-// prints the whole configuration into the error the client and the logs
-// get. (A save failing after a passed Check, under a concurrent create or
-// a store failure, still does: an a2a-go defect.)
+// before a2a-go v2.3.1 saves the configuration, so that bad input fails
+// before a task is created. A save failing after a passed Check (a
+// concurrent create, a store failure) blanks the secrets in the config
+// a2a-go formats into its error (Save).
 func (c *ConfigStore) Check(ctx context.Context, task a2a.TaskID, cfg *a2a.PushConfig) error {
-	if err := Validate(cfg); err != nil || task == "" {
+	norm, _, err := normalize(task, cfg)
+	if err != nil || task == "" {
 		return err
 	}
 	recs, err := c.o.List(ctx, task, "", MaxConfigsPerTask)
 	if err != nil {
 		return err
 	}
-	if len(recs) < MaxConfigsPerTask || slices.ContainsFunc(recs, func(r *Record) bool { return r.Config.ID == cfg.ID }) {
+	if len(recs) < MaxConfigsPerTask || slices.ContainsFunc(recs, func(r *Record) bool { return r.Config.ID == norm.ID }) {
 		return nil
 	}
 	return tooMany()
@@ -136,100 +141,6 @@ func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, err
 	return rec.Revision, nil
 }
 
-// defaultID is the ID of a configuration saved without one: the task's
-// ID (as the official Python SDK does: A2A's config ID exists "to support
-// multiple notification callbacks", so a task has one default callback,
-// and a save repeated — a2a-go's cluster mode saves a SendMessage's
-// config again at each retry of its execution — replaces it instead of
-// adding a second webhook that would get every event twice); a random
-// one when the task ID is not a valid config ID.
-func defaultID(task a2a.TaskID) string {
-	if validateID(string(task)) == nil {
-		return string(task)
-	}
-	return rand.Text() // 26 base32 characters: 130 random bits
-}
-
-// Validate checks a push configuration as Save does, without storing it:
-// nil, or an error wrapping a2a.ErrInvalidParams that names neither the
-// token nor the credentials. Servers call it before a2a-go v2.3.1 saves a
-// SendMessage's configuration, whose failure error prints the whole
-// configuration.
-func Validate(cfg *a2a.PushConfig) error {
-	if cfg == nil {
-		return invalid("push config missing")
-	}
-	c := *cfg
-	if c.ID == "" {
-		c.ID = "generated" // Save generates one
-	}
-	_, err := validateConfig(&c)
-	return err
-}
-
-// validateConfig checks cfg against the limits and returns its Dest.
-func validateConfig(cfg *a2a.PushConfig) (string, error) {
-	if err := validateID(cfg.ID); err != nil {
-		return "", err
-	}
-	dest, err := validateURL(cfg.URL)
-	if err != nil {
-		return "", err
-	}
-	if len(cfg.Token) > MaxTokenBytes {
-		return "", invalid("token longer than %d bytes", MaxTokenBytes)
-	}
-	if a := cfg.Auth; a != nil {
-		if !strings.EqualFold(a.Scheme, "Bearer") && !strings.EqualFold(a.Scheme, "Basic") {
-			return "", invalid("authentication scheme must be Bearer or Basic")
-		}
-		if a.Credentials == "" || len(a.Credentials) > MaxCredentialsBytes {
-			return "", invalid("authentication credentials must be 1 to %d bytes", MaxCredentialsBytes)
-		}
-	}
-	return dest, nil
-}
-
-// validateID accepts 1 to MaxConfigIDBytes bytes of visible ASCII.
-func validateID(id string) error {
-	if len(id) == 0 || len(id) > MaxConfigIDBytes {
-		return invalid("ID must be 1 to %d bytes", MaxConfigIDBytes)
-	}
-	for i := range len(id) {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return invalid("ID must be visible ASCII (0x21 to 0x7E)")
-		}
-	}
-	return nil
-}
-
-// validateURL accepts an absolute http or https URL with a host and no
-// user information, and returns its destination scheme://host:port.
-func validateURL(s string) (string, error) {
-	if len(s) > MaxURLBytes {
-		return "", invalid("URL longer than %d bytes", MaxURLBytes)
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", invalid("URL does not parse")
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "http" && scheme != "https" {
-		return "", invalid("URL must be absolute, http or https")
-	}
-	if u.Hostname() == "" {
-		return "", invalid("URL has no host")
-	}
-	if u.User != nil {
-		return "", invalid("URL must not carry user information")
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[scheme]
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), nil
-}
-
 // Get implements push.ConfigStore.
 func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a.PushConfig, error) {
 	r, err := c.o.Get(ctx, task, id)
@@ -242,9 +153,10 @@ func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a
 	return &r.Config, nil
 }
 
-// List implements push.ConfigStore: every configuration of the task.
+// List implements push.ConfigStore: every configuration of the task, an
+// empty list (not nil) when it has none, as a2a-go's own stores answer.
 func (c *ConfigStore) List(ctx context.Context, task a2a.TaskID) ([]*a2a.PushConfig, error) {
-	var out []*a2a.PushConfig
+	out := []*a2a.PushConfig{}
 	after := ""
 	for {
 		page, next, err := c.list(ctx, task, after, MaxPageSize)

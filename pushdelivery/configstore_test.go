@@ -62,12 +62,46 @@ func TestConfigStoreSaveGuards(t *testing.T) {
 		{"auth-no-credentials", func(c *a2a.PushConfig) { c.Auth.Credentials = "" }, false},
 		{"auth-credentials-4096-ok", func(c *a2a.PushConfig) { c.Auth.Credentials = strings.Repeat("c", 4096) }, true},
 		{"auth-credentials-4097", func(c *a2a.PushConfig) { c.Auth.Credentials = strings.Repeat("c", 4097) }, false},
+		// Header-safe secrets (N4: what is stored can be sent).
+		{"token-crlf", func(c *a2a.PushConfig) { c.Token = "t\r\nX-Injected: 1" }, false},
+		{"token-lf", func(c *a2a.PushConfig) { c.Token = "t\n" }, false},
+		{"token-nul", func(c *a2a.PushConfig) { c.Token = "t\x00" }, false},
+		{"token-tab", func(c *a2a.PushConfig) { c.Token = "t\tu" }, false},
+		{"token-del", func(c *a2a.PushConfig) { c.Token = "t\x7f" }, false},
+		{"token-non-ascii", func(c *a2a.PushConfig) { c.Token = "té" }, false},
+		{"token-leading-space", func(c *a2a.PushConfig) { c.Token = " t" }, false},
+		{"token-trailing-space", func(c *a2a.PushConfig) { c.Token = "t " }, false},
+		{"token-inner-space-ok", func(c *a2a.PushConfig) { c.Token = "t u~!" }, true},
+		{"token-empty-ok", func(c *a2a.PushConfig) { c.Token = "" }, true},
+		{"auth-credentials-crlf", func(c *a2a.PushConfig) { c.Auth.Credentials = "c\r\nX: 1" }, false},
+		{"auth-credentials-nul", func(c *a2a.PushConfig) { c.Auth.Credentials = "c\x00" }, false},
+		{"auth-credentials-esc", func(c *a2a.PushConfig) { c.Auth.Credentials = "c\x1b" }, false},
+		{"auth-credentials-trailing-space", func(c *a2a.PushConfig) { c.Auth.Credentials = "c " }, false},
+		// Ports that can be dialled.
+		{"url-port-1-ok", func(c *a2a.PushConfig) { c.URL = "https://hook.example:1/x" }, true},
+		{"url-port-65535-ok", func(c *a2a.PushConfig) { c.URL = "https://hook.example:65535/x" }, true},
+		{"url-port-0", func(c *a2a.PushConfig) { c.URL = "https://hook.example:0/x" }, false},
+		{"url-port-65536", func(c *a2a.PushConfig) { c.URL = "https://hook.example:65536/x" }, false},
+		{"url-port-99999", func(c *a2a.PushConfig) { c.URL = "https://hook.example:99999/x" }, false},
+		{"url-port-huge", func(c *a2a.PushConfig) { c.URL = "https://hook.example:99999999999999999999/x" }, false},
+		{"url-port-empty-ok", func(c *a2a.PushConfig) { c.URL = "https://hook.example:/x" }, true},
+		// The tenant a2a-go copies from the request.
+		{"tenant-256-ok", func(c *a2a.PushConfig) { c.Tenant = strings.Repeat("t", 256) }, true},
+		{"tenant-257", func(c *a2a.PushConfig) { c.Tenant = strings.Repeat("t", 257) }, false},
+		{"tenant-3mib", func(c *a2a.PushConfig) { c.Tenant = strings.Repeat("t", 3<<20) }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, _, _ := newConfigStore(t)
 			c := valid()
 			tc.edit(c)
+			// One rule (N4): Check and Validate answer as Save does.
+			if err := cs.Check(context.Background(), "t1", c); tc.ok != (err == nil) {
+				t.Fatalf("check: %v, want ok=%v", err, tc.ok)
+			}
+			if err := pushdelivery.Validate(c); tc.ok != (err == nil) {
+				t.Fatalf("validate: %v, want ok=%v", err, tc.ok)
+			}
 			_, err := cs.Save(context.Background(), "t1", c)
 			if tc.ok != (err == nil) {
 				t.Fatalf("save: %v, want ok=%v", err, tc.ok)
@@ -271,5 +305,73 @@ func TestConfigStoreTasksApart(t *testing.T) {
 	}
 	if all, _ := cs.List(ctx, "t1"); len(all) != 3 {
 		t.Fatalf("t2's deletes reached t1: %d left", len(all))
+	}
+}
+
+// N3: a save that fails blanks the given config's token and credentials
+// (a2a-go formats that config into its error); one that succeeds leaves
+// it as it was.
+func TestConfigStoreFailedSaveRedacts(t *testing.T) {
+	ctx := context.Background()
+	cs, _, _ := newConfigStore(t)
+	for i := range pushdelivery.MaxConfigsPerTask {
+		c := valid()
+		c.ID = fmt.Sprint(i)
+		if _, err := cs.Save(ctx, "t1", c); err != nil || c.Token != "t" || c.Auth.Credentials != "secret" {
+			t.Fatalf("save %d: %v; the config given became %+v", i, err, c)
+		}
+	}
+	over, bad := valid(), valid()
+	bad.URL = "ftp://hook.example/"
+	for name, c := range map[string]*a2a.PushConfig{"over the cap": over, "invalid": bad} {
+		auth := c.Auth
+		if _, err := cs.Save(ctx, "t1", c); err == nil {
+			t.Fatalf("%s: saved", name)
+		}
+		if c.Token != "" || c.Auth == nil || c.Auth.Credentials != "" || c.Auth.Scheme != "Bearer" {
+			t.Errorf("%s: after the failed save the config is %+v, auth %+v", name, c, c.Auth)
+		}
+		if auth.Credentials != "secret" {
+			t.Errorf("%s: the caller's auth object was changed", name)
+		}
+	}
+}
+
+// N2, N4: a config without an ID takes the task's ID, so on a task at the
+// cap whose default config exists it replaces that one: Check accepts it
+// as Save does, and refuses it as Save does when the task has no default
+// config.
+func TestConfigStoreCheckDefaultIDAtCap(t *testing.T) {
+	ctx := context.Background()
+	cs, _, _ := newConfigStore(t)
+	for _, task := range []a2a.TaskID{"with-default", "without"} {
+		for i := range pushdelivery.MaxConfigsPerTask {
+			c := valid()
+			c.ID = fmt.Sprint(i)
+			if i == 0 && task == "with-default" {
+				c.ID = string(task)
+			}
+			if _, err := cs.Save(ctx, task, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for task, ok := range map[a2a.TaskID]bool{"with-default": true, "without": false} {
+		c := valid()
+		c.ID = ""
+		checkErr := cs.Check(ctx, task, c)
+		_, saveErr := cs.Save(ctx, task, c)
+		if (checkErr == nil) != ok || (saveErr == nil) != ok {
+			t.Errorf("%s: check %v, save %v; want ok=%v from both", task, checkErr, saveErr, ok)
+		}
+	}
+}
+
+// List of a task without configs is an empty list, not nil, as a2a-go's
+// in-memory store answers.
+func TestConfigStoreListEmpty(t *testing.T) {
+	cs, _, _ := newConfigStore(t)
+	if got, err := cs.List(context.Background(), "none"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("List of a task without configs = %#v, %v; want an empty list", got, err)
 	}
 }

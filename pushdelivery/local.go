@@ -170,6 +170,9 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 	next.Config.TaskID = r.TaskID
 	if cur != nil {
 		next = cur.rec
+		if !sameConfig(next.Config, withTask(r.Config, r.TaskID)) {
+			next.afresh(r.NextAt)
+		}
 		next.Config, next.Dest = r.Config, r.Dest
 		next.Config.TaskID = r.TaskID
 	} else if len(t.recs) >= MaxConfigsPerTask {

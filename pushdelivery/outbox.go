@@ -1,7 +1,9 @@
 package pushdelivery
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -47,6 +49,26 @@ type Record struct {
 	Done bool
 }
 
+// afresh clears r's failure state, due at nextAt: a save that changes
+// the configuration (another URL, token or credentials) does not inherit
+// the failures of the one it replaces.
+func (r *Record) afresh(nextAt time.Time) {
+	r.Attempts, r.FailingSince, r.LastError, r.NextAt = 0, time.Time{}, "", nextAt
+}
+
+// sameConfig reports whether a and b are the same configuration.
+func sameConfig(a, b a2a.PushConfig) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// withTask is c with task's ID.
+func withTask(c a2a.PushConfig, task a2a.TaskID) a2a.PushConfig {
+	c.TaskID = task
+	return c
+}
+
 // Outbox persists push configurations and their delivery state: the
 // durable part of push delivery. A backend that persists tasks persists
 // its outbox (PostgreSQL: a table any instance claims from; Pebble: a
@@ -55,7 +77,9 @@ type Record struct {
 type Outbox interface {
 	// Save stores r's configuration under (r.TaskID, r.Config.ID),
 	// replacing the configuration of an existing record and keeping its
-	// delivery state, or inserting r as given. It fails with ErrTooMany
+	// delivery state (its failure state only when the configuration is
+	// unchanged: a new one starts with no attempts, due at r.NextAt), or
+	// inserting r as given. It fails with ErrTooMany
 	// when the task would have more than MaxConfigsPerTask.
 	Save(ctx context.Context, r *Record) error
 	// Get returns the record (ErrNotFound when missing).

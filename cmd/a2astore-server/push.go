@@ -27,6 +27,8 @@ type pushConfig struct {
 	Workers      int
 	PerDest      int
 	Dir          string // pebble: the outbox's directory
+	// wrapOutbox, when set, wraps the outbox (tests inject faults).
+	wrapOutbox func(pushdelivery.Outbox) pushdelivery.Outbox
 }
 
 // pushSweepInterval is how often configurations of tasks that no longer
@@ -61,6 +63,9 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 		return nil, fmt.Errorf("push outbox: %w", err)
 	}
 	s.closeOutbox = closeOutbox
+	if pc.wrapOutbox != nil {
+		outbox = pc.wrapOutbox(outbox)
+	}
 	s.pushConfigs = pushdelivery.NewConfigStore(outbox, b.Store)
 	depth := func() (int, time.Duration) {
 		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -84,6 +89,8 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 	var configs push.ConfigStore = s.pushConfigs
 	if s.cfg.Cluster.Enabled {
 		configs = pgcluster.FencePushConfigs(configs) // a failed lookup is retried, not a FAILED task
+	} else {
+		configs = pushdelivery.LenientList(configs, s.cfg.Logger) // a failed lookup fails nothing: delivery reads the log
 	}
 	return a2asrv.WithPushNotifications(configs, s.pusher.Sender()), nil
 }

@@ -226,6 +226,11 @@ func TestPushConfigMethods(t *testing.T) {
 			t.Errorf("%s: listed by pages of one: %v, want [a b]", tr, ids)
 		}
 	}
+	task := send(t, ts.clients[a2a.TransportProtocolHTTPJSON], "", "bad page size")
+	code, body := restGet(t, ts, "/tasks/"+url.PathEscape(string(task.ID))+"/pushNotificationConfigs", url.Values{"pageSize": {"x"}})
+	if code != http.StatusBadRequest {
+		t.Errorf("HTTP+JSON: pageSize=x: %d %s, want 400", code, body)
+	}
 }
 
 // listAllPushConfigs lists task's configs one per page over tr, following
@@ -267,6 +272,9 @@ func listAllPushConfigs(t *testing.T, ts *testServer, tr a2a.TransportProtocol, 
 				t.Fatalf("rest list: %d %s", code, body)
 			}
 		}
+		if len(page.Configs) > 1 {
+			t.Errorf("%s: a page of %d configs, asked for 1", tr, len(page.Configs))
+		}
 		for _, c := range page.Configs {
 			ids = append(ids, c.ID)
 		}
@@ -278,27 +286,47 @@ func listAllPushConfigs(t *testing.T, ts *testServer, tr a2a.TransportProtocol, 
 	return nil
 }
 
-// A SendMessage whose push config is invalid is InvalidParams on every
-// transport, creates no task, and its error names neither the token nor
-// the credentials (a2a-go v2.3.1 formats the whole config into the error
-// of a failed save).
+// A SendMessage whose push config is invalid (N4: a URL delivery cannot
+// use, a token or credentials that are not header-safe) is InvalidParams
+// on every transport, creates no task, and its error names neither the
+// token nor the credentials; a CreateTaskPushConfig of the same config is
+// InvalidParams and stores nothing.
 func TestSendMessageBadPushConfig(t *testing.T) {
 	ts := startServer(t, config{Backend: "mem", Push: pushOn})
-	for _, tr := range transports {
-		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("bad hook"))
-		_, err := ts.clients[tr].SendMessage(t.Context(), &a2a.SendMessageRequest{Message: msg,
-			Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "ftp://hook.example/", Token: "secret-token-x",
-				Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret-cred-y"}}}})
-		if !errors.Is(err, a2a.ErrInvalidParams) {
-			t.Errorf("%s: SendMessage with an ftp webhook: %v, want InvalidParams", tr, err)
-		}
-		if err != nil && (strings.Contains(err.Error(), "secret-token-x") || strings.Contains(err.Error(), "secret-cred-y")) {
-			t.Errorf("%s: the error shows the config's secrets: %v", tr, err)
+	bad := map[string]func(c *a2a.PushConfig){
+		"ftp":          func(c *a2a.PushConfig) { c.URL = "ftp://hook.example/" },
+		"port-99999":   func(c *a2a.PushConfig) { c.URL = "https://hook.example:99999/" },
+		"token-crlf":   func(c *a2a.PushConfig) { c.Token += "\r\nX-Injected: 1" },
+		"cred-nul":     func(c *a2a.PushConfig) { c.Auth.Credentials += "\x00" },
+		"token-tab":    func(c *a2a.PushConfig) { c.Token += "\t" },
+		"cred-newline": func(c *a2a.PushConfig) { c.Auth.Credentials += "\n" },
+	}
+	held := send(t, ts.clients[a2a.TransportProtocolJSONRPC], "", "holds configs")
+	for name, edit := range bad {
+		for _, tr := range transports {
+			cfg := &a2a.PushConfig{URL: "https://hook.example/", Token: "secret-token-x",
+				Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "secret-cred-y"}}
+			edit(cfg)
+			msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("bad hook"))
+			_, err := ts.clients[tr].SendMessage(t.Context(), &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: cfg}})
+			if !errors.Is(err, a2a.ErrInvalidParams) {
+				t.Errorf("%s: %s: SendMessage: %v, want InvalidParams", tr, name, err)
+			}
+			if err != nil && (strings.Contains(err.Error(), "secret-token-x") || strings.Contains(err.Error(), "secret-cred-y")) {
+				t.Errorf("%s: %s: the error shows the config's secrets: %v", tr, name, err)
+			}
+			cfg.TaskID = held.ID
+			if _, err := ts.clients[tr].CreateTaskPushConfig(t.Context(), cfg); !errors.Is(err, a2a.ErrInvalidParams) {
+				t.Errorf("%s: %s: CreateTaskPushConfig: %v, want InvalidParams", tr, name, err)
+			}
 		}
 	}
 	resp, err := ts.clients[a2a.TransportProtocolJSONRPC].ListTasks(t.Context(), &a2a.ListTasksRequest{})
-	if err != nil || len(resp.Tasks) != 0 {
+	if err != nil || len(resp.Tasks) != 1 {
 		t.Errorf("tasks after refused sends: %v, %v", resp, err)
+	}
+	if ids := listAllPushConfigs(t, ts, a2a.TransportProtocolJSONRPC, held.ID); len(ids) != 0 {
+		t.Errorf("configs stored: %v", ids)
 	}
 }
 

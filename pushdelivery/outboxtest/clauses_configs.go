@@ -116,13 +116,22 @@ func testSaveKeepsDelivery(t *testing.T, e *env) {
 	r := e.record("t1", "c1")
 	r.Delivered, r.Attempts, r.LastError, r.Done = 7, 3, "timeout", true
 	r.FailingSince = e.clk.Now().Add(-5e9)
+	r.NextAt = e.clk.Now().Add(30e9)
 	e.save(r)
+	// The same config saved again (a2a-go's cluster mode retrying an
+	// execution) keeps the whole delivery state.
+	again := e.record("t1", "c1")
+	again.Created = e.clk.Now().Add(1e9)
+	e.save(again)
+	e.check("t1", "c1", r)
+	// A new URL keeps Delivered and Done; the failures were the old URL's.
 	repl := e.record("t1", "c1")
 	repl.Config.URL, repl.Dest = "http://other.example:8080/x", "http://other.example:8080"
-	repl.Created = e.clk.Now().Add(1e9)
+	repl.Created = e.clk.Now().Add(2e9)
 	e.save(repl)
 	want := *r
 	want.Config, want.Dest = repl.Config, repl.Dest
+	want.Attempts, want.FailingSince, want.LastError, want.NextAt = 0, repl.FailingSince, "", repl.NextAt
 	e.check("t1", "c1", &want)
 }
 
