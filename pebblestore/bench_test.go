@@ -558,7 +558,7 @@ func keysMove(b *testing.B, db *pebble.DB, task *a2a.Task, at int64) {
 			b.Fatal(err)
 		}
 		oc := engine.Cursor{UpdatedAt: old.updatedAt, ID: task.ID}
-		for _, k := range append(indexKeys("", old.light.contextID, oc), bodyKey(oc)) {
+		for _, k := range append(indexKeys("", old.light.contextID, old.light.state, oc), bodyKey(oc)) {
 			_ = batch.Delete(k, nil)
 		}
 		rev = old.revision + 1
@@ -577,7 +577,7 @@ func keysMove(b *testing.B, db *pebble.DB, task *a2a.Task, at int64) {
 	rec := record{revision: rev, updatedAt: at, light: l}
 	_ = batch.Set(recordKey(task.ID), rec.append(nil), nil)
 	lv := l.append(nil)
-	for _, k := range indexKeys("", l.contextID, cur) {
+	for _, k := range indexKeys("", l.contextID, l.state, cur) {
 		_ = batch.Set(k, lv, nil)
 	}
 	_ = batch.Set(bodyKey(cur), body, nil)

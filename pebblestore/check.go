@@ -12,8 +12,8 @@ import (
 
 // CheckInvariants verifies the keyspace from one consistent view: the
 // format version is this build's; every record has exactly one key in each
-// ordering index it belongs to (global, context, and with an owner, owner
-// and (owner, context)) and one body key, all at its cursor, with index
+// ordering index it belongs to (global, context, state, and with an owner,
+// owner, (owner, context) and (owner, state): C7) and one body key, all at its cursor, with index
 // values equal to the record's light fields; no index or body key lacks its
 // record; every counter equals a recount, and no counter key but the
 // global ones (all tasks, per state) is zero: a counter no task counts in
@@ -40,8 +40,8 @@ func (s *Store) CheckInvariants() (err error) {
 
 	c := keyspaceCheck{expected: map[string]*expectedKey{}, counters: map[string]int64{},
 		records: map[a2a.TaskID]record{}, logs: map[a2a.TaskID]*logSpan{}}
-	// Records first ('b' < 'c' < 'g' < 'm' < 'n' < 'o' < 'p' < 'r', so read
-	// 'r' on its own).
+	// Records first ('r' sorts among the other tags, so read it on its
+	// own).
 	it.SetBounds([]byte{tagRecord}, []byte{tagRecord + 1})
 	for ok := it.First(); ok; ok = it.Next() {
 		c.record(it.Key(), it.Value())
@@ -106,8 +106,8 @@ func (c *keyspaceCheck) record(key, value []byte) {
 	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
 	c.records[id] = r
 	lv := r.light.append(nil)
-	for i, k := range indexKeys(r.light.owner, r.light.contextID, cur) {
-		c.expected[string(k)] = &expectedKey{id: id, kind: [...]string{"global", "context", "owner", "owner-context"}[i], value: lv}
+	for i, k := range indexKeys(r.light.owner, r.light.contextID, r.light.state, cur) {
+		c.expected[string(k)] = &expectedKey{id: id, kind: indexKinds[i], value: lv}
 	}
 	c.expected[string(bodyKey(cur))] = &expectedKey{id: id, kind: "body"}
 	exist, shape := counterKeys(r.light.owner, r.light.contextID, r.light.state)
@@ -120,7 +120,7 @@ func (c *keyspaceCheck) record(key, value []byte) {
 func (c *keyspaceCheck) key(key, value []byte) {
 	switch key[0] {
 	case tagRecord:
-	case tagGlobal, tagContext, tagOwner, tagOwnerCx, tagBody:
+	case tagGlobal, tagContext, tagState, tagOwner, tagOwnerCx, tagOwnerSt, tagBody:
 		e := c.expected[string(key)]
 		if e == nil {
 			c.fail("index or body key %x does not match a record", key)

@@ -46,6 +46,7 @@ func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 		},
 		ClockInjection: true,
 		BinaryIDs:      true,
+		ListStats:      true,
 	})
 }
 

@@ -33,7 +33,13 @@
 // # Format versions and the upgrade
 //
 // The database records its format version; this build reads and writes
-// format 2. Open creates a new database in format 2. A database of format
+// format 3. Open creates a new database in format 3. A database of format
+// 2 (before the status indexes, C7) is upgraded in place by Open: every
+// status key is deleted, then each record's state key and (with an owner)
+// (owner, state) key are written, in synced batches, and the format key
+// last; an interrupted upgrade starts over (format-1 records found on the
+// way are upgraded as below). With Options.NoUpgrade, Open refuses it with
+// ErrOldFormat. A database of format
 // 1 (written before stores recorded owners: no format key, no owner
 // indexes, owners kept by engine/authz's OwnerPolicy in task metadata under
 // "a2astore.owner" or the key its former MetadataKey option named) is
@@ -91,15 +97,16 @@
 //     even when the clock is behind.
 //   - Lists (L8, C2, O6): the page and its total come from one iterator
 //     view. A page reads the one index that holds only candidates — the
-//     (owner, context) index, the owner's, the context's or the global one
-//     — so an unfiltered, context-only, owner-only or owner+context page is
-//     one seek and PageSize+1 steps, and an owner's pages never read
+//     (owner, context) index, the context's, the (owner, state) index, the
+//     owner's, the state's or the global one — so an unfiltered,
+//     context-only, owner-only, owner+context, status-only or owner+status
+//     page is one seek and PageSize+1 steps (C7), and an owner's pages never read
 //     another owner's entries. Light pages decode only index values
 //     (TaskOwners come from them too); full pages read bodies from a clone
 //     of the same view. Totals come from counters, except with
 //     StatusTimestampAfter, which scans the matching index. A status filter
-//     without a context or owner skips non-matching entries of the global
-//     index.
+//     with a context skips non-matching entries of the context's (or the
+//     owner's in the context) index: at most that range.
 //
 // Store implements engine.Checker: CheckInvariants verifies the keyspace
 // against the records.

@@ -11,8 +11,9 @@ import (
 )
 
 // formatVersion is the database format this build reads and writes
-// (keys.go). Format 1 had no format key; upgrade.go reads it.
-const formatVersion = 2
+// (keys.go). Format 1 had no format key, format 2 no status indexes;
+// upgrade.go reads both.
+const formatVersion = 3
 
 var (
 	// ErrOldFormat is the error of Open with Options.NoUpgrade on a
@@ -28,10 +29,11 @@ var (
 type formatAction int
 
 const (
-	formatCurrent formatAction = iota // nothing
-	formatNew                         // an empty database: record the format
-	formatUpgrade                     // format 1 (or partly upgraded): upgrade
-	formatRepair                      // format 2: scan for format-1 records
+	formatCurrent   formatAction = iota // nothing
+	formatNew                           // an empty database: record the format
+	formatUpgrade                       // format 1 (or partly upgraded): upgrade
+	formatUpgradeV2                     // format 2: add the status indexes (and scan for format-1 records)
+	formatRepair                        // the current format: scan for format-1 records
 )
 
 // openFormat checks the format of the database just opened from dir: it
@@ -56,6 +58,8 @@ func (s *Store) openFormat(dir string, opts *Options, scan bool) (err error) {
 		return s.writeFormat(dir)
 	case formatUpgrade:
 		return s.upgradeFromV1(dir, key)
+	case formatUpgradeV2:
+		return s.upgradeFromV2(dir, key)
 	case formatRepair:
 		return s.repairV1(dir, key)
 	}
@@ -75,6 +79,13 @@ func (s *Store) checkFormat(dir string, opts *Options, scan bool) (action format
 		return formatRepair, nil
 	case found && v == formatVersion:
 		return formatCurrent, nil
+	case found && v == 2 && opts.NoUpgrade:
+		return 0, fmt.Errorf("pebblestore: open %s: the database has format 2 (written before the status indexes), "+
+			"this build reads format %d: open it once without Options.NoUpgrade to upgrade it in place "+
+			"(back it up first: releases before format %d cannot read the upgraded database): %w: %w",
+			dir, formatVersion, formatVersion, ErrOldFormat, engine.ErrInternal)
+	case found && v == 2:
+		return formatUpgradeV2, nil
 	case found && v > formatVersion:
 		return 0, fmt.Errorf("pebblestore: open %s: the database has format %d, this build reads format %d: "+
 			"open it with the a2astore release that wrote it, or a newer one: %w: %w", dir, v, formatVersion, ErrNewFormat, engine.ErrInternal)

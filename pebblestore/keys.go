@@ -11,9 +11,9 @@ import (
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
 
-// Keyspace (format 2). Every key starts with one tag byte:
+// Keyspace (format 3). Every key starts with one tag byte:
 //
-//	m ‖ "format"                                     → format version (uvarint): 2
+//	m ‖ "format"                                     → format version (uvarint): 3
 //	m ‖ "zerofree"                                   → (empty) no zero-valued counter key but the global ones (counters.go)
 //	z ‖ seq (8 bytes)                                → a write's pending zero-counter deletes (counters.go)
 //	r ‖ id                                           → record: revision, UpdatedAt, light fields
@@ -21,6 +21,8 @@ import (
 //	c ‖ asc(contextID) ‖ cursor                      → per-context ordering index: light fields
 //	o ‖ asc(owner) ‖ cursor                          → per-owner ordering index: light fields
 //	p ‖ asc(owner) ‖ asc(contextID) ‖ cursor         → per-(owner, context) ordering index: light fields
+//	s ‖ state ‖ cursor                               → per-state ordering index: light fields (C7)
+//	u ‖ asc(owner) ‖ state ‖ cursor                  → per-(owner, state) ordering index: light fields (C7)
 //	b ‖ cursor                                       → task body (taskcodec binary form), in list order
 //	n ‖ t                                            → counter: all tasks
 //	n ‖ s ‖ state                                    → counter: tasks in a state
@@ -39,9 +41,10 @@ import (
 // them with a second iterator that only moves forward instead of one point
 // lookup per task. Tasks without an owner have no o or p key and no owner
 // counters. A counter no task counts in has no key (but the global n ‖ t
-// and n ‖ s ‖ state, which stay): counters.go deletes them at zero.
+// and n ‖ s ‖ state, which stay): counters.go deletes them at zero. state
+// is the state's one-byte code (stateCodes).
 //
-// Format 1 (before owners) had no m key and no o, p or owner counter keys,
+// Format 2 had no s or u keys; upgrade.go adds them. Format 1 (before owners) had no m key and no o, p or owner counter keys,
 // and its light values (in records and index values) had no owner and no
 // leading version byte; upgrade.go reads it.
 const (
@@ -51,6 +54,8 @@ const (
 	tagContext = 'c'
 	tagOwner   = 'o'
 	tagOwnerCx = 'p'
+	tagState   = 's'
+	tagOwnerSt = 'u'
 	tagBody    = 'b'
 	tagCounter = 'n'
 
@@ -103,15 +108,35 @@ func ownerContextKey(owner, contextID string, c engine.Cursor) []byte {
 	return desckey.AppendCursor(ownerContextPrefix(owner, contextID), c.UpdatedAt, []byte(c.ID))
 }
 
-// indexKeys returns the ordering index keys of a task: global, context,
-// and with an owner, owner and (owner, context).
-func indexKeys(owner, contextID string, c engine.Cursor) [][]byte {
-	keys := [][]byte{globalKey(c), contextKey(contextID, c)}
+func statePrefix(state a2a.TaskState) []byte {
+	return []byte{tagState, stateCode(state)}
+}
+
+func stateKey(state a2a.TaskState, c engine.Cursor) []byte {
+	return desckey.AppendCursor(statePrefix(state), c.UpdatedAt, []byte(c.ID))
+}
+
+func ownerStatePrefix(owner string, state a2a.TaskState) []byte {
+	return append(desckey.AppendAscending([]byte{tagOwnerSt}, []byte(owner)), stateCode(state))
+}
+
+func ownerStateKey(owner string, state a2a.TaskState, c engine.Cursor) []byte {
+	return desckey.AppendCursor(ownerStatePrefix(owner, state), c.UpdatedAt, []byte(c.ID))
+}
+
+// indexKeys returns the ordering index keys of a task, in the order of
+// indexKinds: global, context, state, and with an owner, owner, (owner,
+// context) and (owner, state).
+func indexKeys(owner, contextID string, state a2a.TaskState, c engine.Cursor) [][]byte {
+	keys := [][]byte{globalKey(c), contextKey(contextID, c), stateKey(state, c)}
 	if owner != "" {
-		keys = append(keys, ownerKey(owner, c), ownerContextKey(owner, contextID, c))
+		keys = append(keys, ownerKey(owner, c), ownerContextKey(owner, contextID, c), ownerStateKey(owner, state, c))
 	}
 	return keys
 }
+
+// indexKinds names the keys indexKeys returns, by position.
+var indexKinds = [...]string{"global", "context", "state", "owner", "owner-context", "owner-state"}
 
 // counterKeys returns the counters a task with this owner, context and
 // state counts in: first those of its existence alone (all tasks, its

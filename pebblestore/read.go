@@ -63,10 +63,12 @@ func (s *Store) Get(ctx context.Context, id a2a.TaskID) (rec engine.Record, err 
 //
 // The page and the total come from one iterator (L8). The page seeks once
 // to just after the boundary in the one index that holds only candidates —
-// the (owner, context) index, the owner's, the context's or the global one
-// — and steps until it has PageSize+1 matching entries (C2, O6):
-// PageSize+1 steps when no other filter applies. Status and
-// StatusTimestampAfter filters skip non-matching entries. Light pages decode
+// the (owner, context) index, the context's, the (owner, state) index, the
+// owner's, the state's or the global one — and steps until it has
+// PageSize+1 matching entries (C2, O6, C7): PageSize+1 steps when no other
+// filter applies. A status filter with a context, and StatusTimestampAfter
+// filters, skip non-matching entries: with a context, at most the
+// context's entries. Light pages decode
 // the index values only; full pages read bodies with a clone of the iterator
 // that moves forward through the body keyspace, which is in the same order.
 // Owners (TaskOwners) come from the index values. Totals without
@@ -92,7 +94,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 	defer it.Close()
 	p := newPageReader(q, len(prefix))
 	if q.Projection == engine.ProjectionFull {
-		if p.bodies, err = newBodyReader(it, q.ContextID == "" && q.Owner == "", &q); err != nil {
+		if p.bodies, err = newBodyReader(it, prefix[0] == tagGlobal, &q); err != nil {
 			return nil, err
 		}
 		defer p.bodies.close()
@@ -112,17 +114,23 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (resp *engine
 }
 
 // listBounds returns the index a query reads (its key prefix: the
-// (owner, context) index, the owner's, the context's or the global one)
+// (owner, context) index, the context's, the (owner, state) index, the
+// owner's, the state's or the global one: C7)
 // and the first key of its page: the prefix, or the key just after the
 // boundary.
 func listBounds(q *engine.Query) (prefix, lower []byte) {
+	status := q.Status != a2a.TaskStateUnspecified
 	switch {
 	case q.Owner != "" && q.ContextID != "":
 		prefix = ownerContextPrefix(q.Owner, q.ContextID)
-	case q.Owner != "":
-		prefix = ownerPrefix(q.Owner)
 	case q.ContextID != "":
 		prefix = contextPrefix(q.ContextID)
+	case q.Owner != "" && status:
+		prefix = ownerStatePrefix(q.Owner, q.Status)
+	case q.Owner != "":
+		prefix = ownerPrefix(q.Owner)
+	case status:
+		prefix = statePrefix(q.Status)
 	default:
 		prefix = []byte{tagGlobal}
 	}

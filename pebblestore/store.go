@@ -162,9 +162,9 @@ var (
 
 // Open opens (creating if needed) the store in dir.
 //
-// A new database is created in format 2 (the current one). A database of
-// format 1 (written before stores recorded task owners) is upgraded in
-// place before Open returns, unless Options.NoUpgrade is set: then Open
+// A new database is created in format 3 (the current one). A database of
+// format 2 (before the status indexes) or 1 (written before stores
+// recorded task owners) is upgraded in place before Open returns, unless Options.NoUpgrade is set: then Open
 // fails with ErrOldFormat. A database of a format newer than this build's
 // fails with ErrNewFormat. See the package documentation.
 //

@@ -458,7 +458,7 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 			return s.db.Merge(exist, counterDelta(-1), nil)
 		}, "recount"},
 		{"format key deleted", func(s *Store, cur engine.Cursor) error { return s.db.Delete(formatKey, nil) }, "no format key"},
-		{"format key changed", func(s *Store, cur engine.Cursor) error { return s.db.Set(formatKey, []byte{1}, nil) }, "format 2"},
+		{"format key changed", func(s *Store, cur engine.Cursor) error { return s.db.Set(formatKey, []byte{1}, nil) }, "format 3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Open("db", Options{FS: vfs.NewMem(), Clock: storetest.NewManualClock(1).Now, Logger: pebblelog.Quiet{}})

@@ -11,7 +11,17 @@ import (
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
-// The upgrade from format 1 (no owners) to format 2.
+// The upgrades from format 1 (no owners) and format 2 (no status indexes)
+// to format 3.
+//
+// Format 3 adds the status indexes (keys.go: s ‖ state ‖ cursor and, for a
+// task with an owner, u ‖ asc(owner) ‖ state ‖ cursor, C7). Every upgrade
+// first deletes every s and u key (a format-2 release may have opened the
+// database after an interrupted upgrade and moved or deleted tasks whose
+// status keys it did not know), then writes, batch by batch as below, the
+// status keys of each format-2 record, and with each format-1 record's
+// rewrite all its keys. The format key is written last, so an interrupted
+// upgrade starts over at the next Open.
 //
 // Format 1 light values (in records and index values) were
 //
@@ -55,18 +65,19 @@ var upgradeChunkDone func()
 // upgradeStats counts what an upgrade did, for its log line.
 type upgradeStats struct {
 	upgraded, owned, overLong, skipped int
+	indexed                            int // format-2 records given their status keys
 }
 
 // upgradeFromV1 upgrades a format-1 (or partly upgraded) database to format
 // 2, reading owners from metadata key ownerKey ("": none).
 func (s *Store) upgradeFromV1(dir, ownerKey string) error {
 	s.logger.Infof("pebblestore: %s: upgrading the database from format 1 to %d (%s)", dir, formatVersion, ownersFrom(ownerKey))
-	st, err := s.upgradeRecords(dir, ownerKey)
+	st, err := s.upgradeRecords(dir, ownerKey, true)
 	if err != nil {
 		return err
 	}
 	s.logger.Infof("pebblestore: %s: upgraded to format %d: %d tasks rewritten (%d with an owner; %d owners over %d bytes left unowned), %d already upgraded",
-		dir, formatVersion, st.upgraded, st.owned, st.overLong, engine.MaxOwnerBytes, st.skipped)
+		dir, formatVersion, st.upgraded, st.owned, st.overLong, engine.MaxOwnerBytes, st.indexed)
 	return nil
 }
 
@@ -78,7 +89,7 @@ func (s *Store) upgradeFromV1(dir, ownerKey string) error {
 func (s *Store) repairV1(dir, ownerKey string) error {
 	s.logger.Infof("pebblestore: %s: the database was last opened by a release without the rollback guard: "+
 		"checking it for tasks written in format 1 by a release before format %d", dir, formatVersion)
-	st, err := s.upgradeRecords(dir, ownerKey)
+	st, err := s.upgradeRecords(dir, ownerKey, false)
 	if err != nil {
 		return err
 	}
@@ -98,23 +109,49 @@ func ownersFrom(ownerKey string) string {
 	return fmt.Sprintf("task owners from metadata key %q", ownerKey)
 }
 
-// upgradeRecords rewrites every format-1 record into format 2 and then
-// records the format.
-func (s *Store) upgradeRecords(dir, ownerKey string) (upgradeStats, error) {
+// upgradeFromV2 upgrades a format-2 database to format 3: it adds the
+// status indexes, and rewrites format-1 records a release before format 2
+// may have written (as repairV1), their owners from metadata key ownerKey.
+func (s *Store) upgradeFromV2(dir, ownerKey string) error {
+	s.logger.Infof("pebblestore: %s: upgrading the database from format 2 to %d: adding the status indexes", dir, formatVersion)
+	st, err := s.upgradeRecords(dir, ownerKey, true)
+	if err != nil {
+		return err
+	}
+	s.logger.Infof("pebblestore: %s: upgraded to format %d: status index keys written for %d tasks; %d tasks in format 1 rewritten (%s)",
+		dir, formatVersion, st.indexed, st.upgraded, ownersFrom(ownerKey))
+	return nil
+}
+
+// upgradeRecords rewrites every format-1 record into the current format
+// and, with addStatus, first deletes every status index key and then
+// writes those of every format-2 record; then it records the format.
+func (s *Store) upgradeRecords(dir, ownerKey string, addStatus bool) (upgradeStats, error) {
 	var st upgradeStats
+	if addStatus {
+		b := s.db.NewBatch()
+		_ = b.DeleteRange([]byte{tagState}, []byte{tagState + 1}, nil)
+		_ = b.DeleteRange([]byte{tagOwnerSt}, []byte{tagOwnerSt + 1}, nil)
+		err := b.Commit(pebble.Sync)
+		b.Close()
+		if err != nil {
+			return st, fmt.Errorf("pebblestore: open %s: upgrade to format %d: %v: %w", dir, formatVersion, err, engine.ErrInternal)
+		}
+	}
 	for from := []byte{tagRecord}; from != nil; {
 		var err error
-		if from, err = s.upgradeChunkFromV1(from, ownerKey, &st); err != nil {
+		if from, err = s.upgradeChunk(from, ownerKey, addStatus, &st); err != nil {
 			return st, fmt.Errorf("pebblestore: open %s: upgrade to format %d: %w", dir, formatVersion, err)
 		}
 	}
 	return st, s.writeFormat(dir)
 }
 
-// upgradeChunkFromV1 rewrites the next upgradeChunk format-1 records at or
-// after key from in one batch and returns the key to go on from (nil: no
+// upgradeChunk rewrites the next upgradeChunk format-1 records at or after
+// key from — and with addStatus writes the status keys of as many format-2
+// records — in one batch, and returns the key to go on from (nil: no
 // record is left).
-func (s *Store) upgradeChunkFromV1(from []byte, ownerKey string, st *upgradeStats) (next []byte, err error) {
+func (s *Store) upgradeChunk(from []byte, ownerKey string, addStatus bool, st *upgradeStats) (next []byte, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: []byte{tagRecord + 1}})
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, engine.ErrInternal)
@@ -128,11 +165,19 @@ func (s *Store) upgradeChunkFromV1(from []byte, ownerKey string, st *upgradeStat
 			next = bytes.Clone(it.Key())
 			break
 		}
-		if _, err := decodeRecord(it.Value()); err == nil {
-			st.skipped++ // upgraded before a crash
-			continue
-		}
-		if err := upgradeRecord(b, a2a.TaskID(it.Key()[1:]), it.Value(), ownerKey, st); err != nil {
+		id := a2a.TaskID(it.Key()[1:])
+		if r, err := decodeRecord(it.Value()); err == nil {
+			if !addStatus {
+				st.skipped++ // current: upgraded before a crash, or never format 1
+				continue
+			}
+			cur, lv := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}, r.light.append(nil)
+			_ = b.Set(stateKey(r.light.state, cur), lv, nil)
+			if r.light.owner != "" {
+				_ = b.Set(ownerStateKey(r.light.owner, r.light.state, cur), lv, nil)
+			}
+			st.indexed++
+		} else if err := upgradeRecord(b, id, it.Value(), ownerKey, st); err != nil {
 			return nil, err
 		}
 		n++
@@ -177,7 +222,7 @@ func upgradeRecord(b *pebble.Batch, id a2a.TaskID, v []byte, ownerKey string, st
 	cur := engine.Cursor{UpdatedAt: r.updatedAt, ID: id}
 	lv := r.light.append(nil)
 	_ = b.Set(recordKey(id), r.append(nil), nil)
-	for _, k := range indexKeys(owner, r.light.contextID, cur) {
+	for _, k := range indexKeys(owner, r.light.contextID, r.light.state, cur) {
 		_ = b.Set(k, lv, nil)
 	}
 	if owner != "" {

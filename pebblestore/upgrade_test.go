@@ -545,7 +545,7 @@ func TestFormatVersions(t *testing.T) {
 		want  error
 		says  string
 	}{
-		{"newer", binary.AppendUvarint(nil, formatVersion+1), ErrNewFormat, "format 3, this build reads format 2"},
+		{"newer", binary.AppendUvarint(nil, formatVersion+1), ErrNewFormat, "format 4, this build reads format 3"},
 		{"unknown", binary.AppendUvarint(nil, 1), engine.ErrInternal, "unknown database format 1"},
 		{"unreadable", []byte{0xff}, engine.ErrInternal, "corrupt format key"},
 	} {
@@ -648,7 +648,11 @@ func checkPartialUpgrade(t *testing.T, keys map[string]string, owners map[a2a.Ta
 		} else {
 			owner = "" // no owner keys yet
 		}
-		for _, ik := range indexKeys(owner, r.light.contextID, cur) {
+		iks := indexKeys(owner, r.light.contextID, r.light.state, cur)
+		if !v2 {
+			iks = iks[:2] // format 1: global and context keys only
+		}
+		for _, ik := range iks {
 			seen[string(ik)] = true
 			if keys[string(ik)] != lv {
 				t.Fatalf("record %q (format 2: %v): index key %x holds %x, want %x", id, v2, ik, keys[string(ik)], lv)
@@ -657,7 +661,7 @@ func checkPartialUpgrade(t *testing.T, keys map[string]string, owners map[a2a.Ta
 	}
 	for k, v := range keys {
 		switch k[0] {
-		case tagOwner, tagOwnerCx:
+		case tagOwner, tagOwnerCx, tagState, tagOwnerSt:
 			if !seen[k] {
 				t.Fatalf("owner index key %x of no upgraded record", k)
 			}

@@ -116,7 +116,7 @@ func stage(b *pebble.Batch, counters *counterDeltas, old *current, task *a2a.Tas
 		deleteTaskKeys(b, old)
 	}
 	_ = b.Set(recordKey(task.ID), rec.append(nil), nil)
-	for _, k := range indexKeys(owner, l.contextID, cur) {
+	for _, k := range indexKeys(owner, l.contextID, l.state, cur) {
 		_ = b.Set(k, lv, nil)
 	}
 	_ = b.Set(bodyKey(cur), body, nil)
@@ -132,7 +132,7 @@ func stage(b *pebble.Batch, counters *counterDeltas, old *current, task *a2a.Tas
 // deleteTaskKeys deletes old's index and body keys in b.
 func deleteTaskKeys(b *pebble.Batch, old *current) {
 	oc := old.cursor()
-	for _, k := range indexKeys(old.rec.light.owner, old.rec.light.contextID, oc) {
+	for _, k := range indexKeys(old.rec.light.owner, old.rec.light.contextID, old.rec.light.state, oc) {
 		_ = b.Delete(k, nil)
 	}
 	_ = b.Delete(bodyKey(oc), nil)

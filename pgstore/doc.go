@@ -13,13 +13,21 @@
 // Owners). TableDDL returns the table's definition as P1 and P2 know it
 // (for creating it in an externally managed schema).
 //
-// List order (S6, C3) is served by two btree indexes, and owner-filtered
-// lists by two more:
+// List order (S6, C3) is served by two btree indexes, owner-filtered
+// lists by two more, and lists filtered by status, alone or with an
+// owner, by the status indexes (C7; StatusIndexesMigrationFile):
 //
 //	idx_a2a_tasks_updated               (updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_context_updated       (context_id, updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_owner_updated         (owner, updated_at DESC, id COLLATE "C" DESC)
 //	idx_a2a_tasks_owner_context_updated (owner, context_id, updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_state_updated         (state, updated_at DESC, id COLLATE "C" DESC)
+//	idx_a2a_tasks_owner_state_updated   (owner, state, updated_at DESC, id COLLATE "C" DESC)
+//
+// A filtered page runs in a read-only transaction that first turns sorts,
+// sequential and bitmap scans off for that transaction alone (one round
+// trip still), so that its plan is the ordered scan of its index whatever
+// the statistics (C7).
 //
 // Totals come from the counter table a2a_task_counts and the count
 // ledgers a2a_task_count_deltas and a2a_task_count_moves, kept by

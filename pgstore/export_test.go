@@ -17,6 +17,19 @@ func (s *Store) ListSQL(req *engine.ListRequest) (page string, args []any, count
 	return lq.page, lq.pageArgs, lq.count, lq.countArgs, nil
 }
 
+// PinnedPlan returns the statement a page of req runs before its page
+// query, in its transaction ("" for none: the page runs alone).
+func (s *Store) PinnedPlan(req *engine.ListRequest) (string, error) {
+	q, err := engine.ParseListRequest(req)
+	if err != nil {
+		return "", err
+	}
+	if s.buildList(&q).pinned {
+		return pinPlanSQL, nil
+	}
+	return "", nil
+}
+
 // MigrationStatements returns, for schema public, the statements the
 // managed schema runs to install the owner column, the owner indexes and
 // the counters: OwnerCountsMigrationFile must hold the first two verbatim,

@@ -335,7 +335,9 @@ func (s *Store) ensureExtras(ctx context.Context) error {
 			for _, stmt := range ownerIndexesSQL {
 				stmts = append(stmts, render(stmt, qs))
 			}
-			return stmts
+			// The (owner, state) index (C7) with them: the owner column is
+			// new (and the table locked or empty).
+			return append(stmts, statusIndexes[1].inTx(qs))
 		}},
 		{func(st *extrasState) bool { return len(st.counts) > 0 }, nil, countsInstallSQL},
 	}

@@ -116,6 +116,7 @@ func upgradeCounts(t *testing.T, dsn string, conn *pgx.Conn, managed bool) *pgst
 			t.Fatal(err)
 		}
 		execSQL(t, conn, string(b))
+		runMigration006(t, conn) // the status indexes, also missing from an earlier release
 	}
 	s, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: !managed, CountRollupInterval: -1})
 	if err != nil {

@@ -31,7 +31,22 @@ type listQuery struct {
 	pending  int64
 	page     string
 	pageArgs []any
+	// pinned: the page runs after pinPlanSQL, in a transaction (C7).
+	pinned bool
 }
+
+// pinPlanSQL leaves the planner, for the rest of the transaction, no plan
+// for a page but an ordered index scan (C3, C7). A filtered page's ORDER
+// BY matches exactly one index (listFilters), but what the planner thinks
+// that plan costs depends on its statistics: on a table never analyzed,
+// one bulk-deleted since, or one whose rare state became common since, it
+// estimates a handful of matching rows and fetches them all with a bitmap
+// or sequential scan, then sorts — every row of the state, at 1e7 tasks
+// tens of thousands. Disabled, those plans cost more than any other, so
+// the index scan that stops after PageSize+1 entries is the plan, whatever
+// the statistics (TestStatusPlans).
+const pinPlanSQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+  set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)`
 
 // buildList writes the SQL for q. Filters come first, then the boundary as
 // one row comparison in the ordering indexes' collation, so the planner
@@ -58,6 +73,7 @@ func (s *Store) buildList(q *engine.Query) listQuery {
 		where = append(where, "updated_at >= "+minUpdatedAtSQL, `(updated_at, id COLLATE "C") < (`+
 			args.add(time.UnixMicro(q.After.UpdatedAt))+`::timestamptz, `+args.add(string(q.After.ID))+`::text)`)
 	}
+	lq.pinned = q.Owner != "" || q.ContextID != "" || q.Status != a2a.TaskStateUnspecified || q.StatusAfter != nil
 	cols := pageColumns(q, &args)
 	lq.page = "SELECT " + cols + " FROM " + s.sql.table + whereClause(where) +
 		" ORDER BY " + order + " LIMIT " + args.add(int64(q.PageSize+1))
@@ -82,37 +98,45 @@ func whereClause(conds []string) string {
 	return " WHERE " + strings.Join(conds, " AND ")
 }
 
-// listFilters returns q's filter conditions (L2, O3) and the ORDER BY that
-// serves them from an ordering index: the owner index for an owner, the
-// owner+context index for both, the context index for a context.
+// listFilters returns q's filter conditions (L2, O3, C7) and the ORDER BY
+// that serves them from an ordering index: the owner index for an owner,
+// the owner+context index for both, the context index for a context, the
+// state index for a state and the owner+state index for an owner and a
+// state. A state with a context is a filter on the context's index (C7:
+// at most the context's entries).
+//
+// Each equality that leads the index is written as a closed range, not
+// "=", and leads the ORDER BY too: with "=" the planner treats the column
+// as a constant and may serve the order from the global index with a
+// filter (its correlation statistics favour it when rows were inserted in
+// time order), reading many rows per page of a rare value. A range is no
+// constant, so only the index that leads with these columns gives this
+// order without a sort (C3, C7). For a deterministic collation (every
+// collation but explicitly nondeterministic ICU ones) x >= c AND x <= c
+// holds exactly when x = c.
 func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) {
 	order = `updated_at DESC, id COLLATE "C" DESC`
 	var lead []string // equality columns leading the order, in index order
+	equal := func(col, v string) {
+		p := args.add(v)
+		where = append(where, col+" >= "+p+" AND "+col+" <= "+p)
+		lead = append(lead, col)
+	}
 	if q.Owner != "" {
-		// A closed range, for the reason given for the context below.
-		p := args.add(q.Owner)
-		where = append(where, "owner >= "+p+" AND owner <= "+p)
-		lead = append(lead, "owner")
+		equal("owner", q.Owner)
 	}
 	if q.ContextID != "" {
-		// The context filter is written as a closed range, not "=", and the
-		// order leads with context_id: with "=" the planner treats
-		// context_id as a constant and may serve the order from the global
-		// index with a filter (its correlation statistics favour it when
-		// rows were inserted in time order), reading many rows per page in a
-		// hot context. A range is no constant, so only the context index
-		// gives this order without a sort (C3). For a deterministic
-		// collation (every collation but explicitly nondeterministic ICU
-		// ones) x >= c AND x <= c holds exactly when x = c.
-		p := args.add(q.ContextID)
-		where = append(where, "context_id >= "+p+" AND context_id <= "+p)
-		lead = append(lead, "context_id")
+		equal("context_id", q.ContextID)
+	}
+	if q.Status != a2a.TaskStateUnspecified {
+		if q.ContextID == "" {
+			equal("state", string(q.Status))
+		} else {
+			where = append(where, "state = "+args.add(string(q.Status)))
+		}
 	}
 	if len(lead) > 0 {
 		order = strings.Join(lead, ", ") + ", " + order
-	}
-	if q.Status != a2a.TaskStateUnspecified {
-		where = append(where, "state = "+args.add(string(q.Status)))
 	}
 	if q.StatusAfter != nil {
 		after := *q.StatusAfter
@@ -201,9 +225,10 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 // run in one REPEATABLE READ, READ ONLY transaction (L8), sent as one
 // pipelined batch — BEGIN, count, page, COMMIT, and before a count from
 // the counters noSeqScanSQL — so it costs one round trip, like a page
-// without a total.
+// without a total. A pinned page (lq.pinned) runs in such a transaction
+// too, after pinPlanSQL, which follows the count: one round trip still.
 func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq *listQuery) (resp *engine.ListResponse, err error) {
-	tx := lq.count != ""
+	tx := lq.count != "" || lq.pinned
 	if !tx && !g.batched() {
 		rows, err := conn.Query(ctx, lq.page, lq.pageArgs...)
 		if err != nil {
@@ -216,8 +241,11 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 	if lq.counter {
 		b.Queue(noSeqScanSQL)
 	}
-	if tx {
+	if lq.count != "" {
 		b.Queue(lq.count, lq.countArgs...)
+	}
+	if lq.pinned {
+		b.Queue(pinPlanSQL)
 	}
 	b.Queue(lq.page, lq.pageArgs...)
 	if tx {
@@ -240,8 +268,9 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 	return resp, err
 }
 
-// readCountAndPage reads the count, the page and the COMMIT of a list
-// batch (its BEGIN is read by gate.results).
+// readCountAndPage reads the count (when asked for), the pin (when
+// pinned), the page and the COMMIT of a list batch (its BEGIN is read by
+// gate.results).
 func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*engine.ListResponse, error) {
 	if lq.counter {
 		if _, err := br.Exec(); err != nil { // noSeqScanSQL
@@ -249,8 +278,15 @@ func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*eng
 		}
 	}
 	var total int64
-	if err := br.QueryRow().Scan(&total, &lq.pending); err != nil {
-		return nil, err
+	if lq.count != "" {
+		if err := br.QueryRow().Scan(&total, &lq.pending); err != nil {
+			return nil, err
+		}
+	}
+	if lq.pinned {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -262,6 +298,9 @@ func readCountAndPage(br pgx.BatchResults, q *engine.Query, lq *listQuery) (*eng
 	}
 	if _, err := br.Exec(); err != nil {
 		return nil, err
+	}
+	if lq.count == "" {
+		return resp, nil
 	}
 	resp.TotalSize = int(total)
 	resp.Stats.TotalComputed = true

@@ -45,7 +45,8 @@ const (
 
 // runMigration003 runs the shipped migration files 003, 004 and 007 on conn,
 // the way psql -f would run them (their statements in order, their own
-// BEGIN/COMMIT).
+// BEGIN/COMMIT), then 006 (runMigration006): what an externally managed
+// schema of the release before owners runs to be current.
 func runMigration003(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
 	for _, f := range []string{migration003, migration004, migration007} {
@@ -57,6 +58,45 @@ func runMigration003(t testing.TB, conn *pgx.Conn) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	runMigration006(t, conn)
+}
+
+const migration006 = "migrations/006_status_indexes.sql"
+
+// runMigration006 runs the shipped migration file 006 on conn as psql -f
+// does: each statement on its own, outside a transaction block (CREATE
+// INDEX CONCURRENTLY refuses to run in one, and a multi-statement string
+// is one).
+func runMigration006(t testing.TB, conn *pgx.Conn) {
+	t.Helper()
+	for _, stmt := range migrationStatements(t, migration006) {
+		if _, err := conn.Exec(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v\n%s", migration006, err, stmt)
+		}
+	}
+}
+
+// migrationStatements returns the statements of a migration file without
+// dollar quotes (006): its text without comment lines, split at ";\n".
+func migrationStatements(t testing.TB, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "--") {
+			lines = append(lines, l)
+		}
+	}
+	var stmts []string
+	for _, stmt := range strings.Split(strings.Join(lines, "\n"), ";\n") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			stmts = append(stmts, stmt)
+		}
+	}
+	return stmts
 }
 
 // The migration file holds, verbatim and in order, the statements the
@@ -257,7 +297,7 @@ func TestMigration003WithPsql(t *testing.T) {
 	psql := needPsql(t)
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
-		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration007, dsn)
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, dsn)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
@@ -374,7 +414,7 @@ func TestUpgradeOwnerKey(t *testing.T) {
 		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
 			psql := needPsql(t)
 			dsn, conn := rows(t)
-			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration007, dsn)
+			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, dsn)
 			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("psql: %v\n%s", err, out)

@@ -74,7 +74,8 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	}
 	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Optional: true},
-		{File: OwnerCountsMigrationFile + " + " + CountLedgerMigrationFile}, {File: LogMigrationFile, Optional: true}}
+		{File: OwnerCountsMigrationFile + " + " + CountWatermarkMigrationFile}, {File: LogMigrationFile, Optional: true},
+		{File: StatusIndexesMigrationFile}}
 
 	switch err := s.checkTable(ctx); {
 	case errors.Is(err, ErrSchema):
@@ -112,6 +113,18 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	default:
 		out[3].Applied = true
+	}
+	if !out[0].Applied || !out[2].Applied {
+		out[4].Missing = "table a2a_tasks with its owner column"
+		return out, nil
+	}
+	switch err := s.checkStatusIndexes(ctx); {
+	case errors.Is(err, ErrSchema):
+		out[4].Missing = err.Error()
+	case err != nil:
+		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
+	default:
+		out[4].Applied = true
 	}
 	return out, nil
 }

@@ -74,9 +74,37 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return err
 	}
 	q := pgx.Identifier{s.schema}.Sanitize()
-	stmts := append([]string{"CREATE SCHEMA IF NOT EXISTS %[1]s", createTableSQL}, createIndexesSQL...)
+	// A start on a ready table runs no CREATE INDEX: that statement locks
+	// the table (SHARE) even when the index exists, and would wait, holding
+	// a snapshot, for another process's CREATE INDEX CONCURRENTLY, which
+	// waits for that snapshot (ensureStatusIndexes). A new table gets the
+	// state index (C7) here, at once, as it is empty.
+	var table string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(to_regclass($1)::text, '')`, s.sql.table).Scan(&table); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %[1]s", q)); err != nil {
+		return err
+	}
+	stmts := []string{fmt.Sprintf(createTableSQL, q)}
+	if table == "" {
+		for _, stmt := range createIndexesSQL {
+			stmts = append(stmts, fmt.Sprintf(stmt, q))
+		}
+		stmts = append(stmts, statusIndexes[0].inTx(q))
+	} else {
+		defs, err := s.indexDefs(ctx, tx, "a2a_tasks")
+		if err != nil {
+			return err
+		}
+		for i, ok := range []func(indexDef) bool{isUpdatedIndex, isContextIndex} {
+			if !slices.ContainsFunc(defs, ok) {
+				stmts = append(stmts, fmt.Sprintf(createIndexesSQL[i], q))
+			}
+		}
+	}
 	for _, stmt := range stmts {
-		if _, err := tx.Exec(ctx, fmt.Sprintf(stmt, q)); err != nil {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return err
 		}
 	}

@@ -77,7 +77,9 @@ func TestStartupConcurrentIdempotent(t *testing.T) {
 		want := []string{
 			`CREATE INDEX idx_a2a_tasks_context_updated ON ` + q + `.a2a_tasks USING btree (context_id, updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE INDEX idx_a2a_tasks_owner_context_updated ON ` + q + `.a2a_tasks USING btree (owner, context_id, updated_at DESC, id COLLATE "C" DESC)`,
+			`CREATE INDEX idx_a2a_tasks_owner_state_updated ON ` + q + `.a2a_tasks USING btree (owner, state, updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE INDEX idx_a2a_tasks_owner_updated ON ` + q + `.a2a_tasks USING btree (owner, updated_at DESC, id COLLATE "C" DESC)`,
+			`CREATE INDEX idx_a2a_tasks_state_updated ON ` + q + `.a2a_tasks USING btree (state, updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE INDEX idx_a2a_tasks_updated ON ` + q + `.a2a_tasks USING btree (updated_at DESC, id COLLATE "C" DESC)`,
 			`CREATE UNIQUE INDEX a2a_tasks_pkey ON ` + q + `.a2a_tasks USING btree (id)`,
 		}
@@ -160,6 +162,33 @@ CREATE INDEX idx_a2a_tasks_context_updated ON public.a2a_tasks (context_id, upda
 	s, err := pgstore.Open(ctx, dsn, ext)
 	if err != nil {
 		t.Fatalf("after migration: %v", err)
+	}
+	s.Close()
+
+	// The status indexes (C7) come with 006: without them, or with one of
+	// the right name but the wrong definition, or invalid (an interrupted
+	// CREATE INDEX CONCURRENTLY), startup names the file.
+	execSQL(t, conn, `DROP INDEX idx_a2a_tasks_state_updated`)
+	_, err = pgstore.Open(ctx, dsn, ext)
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.StatusIndexesMigrationFile) ||
+		!strings.Contains(err.Error(), `(state, updated_at DESC, id COLLATE "C" DESC)`) || strings.Contains(err.Error(), "(owner, state") {
+		t.Fatalf("without the state index: error = %v", err)
+	}
+	execSQL(t, conn, `CREATE INDEX idx_a2a_tasks_state_updated ON public.a2a_tasks (state, updated_at, id)`)
+	if _, err = pgstore.Open(ctx, dsn, ext); !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.StatusIndexesMigrationFile) {
+		t.Fatalf("with a wrong state index: error = %v", err)
+	}
+	execSQL(t, conn, `DROP INDEX idx_a2a_tasks_state_updated`)
+	runMigration006(t, conn)
+	runMigration006(t, conn) // twice is harmless
+	execSQL(t, conn, `UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'public.idx_a2a_tasks_owner_state_updated'::regclass`)
+	if _, err = pgstore.Open(ctx, dsn, ext); !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), "(owner, state, updated_at DESC") {
+		t.Fatalf("with an invalid owner+state index: error = %v", err)
+	}
+	execSQL(t, conn, `UPDATE pg_index SET indisvalid = true WHERE indexrelid = 'public.idx_a2a_tasks_owner_state_updated'::regclass`)
+	s, err = pgstore.Open(ctx, dsn, ext)
+	if err != nil {
+		t.Fatalf("after migration 006: %v", err)
 	}
 	defer s.Close()
 	r, err := s.Get(ctx, "old")

@@ -361,6 +361,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		if err := s.ensureExtras(ctx); err != nil {
 			return nil, fmt.Errorf("pgstore: create schema: %w", err)
 		}
+		if err := s.ensureStatusIndexes(ctx); err != nil {
+			return nil, fmt.Errorf("pgstore: create schema: %w", err)
+		}
 	}
 	if err := s.checkSchema(ctx); err != nil {
 		if errors.Is(err, ErrSchema) {
@@ -370,6 +373,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	if err := s.checkExtras(ctx); err != nil {
 		return nil, err
+	}
+	if opts.ExternalSchema {
+		// A managed schema's may still be building in another process.
+		if err := s.checkStatusIndexes(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if s.log && !opts.ExternalSchema {
 		if err := s.ensureLog(ctx); err != nil {
@@ -720,7 +729,10 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 }
 
 // CheckInvariants verifies what the schema cannot declare (engine.Checker):
-// both ordering indexes still exist by definition, and every row is
+// both ordering indexes and the status indexes (C7) still exist by
+// definition, valid (PostgreSQL keeps an entry per row in each: an invalid
+// index, left by an interrupted build, is the one way to lack them), and
+// every row is
 // well-formed — updated_at within the cursor range, revision at least 1,
 // status_ns within 0..999, a message ID per non-null history element at
 // most, and a known state; the owner column, its indexes and the counters
@@ -730,6 +742,9 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 func (s *Store) CheckInvariants() error {
 	ctx := context.Background()
 	if err := s.checkSchema(ctx); err != nil {
+		return err
+	}
+	if err := s.checkStatusIndexes(ctx); err != nil {
 		return err
 	}
 	if err := s.checkOwnersAndCounts(ctx); err != nil {

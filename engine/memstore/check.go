@@ -13,10 +13,10 @@ import (
 
 // CheckInvariants verifies the store's internal consistency against the
 // entries in the ID map: every entry's content is well formed (a status
-// time that decodes, metadata within the body), it is in the global index
-// and in the
-// context index under its context, and an entry with an owner in the
-// owner and (owner, context) indexes, each time at its current cursor;
+// time that decodes, metadata within the body), it is in the global index,
+// in the context index under its context and in the state index under its
+// state (C7), and an entry with an owner in the owner, (owner, context)
+// and (owner, state) indexes, each time at its current cursor;
 // the indexes hold nothing else; the interned contexts and owners are
 // exactly those the entries carry, each with its task counts (in all and
 // per state) equal to a recount, as are the per-state and (owner,
@@ -72,6 +72,9 @@ func (s *Store) CheckInvariants() error {
 		if k, ok := s.mu.byCtx.Get(e.keyed(uint64(e.ctx))); !ok || k.slot != slot {
 			fail("task %q missing from the context index at its context and cursor", id)
 		}
+		if k, ok := s.mu.byState.Get(e.keyed(uint64(e.state))); !ok || k.slot != slot {
+			fail("task %q missing from the state index at its state and cursor", id)
+		}
 		perState[e.state]++
 		recount(contexts, e.ctx, e.state)
 		if e.owner == noOwner {
@@ -85,6 +88,9 @@ func (s *Store) CheckInvariants() error {
 		}
 		if k, ok := s.mu.byOwnerCtx.Get(e.keyed(ownerCtxKey(e.owner, e.ctx))); !ok || k.slot != slot {
 			fail("task %q missing from the (owner, context) index at its owner, context and cursor", id)
+		}
+		if k, ok := s.mu.byOwnerState.Get(e.keyed(ownerStateKey(e.owner, e.state))); !ok || k.slot != slot {
+			fail("task %q missing from the (owner, state) index at its owner, state and cursor", id)
 		}
 	}
 
@@ -141,6 +147,10 @@ func (s *Store) checkIndexesLocked(ids map[a2a.TaskID]uint32, owned int) []error
 		{"owner", s.mu.byOwner, owned, func(e *entry, key uint64) bool { return e.owner != noOwner && uint64(e.owner) == key }},
 		{"(owner, context)", s.mu.byOwnerCtx, owned, func(e *entry, key uint64) bool {
 			return e.owner != noOwner && ownerCtxKey(e.owner, e.ctx) == key
+		}},
+		{"state", s.mu.byState, s.mu.ids.len(), func(e *entry, key uint64) bool { return uint64(e.state) == key }},
+		{"(owner, state)", s.mu.byOwnerState, owned, func(e *entry, key uint64) bool {
+			return e.owner != noOwner && ownerStateKey(e.owner, e.state) == key
 		}},
 	} {
 		if n := ix.idx.Len(); n != ix.n {

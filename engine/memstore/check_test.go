@@ -42,6 +42,22 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 			k.at++
 			s.mu.byOwnerCtx.Set(k)
 		}, "not stored there"},
+		{"missing from the state index", func(s *Store, _, _, p *entry) { s.mu.byState.Delete(p.keyed(uint64(p.state))) }, "missing from the state index"},
+		{"under another state", func(s *Store, a, _, _ *entry) { s.mu.byState.Set(a.keyed(uint64(a.state) + 1)) }, "not its own"},
+		{"stale cursor in the state index", func(s *Store, _, b, _ *entry) {
+			k := b.keyed(uint64(b.state))
+			k.at++
+			s.mu.byState.Set(k)
+		}, "not stored there"},
+		{"missing from the (owner, state) index", func(s *Store, _, b, _ *entry) {
+			s.mu.byOwnerState.Delete(b.keyed(ownerStateKey(b.owner, b.state)))
+		}, "missing from the (owner, state) index"},
+		{"under another (owner, state)", func(s *Store, a, b, _ *entry) {
+			s.mu.byOwnerState.Set(a.keyed(ownerStateKey(b.owner, a.state)))
+		}, "not its own"},
+		{"unowned task in the (owner, state) index", func(s *Store, a, _, p *entry) {
+			s.mu.byOwnerState.Set(p.keyed(ownerStateKey(a.owner, p.state)))
+		}, "not its own"},
 		{"state counter off", func(s *Store, a, _, _ *entry) { s.mu.states[a.state]++ }, "state TASK_STATE_WORKING counter"},
 		{"context count off", func(s *Store, a, _, _ *entry) { s.mu.contexts.count[a.ctx].states[a.state]++ }, `context "c" counts`},
 		{"(context, state) count off", func(s *Store, _, _, p *entry) { s.mu.contexts.count[p.ctx].states[p.state]-- }, `context "d" counts`},

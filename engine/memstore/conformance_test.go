@@ -30,5 +30,6 @@ func conformance(t *testing.T, newStore func(memstore.Options) *memstore.Store) 
 		OpenLogged:     open(true),
 		ClockInjection: true,
 		BinaryIDs:      true,
+		ListStats:      true,
 	})
 }

@@ -1,8 +1,8 @@
 // Package memstore is the in-memory a2astore backend: every task is one
 // entry, found by a map by ID and by ordered indexes on
 // github.com/tidwall/btree — one global index in list order, and keyed
-// indexes in (key, list order): by context ID, and for tasks with an owner
-// by owner and by (owner, context ID).
+// indexes in (key, list order): by context ID and by state, and for tasks
+// with an owner by owner, by (owner, context ID) and by (owner, state).
 //
 // Store is an engine.OwnerStore: CreateOwned records a task's owner beside
 // the task (never in its metadata), Record.Owner and ListResponse.TaskOwners
@@ -17,6 +17,14 @@
 //     when the page is full (C2, O6); ListResponse.Stats reports the
 //     count. An owner's pages and totals never read another owner's tasks,
 //     whatever their number.
+//   - A page filtered by state, alone or with an owner, does the same in
+//     the state or (owner, state) index (C7). With a context as well it
+//     visits the context's (or the owner's in the context) entries until
+//     the page is full: at most that range.
+//   - Each index costs every write of a task a delete and an insert in
+//     it (O(log n)); the state and (owner, state) indexes add two of each
+//     to a Replace (one for a task without an owner) and 24 bytes per
+//     task per index to the index items.
 //   - Totals are O(1) for every filter shape except StatusTimestampAfter
 //     (counts per state, per context and context+state, per owner and
 //     owner+state, per owner+context), which scans the matching index

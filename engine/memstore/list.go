@@ -12,30 +12,27 @@ import (
 	"github.com/a2astore/a2astore/engine/taskcodec"
 )
 
-// List returns one page (L1–L9, O3–O5). The total and the page are read
-// under one shared lock from the one index that holds only candidates: the
-// (owner, context) range, the owner's, the context's or the global index.
-// The index decides the owner and context filters, so a visited entry is
-// checked for the state and status time only. Under the lock a page builds
-// each task's light fields; after it, it decodes the stored bodies: only
-// metadata for a light page, the metadata and status message for a full
-// one that returns no history and no artifacts, and the rest of each task
-// for any other full one (depthOf).
+// List returns one page (L1–L9, O3–O5, C7). The total and the page are
+// read under one shared lock from the one index that holds only
+// candidates: the (owner, context) range, the (owner, state) range, the
+// owner's, the context's, the state's or the global index (rangeLocked).
+// The index decides the owner and context filters, and the state filter
+// too where it is part of the key, so a visited entry is checked for what
+// is left (the state in an owner+context or context range, the status
+// time). Under the lock a page builds each task's light fields; after it,
+// it decodes the stored bodies: only metadata for a light page, the
+// metadata and status message for a full one that returns no history and
+// no artifacts, and the rest of each task for any other full one
+// (depthOf).
 func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
 	q, err := engine.ParseListRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	// rest is q without the filters the index decides.
-	rest := q
-	rest.Owner, rest.ContextID = "", ""
 	var pg page
 	pg.init(q.PageSize, depthOf(&q))
-	limit := 0 // the entries the page visits, when known (scan)
-	if rest.Status == a2a.TaskStateUnspecified && rest.StatusAfter == nil {
-		limit = q.PageSize + 1
-	}
 	more, examined, counted, total := false, 0, 0, 0
+	var rest engine.Query // q without the filters the index decides; set under the lock
 	// visit offers the page the entry e and reports whether the scan goes
 	// on: until the page is full and one more match (the look-ahead) is
 	// found.
@@ -60,19 +57,19 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 		if s.mu.closed {
 			return errClosed
 		}
-		if r, ok := s.rangeLocked(&q); !ok {
-			// No task has q's owner or context: an empty page, total 0.
-		} else if r.idx == nil {
-			if q.IncludeTotalSize {
-				total, counted = s.totalLocked(&q, &rest)
-			}
-			s.scan(q.After, limit, visit)
-		} else {
-			if q.IncludeTotalSize {
-				total, counted = s.keyedTotalLocked(&q, &rest, r)
-			}
-			s.scanRange(r, q.After, limit, visit)
+		r, ok := s.rangeLocked(&q)
+		if !ok {
+			return nil // no task has q's owner or context: an empty page, total 0
 		}
+		rest = r.rest(&q)
+		limit := 0 // the entries the page visits, when known (scan)
+		if rest.Status == a2a.TaskStateUnspecified && rest.StatusAfter == nil {
+			limit = q.PageSize + 1
+		}
+		if q.IncludeTotalSize {
+			total, counted = s.totalLocked(&q, &rest, r)
+		}
+		s.scanRange(r, q.After, limit, visit)
 		return nil
 	}(); err != nil {
 		return nil, err
@@ -89,72 +86,88 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 	return resp, nil
 }
 
-// keyRange is the entries of one key of a keyed index: the tasks of a
-// context, of an owner, or of an owner in a context.
+// keyRange is the entries of one key of an index: the tasks of a context,
+// of an owner, of an owner in a context, of a state or of an owner in a
+// state; or the whole global index (idx nil).
 type keyRange struct {
-	idx *btree.BTreeG[keyed] // nil: the global index
-	key uint64
+	idx        *btree.BTreeG[keyed] // nil: the global index
+	key        uint64
+	owner, ctx sym  // q's owner and context (noOwner, 0: none)
+	state      bool // the key decides q's state filter
+}
+
+// rest returns q without the filters r decides: the owner, the context
+// and, when r's key holds it, the state.
+func (r *keyRange) rest(q *engine.Query) engine.Query {
+	rest := *q
+	rest.Owner, rest.ContextID = "", ""
+	if r.state {
+		rest.Status = a2a.TaskStateUnspecified
+	}
+	return rest
 }
 
 // rangeLocked returns the range of the index that holds only q's
 // candidates (a nil idx for the global index); ok is false when no task
-// has q's owner or context.
+// has q's owner or context. A state filter takes the (owner, state) or
+// the state index unless a context narrows the range further (C7: with a
+// context, at most the tasks of that context, or of that owner in it).
 // REQUIRES: s.mu held.
 func (s *Store) rangeLocked(q *engine.Query) (r keyRange, ok bool) {
-	var ctx, owner sym
 	if q.ContextID != "" {
-		if ctx, ok = s.mu.contexts.lookup(q.ContextID); !ok {
+		if r.ctx, ok = s.mu.contexts.lookup(q.ContextID); !ok {
 			return keyRange{}, false
 		}
 	}
 	if q.Owner != "" {
-		if owner, ok = s.mu.owners.lookup(q.Owner); !ok {
+		if r.owner, ok = s.mu.owners.lookup(q.Owner); !ok {
 			return keyRange{}, false
 		}
 	}
+	st, byState := stateNumber(q.Status)
 	switch {
 	case q.Owner != "" && q.ContextID != "":
-		return keyRange{s.mu.byOwnerCtx, ownerCtxKey(owner, ctx)}, true
-	case q.Owner != "":
-		return keyRange{s.mu.byOwner, uint64(owner)}, true
+		r.idx, r.key = s.mu.byOwnerCtx, ownerCtxKey(r.owner, r.ctx)
 	case q.ContextID != "":
-		return keyRange{s.mu.byCtx, uint64(ctx)}, true
+		r.idx, r.key = s.mu.byCtx, uint64(r.ctx)
+	case q.Owner != "" && byState:
+		r.idx, r.key, r.state = s.mu.byOwnerState, ownerStateKey(r.owner, st), true
+	case q.Owner != "":
+		r.idx, r.key = s.mu.byOwner, uint64(r.owner)
+	case byState:
+		r.idx, r.key, r.state = s.mu.byState, uint64(st), true
 	}
-	return keyRange{}, true
-}
-
-// scan visits the global index from just after the boundary (nil: from
-// the start) until visit returns false. limit is the number of entries
-// visit takes when that is known (a page whose filters the index decides
-// all: its size plus one), and the scan then visits them in batches
-// (batch); 0 when it is not (a filtered page, a count), and the scan then
-// visits each entry as the index offers it.
-// REQUIRES: s.mu held.
-func (s *Store) scan(after *engine.Cursor, limit int, visit func(e *entry) bool) {
-	b := batch{t: &s.mu.slots, visit: visit, left: limit}
-	fn := func(it item) bool { return b.add(it.slot) }
-	if after == nil {
-		s.mu.order.Scan(fn)
-	} else {
-		p := s.probes.get(after.ID)
-		defer s.probes.put(p)
-		s.mu.order.Ascend(item{after.UpdatedAt, p}, fn)
-	}
-	b.flush()
+	return r, true
 }
 
 // scanRange visits r's entries from just after the boundary (nil: from
-// the start) until visit returns false or the range ends; limit as for
-// scan.
+// the start) until visit returns false or the range ends. limit is the
+// number of entries visit takes when that is known (a page whose filters
+// the index decides all: its size plus one), and the scan then visits
+// them in batches (batch); 0 when it is not (a filtered page, a count),
+// and the scan then visits each entry as the index offers it.
 // REQUIRES: s.mu held.
 func (s *Store) scanRange(r keyRange, after *engine.Cursor, limit int, visit func(e *entry) bool) {
 	b := batch{t: &s.mu.slots, visit: visit, left: limit}
+	var p uint32 // the boundary's probe, when there is one
+	if after != nil {
+		p = s.probes.get(after.ID)
+		defer s.probes.put(p)
+	}
+	if r.idx == nil {
+		fn := func(it item) bool { return b.add(it.slot) }
+		if after == nil {
+			s.mu.order.Scan(fn)
+		} else {
+			s.mu.order.Ascend(item{after.UpdatedAt, p}, fn)
+		}
+		b.flush()
+		return
+	}
 	fn := func(k keyed) bool { return k.key == r.key && b.add(k.slot) }
 	if after == nil {
 		r.idx.Ascend(keyed{key: r.key, slot: rangeStart}, fn)
 	} else {
-		p := s.probes.get(after.ID)
-		defer s.probes.put(p)
 		r.idx.Ascend(keyed{r.key, after.UpdatedAt, p}, fn)
 	}
 	b.flush()
@@ -322,43 +335,35 @@ func matches(q *engine.Query, e *entry) bool {
 	return listpage.Matches(q, "", "", states[e.state], ts)
 }
 
-// totalLocked counts the tasks matching q, ignoring the boundary (L5), when
-// q has no owner or context filter: from the counters, or by scanning the
-// global index when the status timestamp filter is set. rest is q without
-// owner and context. It returns the total and the entries it inspected.
-// REQUIRES: s.mu held.
-func (s *Store) totalLocked(q, rest *engine.Query) (total, inspected int) {
-	switch {
-	case q.StatusAfter != nil:
-		return countMatches(func(visit func(*entry) bool) { s.scan(nil, 0, visit) }, rest)
-	case q.Status != "":
-		st, _ := stateNumber(q.Status)
-		return s.mu.states[st], 0
-	}
-	return s.mu.ids.len(), 0
-}
-
-// keyedTotalLocked counts the tasks of r matching q, ignoring the boundary
+// totalLocked counts the tasks of r matching q, ignoring the boundary
 // (L5, O4), reading only r's entries (O6): the task counts of a context
-// or an owner, and per state, and the (owner, context) counts are kept;
-// owner, context and state together, and the status timestamp filter,
-// scan r. rest is q without owner and context.
+// or an owner, and per state, the (owner, context) counts, the counts per
+// state and of all tasks are kept; owner, context and state together, and
+// the status timestamp filter, scan r. rest is r.rest(q). It returns the
+// total and the entries it inspected.
 // REQUIRES: s.mu held, r from rangeLocked(q).
-func (s *Store) keyedTotalLocked(q, rest *engine.Query, r keyRange) (total, inspected int) {
-	counted := &s.mu.contexts
-	if q.Owner != "" {
-		counted = &s.mu.owners
-	}
-	switch {
-	case q.StatusAfter != nil, q.Owner != "" && q.ContextID != "" && q.Status != "":
+func (s *Store) totalLocked(q, rest *engine.Query, r keyRange) (total, inspected int) {
+	if q.StatusAfter != nil || q.Owner != "" && q.ContextID != "" && q.Status != "" {
 		return countMatches(func(visit func(*entry) bool) { s.scanRange(r, nil, 0, visit) }, rest)
-	case q.Owner != "" && q.ContextID != "":
-		return s.mu.ownerCtx.get(sym(r.key>>32), sym(r.key)), 0
-	case q.Status != "":
-		st, _ := stateNumber(q.Status)
-		return int(counted.count[r.key].states[st]), 0
 	}
-	return counted.count[r.key].total(), 0
+	st, byState := stateNumber(q.Status)
+	var c *counts // the counts of q's owner or context
+	switch {
+	case q.Owner != "" && q.ContextID != "":
+		return s.mu.ownerCtx.get(r.owner, r.ctx), 0
+	case q.Owner != "":
+		c = &s.mu.owners.count[r.owner]
+	case q.ContextID != "":
+		c = &s.mu.contexts.count[r.ctx]
+	case byState:
+		return s.mu.states[st], 0
+	default:
+		return s.mu.ids.len(), 0
+	}
+	if byState {
+		return int(c.states[st]), 0
+	}
+	return c.total(), 0
 }
 
 // countMatches counts the entries that scanAll offers and that match rest.

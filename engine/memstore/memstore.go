@@ -44,6 +44,10 @@ type Store struct {
 		byCtx      *btree.BTreeG[keyed] // every task: context, then list order
 		byOwner    *btree.BTreeG[keyed] // tasks with an owner: owner, then list order
 		byOwnerCtx *btree.BTreeG[keyed] // tasks with an owner: (owner, context), then list order
+		// The status-ordered indexes (C7): a page filtered by state, or by
+		// owner and state, seeks into the one range of its candidates.
+		byState      *btree.BTreeG[keyed] // every task: state, then list order
+		byOwnerState *btree.BTreeG[keyed] // tasks with an owner: (owner, state), then list order
 		// contexts and owners intern the strings tasks carry and count
 		// their tasks per state (totals by context, context+state, owner,
 		// owner+state); ownerCtx counts per (owner, context).
@@ -104,6 +108,10 @@ type keyed struct {
 
 func ownerCtxKey(owner, ctx sym) uint64 { return uint64(owner)<<32 | uint64(ctx) }
 
+// ownerStateKey is the key of the (owner, state) index: the owner, then
+// the state's number in the low byte.
+func ownerStateKey(owner sym, state uint8) uint64 { return uint64(owner)<<8 | uint64(state) }
+
 // before is list order (S6): time descending, then ID bytes descending;
 // then a probe after the task with the same key, so a page starts
 // strictly after its boundary.
@@ -158,6 +166,7 @@ func (s *Store) resetLocked() {
 	s.mu.ids = newIDMap()
 	s.mu.order = newIndex(s.itemLess)
 	s.mu.byCtx, s.mu.byOwner, s.mu.byOwnerCtx = newIndex(s.keyedLess), newIndex(s.keyedLess), newIndex(s.keyedLess)
+	s.mu.byState, s.mu.byOwnerState = newIndex(s.keyedLess), newIndex(s.keyedLess)
 	s.mu.contexts, s.mu.owners = newSymbols(), newSymbols()
 	s.mu.ownerCtx = newPairCounts()
 	s.mu.states = [numStates]int{}
@@ -251,11 +260,13 @@ func (s *Store) setLocked(e *entry, enc encoded) {
 func (s *Store) indexLocked(e *entry) {
 	s.mu.order.Set(e.item())
 	s.mu.byCtx.Set(e.keyed(uint64(e.ctx)))
+	s.mu.byState.Set(e.keyed(uint64(e.state)))
 	s.mu.states[e.state]++
 	s.mu.contexts.add(e.ctx, e.state, 1)
 	if e.owner != noOwner {
 		s.mu.byOwner.Set(e.keyed(uint64(e.owner)))
 		s.mu.byOwnerCtx.Set(e.keyed(ownerCtxKey(e.owner, e.ctx)))
+		s.mu.byOwnerState.Set(e.keyed(ownerStateKey(e.owner, e.state)))
 		s.mu.owners.add(e.owner, e.state, 1)
 		s.mu.ownerCtx.add(e.owner, e.ctx, 1)
 	}
@@ -268,11 +279,13 @@ func (s *Store) indexLocked(e *entry) {
 func (s *Store) unindexLocked(e *entry) {
 	s.mu.order.Delete(e.item())
 	s.mu.byCtx.Delete(e.keyed(uint64(e.ctx)))
+	s.mu.byState.Delete(e.keyed(uint64(e.state)))
 	s.mu.states[e.state]--
 	s.mu.contexts.add(e.ctx, e.state, -1)
 	if e.owner != noOwner {
 		s.mu.byOwner.Delete(e.keyed(uint64(e.owner)))
 		s.mu.byOwnerCtx.Delete(e.keyed(ownerCtxKey(e.owner, e.ctx)))
+		s.mu.byOwnerState.Delete(e.keyed(ownerStateKey(e.owner, e.state)))
 		s.mu.owners.add(e.owner, e.state, -1)
 		s.mu.ownerCtx.add(e.owner, e.ctx, -1)
 	}

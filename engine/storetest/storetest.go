@@ -26,6 +26,13 @@ type Harness struct {
 	// its task log on: an engine.LogStore. The K7 clauses run on it (and
 	// are skipped without it).
 	OpenLogged func(t testing.TB, clock engine.Clock) engine.Store
+	// ListStats reports whether the store fills ListResponse.Stats with
+	// what each page read (Examined: the index entries or rows visited).
+	// The cost clause "C7/cost" runs only when it does: every page,
+	// filtered by status alone or with an owner, reads at most
+	// PageSize+1 entries, exactly that when more follow; with a context,
+	// at most the tasks of that context.
+	ListStats bool
 }
 
 // Checker is engine.Checker: a store that implements it has its invariants
@@ -88,6 +95,7 @@ type clause struct {
 	owners bool // needs an engine.OwnerStore
 	cond   bool // needs an engine.ConditionalStore
 	log    bool // runs on Harness.OpenLogged's store
+	stats  bool // needs Harness.ListStats
 	fn     func(t testing.TB, e *env)
 }
 
@@ -96,6 +104,9 @@ type clause struct {
 func (c *clause) run(t testing.TB, h Harness) {
 	if c.clock && !h.ClockInjection {
 		t.Skip("backend takes no custom clock")
+	}
+	if c.stats && !h.ListStats {
+		t.Skip("Harness.ListStats is false: the store reports no ListStats, cost clause skipped")
 	}
 	if c.log {
 		if h.OpenLogged == nil {
@@ -120,7 +131,7 @@ func (c *clause) run(t testing.TB, h Harness) {
 // written on engine.OwnerStore), which run only on an OwnerStore. The tests
 // live in files by topic: clauses_time.go (S1, S2, S4–S6),
 // clauses_writes.go (S3, S7–S9), clauses_tokens.go (T), clauses_listing.go
-// (L), clauses_limits.go (engine.Limits), clauses_owners.go (O),
+// (L), clauses_filtered.go (C7: status-filtered pages), clauses_limits.go (engine.Limits), clauses_owners.go (O),
 // clauses_conditional.go (If: engine.ConditionalStore, run only on one),
 // clauses_retain.go (R, on an engine.Retainer), random.go and concurrent.go.
 var clauses = []clause{
@@ -160,6 +171,11 @@ var clauses = []clause{
 	{name: "L7/equal-time-insert", clock: true, fn: testEqualTimeInsert},
 	{name: "L9/copies", fn: testCopies},
 	{name: "L9/without-task", fn: testWithoutTask},
+
+	{name: "C7/status-pages", fn: testFilteredPages},
+	{name: "C7-L7/status-traversal", fn: testFilteredTraversal},
+	{name: "C7-T7/status-tokens", fn: testFilteredTokens},
+	{name: "C7/cost", stats: true, fn: testFilteredCost},
 
 	{name: "limits/depth", fn: testDepthLimit},
 	{name: "limits/size", fn: testSizeLimit},
