@@ -22,12 +22,19 @@ import (
 //  2. on a standby chosen round robin among those the health monitor
 //     finds healthy, runs the gate — a statement that fails unless
 //     pg_last_wal_replay_lsn() >= P — and then, in a transaction that
-//     starts after the gate (pipelined in the same round trip: the gate,
-//     COMMIT, BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, count,
-//     page, COMMIT), the read itself. A standby's snapshot holds exactly
+//     starts after the gate (pipelined in the same round trip: BEGIN
+//     ISOLATION LEVEL READ COMMITTED READ ONLY, the gate, COMMIT, BEGIN
+//     ISOLATION LEVEL REPEATABLE READ READ ONLY, the read's statements,
+//     COMMIT), the read itself. A standby's snapshot holds exactly
 //     the commits whose records it has replayed, and replay only moves
 //     forward, so the read sees every commit before P: everything
-//     committed before the read began;
+//     committed before the read began. Both transactions name their
+//     isolation level: a read that shared the gate's transaction would
+//     read from the gate's snapshot when sessions default to REPEATABLE
+//     READ (default_transaction_isolation), a snapshot taken before the
+//     gate looked at the replay position, so missing what the gate
+//     waited for; and a server defaulting to SERIALIZABLE would fail
+//     every statement on a standby;
 //  3. when the gate fails, waits for the standby's replay (replica_wait.go:
 //     one poller per standby), after Options.ReplicaNudgeAfter (10 ms)
 //     has the primary flush its WAL (a standby receives only flushed WAL;
@@ -100,7 +107,13 @@ const (
 type gate struct {
 	kind gateKind
 	lsn  int64 // gateStandby: the primary's insert position when the read began
+	hold int64 // tests: an advisory lock the gate's transaction waits for first (0: none)
 }
+
+// holdSQL makes a gate's transaction wait, after its snapshot is taken
+// and before the gate looks, for a lock a test holds (SetGateHold): an
+// advisory lock, which a standby takes as a primary does.
+const holdSQL = `SELECT pg_advisory_xact_lock_shared($1)`
 
 // The gates fail their batch with division_by_zero, which stops every
 // later statement of the batch (the server skips to the batch's end).
@@ -110,6 +123,9 @@ const (
 	primaryGateSQL = `SELECT 1 / (NOT EXISTS (SELECT FROM pg_stat_activity
   WHERE backend_xid IS NOT NULL AND wait_event IN ('SyncRep', 'ProcArrayGroupUpdate', 'XactGroupUpdate')))::int`
 	beginReadOnlyRR = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	// beginGate starts the gate's own transaction, whatever the
+	// sessions' default isolation level.
+	beginGate = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"
 	// positionSQL is the primary's WAL position a read must see: the
 	// insert position, not the write or flush position, since a commit
 	// made with synchronous_commit off is visible (and acknowledged)
@@ -142,23 +158,39 @@ FROM pg_roles WHERE rolname = current_user`).Scan(&ok)
 // replayed far enough; on the primary, a commit is not yet visible.
 var errGateClosed = errors.New("pgstore: read gate closed")
 
-// batched reports whether the read must be sent as a batch.
+// batched reports whether the read must be sent as a batch: behind a
+// gate, it is the gate's transaction and then the read's, each begun
+// with its isolation level (L10 must not depend on the server's
+// default_transaction_isolation).
 func (g gate) batched() bool { return g.kind != gateNone }
 
-// queue queues the gate and, with tx, the start of the read's
-// REPEATABLE READ READ ONLY transaction. The gate runs in a transaction
-// of its own, so that the read's snapshot is taken after it.
+// inTx reports whether a read with tx (several statements that must
+// share a snapshot) runs in a transaction of its own, which the caller
+// ends with a COMMIT queued after its statements: with tx, or behind a
+// gate.
+func (g gate) inTx(tx bool) bool { return tx || g.batched() }
+
+// queue queues the gate in a READ COMMITTED transaction of its own and,
+// when g.inTx(tx), the start of the read's REPEATABLE READ READ ONLY
+// transaction, so that the read's snapshot is taken after the gate
+// passed.
 func (g gate) queue(b *pgx.Batch, tx bool) {
+	if g.batched() {
+		b.Queue(beginGate)
+		if g.hold != 0 {
+			b.Queue(holdSQL, g.hold) // tests
+		}
+	}
 	switch g.kind {
 	case gateStandby:
 		b.Queue(standbyGateSQL, g.lsn)
 	case gatePrimary:
 		b.Queue(primaryGateSQL)
 	}
-	if tx {
-		if g.kind != gateNone {
-			b.Queue("COMMIT")
-		}
+	if g.batched() {
+		b.Queue("COMMIT")
+	}
+	if g.inTx(tx) {
 		b.Queue(beginReadOnlyRR)
 	}
 }
@@ -167,13 +199,13 @@ func (g gate) queue(b *pgx.Batch, tx bool) {
 // the gate failed.
 func (g gate) results(br pgx.BatchResults, tx bool) error {
 	n := 0
-	if g.kind != gateNone {
-		n++
-		if tx {
-			n++ // COMMIT
+	if g.batched() {
+		n += 3 // BEGIN, the gate, COMMIT
+		if g.hold != 0 {
+			n++
 		}
 	}
-	if tx {
+	if g.inTx(tx) {
 		n++ // BEGIN
 	}
 	for range n {
@@ -224,7 +256,7 @@ func (s *Store) routedRead(ctx context.Context, f readFunc) error {
 // onStandby runs f on sb behind the standby gate. reason is "" when the
 // read is done (err is its outcome), else why it should fall back.
 func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f readFunc) (reason string, err error) {
-	g := gate{kind: gateStandby, lsn: lsn}
+	g := gate{kind: gateStandby, lsn: lsn, hold: r.hold.Load()}
 	if r.gateOff.Load() {
 		g = gate{} // tests: a standby read without the gate
 	}
@@ -329,7 +361,7 @@ func (r *replicas) nudge(ctx context.Context, lsn int64) {
 // for up to primaryGateWait.
 func (s *Store) onPrimary(ctx context.Context, f readFunc) error {
 	s.replicas.primaryReads.Add(1)
-	g := gate{kind: gatePrimary}
+	g := gate{kind: gatePrimary, hold: s.replicas.hold.Load()}
 	if s.replicas.gateOff.Load() {
 		g = gate{}
 	}

@@ -60,6 +60,7 @@ type replicas struct {
 	route       atomic.Pointer[func() int] // tests: which standby serves (-1: the primary), health ignored
 	positionSQL atomic.Pointer[string]     // tests: another position query
 	nudgeOff    atomic.Bool                // tests: no nudges
+	hold        atomic.Int64               // tests: the advisory lock gates wait for (0: none)
 
 	samples struct {
 		sync.Mutex
