@@ -66,6 +66,17 @@ type LogStore interface {
 	TrimLog(ctx context.Context, before int64, limit int) (int, error)
 }
 
+// LogClock is a LogStore whose log times (LogEntry.Time, the tasks'
+// UpdatedAt) come from a clock of its own — a database server's — rather
+// than from its caller's: LogNow is that clock's time now (µs). The log
+// retention service (tasklog.Trimmer) takes its cutoff from it, so that
+// a skew between the two clocks neither trims the logs of tasks written a
+// moment ago (a caller ahead by more than the retention would trim every
+// log) nor keeps idle ones past the retention.
+type LogClock interface {
+	LogNow(ctx context.Context) (int64, error)
+}
+
 // ValidateLogRead checks ReadLog's arguments: a valid ID, a revision not
 // below 0, a limit in 1..MaxLogRead (ErrInvalidArgument otherwise).
 func ValidateLogRead(id a2a.TaskID, after int64, limit int) error {
