@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -109,6 +110,7 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 		}
 		var pool *pgxpool.Pool
 		if err == nil {
+			cfg.AfterConnect = readCommittedSession
 			pool, err = pgxpool.NewWithConfig(ctx, cfg)
 		}
 		if err != nil {
@@ -120,6 +122,19 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 		r.list = append(r.list, sb)
 	}
 	return r, nil
+}
+
+// readCommittedSession makes a standby session's transactions READ
+// COMMITTED unless they say otherwise, whatever the server, database or
+// role sets (default_transaction_isolation): a hot standby refuses every
+// statement that takes a snapshot in a SERIALIZABLE transaction, and pgx
+// prepares a statement (which takes one) in a transaction of its own,
+// before any BEGIN the statement is sent after. The health probe and the
+// replay poller run in such implicit transactions; the gate and the read
+// name their isolation level anyway (replica.go).
+func readCommittedSession(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, "SET default_transaction_isolation = 'read committed'")
+	return err
 }
 
 func (r *replicas) closePools() {

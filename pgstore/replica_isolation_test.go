@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,19 +32,26 @@ const holdKey = 5210
 // (the primary or a standby, once it replayed) does.
 func repeatableByDefault(t *testing.T, set *pgtest.ReplicaSet, dsn, check string) {
 	t.Helper()
+	isolationByDefault(t, set, dsn, check, "repeatable read")
+}
+
+// isolationByDefault makes new sessions on the database dsn names
+// default to level, and checks that a new session on check does.
+func isolationByDefault(t *testing.T, set *pgtest.ReplicaSet, dsn, check, level string) {
+	t.Helper()
 	ctx := context.Background()
 	conn := connect(t, dsn)
 	var db string
 	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET default_transaction_isolation = 'repeatable read'"); err != nil {
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET default_transaction_isolation = '"+level+"'"); err != nil {
 		t.Fatal(err)
 	}
 	set.WaitReplayed(t)
 	var iso string
-	if err := connect(t, check).QueryRow(ctx, "SHOW default_transaction_isolation").Scan(&iso); err != nil || iso != "repeatable read" {
-		t.Fatalf("a new session defaults to %q (%v); want repeatable read", iso, err)
+	if err := connect(t, check).QueryRow(ctx, "SHOW default_transaction_isolation").Scan(&iso); err != nil || iso != level {
+		t.Fatalf("a new session defaults to %q (%v); want %s", iso, err, level)
 	}
 }
 
@@ -184,5 +192,32 @@ func TestPrimaryRepeatableReadDefault(t *testing.T) {
 	checkReads(t, "the primary", reads)
 	if st := reader.ReplicaStats(); st.PrimaryReads < 2 {
 		t.Fatalf("the reads did not run on the primary: %+v", st)
+	}
+}
+
+// Standbys whose sessions default to SERIALIZABLE, which a hot standby
+// refuses for any statement that takes a snapshot ("cannot use
+// serializable mode in a hot standby"): the store's statements there —
+// the health probe, the replay poller, the gate and the read — name
+// their isolation level, so the standbys are found healthy and serve
+// reads of fresh writes.
+func TestStandbySerializableDefault(t *testing.T) {
+	ctx := context.Background()
+	set := pgtest.Replicated(t)
+	p, sbs := set.DSN(t)
+	isolationByDefault(t, set, p, sbs[0], "serializable")
+	var one int
+	if err := connect(t, sbs[0]).QueryRow(ctx, "SELECT 1").Scan(&one); err == nil {
+		t.Fatal("a standby session defaulting to serializable ran a query: the test does not reach the refusal")
+	}
+	s := openReplicated(t, p, sbs[:1], time.Second)
+	waitFor(t, "the standby found healthy", func() bool { return s.ReplicaStats().Standbys[0].Healthy })
+	for i := range 10 {
+		id := a2a.TaskID(fmt.Sprint("ser", i))
+		must(t)(s.Create(ctx, task(string(id), "ser", a2a.TaskStateSubmitted)))
+		must(t)(s.Get(ctx, id))
+	}
+	if st := s.ReplicaStats(); st.Standbys[0].Reads == 0 {
+		t.Fatalf("no read ran on the standby: %+v", st)
 	}
 }
