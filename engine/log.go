@@ -30,13 +30,21 @@ import (
 //     records the status update to canceled (LogCanceled); AppendHistory,
 //     and a Replace whose event is a message already at the end of the
 //     history, record the message (LogMessage) — a history revision, which
-//     readers pass over without delivering anything.
+//     readers pass over without delivering anything, unless its state is
+//     not the state of the entry before it (a Replace that added a message
+//     and moved the task, to input-required say): a reader then delivers
+//     the task as it is (tasklog.Tail), since the entry says nothing of
+//     the new status.
 //   - The log goes with its task: Delete (and retention) removes it in the
 //     same transaction; a task created again under the same ID starts a new
 //     log at revision 1. Entries of a task whose time has not moved for the
 //     store's log retention may be trimmed (Options.LogRetention of each
 //     backend); a reader that finds entries missing below the task's
-//     revision starts again from the task itself (LogTrimmed).
+//     revision — some, or all that it had not read — starts again from the
+//     task itself. A reader follows one incarnation of its task: it knows
+//     the time of the entry it stands on (Time), and a log whose entry at
+//     that revision has another time, or a task now below that revision,
+//     belongs to a task created again under the ID (tasklog.Tail ends).
 type LogStore interface {
 	Store
 	// ReadLog returns the entries of task id whose revision is above after,
@@ -56,6 +64,17 @@ type LogStore interface {
 	// work is bounded; it returns how many logs it examined. A log
 	// retention service calls it at an interval.
 	TrimLog(ctx context.Context, before int64, limit int) (int, error)
+}
+
+// LogClock is a LogStore whose log times (LogEntry.Time, the tasks'
+// UpdatedAt) come from a clock of its own — a database server's — rather
+// than from its caller's: LogNow is that clock's time now (µs). The log
+// retention service (tasklog.Trimmer) takes its cutoff from it, so that
+// a skew between the two clocks neither trims the logs of tasks written a
+// moment ago (a caller ahead by more than the retention would trim every
+// log) nor keeps idle ones past the retention.
+type LogClock interface {
+	LogNow(ctx context.Context) (int64, error)
 }
 
 // ValidateLogRead checks ReadLog's arguments: a valid ID, a revision not

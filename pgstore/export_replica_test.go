@@ -28,3 +28,9 @@ func (s *Store) SetPositionSQL(sql string) {
 // SetNudges turns the WAL flush nudges of waiting standby reads on (the
 // default) or off.
 func (s *Store) SetNudges(on bool) { s.replicas.nudgeOff.Store(!on) }
+
+// SetGateHold makes every gate (on a standby or the primary) first wait
+// for advisory lock key (taken shared), after its transaction's snapshot
+// is taken and before it looks; 0 turns it off. A test holding the lock
+// exclusively on a server stops gated reads there at that point.
+func (s *Store) SetGateHold(key int64) { s.replicas.hold.Store(key) }

@@ -248,7 +248,7 @@ func listOn(ctx context.Context, conn *pgxpool.Conn, g gate, q *engine.Query, lq
 		b.Queue(pinPlanSQL)
 	}
 	b.Queue(lq.page, lq.pageArgs...)
-	if tx {
+	if g.inTx(tx) {
 		b.Queue("COMMIT")
 	}
 	err = runBatch(ctx, conn, &b, func(br pgx.BatchResults) error {

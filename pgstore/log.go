@@ -187,6 +187,19 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 // other servers' when pgcluster relays their notifications (WakeLog).
 func (s *Store) WatchLog(id a2a.TaskID) (<-chan struct{}, func()) { return s.hub.Watch(id) }
 
+var _ engine.LogClock = (*Store)(nil)
+
+// LogNow implements engine.LogClock: the database server's time, which
+// stamps every write (clock_timestamp()), so that a log retention
+// service on a server whose clock is off trims by the database's.
+func (s *Store) LogNow(ctx context.Context) (int64, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return 0, translate(ctx, "log clock", err)
+	}
+	return now.UnixMicro(), nil
+}
+
 // TrimLog implements engine.LogStore. The cursor it goes on from is this
 // store value's; several servers trimming the same database each walk
 // the tail, deleting what is already gone at worst.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/pgstore"
 )
@@ -100,4 +101,58 @@ func TestLogExternalSchema(t *testing.T) {
 		t.Fatalf("Open with Log on an external schema with the log table: %v", err)
 	}
 	s.Close()
+}
+
+// TestTrimmerDatabaseClock: the log retention service trims by the
+// database server's clock, which stamps the log, not by the clock of the
+// server it runs on. Against a caller clock two days ahead, a task
+// written a moment ago keeps its log; against one two days behind, a
+// task idle for two hours by the database's clock loses it.
+func TestTrimmerDatabaseClock(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{Log: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Create(ctx, task("fresh", "c", a2a.TaskStateWorking)); err != nil {
+		t.Fatal(err)
+	}
+	logOf := func(id a2a.TaskID) int {
+		log, err := s.ReadLog(ctx, id, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(log)
+	}
+	ahead := tasklog.NewTrimmer(s, time.Hour, func() time.Time { return time.Now().Add(48 * time.Hour) }, nil)
+	if err := ahead.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := logOf("fresh"); n != 1 {
+		t.Fatalf("a trimmer whose clock is two days ahead trimmed the log of a task written a moment ago (%d entries left)", n)
+	}
+
+	if _, err := s.Create(ctx, task("idle", "c", a2a.TaskStateWorking)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE a2a_task_log SET at = at - interval '2 hours' WHERE task_id = 'idle'`,
+		`UPDATE a2a_tasks SET updated_at = updated_at - interval '2 hours' WHERE id = 'idle'`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	behind := tasklog.NewTrimmer(s, time.Hour, func() time.Time { return time.Now().Add(-48 * time.Hour) }, nil)
+	if err := behind.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := logOf("idle"); n != 0 {
+		t.Fatalf("a trimmer whose clock is two days behind kept the log of a task idle for two hours (%d entries)", n)
+	}
+	if n := logOf("fresh"); n != 1 {
+		t.Fatalf("the fresh task's log: %d entries, want 1", n)
+	}
 }

@@ -18,16 +18,37 @@ import (
 //  1. asks the primary for its WAL insert position P
 //     (pg_current_wal_insert_lsn(): every commit already acknowledged or
 //     visible on the primary, synchronous or not, has its commit record
-//     before P);
+//     before P) and its timeline T (the one it writes its WAL on: the
+//     first eight hex digits of pg_walfile_name(P));
 //  2. on a standby chosen round robin among those the health monitor
-//     finds healthy, runs the gate — a statement that fails unless
-//     pg_last_wal_replay_lsn() >= P — and then, in a transaction that
-//     starts after the gate (pipelined in the same round trip: the gate,
-//     COMMIT, BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, count,
-//     page, COMMIT), the read itself. A standby's snapshot holds exactly
+//     finds healthy, runs the gate — a statement that fails unless the
+//     standby is on timeline T and pg_last_wal_replay_lsn() >= P — and
+//     then, in a transaction that
+//     starts after the gate (pipelined in the same round trip: BEGIN
+//     ISOLATION LEVEL READ COMMITTED READ ONLY, the gate, COMMIT, BEGIN
+//     ISOLATION LEVEL REPEATABLE READ READ ONLY, the read's statements,
+//     COMMIT), the read itself. A standby's snapshot holds exactly
 //     the commits whose records it has replayed, and replay only moves
 //     forward, so the read sees every commit before P: everything
-//     committed before the read began;
+//     committed before the read began. Both transactions name their
+//     isolation level: a read that shared the gate's transaction would
+//     read from the gate's snapshot when sessions default to REPEATABLE
+//     READ (default_transaction_isolation), a snapshot taken before the
+//     gate looked at the replay position, so missing what the gate
+//     waited for; and a server defaulting to SERIALIZABLE would fail
+//     every statement on a standby. Positions on different timelines
+//     are not comparable: after a failover, a standby left on the old
+//     timeline (still following the old primary, or cut off from it)
+//     may have replayed past P a history the new primary never had. A
+//     standby's timeline is the one its WAL receiver last received and
+//     flushed (pg_stat_get_wal_receiver().received_tli), or without a
+//     receiver that of its last restart point (pg_control_checkpoint()):
+//     a standby that replayed past the point where T forked off cannot
+//     receive T, and the restart point lags replay, so both can only
+//     refuse a standby wrongly (until it receives T), never pass one on
+//     another history. Such a standby falls back at once (ReasonTimeline,
+//     no wait: replay will not change its timeline) and the health
+//     monitor skips it until it is on T;
 //  3. when the gate fails, waits for the standby's replay (replica_wait.go:
 //     one poller per standby), after Options.ReplicaNudgeAfter (10 ms)
 //     has the primary flush its WAL (a standby receives only flushed WAL;
@@ -81,6 +102,7 @@ const (
 	ReasonNotStandby   = "not_standby"     // it is not in recovery (promoted, or not a standby)
 	ReasonCatchup      = "catchup_timeout" // it had not replayed up to the read's start within Options.ReplicaWait
 	ReasonError        = "error"           // the read failed on it (connection lost, recovery conflict, …)
+	ReasonTimeline     = "timeline"        // it is on another timeline than the primary (left behind by a failover)
 )
 
 // Reasons lists the fallback reasons.
@@ -100,21 +122,43 @@ const (
 type gate struct {
 	kind gateKind
 	lsn  int64 // gateStandby: the primary's insert position when the read began
+	tli  int32 // gateStandby: the primary's timeline then
+	hold int64 // tests: an advisory lock the gate's transaction waits for first (0: none)
 }
 
+// holdSQL makes a gate's transaction wait, after its snapshot is taken
+// and before the gate looks, for a lock a test holds (SetGateHold): an
+// advisory lock, which a standby takes as a primary does.
+const holdSQL = `SELECT pg_advisory_xact_lock_shared($1)`
+
 // The gates fail their batch with division_by_zero, which stops every
-// later statement of the batch (the server skips to the batch's end).
+// later statement of the batch (the server skips to the batch's end); the
+// standby gate fails with invalid_argument_for_logarithm (ln(0)) when the
+// standby is on another timeline than the primary, before it looks at
+// the position.
 const (
-	codeGateClosed = "22012"
-	standbyGateSQL = `SELECT 1 / coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)::int`
+	codeGateClosed   = "22012"
+	codeTimelineGate = "2201E"
+	// standbyTimelineSQL is a standby's timeline: the one its WAL
+	// receiver last received (NULL without a receiver, or for a role
+	// without pg_read_all_stats), else its last restart point's.
+	standbyTimelineSQL = `coalesce((SELECT received_tli FROM pg_stat_get_wal_receiver()),
+  (SELECT timeline_id FROM pg_control_checkpoint()))`
+	standbyGateSQL = `SELECT ln(coalesce(` + standbyTimelineSQL + ` = $2, false)::int),
+  1 / coalesce(pg_last_wal_replay_lsn() - '0/0' >= $1, false)::int`
 	primaryGateSQL = `SELECT 1 / (NOT EXISTS (SELECT FROM pg_stat_activity
   WHERE backend_xid IS NOT NULL AND wait_event IN ('SyncRep', 'ProcArrayGroupUpdate', 'XactGroupUpdate')))::int`
 	beginReadOnlyRR = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-	// positionSQL is the primary's WAL position a read must see: the
-	// insert position, not the write or flush position, since a commit
-	// made with synchronous_commit off is visible (and acknowledged)
-	// before its record is written out.
-	positionSQL = `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`
+	// beginGate starts the gate's own transaction, whatever the
+	// sessions' default isolation level.
+	beginGate = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"
+	// positionSQL is the primary's WAL position a read must see, and its
+	// timeline: the insert position, not the write or flush position,
+	// since a commit made with synchronous_commit off is visible (and
+	// acknowledged) before its record is written out. The timeline is
+	// the one it inserts on (pg_walfile_name names a segment of it).
+	positionSQL = `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint,
+  ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int`
 )
 
 // ErrReplicaPrivilege is New's error when Options.Replicas are set and
@@ -142,23 +186,43 @@ FROM pg_roles WHERE rolname = current_user`).Scan(&ok)
 // replayed far enough; on the primary, a commit is not yet visible.
 var errGateClosed = errors.New("pgstore: read gate closed")
 
-// batched reports whether the read must be sent as a batch.
+// errOtherTimeline is a standby read whose gate found the standby on
+// another timeline than the primary.
+var errOtherTimeline = errors.New("pgstore: the standby is on another timeline than the primary")
+
+// batched reports whether the read must be sent as a batch: behind a
+// gate, it is the gate's transaction and then the read's, each begun
+// with its isolation level (L10 must not depend on the server's
+// default_transaction_isolation).
 func (g gate) batched() bool { return g.kind != gateNone }
 
-// queue queues the gate and, with tx, the start of the read's
-// REPEATABLE READ READ ONLY transaction. The gate runs in a transaction
-// of its own, so that the read's snapshot is taken after it.
+// inTx reports whether a read with tx (several statements that must
+// share a snapshot) runs in a transaction of its own, which the caller
+// ends with a COMMIT queued after its statements: with tx, or behind a
+// gate.
+func (g gate) inTx(tx bool) bool { return tx || g.batched() }
+
+// queue queues the gate in a READ COMMITTED transaction of its own and,
+// when g.inTx(tx), the start of the read's REPEATABLE READ READ ONLY
+// transaction, so that the read's snapshot is taken after the gate
+// passed.
 func (g gate) queue(b *pgx.Batch, tx bool) {
+	if g.batched() {
+		b.Queue(beginGate)
+		if g.hold != 0 {
+			b.Queue(holdSQL, g.hold) // tests
+		}
+	}
 	switch g.kind {
 	case gateStandby:
-		b.Queue(standbyGateSQL, g.lsn)
+		b.Queue(standbyGateSQL, g.lsn, g.tli)
 	case gatePrimary:
 		b.Queue(primaryGateSQL)
 	}
-	if tx {
-		if g.kind != gateNone {
-			b.Queue("COMMIT")
-		}
+	if g.batched() {
+		b.Queue("COMMIT")
+	}
+	if g.inTx(tx) {
 		b.Queue(beginReadOnlyRR)
 	}
 }
@@ -167,20 +231,23 @@ func (g gate) queue(b *pgx.Batch, tx bool) {
 // the gate failed.
 func (g gate) results(br pgx.BatchResults, tx bool) error {
 	n := 0
-	if g.kind != gateNone {
-		n++
-		if tx {
-			n++ // COMMIT
+	if g.batched() {
+		n += 3 // BEGIN, the gate, COMMIT
+		if g.hold != 0 {
+			n++
 		}
 	}
-	if tx {
+	if g.inTx(tx) {
 		n++ // BEGIN
 	}
 	for range n {
 		if _, err := br.Exec(); err != nil {
 			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == codeGateClosed {
+			switch {
+			case errors.As(err, &pgErr) && pgErr.Code == codeGateClosed:
 				return errGateClosed
+			case errors.As(err, &pgErr) && pgErr.Code == codeTimelineGate && g.kind == gateStandby:
+				return errOtherTimeline
 			}
 			return err
 		}
@@ -201,17 +268,18 @@ func (s *Store) routedRead(ctx context.Context, f readFunc) error {
 		return s.read(ctx, func(c *pgxpool.Conn) error { return f(c, gate{}) })
 	}
 	var lsn int64
+	var tli int32
 	sql := positionSQL
 	if p := r.positionSQL.Load(); p != nil {
 		sql = *p // tests
 	}
-	err := s.read(ctx, func(c *pgxpool.Conn) error { return c.QueryRow(ctx, sql).Scan(&lsn) })
+	err := s.read(ctx, func(c *pgxpool.Conn) error { return c.QueryRow(ctx, sql).Scan(&lsn, &tli) })
 	if err != nil {
 		return err
 	}
 	sb, reason := r.pick()
 	if sb != nil {
-		if reason, err = r.onStandby(ctx, sb, lsn, f); reason == "" {
+		if reason, err = r.onStandby(ctx, sb, lsn, tli, f); reason == "" {
 			return err
 		}
 	}
@@ -223,8 +291,8 @@ func (s *Store) routedRead(ctx context.Context, f readFunc) error {
 
 // onStandby runs f on sb behind the standby gate. reason is "" when the
 // read is done (err is its outcome), else why it should fall back.
-func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f readFunc) (reason string, err error) {
-	g := gate{kind: gateStandby, lsn: lsn}
+func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, tli int32, f readFunc) (reason string, err error) {
+	g := gate{kind: gateStandby, lsn: lsn, tli: tli, hold: r.hold.Load()}
 	if r.gateOff.Load() {
 		g = gate{} // tests: a standby read without the gate
 	}
@@ -232,6 +300,12 @@ func (r *replicas) onStandby(ctx context.Context, sb *standby, lsn int64, f read
 	waited, nudged := false, false
 	for {
 		err = readOn(ctx, sb.pool, func(c *pgxpool.Conn) error { return f(c, g) })
+		if errors.Is(err, errOtherTimeline) {
+			// Waiting would not help: skip it until a probe finds it
+			// on the primary's timeline.
+			sb.setHealth(health{reason: ReasonTimeline})
+			return ReasonTimeline, nil
+		}
 		if !errors.Is(err, errGateClosed) {
 			break
 		}
@@ -329,7 +403,7 @@ func (r *replicas) nudge(ctx context.Context, lsn int64) {
 // for up to primaryGateWait.
 func (s *Store) onPrimary(ctx context.Context, f readFunc) error {
 	s.replicas.primaryReads.Add(1)
-	g := gate{kind: gatePrimary}
+	g := gate{kind: gatePrimary, hold: s.replicas.hold.Load()}
 	if s.replicas.gateOff.Load() {
 		g = gate{}
 	}

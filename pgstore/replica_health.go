@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The standby health monitor: a background service of a store with
 // standbys (started by New, stopped by Close) that probes the primary's
 // WAL position and every standby each Options.ReplicaCheckInterval —
-// whether it answers, is in recovery, replays (not paused), and how far
+// whether it answers, is in recovery, is on the primary's timeline,
+// replays (not paused), and how far
 // its replay lags — and records the verdict that reads consult to skip a
 // standby that cannot serve. A standby found down or behind is skipped
 // until a probe finds it healthy again. The verdict is only a hint: a
@@ -60,6 +62,7 @@ type replicas struct {
 	route       atomic.Pointer[func() int] // tests: which standby serves (-1: the primary), health ignored
 	positionSQL atomic.Pointer[string]     // tests: another position query
 	nudgeOff    atomic.Bool                // tests: no nudges
+	hold        atomic.Int64               // tests: the advisory lock gates wait for (0: none)
 
 	samples struct {
 		sync.Mutex
@@ -71,12 +74,13 @@ type replicas struct {
 }
 
 // reasonIndex numbers the fallback reasons (Reasons order).
-var reasonIndex = [...]string{ReasonDisconnected, ReasonPaused, ReasonLagging, ReasonNotStandby, ReasonCatchup, ReasonError}
+var reasonIndex = [...]string{ReasonDisconnected, ReasonPaused, ReasonLagging, ReasonNotStandby, ReasonCatchup, ReasonError, ReasonTimeline}
 
-// lsnSample is the primary's insert position at a time.
+// lsnSample is the primary's insert position and timeline at a time.
 type lsnSample struct {
 	at  time.Time
 	lsn int64
+	tli int32
 }
 
 // maxSamples bounds the ring: the lag is known up to maxSamples probe
@@ -106,6 +110,7 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 		}
 		var pool *pgxpool.Pool
 		if err == nil {
+			cfg.AfterConnect = readCommittedSession
 			pool, err = pgxpool.NewWithConfig(ctx, cfg)
 		}
 		if err != nil {
@@ -117,6 +122,19 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 		r.list = append(r.list, sb)
 	}
 	return r, nil
+}
+
+// readCommittedSession makes a standby session's transactions READ
+// COMMITTED unless they say otherwise, whatever the server, database or
+// role sets (default_transaction_isolation): a hot standby refuses every
+// statement that takes a snapshot in a SERIALIZABLE transaction, and pgx
+// prepares a statement (which takes one) in a transaction of its own,
+// before any BEGIN the statement is sent after. The health probe and the
+// replay poller run in such implicit transactions; the gate and the read
+// name their isolation level anyway (replica.go).
+func readCommittedSession(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, "SET default_transaction_isolation = 'read committed'")
+	return err
 }
 
 func (r *replicas) closePools() {
@@ -166,8 +184,9 @@ func (r *replicas) probe(ctx context.Context, primary *pgxpool.Pool) {
 	ctx, cancel := context.WithTimeout(ctx, max(r.interval, time.Second))
 	defer cancel()
 	var p int64
-	if err := primary.QueryRow(ctx, positionSQL).Scan(&p); err == nil {
-		r.sample(lsnSample{at: time.Now(), lsn: p})
+	var tli int32
+	if err := primary.QueryRow(ctx, positionSQL).Scan(&p, &tli); err == nil {
+		r.sample(lsnSample{at: time.Now(), lsn: p, tli: tli})
 	}
 	for _, sb := range r.list {
 		sb.setHealth(r.check(ctx, sb))
@@ -179,13 +198,16 @@ func (r *replicas) check(ctx context.Context, sb *standby) health {
 	var recovering bool
 	var replay int64
 	var pause string
+	var tli int32
 	err := sb.pool.QueryRow(ctx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn() - '0/0', 0)::bigint,
-  CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() ELSE '' END`).Scan(&recovering, &replay, &pause)
+  CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() ELSE '' END, `+standbyTimelineSQL).Scan(&recovering, &replay, &pause, &tli)
 	switch {
 	case err != nil:
 		return health{reason: ReasonDisconnected}
 	case !recovering:
 		return health{reason: ReasonNotStandby}
+	case r.timeline() != 0 && tli != r.timeline():
+		return health{reason: ReasonTimeline}
 	}
 	h := r.lag(replay)
 	switch {
@@ -195,6 +217,17 @@ func (r *replicas) check(ctx context.Context, sb *standby) health {
 		h.reason = ReasonLagging
 	}
 	return h
+}
+
+// timeline is the primary's timeline at the last probe that reached it
+// (0 before any).
+func (r *replicas) timeline() int32 {
+	r.samples.Lock()
+	defer r.samples.Unlock()
+	if n := len(r.samples.ring); n > 0 {
+		return r.samples.ring[n-1].tli
+	}
+	return 0
 }
 
 func (r *replicas) sample(s lsnSample) {

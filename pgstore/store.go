@@ -463,6 +463,7 @@ func (s *Store) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 		var b pgx.Batch
 		g.queue(&b, false)
 		b.Queue(s.sql.get, string(id))
+		b.Queue("COMMIT") // the read's transaction (gate.inTx)
 		return runBatch(ctx, conn, &b, func(br pgx.BatchResults) error {
 			if err := g.results(br, false); err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/taskiter"
 )
 
@@ -295,5 +296,127 @@ func (e *env) checkAllLogs(t testing.TB) {
 		if err := logMatches(e.readLog(t, tk.ID), e.mustGet(t, tk.ID)); err != nil {
 			t.Errorf("task %q: %v", string(tk.ID), err)
 		}
+	}
+}
+
+// tailWait bounds how long a tail clause waits for an entry the store
+// already holds: a reader that answers at all answers at once; one that
+// waits this long would wait for ever.
+const tailWait = 10 * time.Second
+
+// tailNext is the next entry of tail, a reader's way (tasklog.Tail, as
+// subscribers and cluster mode read): history revisions (LogMessage)
+// passed over. It fails t when the tail waits out tailWait.
+func (e *env) tailNext(t testing.TB, tail *tasklog.Tail, what string) (engine.LogEntry, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, tailWait)
+	defer cancel()
+	for {
+		l, err := tail.Next(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: the reader still waits after %v (at revision %d)", what, tailWait, tail.After())
+		}
+		if err != nil || l.Kind != engine.LogMessage {
+			return l, err
+		}
+	}
+}
+
+// K7: a reader whose whole remaining log was trimmed (it lagged by the
+// log retention behind a task that then sat idle) starts again from the
+// task: it gets the task at its revision, and ends there when the task
+// is final, instead of waiting for entries that will never come.
+func testLogTailTrimmedAll(t testing.TB, e *env) {
+	rec := e.mustCreate(t, task("k7-lag", "c"))
+	tail := tasklog.NewTail(e.l, "k7-lag", rec.Revision, time.Hour) // a subscriber that read revision 1
+	defer tail.Close()
+	tk := rec.Task
+	tk.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted, Timestamp: statusAt(3)}
+	rec, err := e.s.Replace(e.ctx, tk, rec.Revision)
+	if err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	e.tick(1000)
+	young := e.mustCreate(t, task("k7-lag-young", "c"))
+	if n, err := e.l.TrimLog(e.ctx, young.Cursor.UpdatedAt, 10); err != nil || n != 1 {
+		t.Fatalf("TrimLog(before the young task) = %d, %v; want the lagging task's log trimmed", n, err)
+	}
+	if log := e.readLog(t, "k7-lag"); len(log) != 0 {
+		t.Fatalf("trimmed log still has %d entries", len(log))
+	}
+	l, err := e.tailNext(t, tail, "a reader after its task's whole remaining log was trimmed")
+	if err != nil || l.Kind != engine.LogTask || l.Revision != rec.Revision || l.State != a2a.TaskStateCompleted {
+		t.Fatalf("reader after the trim: kind %d, revision %d, state %s, %v; want the completed task at revision %d",
+			l.Kind, l.Revision, l.State, err, rec.Revision)
+	}
+	if got, ok := event(t, "k7-lag", l).(*a2a.Task); !ok || canon(got) != canon(rec.Task) {
+		t.Fatalf("the snapshot entry: %T; want the task as stored", event(t, "k7-lag", l))
+	}
+}
+
+// K7: a reader follows one incarnation of its task. The task deleted and
+// created again under its ID while the reader stood on revision 2: a new
+// task still at revision 1 ends the reader (it would wait for ever for
+// revision 3), and one written past revision 2 does too (its entries
+// would be delivered as the old task's events).
+func testLogTailIncarnation(t testing.TB, e *env) {
+	for _, moves := range []int{0, 2} {
+		id := a2a.TaskID(fmt.Sprint("k7-inc-", moves))
+		rec := e.mustCreate(t, task(id, "c"))
+		if _, err := e.s.Replace(e.ctx, rec.Task, rec.Revision); err != nil {
+			t.Fatalf("Replace: %v", err)
+		}
+		tail := tasklog.NewTail(e.l, id, rec.Revision, time.Hour)
+		defer tail.Close()
+		if l, err := e.tailNext(t, tail, "a reader of the first task"); err != nil || l.Revision != 2 {
+			t.Fatalf("reader of the first task: revision %d, %v; want 2", l.Revision, err)
+		}
+		if err := e.s.Delete(e.ctx, id); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		e.tick(1000)
+		rec = e.mustCreate(t, task(id, "other"))
+		for range moves {
+			e.tick(1)
+			var err error
+			if rec, err = e.s.Replace(e.ctx, rec.Task, rec.Revision); err != nil {
+				t.Fatalf("Replace of the new task: %v", err)
+			}
+		}
+		l, err := e.tailNext(t, tail, fmt.Sprintf("a reader at revision 2 after its task was created again and written %d times", moves))
+		if !errors.Is(err, tasklog.ErrGone) {
+			t.Fatalf("reader at revision 2 of a task created again (now at revision %d): entry %d, %v; want tasklog.ErrGone",
+				1+moves, l.Revision, err)
+		}
+	}
+}
+
+// K7: a Replace whose event is a message at the end of the history and
+// which also moves the task to input-required is a history revision
+// (LogMessage) that changed the state: a reader delivers the task then,
+// and a subscriber's stream ends there, instead of passing over it and
+// waiting for ever.
+func testLogTailMessageMoves(t testing.TB, e *env) {
+	rec := e.mustCreate(t, task("k7-msg", "c"))
+	tail := tasklog.NewTail(e.l, "k7-msg", rec.Revision, time.Hour)
+	defer tail.Close()
+	tk := rec.Task
+	msg := newMessage("agent-asks")
+	msg.Role = a2a.MessageRoleAgent
+	tk.History = append(tk.History, msg)
+	tk.Status = a2a.TaskStatus{State: a2a.TaskStateInputRequired, Timestamp: statusAt(4)}
+	rec, err := e.s.Replace(engine.WithEvent(e.ctx, msg), tk, rec.Revision)
+	if err != nil {
+		t.Fatalf("Replace with a message that moves the task: %v", err)
+	}
+	if log := e.readLog(t, "k7-msg"); log[len(log)-1].Kind != engine.LogMessage {
+		t.Fatalf("the write's entry is of kind %d: the clause does not reach a history revision that moves the task", log[len(log)-1].Kind)
+	}
+	l, err := e.tailNext(t, tail, "a reader after a message that moved the task to input-required")
+	if err != nil || l.Revision != rec.Revision || l.State != a2a.TaskStateInputRequired || !engine.Final(l.State) {
+		t.Fatalf("reader: kind %d, revision %d, state %s, %v; want the task at revision %d, input-required", l.Kind, l.Revision, l.State, err, rec.Revision)
+	}
+	if got, ok := event(t, "k7-msg", l).(*a2a.Task); !ok || got.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("the delivered event: %T; want the task in input-required", event(t, "k7-msg", l))
 	}
 }

@@ -218,6 +218,9 @@ var clauses = []clause{
 	{name: "K7/trim", log: true, fn: testLogTrim},
 	{name: "K7/random", log: true, fn: testLogRandom},
 	{name: "K7/concurrent", log: true, fn: testLogConcurrent},
+	{name: "K7/tail-trimmed-whole", log: true, fn: testLogTailTrimmedAll},
+	{name: "K7/tail-incarnation", log: true, fn: testLogTailIncarnation},
+	{name: "K7/tail-message-moves-state", log: true, fn: testLogTailMessageMoves},
 }
 
 // env is one clause's fresh store and, with ClockInjection, its clock.

@@ -25,15 +25,34 @@ const readBatch = 100
 // written after the Tail was made are never missed: it watches the task
 // before its first read; nor is a deletion made before it (Next looks
 // before it first waits). A Tail is not safe for concurrent use.
+//
+// A Tail follows one incarnation of its task (K7: a task deleted and
+// created again under its ID starts a new log at revision 1). It knows
+// the time and state of the entry at the revision it stands on — from
+// the entry it returned last, or, at the start, from the log's entry at
+// that revision (it reads one entry below its position) — and takes a
+// log whose entry there has another time, or a task now at a lower
+// revision, or at that revision with another time, for another
+// incarnation: the task it followed is gone (ErrGone). One case stays
+// out of its sight: the task deleted, created again, written past the
+// Tail's revision and its log trimmed at that revision, all while the
+// Tail did not read (a subscriber lagging by the log retention); it then
+// returns the new task as a snapshot.
 type Tail struct {
 	store engine.LogStore
 	id    a2a.TaskID
 	after int64
+	at    int64         // the time of the entry at after (µs; 0: not known)
+	state a2a.TaskState // the task's state at after ("": not known)
 	poll  time.Duration
 	buf   []engine.LogEntry
 	wake  <-chan struct{}
 	stop  func()
 	seen  bool // the task existed: its disappearance ends the tail
+	gone  bool // the task was found deleted or created again: ErrGone from now on
+	// live: TryNext's last call found the task stored at the revision
+	// the tail stands on (Gone need not ask again).
+	live bool
 	// onIdle, when set (tests), is called each time the Tail has read
 	// everything and is about to wait.
 	onIdle func()
@@ -56,26 +75,26 @@ func (t *Tail) Close() { t.stop() }
 func (t *Tail) After() int64 { return t.after }
 
 // ErrGone is Next's error when the task it follows was deleted (its log
-// goes with it) after the Tail saw it exist.
+// goes with it) after the Tail saw it exist, or created again since (the
+// log below the Tail belongs to another incarnation of the task).
 var ErrGone = fmt.Errorf("tasklog: the task is gone: %w", engine.ErrNotFound)
 
 // Next returns the next entry, waiting for it until ctx ends. When the
 // entries after the last one it returned were trimmed (the task sat idle
-// for the store's log retention), it returns the task itself as a LogTask
-// entry at its current revision and goes on from there. Once the task has
-// existed, its deletion ends the tail with ErrGone.
+// for the store's log retention) — some of them, or all — it returns the
+// task itself as a LogTask entry at its current revision and goes on from
+// there; so it does for a history revision (LogMessage) that also changed
+// the task's state (a Replace whose event is a message), which says
+// nothing of the new state. Once the task has existed, its deletion, or
+// its creation again under its ID, ends the tail with ErrGone.
 func (t *Tail) Next(ctx context.Context) (engine.LogEntry, error) {
 	for {
+		// TryNext looks at the task whenever the log has nothing new,
+		// the first time included: a deletion before the watch began
+		// sends no wake-up.
 		l, ok, err := t.TryNext(ctx)
 		if err != nil || ok {
 			return l, err
-		}
-		// Asked before every wait, the first included: a deletion before
-		// the watch began sends no wake-up.
-		if gone, err := t.Gone(ctx); err != nil {
-			return engine.LogEntry{}, err
-		} else if gone {
-			return engine.LogEntry{}, ErrGone
 		}
 		if err := t.Wait(ctx); err != nil {
 			return engine.LogEntry{}, err
@@ -83,46 +102,130 @@ func (t *Tail) Next(ctx context.Context) (engine.LogEntry, error) {
 	}
 }
 
-// TryNext returns the next entry if one is stored, without waiting.
+// TryNext returns the next entry if one is stored, without waiting. When
+// the log has nothing after the tail's revision it reads the task: a task
+// past that revision lost its entries to a trim (TryNext returns the task
+// as a snapshot entry); a task deleted after the tail saw it, or stored
+// again as another incarnation, ends the tail (ErrGone).
 func (t *Tail) TryNext(ctx context.Context) (engine.LogEntry, bool, error) {
+	t.live = false
+	if t.gone {
+		return engine.LogEntry{}, false, ErrGone
+	}
 	if len(t.buf) == 0 {
-		got, err := t.store.ReadLog(ctx, t.id, t.after, readBatch)
+		got, err := t.read(ctx)
 		if err != nil {
 			return engine.LogEntry{}, false, err
 		}
 		if len(got) == 0 {
-			return engine.LogEntry{}, false, nil
+			return t.probe(ctx)
 		}
 		t.buf = got
 	}
 	l := t.buf[0]
-	if l.Revision != t.after+1 {
-		// Entries between are gone: the log was trimmed. Start again
-		// from the task as it is.
+	if l.Revision != t.after+1 || (l.Kind == engine.LogMessage && t.state != "" && l.State != t.state) {
+		// Entries between are gone (the log was trimmed), or a history
+		// revision changed the state, which it does not record: start
+		// again from the task as it is.
 		t.buf = nil
 		return t.snapshot(ctx)
 	}
 	t.buf = t.buf[1:]
-	t.after, t.seen = l.Revision, true
+	t.accept(l)
 	return l, true, nil
+}
+
+// read reads the entries after the tail's revision, reading the entry at
+// it too, to learn its time and state or check them: another time there
+// is another incarnation of the task (ErrGone).
+func (t *Tail) read(ctx context.Context) ([]engine.LogEntry, error) {
+	got, err := t.store.ReadLog(ctx, t.id, max(t.after-1, 0), readBatch)
+	if err != nil || t.after == 0 || len(got) == 0 || got[0].Revision != t.after {
+		return got, err
+	}
+	below := got[0]
+	if t.at != 0 && below.Time != t.at {
+		t.gone = true
+		return nil, ErrGone
+	}
+	t.at, t.state = below.Time, below.State
+	return got[1:], nil
+}
+
+// accept moves the tail onto l.
+func (t *Tail) accept(l engine.LogEntry) {
+	t.after, t.at, t.state, t.seen = l.Revision, l.Time, l.State, true
+}
+
+// another reports whether rec, the task as stored now, is another
+// incarnation than the one the tail followed up to its revision.
+func (t *Tail) another(rec engine.Record) bool {
+	return rec.Revision < t.after || (rec.Revision == t.after && t.at != 0 && rec.Cursor.UpdatedAt != t.at)
+}
+
+// probe reads the task when the log had nothing after the tail's
+// revision (see TryNext).
+func (t *Tail) probe(ctx context.Context) (engine.LogEntry, bool, error) {
+	rec, err := t.store.Get(ctx, t.id)
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		if t.seen {
+			t.gone = true
+			return engine.LogEntry{}, false, ErrGone
+		}
+		return engine.LogEntry{}, false, nil
+	case err != nil:
+		return engine.LogEntry{}, false, err
+	case t.seen && t.another(rec):
+		t.gone = true
+		return engine.LogEntry{}, false, ErrGone
+	case rec.Revision <= t.after:
+		t.live = true
+		return engine.LogEntry{}, false, nil
+	}
+	// The task is past the tail's revision: its entries were written
+	// after the log was read (then they are there now), or trimmed.
+	got, err := t.read(ctx)
+	if err != nil {
+		return engine.LogEntry{}, false, err
+	}
+	if len(got) > 0 {
+		t.buf = got
+		return t.TryNext(ctx)
+	}
+	return t.snapshotOf(rec)
 }
 
 // snapshot returns the task as a LogTask entry at its current revision.
 func (t *Tail) snapshot(ctx context.Context) (engine.LogEntry, bool, error) {
 	rec, err := t.store.Get(ctx, t.id)
 	if errors.Is(err, engine.ErrNotFound) {
+		t.gone = true
 		return engine.LogEntry{}, false, ErrGone
 	}
 	if err != nil {
 		return engine.LogEntry{}, false, err
 	}
+	if t.seen && t.another(rec) {
+		t.gone = true
+		return engine.LogEntry{}, false, ErrGone
+	}
+	if rec.Revision == t.after {
+		return engine.LogEntry{}, false, nil // nothing newer after all
+	}
+	return t.snapshotOf(rec)
+}
+
+// snapshotOf returns rec as a LogTask entry and moves the tail onto it.
+func (t *Tail) snapshotOf(rec engine.Record) (engine.LogEntry, bool, error) {
 	body, err := json.Marshal(a2a.StreamResponse{Event: rec.Task})
 	if err != nil {
 		return engine.LogEntry{}, false, fmt.Errorf("tasklog: %w: %w", engine.ErrInternal, err)
 	}
-	t.after, t.seen = rec.Revision, true
-	return engine.LogEntry{Revision: rec.Revision, Time: rec.Cursor.UpdatedAt, Kind: engine.LogTask,
-		State: rec.Task.Status.State, Body: body}, true, nil
+	l := engine.LogEntry{Revision: rec.Revision, Time: rec.Cursor.UpdatedAt, Kind: engine.LogTask,
+		State: rec.Task.Status.State, Body: body}
+	t.accept(l)
+	return l, true, nil
 }
 
 // Woken is the task's watch: it receives after each write the store (or
@@ -133,16 +236,24 @@ func (t *Tail) Woken() <-chan struct{} { return t.wake }
 // returned, or the tail started after a revision.
 func (t *Tail) Seen() bool { return t.seen }
 
-// Gone reports whether the task the tail saw exist is now deleted.
+// Gone reports whether the task the tail saw exist is now deleted, or
+// stored again as another incarnation. Right after a TryNext that found
+// the task at the tail's revision it answers from that read.
 func (t *Tail) Gone(ctx context.Context) (bool, error) {
-	if !t.seen {
+	switch {
+	case t.gone:
+		return true, nil
+	case !t.seen || t.live:
 		return false, nil
 	}
-	_, err := t.store.Get(ctx, t.id)
+	rec, err := t.store.Get(ctx, t.id)
 	if errors.Is(err, engine.ErrNotFound) {
 		return true, nil
 	}
-	return false, err
+	if err != nil {
+		return false, err
+	}
+	return t.another(rec), nil
 }
 
 // Wait waits for a wake-up of the task's watch, the poll interval, or the

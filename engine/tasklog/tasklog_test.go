@@ -3,6 +3,7 @@ package tasklog
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,11 +11,17 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
-	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-func newStore(t *testing.T) (*memstore.Store, *storetest.ManualClock) {
-	clock := storetest.NewManualClock(1_700_000_000_000_000)
+// manualClock is a store clock the test moves (µs).
+type manualClock struct{ now atomic.Int64 }
+
+func (c *manualClock) Now() int64      { return c.now.Load() }
+func (c *manualClock) Advance(d int64) { c.now.Add(d) }
+
+func newStore(t *testing.T) (*memstore.Store, *manualClock) {
+	clock := &manualClock{}
+	clock.now.Store(1_700_000_000_000_000)
 	s := memstore.New(memstore.Options{Clock: clock.Now, Log: true})
 	t.Cleanup(func() { s.Close() })
 	return s, clock

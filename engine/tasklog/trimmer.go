@@ -37,7 +37,9 @@ type Trimmer struct {
 
 // NewTrimmer returns a stopped trimmer of store's logs; retention 0 means
 // DefaultRetention, now nil the wall clock (it must agree with the
-// store's clock), logger nil slog.Default().
+// store's clock; a store that is an engine.LogClock — PostgreSQL, whose
+// times are the database server's — gives the time itself, and now is
+// not used), logger nil slog.Default().
 func NewTrimmer(store engine.LogStore, retention time.Duration, now func() time.Time, logger *slog.Logger) *Trimmer {
 	if retention <= 0 {
 		retention = DefaultRetention
@@ -56,7 +58,14 @@ func (t *Trimmer) Trimmed() int64 { return t.trimmed.Load() }
 
 // Trim runs one pass: batches until one comes back short.
 func (t *Trimmer) Trim(ctx context.Context) error {
-	before := max(t.now().Add(-t.retention).UnixMicro(), 0)
+	now := t.now().UnixMicro()
+	if c, ok := t.store.(engine.LogClock); ok {
+		var err error
+		if now, err = c.LogNow(ctx); err != nil {
+			return err
+		}
+	}
+	before := max(now-t.retention.Microseconds(), 0)
 	for {
 		n, err := t.store.TrimLog(ctx, before, trimBatch)
 		t.trimmed.Add(int64(n))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +141,34 @@ func startStandby(primary *cluster, i int) (*Standby, error) {
 		return nil, err
 	}
 	return &Standby{c: c, primary: primary, running: true}, nil
+}
+
+// copySeq numbers promoted copies (their cluster_name).
+var copySeq atomic.Int64
+
+// PromotedCopy copies the set's primary as a standby is made
+// (pg_basebackup -R), starts the copy and promotes it (pg_promote): a
+// primary on a new timeline, forked off the set's primary where the copy
+// ended — what a failover leaves, while the set's primary and its
+// standbys go on along the old timeline as an old primary that was not
+// fenced would. The copy holds every database the primary had; it is
+// stopped and removed at tb's cleanup.
+func (r *ReplicaSet) PromotedCopy(tb testing.TB) *Standby {
+	tb.Helper()
+	s, err := startStandby(r.primary, Standbys+int(copySeq.Add(1)))
+	if err != nil {
+		tb.Fatalf("pgtest: copy the primary: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.c.stop(); err != nil {
+			tb.Errorf("pgtest: stop the promoted copy: %v", err)
+		}
+	})
+	var promoted bool
+	if err := s.c.queryRow("SELECT pg_promote(true, 60)", &promoted); err != nil || !promoted {
+		tb.Fatalf("pgtest: promote the copy: %v (promoted %v)", err, promoted)
+	}
+	return s
 }
 
 // stop stops every server of the set and removes their directories.
