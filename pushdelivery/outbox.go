@@ -80,11 +80,13 @@ type Outbox interface {
 	// than grace (configurations of deleted or retained-away tasks go with
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
-	// Depth reports the records that are not Done (a Done record whose
-	// task was written to since counts once Claim would take it) and the
-	// age of the oldest due one (zero when none), for the metrics. A due
-	// record has waited since the later of its NextAt and the time its
-	// first undelivered log entry was committed.
+	// Depth reports the records behind their task (events still to
+	// deliver, due or waiting for a retry; a caught-up or Done record
+	// whose task was written to since counts once Claim would take it)
+	// and the age of the oldest due one (zero when none), for the
+	// metrics. A due record has waited since the later of its NextAt and
+	// the time its first undelivered log entry was committed. Its cost
+	// is the records behind, not the records stored (SPEC C6).
 	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
 }
 

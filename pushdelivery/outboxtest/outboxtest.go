@@ -71,7 +71,7 @@ var clauses = []struct {
 	{"commit-after-delete-is-lease-lost", testCommitAfterDelete},
 	{"sweep-deletes-orphans-older-than-grace", testSweep},
 	{"sweep-respects-limit", testSweepLimit},
-	{"depth-counts-not-done-and-oldest-due", testDepth},
+	{"depth-counts-records-behind-and-oldest-due", testDepth},
 }
 
 // clock is the suite's driven clock.
