@@ -83,11 +83,12 @@ func (o *fakeOutbox) DeleteAll(context.Context, a2a.TaskID) error {
 	panic("fakeOutbox: DeleteAll is not used by the worker")
 }
 
-func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, f := range o.mu.recs {
-		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) {
+		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) ||
+			slices.Contains(skip, f.r.TaskID) {
 			continue
 		}
 		t, err := o.store.Get(ctx, f.r.TaskID)
@@ -100,6 +101,20 @@ func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (L
 		return &fakeLease{o: o, f: f, token: f.token, r: &r, rev: t.Revision, until: f.until}, nil
 	}
 	return nil, nil
+}
+
+// DueNow implements Recoverer.
+func (o *fakeOutbox) DueNow(_ context.Context, dest string, now time.Time) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, f := range o.mu.recs {
+		if f.r.Dest == dest && f.r.NextAt.After(now) && o.behind(f) {
+			f.r.NextAt = now
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (o *fakeOutbox) Sweep(context.Context, time.Duration, int) (int, error) { return 0, nil }

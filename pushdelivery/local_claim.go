@@ -16,13 +16,13 @@ import (
 // Claim implements Outbox. It reads the revisions of the dirty tasks from
 // the store (every task's every Rescan), then picks, among the records of
 // tasks behind their revision, the one due first.
-func (l *Local) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (l *Local) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	if err := l.refresh(ctx, now); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, lr := l.pickLocked(now, busy)
+	t, lr := l.pickLocked(now, busy, skip)
 	if lr == nil {
 		return nil, nil
 	}
@@ -112,10 +112,13 @@ func (l *Local) markDirty(ids []a2a.TaskID) {
 
 // pickLocked returns the claimable record due first, or nil.
 // REQUIRES: l.mu held.
-func (l *Local) pickLocked(now time.Time, busy []string) (*localTask, *localRecord) {
+func (l *Local) pickLocked(now time.Time, busy []string, skip []a2a.TaskID) (*localTask, *localRecord) {
 	var bt *localTask
 	var best *localRecord
 	for id := range l.mu.pending {
+		if slices.Contains(skip, id) {
+			continue
+		}
 		t := l.mu.tasks[id]
 		for _, lr := range t.recs {
 			r := &lr.rec
@@ -325,4 +328,28 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// DueNow implements Recoverer. It looks at the tasks with a record
+// behind only; the new NextAt is written through (Pebble) like a commit's.
+func (l *Local) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for id := range l.mu.pending {
+		t := l.mu.tasks[id]
+		for _, lr := range t.recs {
+			if lr.rec.Dest != dest || !lr.rec.NextAt.After(now) || t.rev <= lr.rec.Delivered {
+				continue
+			}
+			next := lr.rec
+			next.NextAt = now
+			if err := l.putLocked(&next); err != nil {
+				return n, err
+			}
+			lr.rec = next
+			n++
+		}
+	}
+	return n, nil
 }

@@ -68,14 +68,15 @@ type Outbox interface {
 	DeleteAll(ctx context.Context, task a2a.TaskID) error
 	// Claim returns a due record with its lease, or nil when none is due:
 	// its task's revision above Delivered, NextAt at or before now, no
-	// live lease of another worker, its Dest not in busy. A Done record
+	// live lease of another worker, its Dest not in busy, its task not in
+	// skip (the worker's fairness across owners, SPEC N4). A Done record
 	// whose task is written to again is due as well: from the next Claim
 	// when the outbox was told by Touch, otherwise within its rescan
 	// period. While the lease lasts no other worker, in this process or
 	// another, claims the record; a lease whose holder died expires after
 	// the outbox's lease time and the record is claimed again (a
 	// duplicate delivery is possible then, a loss is not).
-	Claim(ctx context.Context, now time.Time, busy []string) (Lease, error)
+	Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error)
 	// Sweep deletes records whose task no longer exists and that are older
 	// than grace (configurations of deleted or retained-away tasks go with
 	// them), at most limit; it returns how many it deleted.

@@ -256,16 +256,20 @@ func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
 // Claim implements Outbox in one statement: the due record first by
 // NextAt, its row locked with SKIP LOCKED (concurrent claimers pass over
 // it) and given a fresh lease token and expiry.
-func (p *PG) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (p *PG) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	p.reopen(ctx, now)
 	if busy == nil {
 		busy = []string{} // <> ALL(NULL) is never true
+	}
+	skipped := make([]string, len(skip))
+	for i, id := range skip {
+		skipped[i] = string(id)
 	}
 	until := now.Add(p.opts.Lease)
 	for range maxSetAsidePerClaim {
 		token := rand.Int64() | 1 // never 0
 		var rev int64
-		r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, until), &rev)
+		r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, until, skipped), &rev)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil, nil
@@ -354,4 +358,14 @@ func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, erro
 		return n, 0, nil
 	}
 	return n, max(0, now.Sub(*oldest)), nil
+}
+
+// DueNow implements Recoverer in one statement over the records that
+// are not idle (the claim index): the records behind, not every record.
+func (p *PG) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
+	tag, err := p.pool.Exec(ctx, p.sql.dueNow, dest, now)
+	if err != nil {
+		return 0, pgErr("due now", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

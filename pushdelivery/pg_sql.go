@@ -11,7 +11,7 @@ type pgSQL struct {
 	lockTask, count, upsert, get, list, delete, deleteAll string
 	claim, commit, release, sweep, depth                  string
 	reopenTasks, rescan, rescanRecent                     string
-	hasIdle, backfillIdle, setAside                       string
+	hasIdle, backfillIdle, setAside, dueNow               string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -64,12 +64,13 @@ WHERE NOT q.idle AND (q.done OR q.delivered >= coalesce((SELECT t.revision FROM 
 // revision 0).
 const pgIdleSQL = `coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1), 0) <= `
 
-// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy destinations, $3 lease token, $4 lease end.
+// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy
+// destinations, $3 lease token, $4 lease end, $5 tasks skipped.
 const pgClaimSQL = `WITH c AS (
 	SELECT p.task_id, p.id, t.revision
 	FROM %[1]s.a2a_push_configs p JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
 	WHERE NOT p.idle AND NOT p.set_aside AND p.next_at <= $1 AND t.revision > p.delivered
-	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2)
+	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2) AND p.task_id <> ALL($5::text[])
 	ORDER BY p.next_at LIMIT 1
 	FOR UPDATE OF p SKIP LOCKED)
 UPDATE %[1]s.a2a_push_configs p SET lease_token = $3, lease_until = $4
@@ -183,6 +184,9 @@ func newPGSQL(schema string) pgSQL {
 		hasIdle: `SELECT EXISTS (SELECT 1 FROM information_schema.columns
 	WHERE table_schema = $1 AND table_name = 'a2a_push_configs' AND column_name = 'idle')`,
 		backfillIdle: f(pgBackfillIdleSQL),
+		// $1 dest, $2 now.
+		dueNow: f(`UPDATE %[1]s.a2a_push_configs SET next_at = $2
+WHERE NOT idle AND NOT set_aside AND next_at > $2 AND dest = $1`),
 		setAside: f(`UPDATE %[1]s.a2a_push_configs SET set_aside = true, lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		// $1 the schema, $2 the task: serialises the saves of one task.
