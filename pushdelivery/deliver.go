@@ -98,7 +98,7 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	}
 	cctx, ccancel := detached(ctx)
 	defer ccancel()
-	switch err := l.Commit(cctx, &rec); {
+	switch err := w.commit(cctx, l, &rec); {
 	case errors.Is(err, ErrLeaseLost):
 		w.o.Metrics.lostLease()
 		w.o.Logger.Debug("pushdelivery: lease lost", "task", rec.TaskID, "config", rec.Config.ID)
@@ -263,4 +263,29 @@ func host(dest string) string {
 		return ""
 	}
 	return u.Hostname()
+}
+
+// commitRetry is the wait between the tries of a failed commit.
+const commitRetry = 100 * time.Millisecond
+
+// commit commits rec, trying again after a failure (a connection lost, a
+// serialization failure) until ctx ends: a delivery acknowledged by its
+// webhook is repeated only when its lease is lost, not because one
+// commit failed (SPEC N2). A commit that still fails leaves the lease to
+// expire.
+func (w *Worker) commit(ctx context.Context, l Lease, rec *Record) error {
+	for {
+		err := l.Commit(ctx, rec)
+		if err == nil || errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		w.o.Logger.Warn("pushdelivery: commit failed, trying again", "task", rec.TaskID, "config", rec.Config.ID, "err", err)
+		t := time.NewTimer(commitRetry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
 }

@@ -128,3 +128,24 @@ func TestRecoveryMakesDestinationDue(t *testing.T) {
 		t.Fatalf("after the first 2xx %d of %d records delivered without the clock moving", got, 1+waiting)
 	}
 }
+
+// TestFailedCommitRetried (SPEC N2): a commit that fails after the
+// webhook's 2xx (a connection terminated) is tried again, so the
+// acknowledged event is not posted again when the lease ends. Before, the
+// record waited out its lease and the event went out twice.
+func TestFailedCommitRetried(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, nil)
+	h.outbox.failCommits.Store(3)
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.settle()
+	h.clock.Advance(2 * h.outbox.lease)
+	h.settle()
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1}) {
+		t.Fatalf("received %v, want [1] once", got)
+	}
+	if r := h.outbox.rec("t1", "c"); r.Delivered != 1 || h.outbox.failCommits.Load() > 0 {
+		t.Fatalf("record %+v, %d failures left: want delivered 1, every failure tried past", r, h.outbox.failCommits.Load())
+	}
+}

@@ -2,8 +2,10 @@ package pushdelivery
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -16,9 +18,10 @@ import (
 // destinations, Done): records are claimed in the order they were saved.
 // The real memory outbox replaces it.
 type fakeOutbox struct {
-	store engine.Store
-	clock func() time.Time
-	lease time.Duration
+	failCommits atomic.Int32 // commits to fail before the next succeeds
+	store       engine.Store
+	clock       func() time.Time
+	lease       time.Duration
 
 	mu struct {
 		sync.Mutex
@@ -181,6 +184,9 @@ func (l *fakeLease) Until() time.Time { return l.until }
 func (l *fakeLease) Commit(ctx context.Context, r *Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if l.o.failCommits.Load() > 0 && l.o.failCommits.Add(-1) >= 0 {
+		return errors.New("fake: connection terminated")
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()

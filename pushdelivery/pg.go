@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -176,13 +177,16 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 
 // Save implements Outbox. The count and the upsert run in one
 // transaction under a lock on the task, so concurrent saves cannot pass
-// MaxConfigsPerTask together.
+// MaxConfigsPerTask together. The transaction is READ COMMITTED whatever
+// the session's default (SPEC N2, N4): the count must see the saves
+// committed while it waited for the lock, which a snapshot taken before
+// the lock (REPEATABLE READ, SERIALIZABLE) does not.
 func (p *PG) Save(ctx context.Context, r *Record) error {
 	config, err := json.Marshal(r.Config)
 	if err != nil {
 		return fmt.Errorf("pushdelivery: encode config: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
 			return err
 		}
@@ -269,7 +273,19 @@ func (p *PG) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2
 	for range maxSetAsidePerClaim {
 		token := rand.Int64() | 1 // never 0
 		var rev int64
-		r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, until, skipped), &rev)
+		var r *Record
+		var corrupt error
+		err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+			var err error
+			r, err = scanRecord(tx.QueryRow(ctx, p.sql.claim, now, busy, token, until, skipped), &rev)
+			if errors.Is(err, errCorrupt) {
+				corrupt, err = err, nil // the claim commits; the record is set aside below
+			}
+			return err
+		})
+		if err == nil && corrupt != nil {
+			err = corrupt
+		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil, nil
@@ -306,6 +322,15 @@ func (p *PG) setAside(ctx context.Context, r *Record, token int64, cause error) 
 	}
 }
 
+// readCommitted runs f in a READ COMMITTED transaction, whatever the
+// session's default isolation: a claim's FOR UPDATE SKIP LOCKED and a
+// commit's fenced UPDATE see the latest committed row (under REPEATABLE
+// READ a row updated since the snapshot fails them with a serialization
+// error instead).
+func (p *PG) readCommitted(ctx context.Context, f func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, f)
+}
+
 // pgLease is a claimed row, fenced by its lease token.
 type pgLease struct {
 	p     *PG
@@ -320,8 +345,13 @@ func (l *pgLease) Revision() int64  { return l.rev }
 func (l *pgLease) Until() time.Time { return l.until }
 
 func (l *pgLease) Commit(ctx context.Context, r *Record) error {
-	tag, err := l.p.pool.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
-		r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+	var tag pgconn.CommandTag
+	err := l.p.readCommitted(ctx, func(tx pgx.Tx) error {
+		var err error
+		tag, err = tx.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
+			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+		return err
+	})
 	if err != nil {
 		return pgErr("commit", err)
 	}
