@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -24,7 +25,19 @@ type ClientOptions struct {
 	// MaxBody is how much of a response body is read before it is closed.
 	// Default 4 KiB.
 	MaxBody int64
+	// MaxConns bounds the client's open connections, to every
+	// destination together (SPEC N4: destinations are chosen by clients):
+	// a dial past it first closes the idle connections, then waits for
+	// one to close. At most half of them (and 2 per destination) stay
+	// idle, for IdleTimeout. Default 64.
+	MaxConns int
+	// IdleTimeout is how long an idle connection is kept. Default 30s.
+	IdleTimeout time.Duration
 }
+
+// maxH2Buffer bounds an HTTP/2 connection's and stream's receive
+// buffers and its header tables (a webhook's answer is its status).
+const maxH2Buffer = 64 << 10
 
 // ErrBlocked is the error of a request to an address the client refuses
 // (ClientOptions.AllowPrivate unset): it is wrapped in the request's error.
@@ -66,6 +79,12 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 4 << 10
 	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 64
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 30 * time.Second
+	}
 	d := &net.Dialer{Timeout: o.DialTimeout}
 	if check != nil {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
@@ -78,14 +97,22 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 	}
 	tr := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            d.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    o.DialTimeout,
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        90 * time.Second,
+		MaxIdleConns:           max(1, o.MaxConns/2),
+		MaxIdleConnsPerHost:    2,
+		MaxConnsPerHost:        min(4, o.MaxConns),
+		IdleConnTimeout:        o.IdleTimeout,
 		ResponseHeaderTimeout:  o.Timeout,
 		MaxResponseHeaderBytes: maxResponseHeader,
+		HTTP2: &http.HTTP2Config{
+			MaxDecoderHeaderTableSize:     maxH2Buffer,
+			MaxEncoderHeaderTableSize:     maxH2Buffer,
+			MaxReceiveBufferPerConnection: maxH2Buffer,
+			MaxReceiveBufferPerStream:     maxH2Buffer,
+		},
 	}
+	tr.DialContext = (&connCap{slots: make(chan struct{}, o.MaxConns), dial: d.DialContext, idle: tr.CloseIdleConnections}).DialContext
 	return &http.Client{
 		Transport:     &limitBody{next: tr, max: o.MaxBody},
 		Timeout:       o.Timeout,
@@ -241,4 +268,44 @@ func classify(status int, err error) string {
 		return ReasonRefused
 	}
 	return ReasonOther
+}
+
+// connCap bounds the open connections of a transport: each holds a slot
+// from its dial until it is closed.
+type connCap struct {
+	slots chan struct{}
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	idle  func() // closes the transport's idle connections
+}
+
+func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		c.idle() // their slots come back as they close
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	conn, err := c.dial(ctx, network, addr)
+	if err != nil {
+		<-c.slots
+		return nil, err
+	}
+	return &cappedConn{Conn: conn, release: func() { <-c.slots }}, nil
+}
+
+// cappedConn gives its slot back when first closed.
+type cappedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *cappedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -47,6 +47,10 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // time.
 var errPostBy = errors.New("pushdelivery: lease ending")
 
+// errWindow is the cause of a post after a claim's first cut off one
+// client timeout after the claim (fair.go): not the webhook's failure.
+var errWindow = errors.New("pushdelivery: claim's window over")
+
 // postBy is when a claim's posts must end: before the lease ends (until)
 // by commitTimeout or a fifth of the lease, the shorter, so that the
 // commit that follows lands within the lease (unless, with a lease under
@@ -81,14 +85,20 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, left, errPostBy)
 	defer cancel()
-	if err := w.send(dctx, l.Revision(), &rec, claimed); err != nil && ctx.Err() == nil {
+	wctx := dctx // the posts after the first: within one client timeout of the claim (N4)
+	if t := w.o.Client.Timeout; t > 0 {
+		var wcancel context.CancelFunc
+		wctx, wcancel = context.WithTimeoutCause(dctx, t, errWindow)
+		defer wcancel()
+	}
+	if err := w.send(dctx, wctx, l.Revision(), &rec, claimed); err != nil && ctx.Err() == nil {
 		// The store failed, not the webhook: no attempt counted.
 		w.o.Logger.Warn("pushdelivery: read task", "task", rec.TaskID, "err", err)
 		rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
 	}
 	cctx, ccancel := detached(ctx)
 	defer ccancel()
-	switch err := l.Commit(cctx, &rec); {
+	switch err := w.commit(cctx, l, &rec); {
 	case errors.Is(err, ErrLeaseLost):
 		w.o.Metrics.lostLease()
 		w.o.Logger.Debug("pushdelivery: lease lost", "task", rec.TaskID, "config", rec.Config.ID)
@@ -99,8 +109,8 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 
 // send delivers rec's log entries after rec.Delivered (at most a batch),
 // updating rec; head is the task's revision at claim time, claimed the
-// claim's time.
-func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time.Time) error {
+// claim's time. The first post runs under ctx, the others under wctx.
+func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claimed time.Time) error {
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
 	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("read log: %w", err)
@@ -111,6 +121,9 @@ func (w *Worker) send(ctx context.Context, head int64, rec *Record, claimed time
 	// The read reached the log's last entry (at claim time at least).
 	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
 	for i := range entries {
+		if i > 0 {
+			ctx = wctx
+		}
 		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget || ctx.Err() != nil {
 			// The rest in the next claim, within its lease: past the
 			// post-by time a post would fail at once and, for a webhook
@@ -165,6 +178,11 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byt
 	if payload != nil {
 		status, err := w.post(ctx, rec, rev, payload)
 		reason := classify(status, err)
+		if ctx.Err() == nil || context.Cause(ctx) == errPostBy {
+			if w.observe(rec.Dest, reason) { // the destination is back
+				w.recovered(ctx, rec.Dest)
+			}
+		}
 		switch {
 		case reason == ReasonDelivered:
 			now := w.o.Clock()
@@ -245,4 +263,29 @@ func host(dest string) string {
 		return ""
 	}
 	return u.Hostname()
+}
+
+// commitRetry is the wait between the tries of a failed commit.
+const commitRetry = 100 * time.Millisecond
+
+// commit commits rec, trying again after a failure (a connection lost, a
+// serialization failure) until ctx ends: a delivery acknowledged by its
+// webhook is repeated only when its lease is lost, not because one
+// commit failed (SPEC N2). A commit that still fails leaves the lease to
+// expire.
+func (w *Worker) commit(ctx context.Context, l Lease, rec *Record) error {
+	for {
+		err := l.Commit(ctx, rec)
+		if err == nil || errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		w.o.Logger.Warn("pushdelivery: commit failed, trying again", "task", rec.TaskID, "config", rec.Config.ID, "err", err)
+		t := time.NewTimer(commitRetry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
 }

@@ -5,7 +5,7 @@
 // the task's webhooks, at least once, in log order per task and webhook,
 // with retries and backoff up to a deadline.
 //
-// The contract (SPEC N1–N3):
+// The contract (SPEC N1–N4):
 //
 //   - N1 Push configs live beside the task's store on every backend (an
 //     Outbox), under the task's owner policy (the server's TaskGuard
@@ -27,6 +27,15 @@
 //     an IPv4-mapped or NAT64 form of one, unless AllowPrivate; no proxy,
 //     no redirects, bounded time and response size; tokens and credentials
 //     are never logged nor in metrics.
+//   - N4 The worker schedules fairly (fair.go states the bound): one
+//     owner's deliveries hold at most Options.PerOwner workers, owners
+//     with nothing in flight and healthy destinations first, a claim's
+//     posts within one client timeout, a circuit breaker per
+//     destination whose recovery makes its waiting records due at once
+//     (Recoverer); the client caps its connections (ClientOptions.
+//     MaxConns); a record that cannot be read is set aside and counted,
+//     never blocking the others. Claims, rescans and Depth cost the
+//     records behind, not the records stored (C6).
 //
 // The outboxes:
 //

@@ -12,3 +12,9 @@ func (p *PG) TouchUnchecked(task a2a.TaskID) {
 
 // SetRescanBatch sets the Done records a batch of a rescan reads.
 func (p *PG) SetRescanBatch(n int) { p.batch = n }
+
+// Statements returns the outbox's claim, depth and recent-rescan SQL (for
+// the tests that count the rows they read).
+func (p *PG) Statements() (claim, depth, rescanRecent string) {
+	return p.sql.claim, p.sql.depth, p.sql.rescanRecent
+}

@@ -2,8 +2,10 @@ package pushdelivery
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -16,9 +18,10 @@ import (
 // destinations, Done): records are claimed in the order they were saved.
 // The real memory outbox replaces it.
 type fakeOutbox struct {
-	store engine.Store
-	clock func() time.Time
-	lease time.Duration
+	failCommits atomic.Int32 // commits to fail before the next succeeds
+	store       engine.Store
+	clock       func() time.Time
+	lease       time.Duration
 
 	mu struct {
 		sync.Mutex
@@ -83,11 +86,12 @@ func (o *fakeOutbox) DeleteAll(context.Context, a2a.TaskID) error {
 	panic("fakeOutbox: DeleteAll is not used by the worker")
 }
 
-func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, f := range o.mu.recs {
-		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) {
+		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) ||
+			slices.Contains(skip, f.r.TaskID) {
 			continue
 		}
 		t, err := o.store.Get(ctx, f.r.TaskID)
@@ -100,6 +104,20 @@ func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string) (L
 		return &fakeLease{o: o, f: f, token: f.token, r: &r, rev: t.Revision, until: f.until}, nil
 	}
 	return nil, nil
+}
+
+// DueNow implements Recoverer.
+func (o *fakeOutbox) DueNow(_ context.Context, dest string, now time.Time) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, f := range o.mu.recs {
+		if f.r.Dest == dest && f.r.NextAt.After(now) && o.behind(f) {
+			f.r.NextAt = now
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (o *fakeOutbox) Sweep(context.Context, time.Duration, int) (int, error) { return 0, nil }
@@ -166,6 +184,9 @@ func (l *fakeLease) Until() time.Time { return l.until }
 func (l *fakeLease) Commit(ctx context.Context, r *Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if l.o.failCommits.Load() > 0 && l.o.failCommits.Add(-1) >= 0 {
+		return errors.New("fake: connection terminated")
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()

@@ -90,8 +90,16 @@ func (o *firstClaim) Touch(task a2a.TaskID) {
 	}
 }
 
-func (o *firstClaim) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
-	l, err := o.Outbox.Claim(ctx, now, busy)
+// DueNow passes a recovery on, when the outbox takes it.
+func (o *firstClaim) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
+	if r, ok := o.Outbox.(Recoverer); ok {
+		return r.DueNow(ctx, dest, now)
+	}
+	return 0, nil
+}
+
+func (o *firstClaim) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
+	l, err := o.Outbox.Claim(ctx, now, busy, skip...)
 	o.once.Do(func() { close(o.done) })
 	return l, err
 }
@@ -135,17 +143,25 @@ func (h *harness) update(id a2a.TaskID, st a2a.TaskState) int64 {
 	return r.Revision
 }
 
-// idle reports whether no record is leased and none is due.
+// idle reports whether no record is leased and none is due (a record to
+// a destination the worker has set aside is not).
 func (h *harness) idle() bool {
+	now := h.clock.Now()
+	h.w.mu.Lock()
+	inFlight := len(h.w.mu.dests)
+	h.w.mu.Unlock()
+	if inFlight > 0 { // between a commit and the end of its delivery
+		return false
+	}
+	aside, _ := h.w.skips(now, false)
 	o := h.outbox
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := h.clock.Now()
 	for _, f := range o.mu.recs {
 		if f.token != 0 {
 			return false
 		}
-		if !f.r.NextAt.After(now) && o.behind(f) {
+		if !f.r.NextAt.After(now) && o.behind(f) && !slices.Contains(aside, f.r.Dest) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package pushdelivery
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +31,19 @@ type LocalOptions struct {
 	// FS is the file system of the Pebble database (OpenPebble only).
 	// Default: the operating system's (vfs.Default).
 	FS vfs.FS
+	// Metrics counts the records set aside (a task the store cannot
+	// read). Default nil: none.
+	Metrics *Metrics
+	// Log receives the outbox's warnings (a task set aside). Default
+	// slog.Default().
+	Log *slog.Logger
+}
+
+func (o *LocalOptions) logger() *slog.Logger {
+	if o.Log == nil {
+		return slog.Default()
+	}
+	return o.Log
 }
 
 func (o *LocalOptions) ensureDefaults() {
@@ -62,11 +76,14 @@ type Local struct {
 
 	mu struct {
 		sync.Mutex
-		tasks    map[a2a.TaskID]*localTask
-		dirty    map[a2a.TaskID]struct{}
-		pending  map[a2a.TaskID]struct{} // tasks with a record behind rev
-		lastScan time.Time
-		seq      uint64 // lease tokens
+		tasks   map[a2a.TaskID]*localTask
+		dirty   map[a2a.TaskID]struct{}
+		pending map[a2a.TaskID]struct{} // tasks with a record behind rev
+		// unreadable: tasks whose last read failed (set aside, N4),
+		// each logged and counted once until it reads again.
+		unreadable map[a2a.TaskID]struct{}
+		lastScan   time.Time
+		seq        uint64 // lease tokens
 	}
 }
 
@@ -81,6 +98,11 @@ type localRecord struct {
 	rec   Record
 	token uint64 // 0: not leased
 	until time.Time
+	// waitFrom is when log entry waitFor was committed (zero: unknown),
+	// as Depth last read it: the entry after Delivered when waitFor is
+	// Delivered+1, stale otherwise.
+	waitFrom time.Time
+	waitFor  int64
 }
 
 var _ Outbox = (*Local)(nil)
@@ -93,6 +115,7 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 	l.mu.tasks = map[a2a.TaskID]*localTask{}
 	l.mu.dirty = map[a2a.TaskID]struct{}{}
 	l.mu.pending = map[a2a.TaskID]struct{}{}
+	l.mu.unreadable = map[a2a.TaskID]struct{}{}
 	return l
 }
 
@@ -200,6 +223,7 @@ func (l *Local) dropIfEmptyLocked(id a2a.TaskID) {
 		delete(l.mu.tasks, id)
 		delete(l.mu.dirty, id)
 		delete(l.mu.pending, id)
+		delete(l.mu.unreadable, id)
 	}
 }
 

@@ -1,6 +1,7 @@
 package pushdelivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,13 +16,13 @@ import (
 // Claim implements Outbox. It reads the revisions of the dirty tasks from
 // the store (every task's every Rescan), then picks, among the records of
 // tasks behind their revision, the one due first.
-func (l *Local) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (l *Local) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	if err := l.refresh(ctx, now); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, lr := l.pickLocked(now, busy)
+	t, lr := l.pickLocked(now, busy, skip)
 	if lr == nil {
 		return nil, nil
 	}
@@ -44,16 +45,27 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	clear(l.mu.dirty)
 	l.mu.Unlock()
 	revs := make(map[a2a.TaskID]int64, len(ids))
+	var failed []a2a.TaskID
+	var firstErr error
 	for _, id := range ids {
 		rec, err := l.store.Get(ctx, id)
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
-			l.markDirty(ids) // none of them applied: all read again
-			return fmt.Errorf("pushdelivery: claim: read task: %w", err)
+			if ctx.Err() != nil {
+				l.markDirty(ids) // none of them applied: all read again
+				return fmt.Errorf("pushdelivery: claim: read task: %w", err)
+			}
+			// SPEC N4: one unreadable task is set aside, never blocking
+			// the others: its records keep the revision last read, and it
+			// is read again at the next refresh.
+			failed = append(failed, id)
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
 		revs[id] = rec.Revision // 0 when not found
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setAsideLocked(failed, revs, firstErr)
 	for id, rev := range revs {
 		if t := l.mu.tasks[id]; t != nil {
 			// Revisions only grow: a concurrent refresh may have read a
@@ -67,6 +79,29 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// setAsideLocked keeps the unreadable tasks failed dirty (read again at
+// the next refresh), and counts and logs each once when it becomes
+// unreadable; the tasks read (revs) are readable again.
+// REQUIRES: l.mu held.
+func (l *Local) setAsideLocked(failed []a2a.TaskID, revs map[a2a.TaskID]int64, err error) {
+	for id := range revs {
+		delete(l.mu.unreadable, id)
+	}
+	for _, id := range failed {
+		if _, ok := l.mu.tasks[id]; !ok {
+			continue
+		}
+		l.mu.dirty[id] = struct{}{}
+		if _, ok := l.mu.unreadable[id]; ok {
+			continue
+		}
+		l.mu.unreadable[id] = struct{}{}
+		l.opts.Metrics.setAside(SetAsideUnreadableTask)
+		l.opts.logger().Warn("pushdelivery: task unreadable, its push records set aside until it reads again",
+			"task", id, "err", err)
+	}
+}
+
 func (l *Local) markDirty(ids []a2a.TaskID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -77,10 +112,13 @@ func (l *Local) markDirty(ids []a2a.TaskID) {
 
 // pickLocked returns the claimable record due first, or nil.
 // REQUIRES: l.mu held.
-func (l *Local) pickLocked(now time.Time, busy []string) (*localTask, *localRecord) {
+func (l *Local) pickLocked(now time.Time, busy []string, skip []a2a.TaskID) (*localTask, *localRecord) {
 	var bt *localTask
 	var best *localRecord
 	for id := range l.mu.pending {
+		if slices.Contains(skip, id) {
+			continue
+		}
 		t := l.mu.tasks[id]
 		for _, lr := range t.recs {
 			r := &lr.rec
@@ -217,48 +255,101 @@ func (l *Local) sweepTask(task a2a.TaskID, cutoff time.Time, limit int) (int, er
 }
 
 // Depth implements Outbox. Like Claim it reads the revisions of the dirty
-// tasks first.
+// tasks first. It looks only at the tasks with a record behind (SPEC C6),
+// and reads the log, outside the lock, only for a due record whose wait
+// it has not read yet since its cursor last moved (at most
+// maxDepthReads per call: the others count from their NextAt until a
+// later call reads them).
 func (l *Local) Depth(ctx context.Context, now time.Time) (int, time.Duration, error) {
 	if err := l.refresh(ctx, now); err != nil {
 		return 0, 0, err
 	}
+	type unread struct {
+		task      a2a.TaskID
+		id        string
+		delivered int64
+	}
+	var toRead []unread
+	l.mu.Lock()
+	for id := range l.mu.pending {
+		for cid, lr := range l.mu.tasks[id].recs {
+			r := &lr.rec
+			if !r.NextAt.After(now) && l.mu.tasks[id].rev > r.Delivered && lr.waitFor != r.Delivered+1 && len(toRead) < maxDepthReads {
+				toRead = append(toRead, unread{id, cid, r.Delivered})
+			}
+		}
+	}
+	l.mu.Unlock()
+	logs, _ := l.store.(engine.LogStore)
+	read := make([]time.Time, len(toRead))
+	for i, u := range toRead {
+		if logs == nil {
+			break
+		}
+		if entries, err := logs.ReadLog(ctx, u.task, u.delivered, 1); err == nil && len(entries) > 0 {
+			read[i] = time.UnixMicro(entries[0].Time)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for i, u := range toRead {
+		if t := l.mu.tasks[u.task]; t != nil {
+			if lr := t.recs[u.id]; lr != nil && lr.rec.Delivered == u.delivered {
+				lr.waitFor, lr.waitFrom = u.delivered+1, read[i]
+			}
+		}
+	}
 	pending, oldest := 0, time.Duration(0)
-	for _, t := range l.mu.tasks {
+	for id := range l.mu.pending {
+		t := l.mu.tasks[id]
 		for _, lr := range t.recs {
 			r := &lr.rec
-			if r.Done && t.rev <= r.Delivered {
+			if t.rev <= r.Delivered {
 				continue
 			}
 			pending++
-			if !r.NextAt.After(now) && t.rev > r.Delivered {
-				oldest = max(oldest, now.Sub(l.waitingSince(ctx, r)))
+			if !r.NextAt.After(now) {
+				since := r.NextAt
+				if lr.waitFor == r.Delivered+1 {
+					since = maxTime(since, lr.waitFrom)
+				}
+				oldest = max(oldest, now.Sub(since))
 			}
 		}
 	}
 	return pending, oldest, nil
 }
 
-// waitingSince is when due record r began to wait: the later of its
-// NextAt and the commit of its first undelivered log entry (NextAt alone
-// when the store keeps no log or the entry is gone).
-// REQUIRES: l.mu held.
-func (l *Local) waitingSince(ctx context.Context, r *Record) time.Time {
-	logs, ok := l.store.(engine.LogStore)
-	if !ok {
-		return r.NextAt
-	}
-	entries, err := logs.ReadLog(ctx, r.TaskID, r.Delivered, 1)
-	if err != nil || len(entries) == 0 {
-		return r.NextAt
-	}
-	return maxTime(r.NextAt, time.UnixMicro(entries[0].Time))
-}
+// maxDepthReads bounds the log reads of one Depth.
+const maxDepthReads = 64
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
 	return b
+}
+
+// DueNow implements Recoverer. It looks at the tasks with a record
+// behind only; the new NextAt is written through (Pebble) like a commit's.
+func (l *Local) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for id := range l.mu.pending {
+		t := l.mu.tasks[id]
+		for _, lr := range t.recs {
+			if lr.rec.Dest != dest || !lr.rec.NextAt.After(now) || t.rev <= lr.rec.Delivered {
+				continue
+			}
+			next := lr.rec
+			next.NextAt = now
+			if err := l.putLocked(&next); err != nil {
+				return n, err
+			}
+			lr.rec = next
+			n++
+		}
+	}
+	return n, nil
 }

@@ -1,7 +1,12 @@
 package pushdelivery_test
 
 import (
+	"bytes"
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	"log/slog"
+	"strings"
+
 	"errors"
 	"fmt"
 	"reflect"
@@ -248,49 +253,129 @@ func TestPebbleCrashKeepsAcknowledged(t *testing.T) {
 	}
 }
 
-// failingStore answers budget Gets (negative: any number), then fails.
+// failingStore fails the Gets of the tasks in bad (nil: none).
 type failingStore struct {
 	engine.Store
-	mu     sync.Mutex
-	budget int
+	mu  sync.Mutex
+	bad map[a2a.TaskID]bool
 }
 
 func (f *failingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.budget == 0 {
-		return engine.Record{}, errors.New("store down")
+	bad := f.bad[id]
+	f.mu.Unlock()
+	if bad {
+		return engine.Record{}, errors.New("store cannot read " + string(id))
 	}
-	f.budget--
 	return f.Store.Get(ctx, id)
 }
 
-func (f *failingStore) setBudget(n int) {
+func (f *failingStore) fail(ids ...a2a.TaskID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.budget = n
+	f.bad = map[a2a.TaskID]bool{}
+	for _, id := range ids {
+		f.bad[id] = true
+	}
 }
 
-// A store failure halfway through Claim's reading of revisions loses no
-// touched task: the next Claim, before any rescan, reads them all again.
-func TestLocalClaimStoreFailureKeepsTouches(t *testing.T) {
-	ctx := context.Background()
-	s := &failingStore{Store: memstore.New(memstore.Options{}), budget: -1}
-	o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Hour})
-	now := time.Unix(1e9, 0)
-	for i := range 4 {
-		id := a2a.TaskID(fmt.Sprintf("t%d", i))
-		newTask(t, s, id)
-		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
-			t.Fatal(err)
+// localKinds opens a memory and a Pebble outbox over s.
+func localKinds(t *testing.T, s engine.Store, opts pushdelivery.LocalOptions) map[string]*pushdelivery.Local {
+	o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
+		Rescan: opts.Rescan, Metrics: opts.Metrics, Log: opts.Log, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return map[string]*pushdelivery.Local{"memory": pushdelivery.NewMemory(s, opts), "pebble": o}
+}
+
+// SPEC N4: a task the store cannot read is set aside — counted once,
+// logged once — and every other record is claimed; once the task reads
+// again its records are claimed too. (Before, the first failed read
+// failed every Claim.)
+func TestLocalUnreadableTaskSetAside(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			s := &failingStore{Store: memstore.New(memstore.Options{})}
+			reg := prometheus.NewRegistry()
+			m := pushdelivery.NewMetrics(reg, nil)
+			var logs syncBuffer
+			o := localKinds(t, s, pushdelivery.LocalOptions{Rescan: time.Hour, Metrics: m,
+				Log: slog.New(slog.NewTextHandler(&logs, nil))})[kind]
+			now := time.Unix(1e9, 0)
+			for i := range 4 {
+				id := a2a.TaskID(fmt.Sprintf("t%d", i))
+				newTask(t, s, id)
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.fail("t1")
+			for i := range 3 {
+				if n := drain(t, o, now.Add(time.Duration(i)*time.Second)); n != 3*boolInt(i == 0) {
+					t.Fatalf("claim %d with t1 unreadable: %d claims, want %d", i, n, 3*boolInt(i == 0))
+				}
+			}
+			if got := setAsideCount(t, reg, pushdelivery.SetAsideUnreadableTask); got != 1 {
+				t.Fatalf("set aside counted %v times, want 1", got)
+			}
+			if n := strings.Count(logs.String(), "set aside"); n != 1 {
+				t.Fatalf("set aside logged %d times, want 1:\n%s", n, logs.String())
+			}
+			s.fail()
+			if n := drain(t, o, now.Add(time.Minute)); n != 1 {
+				t.Fatalf("t1 readable again: %d claims, want 1", n)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setAsideCount reads a2astore_push_set_aside_total{kind}.
+func setAsideCount(t *testing.T, reg *prometheus.Registry, kind string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "a2astore_push_set_aside_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
 		}
 	}
-	s.setBudget(2) // two tasks read, then the store fails
-	if _, err := o.Claim(ctx, now, nil); err == nil {
-		t.Fatal("claim with the store down: no error")
-	}
-	s.setBudget(-1)
-	if n := drain(t, o, now.Add(time.Second)); n != 4 {
-		t.Fatalf("after the failure %d claims, want 4", n)
-	}
+	t.Fatalf("no a2astore_push_set_aside_total{kind=%q}", kind)
+	return 0
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -15,7 +15,20 @@ type Metrics struct {
 	failures   *prometheus.CounterVec // reason
 	leaseLost  prometheus.Counter
 	latency    prometheus.Histogram
+	setAsides  *prometheus.CounterVec // kind
 }
+
+// Kinds of records set aside (the kind label of
+// a2astore_push_set_aside_total, SPEC N4).
+const (
+	// SetAsideUnreadableTask: the store failed to read a record's task
+	// (memory and Pebble outboxes); the task is read again at each claim
+	// and its records go on once it reads.
+	SetAsideUnreadableTask = "unreadable_task"
+	// SetAsideUndecodable: a stored record does not decode (PostgreSQL);
+	// it stays aside until its configuration is saved again.
+	SetAsideUndecodable = "undecodable_record"
+)
 
 // Outcomes of a delivery attempt (the outcome label of
 // a2astore_push_deliveries_total).
@@ -51,8 +64,12 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 			Help:    "Time from an event's commit to its webhook's 2xx.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14), // 1ms .. ~2.5h
 		}),
+		setAsides: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "a2astore_push_set_aside_total",
+			Help: "Push records set aside by kind: unreadable_task (the store failed to read the task), undecodable_record (a stored record does not decode). Other records go on.",
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.deliveries, m.attempts, m.failures, m.leaseLost, m.latency)
+	reg.MustRegister(m.deliveries, m.attempts, m.failures, m.leaseLost, m.latency, m.setAsides)
 	// Every outcome and reason from the start, at zero: rates and panels
 	// have series before the first failure.
 	for _, o := range []string{OutcomeDelivered, OutcomeFailed, OutcomeDropped} {
@@ -60,6 +77,9 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 	}
 	for _, r := range failureReasons {
 		m.failures.WithLabelValues(r)
+	}
+	for _, k := range []string{SetAsideUnreadableTask, SetAsideUndecodable} {
+		m.setAsides.WithLabelValues(k)
 	}
 	if depth != nil {
 		reg.MustRegister(depthCollector(depth))
@@ -80,6 +100,12 @@ func (m *Metrics) attempt(reason, outcome string, latency time.Duration) {
 		return
 	}
 	m.failures.WithLabelValues(reason).Inc()
+}
+
+func (m *Metrics) setAside(kind string) {
+	if m != nil {
+		m.setAsides.WithLabelValues(kind).Inc()
+	}
 }
 
 func (m *Metrics) lostLease() {

@@ -92,23 +92,26 @@ type Outbox interface {
 	DeleteAll(ctx context.Context, task a2a.TaskID) error
 	// Claim returns a due record with its lease, or nil when none is due:
 	// its task's revision above Delivered, NextAt at or before now, no
-	// live lease of another worker, its Dest not in busy. A Done record
+	// live lease of another worker, its Dest not in busy, its task not in
+	// skip (the worker's fairness across owners, SPEC N4). A Done record
 	// whose task is written to again is due as well: from the next Claim
 	// when the outbox was told by Touch, otherwise within its rescan
 	// period. While the lease lasts no other worker, in this process or
 	// another, claims the record; a lease whose holder died expires after
 	// the outbox's lease time and the record is claimed again (a
 	// duplicate delivery is possible then, a loss is not).
-	Claim(ctx context.Context, now time.Time, busy []string) (Lease, error)
+	Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error)
 	// Sweep deletes records whose task no longer exists and that are older
 	// than grace (configurations of deleted or retained-away tasks go with
 	// them), at most limit; it returns how many it deleted.
 	Sweep(ctx context.Context, grace time.Duration, limit int) (int, error)
-	// Depth reports the records that are not Done (a Done record whose
-	// task was written to since counts once Claim would take it) and the
-	// age of the oldest due one (zero when none), for the metrics. A due
-	// record has waited since the later of its NextAt and the time its
-	// first undelivered log entry was committed.
+	// Depth reports the records behind their task (events still to
+	// deliver, due or waiting for a retry; a caught-up or Done record
+	// whose task was written to since counts once Claim would take it)
+	// and the age of the oldest due one (zero when none), for the
+	// metrics. A due record has waited since the later of its NextAt and
+	// the time its first undelivered log entry was committed. Its cost
+	// is the records behind, not the records stored (SPEC C6).
 	Depth(ctx context.Context, now time.Time) (pending int, oldestDue time.Duration, err error)
 }
 

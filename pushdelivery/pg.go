@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -31,9 +32,12 @@ type PGOptions struct {
 	Rescan time.Duration
 	// Clock gives the time of Sweep's grace. Default time.Now.
 	Clock func() time.Time
-	// Logger logs a failed reopen (Claim and Depth go on without it).
-	// Default slog.Default().
+	// Logger logs a failed reopen (Claim and Depth go on without it)
+	// and a record set aside. Default slog.Default().
 	Logger *slog.Logger
+	// Metrics counts the records set aside (a config that does not
+	// decode). Default nil: none.
+	Metrics *Metrics
 }
 
 // PG is the outbox on PostgreSQL: one row per push configuration in
@@ -44,13 +48,20 @@ type PGOptions struct {
 // expiry compares the times the instances pass to Claim: their clocks
 // must agree to well within the lease time.
 //
-// A Done record whose task is written to again (SPEC S7) is due again
-// (N2): Claim and Depth first clear Done on the records of the tasks
-// marked by Touch (the worker calls it when a task gets an event), and
-// on every record in a rescan, started every Rescan, at the first Claim
-// too. A write that no worker of this instance heard of (another
-// instance's, foreign SQL) is thus delivered within Rescan plus the
-// rescan's own time.
+// A record is stored idle when it has delivered its task's last revision
+// (caught up; Done records are idle too), and claims read only records
+// that are not idle, through a partial index (SPEC C6: a caught-up
+// record costs a claim nothing). A write to the task makes its idle
+// records due again (N2; to a Done record, SPEC S7): Claim and Depth
+// first reopen the records of the tasks marked by Touch (the worker calls
+// it when a task gets an event), and those of the tasks written since the
+// last rescan, started every Rescan: at the first Claim a rescan of every
+// idle record (key order, in batches), then of the tasks written since
+// the previous rescan began less Rescan (pgstore's updated_at index, in
+// batches: the writes, not the records stored). A write that no worker
+// of this instance heard of (another instance's, foreign SQL) is thus
+// delivered within Rescan plus the rescan's own time, unless it commits
+// more than Rescan after its statement stamped updated_at.
 type PG struct {
 	pool *pgxpool.Pool
 	opts PGOptions
@@ -64,6 +75,12 @@ type PG struct {
 		scanning bool                    // a rescan is under way
 		after    [2]string               // the key its next batch starts after
 		gen      uint64                  // rescans started
+		// recent: the rescan under way reads the tasks written since
+		// afterAt (then after[0], their ID), not every idle record; every
+		// rescan is recent once a full one has ended (fullDone).
+		recent   bool
+		afterAt  time.Time
+		fullDone bool
 	}
 	batch int // Done records per batch of a rescan
 }
@@ -105,8 +122,17 @@ func (p *PG) ensureSchema(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery:' || $1, 0))`, p.opts.Schema); err != nil {
 			return err
 		}
+		var hadIdle bool
+		if err := tx.QueryRow(ctx, p.sql.hasIdle, p.opts.Schema).Scan(&hadIdle); err != nil {
+			return err
+		}
 		for _, stmt := range p.sql.ddl {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		if !hadIdle { // a new table (nothing to do) or one of an earlier version
+			if _, err := tx.Exec(ctx, p.sql.backfillIdle); err != nil {
 				return err
 			}
 		}
@@ -126,7 +152,8 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// scanRecord reads the columns of pgSQL.cols, then extra.
+// scanRecord reads the columns of pgSQL.cols, then extra. A record
+// whose config does not decode is returned with its key and errCorrupt.
 func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	var r Record
 	var config []byte
@@ -138,7 +165,8 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	}
 	id := r.Config.ID
 	if err := json.Unmarshal(config, &r.Config); err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+		r.Config = a2a.PushConfig{ID: id, TaskID: r.TaskID}
+		return &r, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	r.Config.ID, r.Config.TaskID = id, r.TaskID
 	if failing != nil {
@@ -149,13 +177,16 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 
 // Save implements Outbox. The count and the upsert run in one
 // transaction under a lock on the task, so concurrent saves cannot pass
-// MaxConfigsPerTask together.
+// MaxConfigsPerTask together. The transaction is READ COMMITTED whatever
+// the session's default (SPEC N2, N4): the count must see the saves
+// committed while it waited for the lock, which a snapshot taken before
+// the lock (REPEATABLE READ, SERIALIZABLE) does not.
 func (p *PG) Save(ctx context.Context, r *Record) error {
 	config, err := json.Marshal(r.Config)
 	if err != nil {
 		return fmt.Errorf("pushdelivery: encode config: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
 			return err
 		}
@@ -229,22 +260,75 @@ func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
 // Claim implements Outbox in one statement: the due record first by
 // NextAt, its row locked with SKIP LOCKED (concurrent claimers pass over
 // it) and given a fresh lease token and expiry.
-func (p *PG) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (p *PG) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	p.reopen(ctx, now)
 	if busy == nil {
 		busy = []string{} // <> ALL(NULL) is never true
 	}
-	token := rand.Int64() | 1 // never 0
-	var rev int64
+	skipped := make([]string, len(skip))
+	for i, id := range skip {
+		skipped[i] = string(id)
+	}
 	until := now.Add(p.opts.Lease)
-	r, err := scanRecord(p.pool.QueryRow(ctx, p.sql.claim, now, busy, token, until), &rev)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	for range maxSetAsidePerClaim {
+		token := rand.Int64() | 1 // never 0
+		var rev int64
+		var r *Record
+		var corrupt error
+		err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+			var err error
+			r, err = scanRecord(tx.QueryRow(ctx, p.sql.claim, now, busy, token, until, skipped), &rev)
+			if errors.Is(err, errCorrupt) {
+				corrupt, err = err, nil // the claim commits; the record is set aside below
+			}
+			return err
+		})
+		if err == nil && corrupt != nil {
+			err = corrupt
+		}
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, nil
+		case errors.Is(err, errCorrupt):
+			p.setAside(ctx, r, token, err)
+			continue // the next record
+		case err != nil:
+			return nil, pgErr("claim", err)
+		}
+		return &pgLease{p: p, rec: *r, rev: rev, token: token, until: until}, nil
 	}
+	return nil, nil // the next Claim goes on
+}
+
+// maxSetAsidePerClaim bounds the undecodable records one Claim sets aside
+// before it returns.
+const maxSetAsidePerClaim = 8
+
+// setAside marks the claimed record r, whose config does not decode,
+// set aside (SPEC N4): the claim index leaves it out until its config is
+// saved again, so every other record is claimed; it is counted and
+// logged once (the update is fenced by the claim's token). A failed
+// update leaves the lease to expire.
+func (p *PG) setAside(ctx context.Context, r *Record, token int64, cause error) {
+	tag, err := p.pool.Exec(ctx, p.sql.setAside, r.TaskID, r.Config.ID, token)
 	if err != nil {
-		return nil, pgErr("claim", err)
+		p.opts.Logger.Warn("pushdelivery: set aside an undecodable record", "task", r.TaskID, "config", r.Config.ID, "err", err)
+		return
 	}
-	return &pgLease{p: p, rec: *r, rev: rev, token: token, until: until}, nil
+	if tag.RowsAffected() == 1 {
+		p.opts.Metrics.setAside(SetAsideUndecodable)
+		p.opts.Logger.Error("pushdelivery: push record does not decode, set aside until its config is saved again",
+			"task", r.TaskID, "config", r.Config.ID, "err", cause)
+	}
+}
+
+// readCommitted runs f in a READ COMMITTED transaction, whatever the
+// session's default isolation: a claim's FOR UPDATE SKIP LOCKED and a
+// commit's fenced UPDATE see the latest committed row (under REPEATABLE
+// READ a row updated since the snapshot fails them with a serialization
+// error instead).
+func (p *PG) readCommitted(ctx context.Context, f func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, f)
 }
 
 // pgLease is a claimed row, fenced by its lease token.
@@ -261,8 +345,13 @@ func (l *pgLease) Revision() int64  { return l.rev }
 func (l *pgLease) Until() time.Time { return l.until }
 
 func (l *pgLease) Commit(ctx context.Context, r *Record) error {
-	tag, err := l.p.pool.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
-		r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+	var tag pgconn.CommandTag
+	err := l.p.readCommitted(ctx, func(tx pgx.Tx) error {
+		var err error
+		tag, err = tx.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
+			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+		return err
+	})
 	if err != nil {
 		return pgErr("commit", err)
 	}
@@ -299,4 +388,14 @@ func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, erro
 		return n, 0, nil
 	}
 	return n, max(0, now.Sub(*oldest)), nil
+}
+
+// DueNow implements Recoverer in one statement over the records that
+// are not idle (the claim index): the records behind, not every record.
+func (p *PG) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
+	tag, err := p.pool.Exec(ctx, p.sql.dueNow, dest, now)
+	if err != nil {
+		return 0, pgErr("due now", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -43,11 +43,12 @@ func (p *PG) touchLocked(task a2a.TaskID) {
 	}
 }
 
-// reopen clears Done on the records whose task has moved past Delivered:
-// those of the touched tasks, and, in a rescan, every record. A rescan
+// reopen clears idle and Done on the records whose task has moved past
+// Delivered: those of the touched tasks, and, in a rescan, those of every
+// task (the first) or of the tasks written since the last. A rescan
 // starts every Rescan (and after Touch dropped a task) once the last one
-// has ended; each reopen reads the next batch of it (rescanBatch Done
-// records), so that no Claim waits for all of them. A touched task with
+// has ended; each reopen reads the next batch of it (p.batch records, or
+// tasks), so that no Claim waits for all of them. A touched task with
 // a leased record, or with a record another transaction had locked,
 // stays touched: its holder's commit may be storing Done without seeing
 // the write that touched it. A failure is logged, not returned, so that
@@ -56,10 +57,13 @@ func (p *PG) touchLocked(task a2a.TaskID) {
 func (p *PG) reopen(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	if !p.mu.scanning && (p.mu.full || p.mu.lastScan.IsZero() || now.Sub(p.mu.lastScan) >= p.opts.Rescan) {
+		// A recent rescan starts at the previous one's start less Rescan:
+		// a write stamped before then but committed since is still read.
+		p.mu.recent, p.mu.afterAt = p.mu.fullDone, p.mu.lastScan.Add(-p.opts.Rescan)
 		p.mu.scanning, p.mu.full, p.mu.lastScan, p.mu.after = true, false, now, [2]string{}
 		p.mu.gen++
 	}
-	scanning, pos := p.mu.scanning, scanPos{p.mu.gen, p.mu.after}
+	scanning, pos := p.mu.scanning, scanPos{p.mu.gen, p.mu.after, p.mu.afterAt, p.mu.recent}
 	ids := make([]string, 0, len(p.mu.dirty))
 	for id := range p.mu.dirty {
 		ids = append(ids, string(id))
@@ -87,8 +91,10 @@ func (p *PG) reopen(ctx context.Context, now time.Time) {
 // scanPos is where a rescan's next batch starts: after key after, in
 // rescan gen.
 type scanPos struct {
-	gen   uint64
-	after [2]string
+	gen     uint64
+	after   [2]string
+	afterAt time.Time // recent: after the tasks written at afterAt and ID after[0]
+	recent  bool
 }
 
 // rescanBatch reopens the batch of the rescan at pos, and moves the
@@ -98,19 +104,30 @@ func (p *PG) rescanBatch(ctx context.Context, pos scanPos) {
 	defer cancel()
 	var n int
 	var last [2]string
-	if err := p.pool.QueryRow(ctx, p.sql.rescan, pos.after[0], pos.after[1], p.batch).Scan(&n, &last[0], &last[1]); err != nil {
-		p.opts.Logger.Warn("pushdelivery: reopen finished records (rescan)", "err", err)
+	var lastAt *time.Time
+	var err error
+	if pos.recent {
+		err = p.pool.QueryRow(ctx, p.sql.rescanRecent, pos.afterAt, pos.after[0], p.batch).Scan(&n, &lastAt, &last[0])
+	} else {
+		err = p.pool.QueryRow(ctx, p.sql.rescan, pos.after[0], pos.after[1], p.batch).Scan(&n, &last[0], &last[1])
+	}
+	if err != nil {
+		p.opts.Logger.Warn("pushdelivery: reopen idle records (rescan)", "recent", pos.recent, "err", err)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.scanning || p.mu.gen != pos.gen || p.mu.after != pos.after {
+	if !p.mu.scanning || p.mu.gen != pos.gen || p.mu.after != pos.after || !p.mu.afterAt.Equal(pos.afterAt) {
 		return // another reopen read this batch too and moved on
 	}
 	if n < p.batch {
 		p.mu.scanning = false
+		p.mu.fullDone = true
 	}
 	p.mu.after = last
+	if lastAt != nil {
+		p.mu.afterAt = *lastAt
+	}
 }
 
 // reopenTasks reopens the records of tasks ids and returns those of ids

@@ -10,7 +10,8 @@ type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
 	claim, commit, release, sweep, depth                  string
-	reopenTasks, rescan                                   string
+	reopenTasks, rescan, rescanRecent                     string
+	hasIdle, backfillIdle, setAside, dueNow               string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -34,15 +35,42 @@ const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
 	done          boolean     NOT NULL DEFAULT false,
 	lease_token   bigint,
 	lease_until   timestamptz,
+	idle          boolean     NOT NULL DEFAULT false,
+	set_aside     boolean     NOT NULL DEFAULT false,
 	PRIMARY KEY (task_id, id)
 )`
 
-// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy destinations, $3 lease token, $4 lease end.
+// pgMigrateSQL brings a table of an earlier version to this one (no-ops
+// on a table pgTableSQL has just created). idle: the record had
+// delivered its task's last revision when last written (caught up; Done
+// records are idle too), so the claim index leaves it out until a write
+// to its task reopens it (SPEC C6). set_aside: the record does not decode
+// (N4); Save clears it. The claim index of earlier versions indexed every
+// record not Done.
+var pgMigrateSQL = []string{
+	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS idle boolean NOT NULL DEFAULT false`,
+	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS set_aside boolean NOT NULL DEFAULT false`,
+	`CREATE INDEX IF NOT EXISTS a2a_push_configs_claim ON %[1]s.a2a_push_configs (next_at) WHERE NOT idle AND NOT set_aside`,
+	`DROP INDEX IF EXISTS %[1]s.a2a_push_configs_due`,
+}
+
+// pgBackfillIdleSQL marks idle the caught-up records of a table that had
+// no idle column, once, when NewPG adds it.
+const pgBackfillIdleSQL = `UPDATE %[1]s.a2a_push_configs q SET idle = true
+WHERE NOT q.idle AND (q.done OR q.delivered >= coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = q.task_id), 0))`
+
+// pgIdleSQL, followed by the delivered revision's parameter: whether the
+// record of task $1 is caught up with its task (a missing task counts as
+// revision 0).
+const pgIdleSQL = `coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1), 0) <= `
+
+// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy
+// destinations, $3 lease token, $4 lease end, $5 tasks skipped.
 const pgClaimSQL = `WITH c AS (
 	SELECT p.task_id, p.id, t.revision
 	FROM %[1]s.a2a_push_configs p JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
-	WHERE NOT p.done AND p.next_at <= $1 AND t.revision > p.delivered
-	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2)
+	WHERE NOT p.idle AND NOT p.set_aside AND p.next_at <= $1 AND t.revision > p.delivered
+	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2) AND p.task_id <> ALL($5::text[])
 	ORDER BY p.next_at LIMIT 1
 	FOR UPDATE OF p SKIP LOCKED)
 UPDATE %[1]s.a2a_push_configs p SET lease_token = $3, lease_until = $4
@@ -50,19 +78,22 @@ FROM c WHERE p.task_id = c.task_id AND p.id = c.id
 RETURNING %[2]s, c.revision`
 
 // pgCommitSQL: $1 task, $2 id, $3 lease token, $4–$9 the delivery state.
-// A record is stored Done only if its task is still at Delivered in the
-// statement's snapshot: a write committed since the claim keeps it due.
-// (A write that commits while this statement runs is not seen; its Touch
-// or the next Rescan reopens the record: pgReopenSQL.)
+// A record is stored idle (caught up), and Done, only if its task is
+// still at Delivered in the statement's snapshot: a write committed since
+// the claim keeps it due. (A write that commits while this statement runs
+// is not seen; its Touch or the next rescan reopens the record:
+// pgReopenSQL.)
 const pgCommitSQL = `UPDATE %[1]s.a2a_push_configs SET delivered = $4, attempts = $5, failing_since = $6,
 	next_at = $7, last_error = $8,
-	done = CASE WHEN $9 THEN coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1), 0) <= $4 ELSE false END,
+	idle = ` + pgIdleSQL + `$4,
+	done = $9 AND ` + pgIdleSQL + `$4,
 	lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`
 
-// pgReopenSQL clears Done on the records among s whose task has moved
-// past Delivered (a write to a terminal task, SPEC S7), so that Claim,
-// which skips Done rows by the claim index, takes them again (N2). %[2]s
+// pgReopenSQL clears idle and Done on the records among s whose task has
+// moved past Delivered (a write to the task; to a terminal task, SPEC
+// S7), so that Claim, which skips idle rows by the claim index, takes
+// them again (N2). %[2]s
 // defines s: candidate rows (task_id, id) with leased (a lease is on the
 // row) and stale (Done and its task past Delivered, in the statement's
 // snapshot). Each record's task is read by its key (the scalar
@@ -75,12 +106,12 @@ c AS (
 	SELECT q.task_id, q.id FROM %[1]s.a2a_push_configs q JOIN s ON s.task_id = q.task_id AND s.id = q.id
 	WHERE s.stale AND ` + pgStale + `
 	ORDER BY q.task_id, q.id FOR UPDATE OF q SKIP LOCKED),
-r AS (UPDATE %[1]s.a2a_push_configs p SET done = false FROM c WHERE p.task_id = c.task_id AND p.id = c.id)
+r AS (UPDATE %[1]s.a2a_push_configs p SET done = false, idle = false FROM c WHERE p.task_id = c.task_id AND p.id = c.id)
 `
 
-// pgStale: the record (aliased q) is Done and its task has moved past
+// pgStale: the record (aliased q) is idle and its task has moved past
 // Delivered.
-const pgStale = `q.done AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = q.task_id) > q.delivered`
+const pgStale = `q.idle AND (SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = q.task_id) > q.delivered`
 
 // pgReopenTasksSQL: the records of the tasks in $1 (text[]). It returns
 // the tasks to keep touched: those with a leased record (its holder's
@@ -92,12 +123,27 @@ const pgReopenTasksSQL = `SELECT q.task_id, q.id, q.lease_token IS NOT NULL AS l
 const pgReopenTasksTail = `SELECT DISTINCT s.task_id FROM s LEFT JOIN c ON c.task_id = s.task_id AND c.id = s.id
 WHERE s.leased OR (s.stale AND c.id IS NULL)`
 
-// pgRescanSQL: the next $3 Done records after ($1, $2) in key order; it
+// pgRescanSQL: the next $3 idle records after ($1, $2) in key order; it
 // returns how many it read and the last one's key. (A stale record it
-// skips waits for the next rescan.)
+// skips waits for the next rescan.) The full rescan, once per outbox
+// opened.
 const pgRescanSQL = `SELECT q.task_id, q.id, false AS leased, true AS stale FROM %[1]s.a2a_push_configs q
-	WHERE q.done AND (q.task_id, q.id) > ($1::text, $2::text COLLATE "C")
+	WHERE q.idle AND (q.task_id, q.id) > ($1::text, $2::text COLLATE "C")
 	ORDER BY q.task_id, q.id LIMIT $3`
+
+// pgRescanRecentSQL: the idle records of the next $3 tasks written after
+// ($1 updated_at, $2 id), read from pgstore's ordering index
+// (idx_a2a_tasks_updated), and, with w_id NULL, nothing for a task
+// without records. The rescans after the first: they cost the tasks
+// written since, not the records stored (SPEC C6).
+const pgRescanRecentSQL = `WITH w AS (SELECT t.id, t.updated_at FROM %[1]s.a2a_tasks t
+	WHERE (t.updated_at, t.id COLLATE "C") > ($1::timestamptz, $2::text COLLATE "C")
+	ORDER BY t.updated_at, t.id COLLATE "C" LIMIT $3)
+SELECT w.id AS w_id, w.updated_at AS w_at, q.task_id, q.id, false AS leased, true AS stale
+	FROM w LEFT JOIN %[1]s.a2a_push_configs q ON q.task_id = w.id AND q.idle`
+
+const pgRescanRecentTail = `SELECT count(DISTINCT w_id), max(w_at),
+	coalesce((array_agg(w_id ORDER BY w_at DESC, w_id COLLATE "C" DESC))[1], '') FROM s`
 
 const pgRescanTail = `SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`
 
@@ -117,35 +163,53 @@ const pgDepthSQL = `SELECT count(*),
 	min(greatest(p.next_at, coalesce(l.at, t.updated_at))) FILTER (WHERE p.next_at <= $1 AND t.revision > p.delivered)
 FROM %[1]s.a2a_push_configs p LEFT JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
 	LEFT JOIN %[1]s.a2a_task_log l ON l.task_id = p.task_id AND l.revision = p.delivered + 1
-WHERE NOT p.done`
+WHERE NOT p.idle AND NOT p.set_aside`
+
+func mapf(in []string, f func(string) string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = f(s)
+	}
+	return out
+}
 
 func newPGSQL(schema string) pgSQL {
 	f := func(s string) string { return fmt.Sprintf(s, schema, pgCols) }
 	prefixed := "p." + strings.ReplaceAll(pgCols, ", ", ", p.")
 	return pgSQL{
-		ddl: []string{
+		ddl: append([]string{
 			f(`CREATE SCHEMA IF NOT EXISTS %[1]s`),
 			f(pgTableSQL),
-			f(`CREATE INDEX IF NOT EXISTS a2a_push_configs_due ON %[1]s.a2a_push_configs (next_at) WHERE NOT done`),
-		},
+		}, mapf(pgMigrateSQL, f)...),
+		hasIdle: `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+	WHERE table_schema = $1 AND table_name = 'a2a_push_configs' AND column_name = 'idle')`,
+		backfillIdle: f(pgBackfillIdleSQL),
+		// $1 dest, $2 now.
+		dueNow: f(`UPDATE %[1]s.a2a_push_configs SET next_at = $2
+WHERE NOT idle AND NOT set_aside AND next_at > $2 AND dest = $1`),
+		setAside: f(`UPDATE %[1]s.a2a_push_configs SET set_aside = true, lease_token = NULL, lease_until = NULL
+WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		// $1 the schema, $2 the task: serialises the saves of one task.
 		lockTask: `SELECT pg_advisory_xact_lock(hashtextextended('a2astore.pushdelivery.task:' || $1 || ':' || $2, 0))`,
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		// A changed config starts its failure state afresh (Record.afresh).
-		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest,
+		// A changed config starts its failure state afresh (Record.afresh);
+		// saving it again clears a set-aside (an undecodable config).
+		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s, idle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+	` + pgIdleSQL + `$6)
+ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest, set_aside = false,
 	attempts = CASE WHEN c.config = EXCLUDED.config THEN c.attempts ELSE EXCLUDED.attempts END,
 	failing_since = CASE WHEN c.config = EXCLUDED.config THEN c.failing_since ELSE EXCLUDED.failing_since END,
 	last_error = CASE WHEN c.config = EXCLUDED.config THEN c.last_error ELSE EXCLUDED.last_error END,
 	next_at = CASE WHEN c.config = EXCLUDED.config THEN c.next_at ELSE EXCLUDED.next_at END`),
-		get:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:        f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:      f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll:   f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		claim:       fmt.Sprintf(pgClaimSQL, schema, prefixed),
-		commit:      f(pgCommitSQL),
-		reopenTasks: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
-		rescan:      fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) + pgRescanTail,
+		get:          f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:       f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		commit:       f(pgCommitSQL),
+		reopenTasks:  fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
+		rescan:       fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) + pgRescanTail,
+		rescanRecent: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanRecentSQL, schema)) + pgRescanRecentTail,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		sweep: f(pgSweepSQL),

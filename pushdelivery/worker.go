@@ -29,6 +29,11 @@ type Options struct {
 	// (Record.Dest), so that a slow webhook cannot take every worker.
 	// Default 2.
 	PerDest int
+	// PerOwner bounds the deliveries in flight of one owner's tasks (of
+	// one task, for a task without owner), so that no owner's webhooks
+	// can take every worker (SPEC N4; see fair.go for the bound). Default
+	// Workers/2; at most Workers-1 when Workers > 1.
+	PerOwner int
 	// Poll is how often an idle worker claims (Wake claims at once).
 	// Default 250ms.
 	Poll time.Duration
@@ -73,6 +78,10 @@ func (o *Options) ensureDefaults() {
 	}
 	def(&o.Workers, 4)
 	def(&o.PerDest, 2)
+	def(&o.PerOwner, max(1, o.Workers/2))
+	if o.Workers > 1 {
+		o.PerOwner = min(o.PerOwner, o.Workers-1)
+	}
 	def(&o.Batch, 16)
 	o.Batch = min(o.Batch, engine.MaxLogRead)
 	defd := func(v *time.Duration, d time.Duration) {
@@ -112,8 +121,12 @@ type Worker struct {
 
 	mu struct {
 		sync.Mutex
-		dests map[string]int // deliveries in flight per Dest
-		rand  *rand.Rand
+		dests    map[string]int                     // deliveries in flight per Dest
+		keys     map[string]int                     // deliveries in flight per owner (ownerKey)
+		owners   map[a2a.TaskID]string              // the ownerKey of tasks claimed
+		byKey    map[string]map[a2a.TaskID]struct{} // owners inverted
+		breakers map[string]*breaker                // failing destinations
+		rand     *rand.Rand
 	}
 }
 
@@ -130,6 +143,10 @@ func Start(ctx context.Context, o Options) *Worker {
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.mu.dests = make(map[string]int)
+	w.mu.keys = make(map[string]int)
+	w.mu.owners = make(map[a2a.TaskID]string)
+	w.mu.byKey = make(map[string]map[a2a.TaskID]struct{})
+	w.mu.breakers = make(map[string]*breaker)
 	w.mu.rand = o.Rand
 	go w.loop()
 	return w
@@ -227,49 +244,48 @@ func (w *Worker) loop() {
 }
 
 // claim claims one due record and starts its delivery in a goroutine
-// holding the slot the caller took; false when none is due.
+// holding the slot the caller took; false when none is due. It claims
+// fairly (fair.go): first passing over the owners with a delivery in
+// flight and the failing destinations, then over those at their limits
+// only; a record whose owner turns out to be at its limit is given back.
 func (w *Worker) claim() bool {
-	claimed := w.o.Clock()
-	l, err := w.o.Outbox.Claim(w.ctx, claimed, w.busy())
-	if err != nil {
-		if w.ctx.Err() == nil {
-			w.o.Logger.Warn("pushdelivery: claim", "err", err)
+	for range maxClaimTries {
+		claimed := w.o.Clock()
+		busy, skip := w.skips(claimed, true)
+		l, err := w.o.Outbox.Claim(w.ctx, claimed, busy, skip...)
+		if err == nil && l == nil {
+			busy, skip = w.skips(claimed, false)
+			l, err = w.o.Outbox.Claim(w.ctx, claimed, busy, skip...)
 		}
-		return false
-	}
-	if l == nil {
-		return false
-	}
-	dest := l.Record().Dest
-	w.mu.Lock()
-	w.mu.dests[dest]++
-	w.mu.Unlock()
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		w.deliver(w.ctx, l, claimed)
-		w.mu.Lock()
-		if w.mu.dests[dest]--; w.mu.dests[dest] == 0 {
-			delete(w.mu.dests, dest)
+		if err != nil {
+			if w.ctx.Err() == nil {
+				w.o.Logger.Warn("pushdelivery: claim", "err", err)
+			}
+			return false
 		}
-		w.mu.Unlock()
-		<-w.slots
-		w.poke() // a slot and maybe a destination are free again
-	}()
-	return true
-}
-
-// busy lists the destinations at their PerDest limit.
-func (w *Worker) busy() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b []string
-	for d, n := range w.mu.dests {
-		if n >= w.o.PerDest {
-			b = append(b, d)
+		if l == nil {
+			return false
 		}
+		rec := l.Record()
+		key, dest := w.key(w.ctx, rec.TaskID), rec.Dest
+		if !w.admit(key, dest, claimed) {
+			rctx, cancel := detached(w.ctx)
+			l.Release(rctx)
+			cancel()
+			continue
+		}
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.deliver(w.ctx, l, claimed)
+			w.done(key, dest)
+			<-w.slots
+			w.poke() // a slot and maybe a destination are free again
+		}()
+		return true
 	}
-	return b
+	w.poke() // records given back: claim again, knowing their owners now
+	return false
 }
 
 // backoff is the wait after the attempts-th failed attempt of an entry.

@@ -444,9 +444,9 @@ type stuckOutbox struct {
 	calls    atomic.Int32
 }
 
-func (o *stuckOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
+func (o *stuckOutbox) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	if o.calls.Add(1) == 1 {
-		return o.fakeOutbox.Claim(ctx, now, busy)
+		return o.fakeOutbox.Claim(ctx, now, busy, skip...)
 	}
 	o.claiming <- struct{}{}
 	<-ctx.Done()
@@ -608,8 +608,8 @@ type stallOutbox struct {
 	during func() // when set, called during the stall
 }
 
-func (o *stallOutbox) Claim(ctx context.Context, now time.Time, busy []string) (Lease, error) {
-	l, err := o.fakeOutbox.Claim(ctx, now, busy)
+func (o *stallOutbox) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
+	l, err := o.fakeOutbox.Claim(ctx, now, busy, skip...)
 	if l != nil && o.armed.CompareAndSwap(true, false) {
 		o.clock.Advance(2 * o.lease)
 		if o.during != nil {
@@ -763,7 +763,10 @@ func TestCutOffStopsTheClaim(t *testing.T) {
 	}
 	h.settle() // revision 1 cut off: a timeout
 	h.clock.Advance(2 * time.Minute)
-	h.settle() // cut off again, past the deadline: dropped; then 2-4
+	h.settle() // cut off again, past the deadline: dropped
+	// The destination timed out: set aside for its cool-down; then 2-4.
+	h.clock.Advance(h.w.o.MaxBackoff)
+	h.settle()
 	r := h.outbox.rec("t1", "c")
 	if got := rc.revs("t1"); !slices.Equal(got, []int64{2, 3, 4}) || r.Delivered != 4 {
 		t.Fatalf("received %v, record %+v: want [2 3 4], delivered 4", got, r)

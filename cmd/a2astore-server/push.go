@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -58,21 +59,28 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 	if !pc.Enabled || s.cfg.A2AInMemory { // a2a-go's InMemory keeps no task log to deliver from
 		return nil, nil
 	}
-	outbox, closeOutbox, err := s.openOutbox(ctx, b)
+	var opened atomic.Value // the outbox, once open: metrics come first, the outbox counts in them
+	depth := func() (int, time.Duration) {
+		o, _ := opened.Load().(pushdelivery.Outbox)
+		if o == nil {
+			return 0, 0
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, age, _ := o.Depth(dctx, time.Now()) // zero when the outbox does not answer
+		return n, age
+	}
+	metrics := pushdelivery.NewMetrics(s.registry, depth)
+	outbox, closeOutbox, err := s.openOutbox(ctx, b, metrics)
 	if err != nil {
 		return nil, fmt.Errorf("push outbox: %w", err)
 	}
+	opened.Store(outbox)
 	s.closeOutbox = closeOutbox
 	if pc.wrapOutbox != nil {
 		outbox = pc.wrapOutbox(outbox)
 	}
 	s.pushConfigs = pushdelivery.NewConfigStore(outbox, b.Store)
-	depth := func() (int, time.Duration) {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		n, age, _ := outbox.Depth(dctx, time.Now()) // zero when the outbox does not answer
-		return n, age
-	}
 	s.pusher = pushdelivery.Start(context.WithoutCancel(ctx), pushdelivery.Options{
 		Outbox:   outbox,
 		Store:    logs,
@@ -80,7 +88,7 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 		Workers:  pc.Workers,
 		PerDest:  pc.PerDest,
 		Deadline: pc.Deadline,
-		Metrics:  pushdelivery.NewMetrics(s.registry, depth),
+		Metrics:  metrics,
 		Logger:   s.cfg.Logger,
 	})
 	s.sweepStop = make(chan struct{})
@@ -98,7 +106,7 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 // openOutbox opens the outbox of the configured backend: PostgreSQL's
 // table on the store's pool (shared by every instance), a Pebble database
 // beside the store's, or memory (best effort, as the memory store).
-func (s *server) openOutbox(ctx context.Context, b *backends.Backend) (pushdelivery.Outbox, func() error, error) {
+func (s *server) openOutbox(ctx context.Context, b *backends.Backend, m *pushdelivery.Metrics) (pushdelivery.Outbox, func() error, error) {
 	none := func() error { return nil }
 	switch s.cfg.Backend {
 	case "pg":
@@ -106,20 +114,20 @@ func (s *server) openOutbox(ctx context.Context, b *backends.Backend) (pushdeliv
 		if !ok {
 			return nil, nil, errors.New("backend pg without a pool")
 		}
-		o, err := pushdelivery.NewPG(ctx, pooled.Pool(), pushdelivery.PGOptions{})
+		o, err := pushdelivery.NewPG(ctx, pooled.Pool(), pushdelivery.PGOptions{Metrics: m, Logger: s.cfg.Logger})
 		return o, none, err
 	case "pebble":
 		dir := s.cfg.Push.Dir
 		if dir == "" {
 			dir = filepath.Clean(s.cfg.PebbleDir) + ".push"
 		}
-		o, err := pushdelivery.OpenPebble(dir, b.Store, pushdelivery.LocalOptions{})
+		o, err := pushdelivery.OpenPebble(dir, b.Store, pushdelivery.LocalOptions{Metrics: m, Log: s.cfg.Logger})
 		if err != nil {
 			return nil, nil, err
 		}
 		return o, o.Close, nil
 	}
-	return pushdelivery.NewMemory(b.Store, pushdelivery.LocalOptions{}), none, nil
+	return pushdelivery.NewMemory(b.Store, pushdelivery.LocalOptions{Metrics: m, Log: s.cfg.Logger}), none, nil
 }
 
 // sweepPush deletes, every pushSweepInterval, the configurations of tasks

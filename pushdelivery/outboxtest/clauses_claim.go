@@ -115,6 +115,54 @@ func testClaimSkipsBusy(t *testing.T, e *env) {
 	e.mustClaim("t1", "b")
 }
 
+// testClaimSkipsTasks: a Claim passes over the records of the tasks it
+// is told to skip (the worker's per-owner limit, SPEC N4), and only those.
+func testClaimSkipsTasks(t *testing.T, e *env) {
+	e.task("t1")
+	e.task("t2")
+	a, b := e.record("t1", "a"), e.record("t2", "b")
+	a.NextAt = b.NextAt.Add(-time.Second) // t1's first, unless skipped
+	e.save(a)
+	e.save(b)
+	l, err := e.o.Claim(e.ctx, e.clk.Now(), nil, "t1", "t3")
+	if err != nil || l == nil || l.Record().TaskID != "t2" {
+		t.Fatalf("t1 skipped: claimed %v, %v; want t2's record", l, err)
+	}
+	if l, err := e.o.Claim(e.ctx, e.clk.Now(), nil, "t1"); err != nil || l != nil {
+		t.Fatalf("t1 skipped, t2 leased: claimed %v, %v; want none", l, err)
+	}
+	e.mustClaim("t1", "a")
+}
+
+// testDueNow: DueNow makes due the records to a destination that wait
+// for a later NextAt and are behind their task, and only those (a
+// destination back after failures, SPEC N4).
+func testDueNow(t *testing.T, e *env) {
+	r, ok := e.o.(pushdelivery.Recoverer)
+	if !ok {
+		t.Skip("the outbox does not implement Recoverer")
+	}
+	e.task("t1")
+	later := e.clk.Now().Add(time.Hour)
+	a, b, c := e.record("t1", "a"), e.record("t1", "b"), e.record("t1", "c")
+	a.NextAt, b.NextAt, c.NextAt = later, later, later
+	b.Dest = "https://other.example:443"
+	c.Delivered = 1 // caught up
+	for _, x := range []*pushdelivery.Record{a, b, c} {
+		e.save(x)
+	}
+	e.noClaim("all waiting")
+	n, err := r.DueNow(e.ctx, a.Dest, e.clk.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("DueNow: %d, %v; want 1 (a)", n, err)
+	}
+	e.mustClaim("t1", "a")
+	e.noClaim("b to another destination, c caught up")
+	if got := e.get("t1", "a").NextAt; !got.Equal(e.clk.Now()) {
+		t.Fatalf("a's NextAt %v, want now %v", got, e.clk.Now())
+	}
+}
+
 func testClaimMissingTask(t *testing.T, e *env) {
 	e.save(e.record("nosuchtask", "c1"))
 	e.noClaim("task missing")
@@ -355,8 +403,8 @@ func testDepth(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 || age != 10*time.Second {
-		t.Fatalf("depth %d, oldest due %v; want 4, 10s", n, age)
+	if n != 3 || age != 10*time.Second { // later, due, due-recent: not the caught-up nor the done
+		t.Fatalf("depth %d, oldest due %v; want 3, 10s", n, age)
 	}
 	// A record due since its entry (no retry time) has waited since the
 	// task's creation: 30 s on the suite's clock, a little less on a store

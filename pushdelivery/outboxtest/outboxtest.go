@@ -60,7 +60,9 @@ var clauses = []struct {
 	{"done-record-reopened-within-rescan-without-touch", testDoneReopenedByRescan},
 	{"claim-waits-for-next-at", testClaimWaitsNextAt},
 	{"claim-skips-busy-dests", testClaimSkipsBusy},
+	{"claim-skips-tasks", testClaimSkipsTasks},
 	{"claim-missing-task-is-none", testClaimMissingTask},
+	{"due-now-makes-a-destinations-waiting-records-due", testDueNow},
 	{"lease-revision-is-the-tasks", testLeaseRevision},
 	{"claimed-record-not-claimed-again-while-leased", testClaimOnce},
 	{"concurrent-claimers-claim-each-record-once", testConcurrentClaims},
@@ -71,7 +73,7 @@ var clauses = []struct {
 	{"commit-after-delete-is-lease-lost", testCommitAfterDelete},
 	{"sweep-deletes-orphans-older-than-grace", testSweep},
 	{"sweep-respects-limit", testSweepLimit},
-	{"depth-counts-not-done-and-oldest-due", testDepth},
+	{"depth-counts-records-behind-and-oldest-due", testDepth},
 }
 
 // clock is the suite's driven clock.

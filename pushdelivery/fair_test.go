@@ -1,0 +1,151 @@
+package pushdelivery
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// createOwned creates task id, submitted, owned by owner.
+func (h *harness) createOwned(id a2a.TaskID, owner string) {
+	h.t.Helper()
+	task := &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}
+	if _, err := h.store.CreateOwned(h.ctx, task, owner); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestFairAcrossOwners (SPEC N4): one owner with 240 configs (15 tasks of
+// 16) on receivers that never answer holds at most PerOwner of the
+// workers, and another owner's events are delivered within one client
+// timeout each, however many hanging destinations the first has. Before
+// the per-owner limit, the four workers hung on the first owner's posts
+// and the other's waited for 240 / 4 timeouts.
+func TestFairAcrossOwners(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	hang := func(r *http.Request, _ int) int {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return http.StatusServiceUnavailable
+	}
+	h := newHarness(t, func(o *Options) {
+		o.Client = NewClient(ClientOptions{AllowPrivate: true, Timeout: timeout})
+		o.Workers = 4
+	})
+	hangs := make([]*receiver, 240)
+	for i := range hangs {
+		hangs[i] = newReceiver(t, hang)
+	}
+	t.Cleanup(func() { close(release) }) // before the receivers close
+	for i, rc := range hangs {
+		h.config(a2a.TaskID(fmt.Sprintf("a%02d", i/16)), fmt.Sprint("c", i), rc.srv.URL)
+	}
+	for i := range len(hangs) / 16 {
+		h.createOwned(a2a.TaskID(fmt.Sprintf("a%02d", i)), "alice")
+	}
+	hanging := func() int {
+		n := 0
+		for _, rc := range hangs {
+			n += rc.requests()
+		}
+		return n
+	}
+	h.w.Wake("")
+	eventually(t, "alice's posts hanging", func() bool { return hanging() >= min(h.w.o.PerOwner, h.w.o.Workers) })
+	ok := newReceiver(t, nil)
+	h.config("b1", "c", ok.srv.URL)
+	h.createOwned("b1", "bob")
+	for rev := int64(1); rev <= 3; rev++ {
+		if rev > 1 {
+			h.update("b1", a2a.TaskStateWorking)
+		}
+		start := time.Now()
+		h.w.Wake("b1")
+		eventually(t, fmt.Sprintf("bob's revision %d delivered", rev), func() bool {
+			h.w.mu.Lock()
+			n := h.w.mu.keys[ownerKey("", "alice")]
+			h.w.mu.Unlock()
+			if n > min(h.w.o.PerOwner, h.w.o.Workers-1) {
+				t.Fatalf("alice has %d deliveries in flight, limit %d", n, h.w.o.PerOwner)
+			}
+			return slices.Contains(ok.revs("b1"), rev)
+		})
+		if took := time.Since(start); took > timeout {
+			t.Fatalf("bob's revision %d took %v behind alice's %d hanging posts, bound: one client timeout (%v)", rev, took, hanging(), timeout)
+		}
+	}
+	if hanging() == 0 {
+		t.Fatal("alice's receivers got no post: the test proved nothing")
+	}
+}
+
+// TestRecoveryMakesDestinationDue: when a destination that was failing
+// answers 2xx again, its other records waiting for their backoff are due
+// at once (the clock does not move after the first 2xx), not after each
+// one's backoff (an hour here).
+func TestRecoveryMakesDestinationDue(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	rc := newReceiver(t, func(*http.Request, int) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	h := newHarness(t, func(o *Options) { o.Deadline = 2 * time.Hour })
+	h.config("t0", "c", rc.srv.URL)
+	h.create("t0")
+	const waiting = 4
+	for i := 1; i <= waiting; i++ { // failing for a while: backing off for an hour
+		id := a2a.TaskID(fmt.Sprint("t", i))
+		h.create(id)
+		r := &Record{TaskID: id, Config: a2a.PushConfig{TaskID: id, ID: "c", URL: rc.srv.URL},
+			Dest: h.outbox.rec("t0", "c").Dest, Created: h.clock.Now(), Attempts: 6,
+			FailingSince: h.clock.Now().Add(-time.Hour), NextAt: h.clock.Now().Add(time.Hour)}
+		if err := h.outbox.Save(h.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.settle() // t0 fails once
+	if rc.requests() != 1 {
+		t.Fatalf("%d requests, want t0's one", rc.requests())
+	}
+	down.Store(false)
+	for len(rc.hits()) == 0 {
+		h.clock.Advance(time.Second)
+		h.settle()
+	}
+	h.settle()
+	if got := len(rc.hits()); got != 1+waiting {
+		t.Fatalf("after the first 2xx %d of %d records delivered without the clock moving", got, 1+waiting)
+	}
+}
+
+// TestFailedCommitRetried (SPEC N2): a commit that fails after the
+// webhook's 2xx (a connection terminated) is tried again, so the
+// acknowledged event is not posted again when the lease ends. Before, the
+// record waited out its lease and the event went out twice.
+func TestFailedCommitRetried(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, nil)
+	h.outbox.failCommits.Store(3)
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.settle()
+	h.clock.Advance(2 * h.outbox.lease)
+	h.settle()
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{1}) {
+		t.Fatalf("received %v, want [1] once", got)
+	}
+	if r := h.outbox.rec("t1", "c"); r.Delivered != 1 || h.outbox.failCommits.Load() > 0 {
+		t.Fatalf("record %+v, %d failures left: want delivered 1, every failure tried past", r, h.outbox.failCommits.Load())
+	}
+}
