@@ -227,7 +227,7 @@ BEGIN
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET 10000 - 1 LIMIT 1),
 		(SELECT (l.xact::text::bigint + 1)::text::xid8 FROM public.a2a_task_count_moves AS l
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET 10000 - 1 LIMIT 1));
-	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM pg_snapshot_xip(snap) AS x WHERE x < new_upto;
+	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM (SELECT pg_snapshot_xip(snap) UNION SELECT pg_current_xact_id_if_assigned()) AS r (x) WHERE x < new_upto;
 	WITH gone AS (
 		DELETE FROM public.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(
