@@ -92,3 +92,49 @@ func TestTotalsSubtransactionsAcrossFolds(t *testing.T) {
 	fold(t, s)
 	checkShapes(t, s, conn)
 }
+
+// L8, C5: TRUNCATE is not MVCC-safe — a snapshot taken before it commits
+// sees a2a_tasks empty afterwards, and a REPEATABLE READ transaction that
+// truncates removes rows committed after its own snapshot. The counters
+// must agree in both: a total read in a snapshot held across another
+// session's TRUNCATE equals a recount there, and a TRUNCATE in a
+// REPEATABLE READ transaction whose snapshot missed a commit leaves no
+// count of that commit behind.
+func TestTruncateAcrossSnapshots(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s := openNoRollup(t, dsn)
+	conn, other := connect(t, dsn), connect(t, dsn)
+	lifecycleWrites(t, s, conn, "a")
+	fold(t, s)
+	lifecycleWrites(t, s, conn, "b")
+
+	held, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(ctx)
+	txExec(t, held, `SELECT 1`) // the snapshot, a2a_tasks not yet locked
+	execSQL(t, conn, `TRUNCATE a2a_tasks`)
+	if err := totalsInSnapshot(s, held, "snapshot held across TRUNCATE"); err != nil {
+		t.Error(err)
+	}
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkShapes(t, s, conn)
+
+	lifecycleWrites(t, s, conn, "c")
+	rr, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Rollback(ctx)
+	txExec(t, rr, `SELECT 1`)
+	execSQL(t, conn, insertSQL, "late") // committed after rr's snapshot
+	txExec(t, rr, `TRUNCATE a2a_tasks`)
+	if err := rr.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkShapes(t, s, conn)
+}

@@ -92,7 +92,12 @@ import (
 // to the moves ledger. (The store never changes an
 // ID; hand-written SQL that does appends a -1 and a +1 that cancel out
 // with one shard, and would move the task's counts to its new shard with
-// several.) TRUNCATE empties base and ledgers.
+// several.) TRUNCATE empties base and ledgers by TRUNCATE too, not
+// DELETE: TRUNCATE is not MVCC-safe, so a snapshot taken before it finds
+// a2a_tasks empty afterwards (the counters must look as empty to it, L8),
+// and a REPEATABLE READ transaction that truncates removes tasks committed
+// after its snapshot, whose ledger rows a DELETE in that snapshot would
+// miss (TestTruncateAcrossSnapshots).
 
 // countShards is the number of base rows per (kind, name, state): one.
 // Releases before spread a task's counts over 16 rows by its ID's hash,
@@ -445,9 +450,7 @@ END
 	{"a2a_task_counts_on_truncate", `
 BEGIN
 	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
-	DELETE FROM {schema}.a2a_task_counts;
-	DELETE FROM {schema}.a2a_task_count_deltas;
-	DELETE FROM {schema}.a2a_task_count_moves;
+	TRUNCATE {schema}.a2a_task_counts, {schema}.a2a_task_count_deltas, {schema}.a2a_task_count_moves;
 	RETURN NULL;
 END
 `},
