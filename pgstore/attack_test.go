@@ -138,3 +138,48 @@ func TestTruncateAcrossSnapshots(t *testing.T) {
 	}
 	checkShapes(t, s, conn)
 }
+
+// C5, L8 (issue 53): a fold called in a REPEATABLE READ transaction whose
+// snapshot predates another fold's commit and later writes either fails
+// or folds only what its snapshot saw, and a second fold while one holds
+// the lock takes nothing: totals stay exact either way.
+func TestFoldStaleSnapshotAndSecondFold(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s := openNoRollup(t, dsn)
+	conn, other := connect(t, dsn), connect(t, dsn)
+	lifecycleWrites(t, s, conn, "a")
+	stale, err := other.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Rollback(ctx)
+	txExec(t, stale, `SELECT 1`)
+	lifecycleWrites(t, s, conn, "b")
+	fold(t, s)
+	execSQL(t, conn, insertSQL, "c")
+	var n int64
+	if err := stale.QueryRow(ctx, `SELECT a2a_task_counts_fold()`).Scan(&n); err != nil {
+		t.Logf("stale fold failed: %v", err)
+	} else if err := stale.Commit(ctx); err != nil {
+		t.Logf("stale fold's commit failed: %v", err)
+	}
+	stale.Rollback(ctx)
+	checkShapes(t, s, conn)
+
+	first, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	txExec(t, first, `SELECT a2a_task_counts_fold()`)
+	if err := conn.QueryRow(ctx, `SELECT a2a_task_counts_fold()`).Scan(&n); err != nil || n != -1 {
+		t.Fatalf("a second fold while one holds the lock: %d, %v", n, err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkShapes(t, s, conn)
+	fold(t, s)
+	checkShapes(t, s, conn)
+}
