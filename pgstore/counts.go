@@ -92,7 +92,12 @@ import (
 // to the moves ledger. (The store never changes an
 // ID; hand-written SQL that does appends a -1 and a +1 that cancel out
 // with one shard, and would move the task's counts to its new shard with
-// several.) TRUNCATE empties base and ledgers.
+// several.) TRUNCATE empties base and ledgers by TRUNCATE too, not
+// DELETE: TRUNCATE is not MVCC-safe, so a snapshot taken before it finds
+// a2a_tasks empty afterwards (the counters must look as empty to it, L8),
+// and a REPEATABLE READ transaction that truncates removes tasks committed
+// after its snapshot, whose ledger rows a DELETE in that snapshot would
+// miss (TestTruncateAcrossSnapshots).
 
 // countShards is the number of base rows per (kind, name, state): one.
 // Releases before spread a task's counts over 16 rows by its ID's hash,
@@ -307,7 +312,10 @@ var baseUpsert = `
 // its own upto the snapshot's xmax — lowered, when the ledgers hold more
 // than foldBatch rows at or above the last upto, to just past the
 // transaction of the foldBatch-th row, so one fold stays bounded — and
-// as running the snapshot's running transactions below it. Every ledger
+// as running the snapshot's running transactions below it, and its own
+// transaction when that already holds an ID (a fold called by hand after
+// writes: a snapshot never lists its own transaction, whose later writes
+// would otherwise fall below the watermark, unread). Every ledger
 // row of a transaction below upto and not running belongs to a
 // transaction that had ended: if it committed, this fold sees the row and
 // takes it; if it aborted, no snapshot ever will. So the rows a later
@@ -355,7 +363,7 @@ BEGIN
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET {batch} - 1 LIMIT 1),
 		(SELECT (l.xact::text::bigint + 1)::text::xid8 FROM {schema}.a2a_task_count_moves AS l
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET {batch} - 1 LIMIT 1));
-	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM pg_snapshot_xip(snap) AS x WHERE x < new_upto;` +
+	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM (SELECT pg_snapshot_xip(snap) UNION SELECT pg_current_xact_id_if_assigned()) AS r (x) WHERE x < new_upto;` +
 	replaceAll(baseUpsert, "{before}", `WITH gone AS (`+foldTake("a2a_task_count_deltas", "state, context_id, owner, d")+`
 	), moved AS (`+foldTake("a2a_task_count_moves", "old_state, new_state, context_id, owner")+`
 	), net AS (
@@ -442,9 +450,7 @@ END
 	{"a2a_task_counts_on_truncate", `
 BEGIN
 	PERFORM ` + strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock") + `;
-	DELETE FROM {schema}.a2a_task_counts;
-	DELETE FROM {schema}.a2a_task_count_deltas;
-	DELETE FROM {schema}.a2a_task_count_moves;
+	TRUNCATE {schema}.a2a_task_counts, {schema}.a2a_task_count_deltas, {schema}.a2a_task_count_moves;
 	RETURN NULL;
 END
 `},

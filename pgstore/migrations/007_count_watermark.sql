@@ -44,9 +44,11 @@
 -- Roles that write a2a_tasks need INSERT on a2a_task_count_deltas and
 -- a2a_task_count_moves (the triggers run as them), SELECT, INSERT,
 -- UPDATE, DELETE on a2a_task_counts for statements of 64 rows or more,
--- and DELETE on both ledgers for TRUNCATE; the servers' role needs
--- SELECT on the four tables and, to fold, DELETE on both ledgers and all
--- four on a2a_task_counts and a2a_task_count_folds.
+-- and TRUNCATE on a2a_task_counts and both ledgers for TRUNCATE (the
+-- trigger truncates them: TRUNCATE is not MVCC-safe, so a snapshot taken
+-- before it must find the counters as empty as a2a_tasks); the servers'
+-- role needs SELECT on the four tables and, to fold, DELETE on both
+-- ledgers and all four on a2a_task_counts and a2a_task_count_folds.
 --
 -- One transaction. LOCK TABLE ... SHARE ROW EXCLUSIVE comes first (writes
 -- wait, reads go on) and holds until COMMIT, for one rewrite of each
@@ -190,9 +192,7 @@ $fn$;
 CREATE OR REPLACE FUNCTION public.a2a_task_counts_on_truncate() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
 	PERFORM pg_advisory_xact_lock(1093812563, $k$public.a2a_task_counts$k$::regclass::oid::integer);
-	DELETE FROM public.a2a_task_counts;
-	DELETE FROM public.a2a_task_count_deltas;
-	DELETE FROM public.a2a_task_count_moves;
+	TRUNCATE public.a2a_task_counts, public.a2a_task_count_deltas, public.a2a_task_count_moves;
 	RETURN NULL;
 END
 $fn$;
@@ -227,7 +227,7 @@ BEGIN
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET 10000 - 1 LIMIT 1),
 		(SELECT (l.xact::text::bigint + 1)::text::xid8 FROM public.a2a_task_count_moves AS l
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET 10000 - 1 LIMIT 1));
-	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM pg_snapshot_xip(snap) AS x WHERE x < new_upto;
+	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM (SELECT pg_snapshot_xip(snap) UNION SELECT pg_current_xact_id_if_assigned()) AS r (x) WHERE x < new_upto;
 	WITH gone AS (
 		DELETE FROM public.a2a_task_count_deltas
 		WHERE ctid = ANY (ARRAY(
