@@ -18,22 +18,29 @@ import (
 // configs from there — so a failed list is logged (at most once a
 // minute, with the store's error: a list error names no token or
 // credentials) and answered with no configs: no task fails for it, and
-// delivery catches up at the worker's next claim. In cluster mode use
+// wake (the worker's Wake, when not nil) is told of the task, so delivery
+// catches up at once rather than at the outbox's next rescan (the sender
+// a2a-go calls with each listed config is what wakes the worker after a
+// list that works). In cluster mode use
 // pgcluster.FencePushConfigs instead, which retries the execution.
 //
 // Its List answers a2a-go's ListTaskPushConfigs too: install
 // a2aserver.PushConfigPages, which answers that call before a2a-go's
 // handler, so that a client's listing still sees the error.
-func LenientList(cs push.ConfigStore, logger *slog.Logger) push.ConfigStore {
+func LenientList(cs push.ConfigStore, logger *slog.Logger, wake func(a2a.TaskID)) push.ConfigStore {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &lenientList{ConfigStore: cs, logger: logger}
+	if wake == nil {
+		wake = func(a2a.TaskID) {}
+	}
+	return &lenientList{ConfigStore: cs, logger: logger, wake: wake}
 }
 
 type lenientList struct {
 	push.ConfigStore
 	logger *slog.Logger
+	wake   func(a2a.TaskID)
 	logged atomic.Int64 // unix nanoseconds of the last failure logged
 }
 
@@ -51,5 +58,6 @@ func (l *lenientList) List(ctx context.Context, task a2a.TaskID) ([]*a2a.PushCon
 		l.logger.Warn("pushdelivery: listing a task's push configs after an event failed; the task goes on, delivery catches up from its log",
 			"task", task, "error", err)
 	}
+	l.wake(task)
 	return []*a2a.PushConfig{}, nil
 }

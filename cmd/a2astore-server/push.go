@@ -98,7 +98,7 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 	if s.cfg.Cluster.Enabled {
 		configs = pgcluster.FencePushConfigs(configs) // a failed lookup is retried, not a FAILED task
 	} else {
-		configs = pushdelivery.LenientList(configs, s.cfg.Logger) // a failed lookup fails nothing: delivery reads the log
+		configs = pushdelivery.LenientList(configs, s.cfg.Logger, s.pusher.Wake) // a failed lookup fails nothing: delivery reads the log
 	}
 	return a2asrv.WithPushNotifications(configs, s.pusher.Sender()), nil
 }
