@@ -48,8 +48,9 @@ VALUES ($1, 'c', 1, 'TASK_STATE_WORKING', $2::timestamptz)`, id, at)
 }
 
 // externalTable creates public.a2a_tasks as an externally managed schema:
-// the table from TableDDL, then the shipped migrations 001 and 003 (not
-// the optional 002, so rows out of the cursor range can be written).
+// the table from TableDDL, then the shipped migrations 001, 003, 004, 007
+// and 006 (not the optional 002, so rows out of the cursor range can be
+// written).
 func externalTable(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
 	stmts := []string{pgstore.TableDDL("public")}
@@ -65,6 +66,7 @@ func externalTable(t testing.TB, conn *pgx.Conn) {
 			t.Fatal(err)
 		}
 	}
+	runMigration006(t, conn) // the status indexes, outside a transaction block
 }
 
 // S5, T4, L1: rows whose updated_at lies outside what a cursor can
