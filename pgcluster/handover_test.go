@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
@@ -39,7 +40,17 @@ func TestHandOverKeepsClaimedPayload(t *testing.T) {
 	if !ok {
 		t.Fatal("first event is not the submitted task")
 	}
-	if n, err := a.cluster.HandOver(ctx); err != nil || n != 1 {
+	// The first event may come from the enqueue, before any claim: hand
+	// over once the execution runs (a claim between HandOver's look at the
+	// executions and its Settle would leave Settle waiting for the agent).
+	select {
+	case <-agent.started:
+	case <-time.After(waitFor):
+		t.Fatal("the execution did not start")
+	}
+	hctx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	if n, err := a.cluster.HandOver(hctx); err != nil || n != 1 {
 		t.Fatalf("HandOver = %d, %v; want 1 execution", n, err)
 	}
 	var body []byte
