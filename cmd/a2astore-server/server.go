@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -189,7 +190,11 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	metered := storemetrics.New(scoped, storemetrics.Options{Backend: backendName, Tracer: tp.Tracer("github.com/a2astore/a2astore/engine/storemetrics")})
+	var storeTracer trace.Tracer // nil when tracing is off: no span work per store call
+	if _, off := tp.(noop.TracerProvider); !off {
+		storeTracer = tp.Tracer("github.com/a2astore/a2astore/engine/storemetrics")
+	}
+	metered := storemetrics.New(scoped, storemetrics.Options{Backend: backendName, Tracer: storeTracer})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metered, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -318,10 +323,19 @@ func (s *server) serveOn(handler a2asrv.RequestHandler, cardHandler http.Handler
 	// spans.
 	top := http.NewServeMux()
 	s.probes.registerHTTP(top)
-	top.Handle("/", a2aserver.TraceHTTP(mux, s.tracer))
+	_, untraced := s.tracer.(noop.TracerProvider) // tracing off: no middleware per request
+	if untraced {
+		top.Handle("/", mux)
+	} else {
+		top.Handle("/", a2aserver.TraceHTTP(mux, s.tracer))
+	}
 	s.httpSrv = cfg.Serve.Server(top)
 
-	s.grpcSrv = cfg.Serve.GRPCServer(append(append(a2aserver.TraceGRPC(s.tracer), a2aserver.GRPCErrorCodes()...), grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
+	grpcOpts := a2aserver.GRPCErrorCodes()
+	if !untraced {
+		grpcOpts = append(a2aserver.TraceGRPC(s.tracer), grpcOpts...)
+	}
+	s.grpcSrv = cfg.Serve.GRPCServer(append(grpcOpts, grpc.ChainUnaryInterceptor(a2aserver.GRPCRequestValidator, a2aserver.GRPCPushConfigPages), grpc.ChainStreamInterceptor(a2aserver.GRPCStreamRequestValidator))...)
 	a2agrpc.NewHandler(handler).RegisterWith(s.grpcSrv.Server)
 	healthpb.RegisterHealthServer(s.grpcSrv.Server, grpcHealth{p: s.probes})
 

@@ -47,9 +47,6 @@ func (o *Options) EnsureDefaults() {
 	if len(o.DurationBuckets) == 0 {
 		o.DurationBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
 	}
-	if o.Tracer == nil {
-		o.Tracer = noop.NewTracerProvider().Tracer("")
-	}
 }
 
 // Operations and outcomes, the label values of the latency histogram.
@@ -190,11 +187,28 @@ type call struct {
 }
 
 // begin starts op: its clock and its span, a child of ctx's.
+// The span is started bare and described only when it records; with no
+// tracer (the default) there is none, so an operation pays no allocation
+// for it on the list path.
 func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
-	ctx, span := s.tracer.Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attrBackend.String(s.backend), attrOperation.String(op)))
+	if s.tracer == nil { // no span, and no context for one: Start would allocate both
+		return ctx, call{s: s, op: op, start: time.Now(), span: noop.Span{}}
+	}
+	ctx, span := s.tracer.Start(ctx, spanNames[op])
+	if span.IsRecording() {
+		span.SetAttributes(attrBackend.String(s.backend), attrOperation.String(op))
+	}
 	return ctx, call{s: s, op: op, start: time.Now(), span: span}
 }
+
+// spanNames are the spans' names by operation, built once.
+var spanNames = func() map[string]string {
+	m := map[string]string{}
+	for _, op := range []string{OpCreate, OpGet, OpReplace, OpCancel, OpAppendHistory, OpDelete, OpList, OpRemoveExpired} {
+		m[op] = "store." + op
+	}
+	return m
+}()
 
 // end observes the call's latency under its outcome and ends its span.
 // The span carries the outcome's class, never the error's text (which may

@@ -100,3 +100,25 @@ func attrMap(s sdktrace.ReadOnlySpan) map[string]string {
 	}
 	return m
 }
+
+// TestNoTracerNoAllocations: without a tracer the decorator adds no
+// allocation to a Get (the span machinery stays off the hot path).
+func TestNoTracerNoAllocations(t *testing.T) {
+	bare := memstore.New(memstore.Options{})
+	m := storemetrics.New(bare, storemetrics.Options{Backend: "mem"})
+	ctx := t.Context()
+	if _, err := m.Create(ctx, &a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(s engine.Store) func() {
+		return func() {
+			if _, err := s.Get(ctx, "t"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	base, decorated := testing.AllocsPerRun(200, get(bare)), testing.AllocsPerRun(200, get(m))
+	if decorated > base {
+		t.Errorf("Get allocates %v times through the decorator, %v bare: want no more", decorated, base)
+	}
+}
