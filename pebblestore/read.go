@@ -326,10 +326,10 @@ func (b *bodyReader) skipped() { b.adjacent = false }
 
 // read positions the reader at cur's body and decodes it. When the
 // previous entry of a global page was also returned, the body is the next
-// key: one step. Otherwise (context pages, skipped entries) it seeks with a
-// limit just past the key, which keeps Pebble from walking forward through
-// every body in between (its seek-using-next optimization applies only to
-// unlimited seeks).
+// key: one step. Otherwise (pages of another index, skipped entries) it
+// seeks forward: Pebble first tries a few steps from where the reader is
+// (its seek-using-next optimization, bounded by a handful of steps per
+// level, so a sparse page does not walk the bodies in between), then seeks.
 func (b *bodyReader) read(cur engine.Cursor, contextID string) (*a2a.Task, error) {
 	bk := bodyKey(cur)
 	found := false
@@ -337,7 +337,7 @@ func (b *bodyReader) read(cur engine.Cursor, contextID string) (*a2a.Task, error
 		found = b.it.Next() && bytes.Equal(b.it.Key(), bk)
 	}
 	if !found {
-		found = b.it.SeekGEWithLimit(bk, append(bytes.Clone(bk), 0)) == pebble.IterValid && bytes.Equal(b.it.Key(), bk)
+		found = b.it.SeekGE(bk) && bytes.Equal(b.it.Key(), bk)
 	}
 	b.adjacent = b.global
 	if !found {

@@ -114,13 +114,19 @@ func whereClause(conds []string) string {
 // order without a sort (C3, C7). For a deterministic collation (every
 // collation but explicitly nondeterministic ICU ones) x >= c AND x <= c
 // holds exactly when x = c.
+//
+// With two leading columns the first is written "=": PostgreSQL's B-tree
+// ends a scan at a failed bound of a column only when every column before
+// it is bound by "=", so with two ranges a page of (owner, state) that
+// holds fewer than PageSize+1 entries read on through every later state of
+// the owner (TestFilteredPageEndsWithItsRange). The second column, a
+// range, still leaves only this index to give the order without a sort:
+// the first one's constant drops out of the order, the second does not.
 func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) {
 	order = `updated_at DESC, id COLLATE "C" DESC`
-	var lead []string // equality columns leading the order, in index order
+	var lead, leadP []string // equality columns leading the order, in index order, and their placeholders
 	equal := func(col, v string) {
-		p := args.add(v)
-		where = append(where, col+" >= "+p+" AND "+col+" <= "+p)
-		lead = append(lead, col)
+		lead, leadP = append(lead, col), append(leadP, args.add(v))
 	}
 	if q.Owner != "" {
 		equal("owner", q.Owner)
@@ -133,6 +139,13 @@ func listFilters(q *engine.Query, args *sqlArgs) (where []string, order string) 
 			equal("state", string(q.Status))
 		} else {
 			where = append(where, "state = "+args.add(string(q.Status)))
+		}
+	}
+	for i, col := range lead {
+		if i == 0 && len(lead) > 1 {
+			where = append(where, col+" = "+leadP[i])
+		} else {
+			where = append(where, col+" >= "+leadP[i]+" AND "+col+" <= "+leadP[i])
 		}
 	}
 	if len(lead) > 0 {

@@ -74,14 +74,7 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args []any, generic bool)
 func explainPage(t *testing.T, s *pgstore.Store, conn *pgx.Conn, req engine.ListRequest, generic bool) planNode {
 	t.Helper()
 	ctx := context.Background()
-	sql, args, _, _, err := s.ListSQL(&req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pin, err := s.PinnedPlan(&req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sql, args, pin := pageSQL(t, s, req)
 	if pin != "" {
 		if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
 			t.Fatal(err)
@@ -298,13 +291,7 @@ func TestStatusPlans(t *testing.T) {
 		t.Skip("loads 50k rows")
 	}
 	const n = 50_000
-	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	s, err := pgstore.Open(ctx, dsn, pgstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dsn := open(t)
 	conn := connect(t, dsn)
 	execSQL(t, conn, `ALTER TABLE a2a_tasks SET (autovacuum_enabled = false)`)
 	load := func() {
@@ -402,7 +389,7 @@ func checkIndexPlan(t *testing.T, plan planNode, req engine.ListRequest, index s
 		cond string
 	}{
 		{req.PageToken != "", "ROW(updated_at, (id)::text) < ROW("},
-		{req.Owner != "", "owner >="},
+		{req.Owner != "", "(owner "},
 		{req.ContextID != "", "context_id >="},
 		{req.Status != "" && req.ContextID == "", "state >="},
 	} {
@@ -416,4 +403,112 @@ func checkIndexPlan(t *testing.T, plan planNode, req engine.ListRequest, index s
 	if t.Failed() {
 		t.Logf("plan: %+v", plan)
 	}
+}
+
+// C7: a filtered page ends where its range ends. A page of one owner's
+// tasks in a state (or in a context) that holds fewer than PageSize+1 of
+// them reads those entries and stops; it does not walk the owner's
+// entries of the states (contexts) sorted after it. With both leading
+// columns as ranges, PostgreSQL's B-tree treats only the first column's
+// bounds as ending the scan, and such a page read every later entry of the
+// owner: here owner-3's 6,667 working entries after its 10
+// input-required ones, 70-odd buffers for a page of 10. A page may read a
+// heap page per row it returns, and a few index pages.
+func TestFilteredPageEndsWithItsRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 40k rows")
+	}
+	ctx := context.Background()
+	s, dsn := open(t)
+	conn := connect(t, dsn)
+	// 4 owners, 50 contexts; the 40 oldest tasks input-required, then
+	// working (ordered after input-required) or completed (before it).
+	execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, updated_at, revision, state, status_ts, owner)
+SELECT 'task-' || lpad(i::text, 8, '0'), 'ctx-' || lpad((i % 50)::text, 2, '0'), t, 1,
+       CASE WHEN i <= 40 THEN 'TASK_STATE_INPUT_REQUIRED' WHEN i % 3 = 0 THEN 'TASK_STATE_COMPLETED' ELSE 'TASK_STATE_WORKING' END,
+       t, 'owner-' || (i % 4)
+FROM generate_series(1, 40000) i, LATERAL (SELECT timestamptz '2025-01-01 00:00:00+00' + i * interval '1 ms') x(t)`)
+	execSQL(t, conn, `VACUUM ANALYZE a2a_tasks`)
+	for _, req := range []engine.ListRequest{
+		{Owner: "owner-3", Status: a2a.TaskStateInputRequired},
+		// ctx-03 holds owner-3's tasks 3, 103, …: 400 of them, and
+		// owner-3's entries in ctx-04…ctx-49 follow in the index.
+		{Owner: "owner-3", ContextID: "ctx-03"},
+		// (With a state as well the page filters the owner's entries in
+		// the context by state: it may read all of them, C7.)
+	} {
+		// Page to the last page of the filter: it has fewer than
+		// PageSize+1 entries, so nothing but the range's end stops it.
+		req.PageSize = 50
+		for {
+			resp, err := s.List(ctx, &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.NextPageToken == "" {
+				break
+			}
+			req.PageToken = resp.NextPageToken
+		}
+		if buffers, rows := pageBuffers(t, s, conn, req); buffers > rows+8 {
+			t.Errorf("%+v: the last page read %d buffers for %d rows", req, buffers, rows)
+		}
+	}
+}
+
+// pageSQL returns the page query of req, its arguments and what the
+// store runs before it in the page's transaction (PinnedPlan; "" when the
+// page runs alone).
+func pageSQL(t testing.TB, s *pgstore.Store, req engine.ListRequest) (sql string, args []any, pin string) {
+	t.Helper()
+	sql, args, _, _, err := s.ListSQL(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin, err = s.PinnedPlan(&req); err != nil {
+		t.Fatal(err)
+	}
+	return sql, args, pin
+}
+
+// pageBuffers is the number of shared buffers (hit and read) the page
+// query of req reads and the rows it returns, as EXPLAIN (ANALYZE,
+// BUFFERS) reports them, run as List runs it (after PinnedPlan, in a
+// transaction).
+func pageBuffers(t *testing.T, s *pgstore.Store, conn *pgx.Conn, req engine.ListRequest) (buffers, rows int) {
+	t.Helper()
+	sql, args, pin := pageSQL(t, s, req)
+	return analyzeBuffers(t, conn, pgx.TxOptions{AccessMode: pgx.ReadOnly}, pin, sql, args)
+}
+
+// analyzeBuffers runs sql under EXPLAIN (ANALYZE, BUFFERS) in a
+// transaction of opts, after setup unless it is "", and returns the
+// shared buffers (hit and read) it read and the rows it returned.
+func analyzeBuffers(t testing.TB, conn *pgx.Conn, opts pgx.TxOptions, setup, sql string, args []any) (buffers, rows int) {
+	t.Helper()
+	ctx := context.Background()
+	var out []byte
+	err := pgx.BeginTxFunc(ctx, conn, opts, func(tx pgx.Tx) error {
+		if setup != "" {
+			if _, err := tx.Exec(ctx, setup); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) "+sql, args...).Scan(&out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+			Rows int `json:"Actual Rows"`
+		}
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("explain output: %v: %s", err, out)
+	}
+	p := plans[0].Plan
+	return p.Hit + p.Read, p.Rows
 }

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -210,32 +209,13 @@ func isExists(err error) bool { return errors.Is(err, engine.ErrAlreadyExists) }
 // it, run as List runs it (REPEATABLE READ, enable_seqscan off).
 func totalBuffers(t testing.TB, s *pgstore.Store, conn *pgx.Conn, req engine.ListRequest) int {
 	t.Helper()
-	ctx := context.Background()
 	req.IncludeTotalSize = true
 	_, _, sql, args, err := s.ListSQL(&req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []byte
-	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) "+sql, args...).Scan(&out)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plans []struct {
-		Plan struct {
-			Hit  int `json:"Shared Hit Blocks"`
-			Read int `json:"Shared Read Blocks"`
-		}
-	}
-	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("explain output: %v: %s", err, out)
-	}
-	return plans[0].Plan.Hit + plans[0].Plan.Read
+	buffers, _ := analyzeBuffers(t, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, "SET LOCAL enable_seqscan = off", sql, args)
+	return buffers
 }
 
 // C5 (issue 53): a total reads a bounded number of buffers whatever the
