@@ -428,22 +428,8 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 // order here) and its index.
 func pgExtras(pool *pgxpool.Pool, fx *fixture) error {
 	ctx := context.Background()
-	fx.indexBytes = map[string]int64{}
-	rows, err := pool.Query(ctx, `SELECT c.relname::text, pg_relation_size(c.oid)
-FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = $1::regclass`, pgTable(fx.n))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var name string
-		var size int64
-		if err := rows.Scan(&name, &size); err != nil {
-			return err
-		}
-		fx.indexBytes[name] = size
-	}
-	if err := rows.Err(); err != nil {
+	var err error
+	if fx.indexBytes, err = pgIndexBytes(pool, pgTable(fx.n)); err != nil {
 		return err
 	}
 	for _, stmt := range []string{
@@ -482,4 +468,24 @@ func (fx *fixture) task(i int, id a2a.TaskID) *a2a.Task {
 	t := *fx.bodies[i%len(fx.bodies)]
 	t.ID = id
 	return &t
+}
+
+// pgIndexBytes returns the size in bytes of each index of table, by name.
+func pgIndexBytes(pool *pgxpool.Pool, table string) (map[string]int64, error) {
+	rows, err := pool.Query(context.Background(), `SELECT c.relname::text, pg_relation_size(c.oid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = $1::regclass`, table)
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			return nil, err
+		}
+		sizes[name] = size
+	}
+	return sizes, rows.Err()
 }

@@ -34,7 +34,11 @@ func BenchmarkStatusPage(b *testing.B) {
 			e := be.setup(b)
 			for _, n := range sizes() {
 				b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-					benchStatusFilters(b, loadStatusFixture(b, e, n))
+					s := loadStatusFixture(b, e, n)
+					benchStatusFilters(b, s)
+					if e.pool != nil {
+						reportIndexBytes(b, e, n)
+					}
 				})
 			}
 		})
@@ -176,4 +180,27 @@ func settle(b *testing.B, e *env, st engine.Store, name string) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// reportIndexBytes runs BenchmarkStatusPage's …/indexes leaf on
+// PostgreSQL: the bytes per task of each ordering index of the fixture of
+// n tasks, so that the status indexes' space is read beside the global
+// and context indexes'.
+func reportIndexBytes(b *testing.B, e *env, n int) {
+	b.Run("indexes", func(b *testing.B) {
+		sizes, err := pgIndexBytes(e.pool, pgTableNamed(fmt.Sprintf("status_%d", n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+		}
+		for name, unit := range map[string]string{
+			"idx_a2a_tasks_updated":             "updated-B/task",
+			"idx_a2a_tasks_context_updated":     "context-B/task",
+			"idx_a2a_tasks_state_updated":       "state-B/task",
+			"idx_a2a_tasks_owner_state_updated": "owner+state-B/task",
+		} {
+			b.ReportMetric(float64(sizes[name])/float64(n), unit)
+		}
+	})
 }
