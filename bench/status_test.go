@@ -165,14 +165,19 @@ func loadStatusFixture(b *testing.B, e *env, n int) engine.OwnerStore {
 // settle brings a freshly loaded store to the state a steady write rate
 // leaves it in, so that every page of a group is measured against the
 // same store: PostgreSQL's table vacuumed and analyzed (what autovacuum
-// does; the status plans do not depend on it: TestStatusPlans), Pebble's
-// LSM compacted (no compaction left running under the measurements).
+// does; the status plans do not depend on it: TestStatusPlans) and
+// checkpointed, Pebble's LSM compacted (no compaction left running under
+// the measurements).
 func settle(b *testing.B, e *env, st engine.Store, name string) {
 	b.Helper()
 	ctx := context.Background()
 	if e.pool != nil {
-		if _, err := e.pool.Exec(ctx, "VACUUM ANALYZE "+pgTableNamed(name)); err != nil {
-			b.Fatal(err)
+		// CHECKPOINT: the pages VACUUM dirtied are written now, not by the
+		// checkpointer under the first measurement.
+		for _, stmt := range []string{"VACUUM ANALYZE " + pgTableNamed(name), "CHECKPOINT"} {
+			if _, err := e.pool.Exec(ctx, stmt); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	if c, ok := st.(interface{ Compact(context.Context) error }); ok {
