@@ -39,22 +39,20 @@ func retainFlags(fs *flag.FlagSet, rc *retainConfig) {
 	fs.DurationVar(&rc.LogAge, "log-retention", tasklog.DefaultRetention, "keep a task's log (the events subscribers and cluster mode read) until the task has been idle this long")
 }
 
-// options is rc as retention options; locker elects one server (pg).
+// options is rc as retention options over backend (nil: none yet, to
+// check the flags): its election, when it has one (pgstore: an advisory
+// lock, so that one of several servers sweeps at a time), and its clock,
+// when it stamps its own times (pgstore: the database's, R1).
 // retention.New checks them, but for the batch size, whose 0 would mean
 // its default there: here it is bad input.
-func (rc *retainConfig) options(cfg *config, locker retention.Locker) (retention.Options, error) {
+func (rc *retainConfig) options(cfg *config, backend engine.Store) (retention.Options, error) {
 	if rc.Batch < 1 {
 		return retention.Options{}, fmt.Errorf("-retain-batch %d: want 1..%d", rc.Batch, engine.MaxRetainLimit)
 	}
+	locker, _ := backend.(retention.Locker)
+	clock, _ := backend.(engine.LogClock)
 	return retention.Options{Age: rc.Age, StuckAge: rc.StuckAge, BatchSize: rc.Batch, Pause: rc.Pause,
-		Interval: rc.Interval, Locker: locker, Logger: cfg.Logger, Clock: rc.clock}, nil
-}
-
-// lockerOf is the backend's election, when it has one (pgstore: an
-// advisory lock, so that one of several servers sweeps at a time).
-func lockerOf(backend engine.Store) retention.Locker {
-	l, _ := backend.(retention.Locker)
-	return l
+		Interval: rc.Interval, Locker: locker, Logger: cfg.Logger, Clock: rc.clock, StoreClock: clock}, nil
 }
 
 // newRetention returns the retention service over store (the metered,
@@ -69,7 +67,7 @@ func newRetention(cfg *config, store, backend engine.Store, reg *prometheus.Regi
 		}
 		return nil, nil
 	}
-	opts, err := rc.options(cfg, lockerOf(backend))
+	opts, err := rc.options(cfg, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +103,7 @@ func retainOnce(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	opts, _ := cfg.Retain.options(&cfg, lockerOf(b.Store))
+	opts, _ := cfg.Retain.options(&cfg, b.Store)
 	svc, err := retention.New(b.Store, opts)
 	if err != nil {
 		_ = b.Store.Close()

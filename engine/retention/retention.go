@@ -50,6 +50,13 @@ type Options struct {
 	Locker Locker
 	// Clock is the service's time. Default: the wall clock.
 	Clock Clock
+	// StoreClock, when set, is the clock the store stamps its update
+	// times with (pgstore.Store: the database server's), and the age
+	// cutoffs are taken from it, not from Clock (R1): a skew between this
+	// process's clock and the database's neither removes tasks early (a
+	// server ahead by more than the age would remove every terminal
+	// task) nor keeps them late. Default nil: Clock.
+	StoreClock engine.LogClock
 	// Logger receives a line per sweep that removed tasks and per error.
 	// Default: slog.Default().
 	Logger *slog.Logger
@@ -148,7 +155,11 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 		defer release()
 	}
-	now := s.opts.Clock.Now()
+	now, err := s.now(ctx)
+	if err != nil {
+		s.metrics.sweep("error")
+		return res, fmt.Errorf("retention: the store's clock: %w", err)
+	}
 	req := engine.RetainRequest{TerminalBefore: cutoff(now, s.opts.Age), Limit: s.opts.BatchSize}
 	if s.opts.StuckAge != 0 {
 		req.StuckBefore = cutoff(now, s.opts.StuckAge)
@@ -186,6 +197,16 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 		s.opts.Logger.Info("retention: sweep", "removed", res.Removed, "batches", res.Batches, "age", s.opts.Age)
 	}
 	return res, nil
+}
+
+// now is the time the age cutoffs count from: the store's clock when it
+// has one (Options.StoreClock), else the service's.
+func (s *Service) now(ctx context.Context) (time.Time, error) {
+	if s.opts.StoreClock == nil {
+		return s.opts.Clock.Now(), nil
+	}
+	us, err := s.opts.StoreClock.LogNow(ctx)
+	return time.UnixMicro(us), err
 }
 
 // cutoff is the storage update time before which a task is older than age

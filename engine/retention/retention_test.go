@@ -306,3 +306,34 @@ func gauge(t *testing.T, m *retention.Metrics, name string) float64 {
 	t.Fatalf("no series %s", name)
 	return 0
 }
+
+// storeClock is an engine.LogClock reading a clock of its own.
+type storeClock struct{ clock *fakeclock.Clock }
+
+func (c storeClock) LogNow(context.Context) (int64, error) { return c.clock.Micros(), nil }
+
+// R1 with a store that stamps its own times (PostgreSQL): the age counts
+// on the store's clock. This process's clock runs two hours ahead of the
+// store's; a task completed 30 minutes ago by the store's clock is kept
+// under a one-hour age, one completed 90 minutes ago is removed. Taken
+// from this process's clock, the cutoff would remove both.
+func TestStoreClockCutoff(t *testing.T) {
+	db := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(t, db)
+	fill(t, s, "old", 2, a2a.TaskStateCompleted, db)
+	db.Advance(time.Hour)
+	fill(t, s, "young", 3, a2a.TaskStateCompleted, db)
+	db.Advance(30 * time.Minute)
+	ahead := fakeclock.New(db.Now().Add(2 * time.Hour))
+	svc, err := retention.New(s, retention.Options{Age: time.Hour, Pause: -1, Clock: ahead, StoreClock: storeClock{db}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != 2 || count(t, s) != 3 {
+		t.Errorf("sweep removed %d, %d left; want 2 removed (the old ones), 3 left", res.Removed, count(t, s))
+	}
+}
