@@ -210,15 +210,23 @@ func isExists(err error) bool { return errors.Is(err, engine.ErrAlreadyExists) }
 // it, run as List runs it (REPEATABLE READ, enable_seqscan off).
 func totalBuffers(t testing.TB, s *pgstore.Store, conn *pgx.Conn, req engine.ListRequest) int {
 	t.Helper()
-	ctx := context.Background()
 	req.IncludeTotalSize = true
 	_, _, sql, args, err := s.ListSQL(&req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return explainBuffers(t, conn, "SET LOCAL enable_seqscan = off", sql, args)
+}
+
+// explainBuffers is the number of shared buffers (hit and read) sql
+// reads, as EXPLAIN (ANALYZE, BUFFERS) reports it, in a REPEATABLE READ,
+// READ ONLY transaction on conn after the statement set.
+func explainBuffers(t testing.TB, conn *pgx.Conn, set, sql string, args []any) int {
+	t.Helper()
+	ctx := context.Background()
 	var out []byte
-	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+	err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, set); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) "+sql, args...).Scan(&out)
