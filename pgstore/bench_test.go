@@ -43,15 +43,24 @@ func benchStoreConns(b *testing.B, n int, maxConns int32) (*pgstore.Store, *pgxp
 // benchStoreOpts is benchStoreConns with the store's options.
 func benchStoreOpts(b *testing.B, n int, maxConns int32, opts pgstore.Options) (*pgstore.Store, *pgxpool.Pool, *fixture) {
 	b.Helper()
+	return benchStoreCfg(b, n, func(cfg *pgxpool.Config) {
+		if maxConns > 0 {
+			cfg.MaxConns = maxConns
+		}
+	}, opts)
+}
+
+// benchStoreCfg is benchStoreOpts with the pool's configuration set by
+// configure (after PoolConfig).
+func benchStoreCfg(b *testing.B, n int, configure func(*pgxpool.Config), opts pgstore.Options) (*pgstore.Store, *pgxpool.Pool, *fixture) {
+	b.Helper()
 	ctx := context.Background()
 	dsn := pgtest.DSN(b)
 	cfg, err := pgstore.PoolConfig(dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if maxConns > 0 {
-		cfg.MaxConns = maxConns
-	}
+	configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -62,6 +71,9 @@ func benchStoreOpts(b *testing.B, n int, maxConns int32, opts pgstore.Options) (
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() }) // stops the roll-up before the pool closes
+	if n == 0 {
+		return s, pool, nil // no fixture
+	}
 	start := time.Now()
 	f := loadFixture(b, dsn, "public", n)
 	fmt.Fprintf(os.Stderr, "fixture n=%d loaded (COPY, indexes, VACUUM ANALYZE) in %v\n", n, time.Since(start).Round(time.Millisecond))

@@ -548,10 +548,20 @@ func createFunctionSQL(qs, name, returns, body string) string {
 // the lock taken first is held until commit, so a write either committed
 // before the rebuild (which counts it) or runs after the commit (and its
 // trigger counts it). Reads go on throughout.
+//
+// The fold's lock comes next, as soon as the counter table it is keyed
+// by exists, before anything locks a ledger: the ALTER TABLEs below lock
+// each ledger ACCESS EXCLUSIVE (even when the column is there), and a
+// fold holds its lock while it reads the ledgers. Taken later (only by
+// the rebuild), a fold that began between the ALTER and the rebuild
+// waited for the ledger while the install waited for its lock: deadlock
+// (TestInstallBesideFold). The rebuild takes it again, which a
+// transaction that holds it passes at once.
 func countsInstallSQL(qs string) []string {
 	stmts := []string{
 		"LOCK TABLE " + qs + ".a2a_tasks IN SHARE ROW EXCLUSIVE MODE",
 		render(countsTableSQL, qs),
+		"SELECT " + render(strings.ReplaceAll(foldLockSQL, "{wait}", "pg_advisory_xact_lock"), qs),
 		render(countsDeltasTableSQL, qs),
 		render(countsMovesTableSQL, qs),
 	}

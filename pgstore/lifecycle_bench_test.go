@@ -57,6 +57,20 @@ func lifecycleVersions(id, contextID string) []*a2a.Task {
 	return []*a2a.Task{submitted, working, artifact, completed}
 }
 
+// lifecycleEvents are the events an A2A server's agent emits for the
+// versions of lifecycleVersions after the first (a2a-go stores each
+// version with the event that made it, engine.WithEvent): working, the
+// artifact, completed. The first version is stored on its own (a
+// create: the whole task is its log entry).
+func lifecycleEvents(versions []*a2a.Task) []a2a.Event {
+	working, artifact, completed := versions[1], versions[2], versions[3]
+	return []a2a.Event{nil,
+		&a2a.TaskStatusUpdateEvent{TaskID: working.ID, ContextID: working.ContextID, Status: working.Status},
+		&a2a.TaskArtifactUpdateEvent{TaskID: artifact.ID, ContextID: artifact.ContextID, Artifact: artifact.Artifacts[0]},
+		&a2a.TaskStatusUpdateEvent{TaskID: completed.ID, ContextID: completed.ContextID, Status: completed.Status},
+	}
+}
+
 // BenchmarkLifecycle: a task's A2A lifecycle — a create, then three
 // conditional replaces (expected revision 1, 2, 3), two of them state
 // changes; 200 owners, 50 contexts — through pgstore (impl=pgstore, with
@@ -71,70 +85,138 @@ func lifecycleVersions(id, contextID string) []*a2a.Task {
 // without counters). Both tables start with the same n rows (a
 // loadFixture table). The phases alternate in four rounds of b.N/4
 // lifecycles each, writers goroutines on their own connections, so that a
-// change of machine load falls on all of them alike. Metrics: µs per
-// lifecycle of each (us/lc-*, wall time divided by lifecycles: the
-// throughput figure), WAL bytes per lifecycle of each (walB/lc-*: what
-// the database writes, independent of machine load; it includes whatever
-// else wrote WAL meanwhile, which on the benchmark's own cluster is
-// little), and ratio = pgstore / plain (the issue's target: ≤ 1.25),
-// ratio-nocounts = nocounts / plain.
+// change of machine load falls on all of them alike.
+//
+// log=on is the same with the task log (K7) on, as every server runs its
+// store: pgstore opened with Options.Log, each replace made with the
+// event that caused it (engine.WithEvent: working, the artifact,
+// completed), so that each write also inserts its log row in the same
+// statement; impl=plain then writes the same log rows (kind and body as
+// the store makes them, engine.NewLogEntry) in the same statement as
+// each task row (a data-modifying WITH, as the store does) into a copy
+// of a2a_task_log with the same foreign key, to a2a_tasks_plain.
+//
+// Metrics: µs per lifecycle of each (us/lc-*, wall time divided by
+// lifecycles: the throughput figure; ratio = pgstore / plain, the issue's
+// target ≤ 1.25, ratio-nocounts = nocounts / plain) and what does not
+// depend on the machine's load: WAL bytes per lifecycle of each
+// (walB/lc-*: what the database writes; it includes whatever else wrote
+// WAL meanwhile, which on the benchmark's own cluster is little: the
+// roll-ups' folds, autovacuum), statements and round trips per lifecycle
+// (stmts/lc-*, rt/lc-*: what the pool sent during each phase, the
+// roll-up's folds included), and with pg_walinspect the WAL about the
+// counter tables (countWalB/lc-*) and the rows appended to the count
+// ledgers (ledgerRows/lc-*) per lifecycle; the WAL by kind of relation
+// (tasks, log, counts, other) is logged for each.
 //
 //	go test ./pgstore/ -run '^$' -bench BenchmarkLifecycle -benchtime 4000x -count 3
 //	LIFECYCLE_N=1e5,1e6 go test ./pgstore/ -run '^$' -bench BenchmarkLifecycle -benchtime 8000x -timeout 1h
 func BenchmarkLifecycle(b *testing.B) {
 	for _, n := range lifecycleSizes(b) {
 		func() {
-			s, pool, _ := benchStoreConns(b, n, 40)
+			ctx := context.Background()
+			tracer := &stmtCounter{}
+			s, pool, _ := benchStoreCfg(b, n, func(cfg *pgxpool.Config) {
+				cfg.MaxConns = 40
+				cfg.ConnConfig.Tracer = tracer
+			}, pgstore.Options{})
+			logged, err := pgstore.New(ctx, pool, pgstore.Options{Log: true}) // creates a2a_task_log
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer logged.Close()
 			exec := poolExec(b, pool)
 			plainCopy(b, pool)
+			wal := newWALInspector(b, pool)
 			var seq atomic.Int64
-			impls := []string{"pgstore", "plain", "nocounts"}
 			for _, writers := range []int{1, 4, 16} {
-				b.Run(fmt.Sprintf("backend=pg/op=lifecycle/n=%d/writers=%d", n, writers), func(b *testing.B) {
-					elapsed := map[string]time.Duration{}
-					wal := map[string]int64{} // WAL bytes written during each impl's phases
-					rounds := 4
-					if b.N < rounds {
-						rounds = 1
+				for _, log := range []bool{false, true} {
+					name := fmt.Sprintf("backend=pg/op=lifecycle/n=%d/writers=%d", n, writers)
+					store := s
+					if log {
+						name += "/log=on" // the names without the log are the benchmark's history
+						store = logged
 					}
-					b.ResetTimer()
-					for r := range rounds {
-						k := b.N / rounds
-						if r == rounds-1 {
-							k = b.N - k*(rounds-1)
-						}
-						for _, impl := range impls {
-							if impl == "nocounts" {
-								exec(`ALTER TABLE a2a_tasks DISABLE TRIGGER USER`)
-							}
-							w0 := walPosition(b, pool)
-							elapsed[impl] += runLifecycles(b, s, pool, impl, writers, k, &seq)
-							wal[impl] += walPosition(b, pool) - w0
-							if impl == "nocounts" {
-								exec(`ALTER TABLE a2a_tasks ENABLE TRIGGER USER`)
-								b.StopTimer()
-								exec(`SELECT a2a_task_counts_rebuild()`) // count what nocounts wrote
-								b.StartTimer()
-							}
-						}
-					}
-					b.StopTimer()
-					per := func(impl string) float64 { return float64(elapsed[impl].Microseconds()) / float64(b.N) }
-					for _, impl := range impls {
-						b.ReportMetric(per(impl), "us/lc-"+impl)
-					}
-					for _, impl := range impls {
-						b.ReportMetric(float64(wal[impl])/float64(b.N), "walB/lc-"+impl)
-					}
-					b.ReportMetric(per("pgstore")/per("plain"), "ratio")
-					b.ReportMetric(per("nocounts")/per("plain"), "ratio-nocounts")
-				})
+					b.Run(name, func(b *testing.B) {
+						benchLifecycles(b, lifecycleRun{store: store, pool: pool, log: log, writers: writers, seq: &seq}, exec, tracer, wal)
+					})
+				}
 			}
-			if err := s.CheckInvariants(); err != nil {
-				b.Fatal(err)
+			for _, st := range []*pgstore.Store{s, logged} {
+				if err := st.CheckInvariants(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}()
 	}
+}
+
+// benchLifecycles is one sub-benchmark of BenchmarkLifecycle: b.N
+// lifecycles of each impl, in rounds, and the metrics.
+func benchLifecycles(b *testing.B, run lifecycleRun, exec func(string, ...any), tracer *stmtCounter, wal *walInspector) {
+	impls := []string{"pgstore", "plain", "nocounts"}
+	elapsed := map[string]time.Duration{}
+	walBytes := map[string]int64{}                         // WAL bytes written during each impl's phases
+	stmts, trips := map[string]int64{}, map[string]int64{} // statements and round trips sent meanwhile
+	use := map[string]map[string]walUse{}                  // WAL by kind of relation
+	ledger := map[string]int64{}                           // rows appended to the count ledgers
+	rounds := 4
+	if b.N < rounds {
+		rounds = 1
+	}
+	b.ResetTimer()
+	for r := range rounds {
+		k := b.N / rounds
+		if r == rounds-1 {
+			k = b.N - k*(rounds-1)
+		}
+		for _, impl := range impls {
+			if impl == "nocounts" {
+				exec(`ALTER TABLE a2a_tasks DISABLE TRIGGER USER`)
+			}
+			b.StopTimer()
+			from := wal.position(b)
+			b.StartTimer()
+			w0 := walPosition(b, run.pool)
+			s0, t0 := tracer.counts()
+			run.impl = impl
+			elapsed[impl] += runLifecycles(b, run, k)
+			s1, t1 := tracer.counts()
+			walBytes[impl] += walPosition(b, run.pool) - w0
+			stmts[impl] += s1 - s0
+			trips[impl] += t1 - t0
+			b.StopTimer()
+			if use[impl] == nil {
+				use[impl] = map[string]walUse{}
+			}
+			ledger[impl] += wal.add(b, from, wal.position(b), use[impl])
+			b.StartTimer()
+			if impl == "nocounts" {
+				exec(`ALTER TABLE a2a_tasks ENABLE TRIGGER USER`)
+				b.StopTimer()
+				exec(`SELECT a2a_task_counts_rebuild()`) // count what nocounts wrote
+				b.StartTimer()
+			}
+		}
+	}
+	b.StopTimer()
+	per := func(v float64) float64 { return v / float64(b.N) }
+	us := func(impl string) float64 { return per(float64(elapsed[impl].Microseconds())) }
+	for _, impl := range impls {
+		b.ReportMetric(us(impl), "us/lc-"+impl)
+	}
+	for _, impl := range impls {
+		b.ReportMetric(per(float64(walBytes[impl])), "walB/lc-"+impl)
+		b.ReportMetric(per(float64(stmts[impl])), "stmts/lc-"+impl)
+		b.ReportMetric(per(float64(trips[impl])), "rt/lc-"+impl)
+		if wal.ok {
+			b.ReportMetric(per(float64(use[impl]["counts"].bytes)), "countWalB/lc-"+impl)
+			b.ReportMetric(per(float64(ledger[impl])), "ledgerRows/lc-"+impl)
+			b.Logf("WAL per lifecycle, impl=%s: %s", impl, describeWAL(use[impl], b.N))
+		}
+	}
+	b.ReportMetric(us("pgstore")/us("plain"), "ratio")
+	b.ReportMetric(us("nocounts")/us("plain"), "ratio-nocounts")
 }
 
 // walPosition is the primary's WAL insert position in bytes.
@@ -147,39 +229,76 @@ func walPosition(b *testing.B, pool *pgxpool.Pool) int64 {
 	return pos
 }
 
-// runLifecycles runs k lifecycles of new tasks with writers goroutines
-// through impl and returns the wall time they took.
 // plainCopy makes a2a_tasks_plain: a2a_tasks's columns, indexes and
 // constraints and its rows, without its triggers (the lifecycle's
-// plain-SQL baseline).
+// plain-SQL baseline); and a2a_task_log_plain, a2a_task_log's copy
+// with the same foreign key, to a2a_tasks_plain (when a2a_task_log
+// exists).
 func plainCopy(tb testing.TB, pool *pgxpool.Pool) {
 	tb.Helper()
 	for _, q := range []string{`CREATE TABLE a2a_tasks_plain (LIKE a2a_tasks INCLUDING ALL)`,
-		`INSERT INTO a2a_tasks_plain SELECT * FROM a2a_tasks`, `VACUUM ANALYZE a2a_tasks_plain`} {
+		`INSERT INTO a2a_tasks_plain SELECT * FROM a2a_tasks`, `VACUUM ANALYZE a2a_tasks_plain`,
+		`DO $$BEGIN IF to_regclass('a2a_task_log') IS NOT NULL THEN
+  CREATE TABLE a2a_task_log_plain (LIKE a2a_task_log INCLUDING ALL);
+  ALTER TABLE a2a_task_log_plain ADD FOREIGN KEY (task_id) REFERENCES a2a_tasks_plain (id) ON DELETE CASCADE;
+END IF; END$$`} {
 		if _, err := pool.Exec(context.Background(), q); err != nil {
 			tb.Fatalf("%s: %v", q, err)
 		}
 	}
 }
 
-func runLifecycles(b testing.TB, s *pgstore.Store, pool *pgxpool.Pool, impl string, writers, k int, seq *atomic.Int64) time.Duration {
+// lifecycleRun is what runLifecycles runs: impl's lifecycles (pgstore,
+// nocounts: through store; plain: by SQL on pool), with the task log
+// when log is set, from writers goroutines; seq numbers the tasks.
+type lifecycleRun struct {
+	store   *pgstore.Store
+	pool    *pgxpool.Pool
+	impl    string
+	log     bool
+	writers int
+	seq     *atomic.Int64
+}
+
+// plainLogged wraps a plain write statement so that it also inserts the
+// revision's log row ($12 kind, $13 body) in the same statement, as the
+// store's logged statements do.
+func plainLogged(stmt string) string {
+	return `WITH t AS (` + stmt + ` RETURNING id, revision, updated_at, state),
+l AS (INSERT INTO a2a_task_log_plain (task_id, revision, at, kind, state, body)
+  SELECT id, revision, updated_at, $12::smallint, state, $13::bytea FROM t RETURNING 1)
+SELECT 1 FROM t`
+}
+
+// runLifecycles runs k lifecycles of new tasks as run says and returns
+// the wall time they took.
+func runLifecycles(b testing.TB, run lifecycleRun, k int) time.Duration {
 	ctx := engine.WithoutTask(context.Background())
 	const cols = `(id, context_id, updated_at, revision, state, status_ts, status_ns, status_msg, metadata, artifacts, history, msg_ids, owner)`
 	insert := `INSERT INTO a2a_tasks_plain ` + cols + ` VALUES ($1, $2, clock_timestamp(), 1, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 	update := `UPDATE a2a_tasks_plain SET context_id = $2, state = $3, status_ts = $4, status_ns = $5, status_msg = $6,
   metadata = $7, artifacts = $8, history = $9, msg_ids = $10, revision = revision + 1, updated_at = clock_timestamp()
 WHERE id = $1 AND revision = $11`
+	if run.log {
+		insert, update = plainLogged(insert), plainLogged(update)
+	}
+	s := run.store
 	one := func(i int64) error {
-		id := fmt.Sprintf("lc-%s-%d", impl, i)
+		id := fmt.Sprintf("lc-%s-%d", run.impl, i)
+		if run.log {
+			id = fmt.Sprintf("lcl-%s-%d", run.impl, i)
+		}
 		versions := lifecycleVersions(id, fmt.Sprint("lc-ctx-", i%50))
+		events := lifecycleEvents(versions)
 		owner := fmt.Sprintf("lc-owner-%03d", i%200)
-		if impl != "plain" {
+		if run.impl != "plain" {
 			rec, err := s.CreateOwned(ctx, versions[0], owner)
-			for _, v := range versions[1:] {
-				if err != nil {
-					return err
+			for v := 1; v < len(versions) && err == nil; v++ {
+				wctx := ctx
+				if run.log {
+					wctx = engine.WithEvent(ctx, events[v])
 				}
-				rec, err = s.Replace(ctx, v, rec.Revision)
+				rec, err = s.Replace(wctx, versions[v], rec.Revision)
 			}
 			return err
 		}
@@ -196,7 +315,14 @@ WHERE id = $1 AND revision = $11`
 			} else {
 				args = append(args, int64(rev))
 			}
-			tag, err := pool.Exec(ctx, sql, args...)
+			if run.log {
+				l, err := engine.NewLogEntry(v, events[rev])
+				if err != nil {
+					return err
+				}
+				args = append(args, int16(l.Kind), l.Body)
+			}
+			tag, err := run.pool.Exec(ctx, sql, args...)
 			if err == nil && tag.RowsAffected() != 1 {
 				err = fmt.Errorf("%s: %d rows", id, tag.RowsAffected())
 			}
@@ -208,12 +334,12 @@ WHERE id = $1 AND revision = $11`
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
+	errs := make(chan error, run.writers)
 	start := time.Now()
-	for range writers {
+	for range run.writers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(k) {
-				if err := one(seq.Add(1)); err != nil {
+				if err := one(run.seq.Add(1)); err != nil {
 					errs <- err
 					return
 				}
@@ -393,14 +519,19 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 			})
 		}
 		for _, filter := range []string{"none", "state"} {
+			var req engine.ListRequest
+			if filter == "state" {
+				req.Status = a2a.TaskStateWorking
+			}
 			name := fmt.Sprintf("backend=pg/op=first_page/n=%d/writers=%d/wake=%s/filter=%s/total=pair", n, writersN, onOff(wake), filter)
-			b.Run(name, func(b *testing.B) { benchTotalPair(b, s, pool, filter) })
+			b.Run(name, func(b *testing.B) { benchTotalPair(b, s, pool, req) })
 		}
 	}
 }
 
-// benchTotalPair is total=pair of BenchmarkTotalUnderWriters: the first
-// page of filter without and with its total, alternately in one loop (in
+// benchTotalPair is total=pair of BenchmarkTotalUnderWriters and
+// BenchmarkTotalAfterHistory: the first page of req (its filters)
+// without and with its total, alternately in one loop (in
 // turn first and second), each timed on its own, so that the writers'
 // load falls on both alike — the issue's ratio, measured side by side.
 // A fold that a total wakes (foldOnReadRows) may then run beside either
@@ -408,14 +539,10 @@ func benchTotalUnderWriters(b *testing.B, n, writersN int) {
 // writers' rows on its 1 s cadence whether or not totals wake it.
 // Metrics: us/op-page, us/op-total (mean per List) and ratio = total /
 // page; ns/op is one List of each.
-func benchTotalPair(b *testing.B, s *pgstore.Store, pool *pgxpool.Pool, filter string) {
+func benchTotalPair(b *testing.B, s *pgstore.Store, pool *pgxpool.Pool, req engine.ListRequest) {
 	ctx := context.Background()
-	reqs := [2]engine.ListRequest{{}, {IncludeTotalSize: true}}
-	if filter == "state" {
-		for i := range reqs {
-			reqs[i].Status = a2a.TaskStateWorking
-		}
-	}
+	reqs := [2]engine.ListRequest{req, req}
+	reqs[0].IncludeTotalSize, reqs[1].IncludeTotalSize = false, true
 	var spent [2]time.Duration
 	sample := sampleLedger(pool)
 	i := 0

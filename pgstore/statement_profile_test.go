@@ -126,7 +126,7 @@ func TestLifecycleStatementProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		phase.Store(impl)
-		runLifecycles(t, s, pool, impl, 1, 300, &seq)
+		runLifecycles(t, lifecycleRun{store: s, pool: pool, impl: impl, writers: 1, seq: &seq}, 300)
 	}
 	phase.Store("done")
 	keys := make([]string, 0, len(stats))

@@ -54,6 +54,9 @@
 -- wait, reads go on) and holds until COMMIT, for one rewrite of each
 -- ledger (the new column) and one scan of a2a_tasks (the recount): every
 -- write is counted exactly once, either by the recount or by the triggers.
+-- The folds' advisory lock follows, before the ledgers are locked: a
+-- server's fold holds it while it reads them, so taking it later could
+-- deadlock against a fold that started meanwhile.
 
 BEGIN;
 LOCK TABLE public.a2a_tasks IN SHARE ROW EXCLUSIVE MODE;
@@ -65,6 +68,7 @@ CREATE TABLE IF NOT EXISTS public.a2a_task_counts (
 	n     bigint NOT NULL,
 	PRIMARY KEY (kind, name, state, shard)
 ) WITH (fillfactor = 50);
+SELECT pg_advisory_xact_lock(1093812563, $k$public.a2a_task_counts$k$::regclass::oid::integer);
 CREATE TABLE IF NOT EXISTS public.a2a_task_count_deltas (
 	shard      smallint NOT NULL,
 	state      text COLLATE "C" NOT NULL,
