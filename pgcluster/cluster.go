@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/pgstore"
@@ -71,6 +72,11 @@ type Options struct {
 	// database clock) to its delivery here: the event delivery latency
 	// across instances. Default none.
 	ObserveDelivery func(time.Duration)
+	// Tracer, when set, runs each claimed execution and cancelation in a
+	// span that continues the trace of the call that wrote its work item
+	// (trace.go; SPEC H2). Work items carry the writer's W3C trace
+	// context whether or not it is set. Default nil: no spans.
+	Tracer trace.Tracer
 }
 
 // Defaults of Options.

@@ -102,6 +102,14 @@
 // decodes it on the executing instance, where the store's authorization
 // policy and the server's task guard apply as on any other call.
 //
+// # Traces (H2)
+//
+// A work item's stored body carries the W3C trace context (traceparent,
+// tracestate) of the call that wrote it, beside a2a-go's payload. With
+// Options.Tracer the instance that claims the item runs it in a span
+// that is a child of that context (trace.go), so the client's trace
+// continues through the executing instance and everything it writes.
+//
 // # Retention (K6)
 //
 // Work items are rows in PostgreSQL, committed before a call is

@@ -88,7 +88,7 @@ func (m *message) release(ctx context.Context) error {
 		return fmt.Errorf("pgcluster: hand over: %w", err)
 	}
 	_ = m.q.resume(ctx, p) // a deleted task: the next claim finishes the item
-	body, err := json.Marshal(p)
+	body, err := reencodeWork(m.body, p)
 	if err != nil {
 		return fmt.Errorf("pgcluster: hand over: %w", err)
 	}

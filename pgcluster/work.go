@@ -59,7 +59,7 @@ func (q *workQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID
 	if kind != workqueue.PayloadTypeExecute && kind != workqueue.PayloadTypeCancel {
 		return "", fmt.Errorf("pgcluster: work item of type %q: %w", kind, workqueue.ErrMalformedPayload)
 	}
-	body, err := json.Marshal(p)
+	body, err := encodeWork(ctx, p)
 	if err != nil {
 		return "", fmt.Errorf("pgcluster: encode work item: %w", err)
 	}
@@ -341,7 +341,7 @@ func (m *message) nameTask(ctx context.Context, task *a2a.Task) {
 	var body []byte
 	if err == nil && p.ExecuteRequest != nil && p.ExecuteRequest.Message != nil {
 		p.ExecuteRequest.Message.TaskID, p.ExecuteRequest.Message.ContextID = task.ID, task.ContextID
-		body, err = json.Marshal(p)
+		body, err = reencodeWork(m.body, p)
 	}
 	if err == nil && body != nil {
 		_, err = m.q.c.pool.Exec(ctx, m.q.c.sql.namePayload, m.id, m.token, body)
@@ -356,11 +356,11 @@ func (m *message) nameTask(ctx context.Context, task *a2a.Task) {
 
 // beforeExecution puts the work item on the context of its run (the
 // fence, FenceTaskStore, reads it: a cancelation's CANCELED write is
-// fenced as an execution's writes are) and makes an execution cancelable
-// by a cancel notification (K3).
+// fenced as an execution's writes are), starts the run's span (trace.go)
+// and makes an execution cancelable by a cancel notification (K3).
 func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) (context.Context, error) {
 	m := msg.(*message)
-	ctx = context.WithValue(ctx, leaseKey{}, m)
+	ctx = context.WithValue(q.startWorkSpan(ctx, m), leaseKey{}, m)
 	if m.payload.Type != workqueue.PayloadTypeExecute {
 		return ctx, nil
 	}
@@ -372,8 +372,10 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 	return ctx, nil
 }
 
-// afterExecution forgets the execution; Complete or Return follow.
-func (q *workQueue) afterExecution(_ context.Context, msg workqueue.Message, _ a2a.SendMessageResult, _ error) error {
+// afterExecution ends the run's span and forgets the execution; Complete
+// or Return follow.
+func (q *workQueue) afterExecution(ctx context.Context, msg workqueue.Message, _ a2a.SendMessageResult, err error) error {
+	endWorkSpan(ctx, err)
 	m := msg.(*message)
 	if m.cancel == nil {
 		return nil

@@ -111,6 +111,7 @@ func openReplicas(ctx context.Context, opts *Options) (*replicas, error) {
 		var pool *pgxpool.Pool
 		if err == nil {
 			cfg.AfterConnect = readCommittedSession
+			cfg.ConnConfig.Tracer = opts.Tracer
 			pool, err = pgxpool.NewWithConfig(ctx, cfg)
 		}
 		if err != nil {

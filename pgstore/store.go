@@ -104,6 +104,11 @@ type Options struct {
 	// standby that went down, stopped replaying or came back is noticed.
 	// Default (0): DefaultReplicaCheckInterval.
 	ReplicaCheckInterval time.Duration
+	// Tracer, when set, is the tracer of the connections of the pools the
+	// store opens: the primary's (Open) and the standbys'. pgtrace.New
+	// makes a span per statement (SPEC H2). A pool given to New is the
+	// caller's to configure. Default nil: none.
+	Tracer pgx.QueryTracer
 }
 
 // upgradeOwnerKey is the key the owner backfill reads ("" = no backfill).
@@ -318,6 +323,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err) // pgconn redacts the password
 	}
+	cfg.ConnConfig.Tracer = opts.Tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)

@@ -233,8 +233,12 @@ func (w *Worker) fail(rec *Record, reason string, status int) bool {
 	return false
 }
 
-// post sends one notification and returns the response's status.
-func (w *Worker) post(ctx context.Context, rec *Record, rev int64, payload []byte) (int, error) {
+// post sends one notification and returns the response's status. With
+// Options.Tracer it is a span, whose traceparent the request carries
+// (trace.go).
+func (w *Worker) post(ctx context.Context, rec *Record, rev int64, payload []byte) (status int, err error) {
+	ctx, span := w.startAttempt(ctx, rec, rev)
+	defer func() { endAttempt(span, status, err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.Config.URL, bytes.NewReader(payload))
 	if err != nil {
 		return 0, err
@@ -247,6 +251,7 @@ func (w *Worker) post(ctx context.Context, rec *Record, rev int64, payload []byt
 		req.Header.Set("Authorization", strings.TrimSpace(a.Scheme+" "+a.Credentials))
 	}
 	req.Header.Set(HeaderRevision, strconv.FormatInt(rev, 10))
+	w.injectTrace(ctx, req.Header)
 	resp, err := w.o.Client.Do(req)
 	if err != nil {
 		return 0, err

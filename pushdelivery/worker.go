@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -65,6 +66,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Rand draws the backoff's jitter. Default a randomly seeded source.
 	Rand *rand.Rand
+	// Tracer, when set, makes a span of each POST, a child of the span
+	// that produced the event, and sends its traceparent to the webhook
+	// (trace.go; SPEC H2). Default nil: no spans, no traceparent.
+	Tracer trace.Tracer
 }
 
 func (o *Options) ensureDefaults() {
@@ -128,6 +133,7 @@ type Worker struct {
 		breakers map[string]*breaker                // failing destinations
 		rand     *rand.Rand
 	}
+	producers producers // the spans that produced tasks' events (trace.go)
 }
 
 // Start starts a worker claiming from o.Outbox until Close or until ctx
@@ -172,13 +178,14 @@ func (w *Worker) poke() {
 
 // Sender is the push.Sender to give a2a-go's request handler
 // (a2asrv.WithPushNotifications): its SendPush only wakes the worker,
-// since the event is already in the task's log; it never posts and never
-// fails.
+// since the event is already in the task's log (and, with
+// Options.Tracer, notes its caller's span as the event's producer); it
+// never posts and never fails.
 func (w *Worker) Sender() push.Sender { return sender{w} }
 
 type sender struct{ w *Worker }
 
-func (s sender) SendPush(_ context.Context, config *a2a.PushConfig, event a2a.Event) error {
+func (s sender) SendPush(ctx context.Context, config *a2a.PushConfig, event a2a.Event) error {
 	var id a2a.TaskID
 	if event != nil {
 		id = event.TaskInfo().TaskID
@@ -186,6 +193,7 @@ func (s sender) SendPush(_ context.Context, config *a2a.PushConfig, event a2a.Ev
 	if id == "" && config != nil {
 		id = config.TaskID
 	}
+	s.w.note(ctx, id)
 	s.w.Wake(id)
 	return nil
 }

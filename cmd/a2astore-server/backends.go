@@ -21,6 +21,7 @@ func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 	}
 	bc := backends.Config{
 		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, PGReplicas: cfg.PGReplicas, Limits: cfg.Limits, Log: true,
+		PGTracer: cfg.pgTracer,
 	}
 	if cfg.Cluster.Enabled {
 		bc.LogNotify = pgcluster.Channel("")

@@ -60,6 +60,7 @@ func (s *server) startCluster(ctx context.Context, b *backends.Backend, ts tasks
 		PollInterval:    cc.Poll,
 		Logger:          s.cfg.Logger,
 		ObserveDelivery: metrics.ObserveDelivery,
+		Tracer:          s.tracerOf("github.com/a2astore/a2astore/pgcluster"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

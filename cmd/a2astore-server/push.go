@@ -90,6 +90,7 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 		Deadline: pc.Deadline,
 		Metrics:  metrics,
 		Logger:   s.cfg.Logger,
+		Tracer:   s.tracerOf("github.com/a2astore/a2astore/pushdelivery"),
 	})
 	s.sweepStop = make(chan struct{})
 	s.sweepDone = make(chan struct{})

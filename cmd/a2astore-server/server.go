@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -28,6 +29,7 @@ import (
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/pgcluster"
+	"github.com/a2astore/a2astore/pgstore/pgtrace"
 	"github.com/a2astore/a2astore/pushdelivery"
 )
 
@@ -89,6 +91,9 @@ type config struct {
 	Push    pushConfig
 	// Tracing is where spans go (-otel-traces, tracing.go; H2).
 	Tracing tracingConfig
+	// pgTracer is the PostgreSQL connections' tracer: set by newServer
+	// when tracing is on.
+	pgTracer pgx.QueryTracer
 	// Retain is the retention policy (-retain, retain.go).
 	Retain retainConfig
 	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
@@ -157,13 +162,24 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	default:
 		return nil, fmt.Errorf("unknown agent %q: want %s or %s", cfg.AgentName, agentSynthetic, agentTCK)
 	}
+	tp, stopTracing, err := cfg.Tracing.tracerProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, untraced := tp.(noop.TracerProvider)
+	tracing := !untraced
+	if tracing {
+		cfg.pgTracer = pgtrace.New(tp) // a span per PostgreSQL statement of a traced call
+	}
 	b, err := openBackend(ctx, &cfg)
 	if err != nil {
+		_ = stopTracing(ctx)
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = b.Store.Close()
+			_ = stopTracing(context.WithoutCancel(ctx))
 		}
 	}()
 	if err := checkBackupDir(&cfg, b.Store); err != nil {
@@ -186,12 +202,8 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if backendName == "" {
 		backendName = "mem"
 	}
-	tp, stopTracing, err := cfg.Tracing.tracerProvider(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var storeTracer trace.Tracer // nil when tracing is off: no span work per store call
-	if _, off := tp.(noop.TracerProvider); !off {
+	if tracing {
 		storeTracer = tp.Tracer("github.com/a2astore/a2astore/engine/storemetrics")
 	}
 	metered := storemetrics.New(scoped, storemetrics.Options{Backend: backendName, Tracer: storeTracer})

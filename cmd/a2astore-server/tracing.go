@@ -30,6 +30,15 @@ func addTracingFlags(fs *flag.FlagSet, c *tracingConfig) {
 	fs.StringVar(&c.Exporter, "otel-traces", "", "OpenTelemetry traces: none, otlp-grpc or otlp-http (endpoint, headers and sampling from the standard OTEL_* variables); empty = otlp when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, with OTEL_EXPORTER_OTLP_PROTOCOL's protocol, else none")
 }
 
+// tracerOf is s's tracer named name, nil when tracing is off: the
+// packages given nil do no span work at all.
+func (s *server) tracerOf(name string) trace.Tracer {
+	if _, off := s.tracer.(noop.TracerProvider); off {
+		return nil
+	}
+	return s.tracer.Tracer(name)
+}
+
 // exporterFromEnv chooses the exporter the OTEL_* variables ask for: none
 // unless an OTLP endpoint is set and the SDK is not disabled; grpc or
 // http/protobuf (the default) as the protocol variables say.

@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -41,6 +42,9 @@ type Config struct {
 	// LogNotify, pg with Log: the channel every logged write notifies
 	// (pgcluster.Channel for cluster mode).
 	LogNotify string
+	// PGTracer, pg: the tracer of the store's connections
+	// (pgstore.Options.Tracer; pgtrace.New for a span per statement).
+	PGTracer pgx.QueryTracer
 }
 
 // Store is an opened store. Closing it releases everything the backend
@@ -82,7 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, errors.New("backend pg needs a DSN")
 		}
 		s, err := pgstore.Open(ctx, cfg.PGDSN, pgstore.Options{Limits: cfg.Limits, Log: cfg.Log, LogNotify: cfg.LogNotify,
-			Replicas: cfg.PGReplicas})
+			Replicas: cfg.PGReplicas, Tracer: cfg.PGTracer})
 		if err != nil {
 			return nil, fmt.Errorf("pg: %w", err)
 		}
