@@ -20,8 +20,7 @@ var _ retention.Locker = (*pgstore.Store)(nil)
 // a sweep, at its start and resumed deep in the table, is Limit over an
 // Index Scan (backward) of idx_a2a_tasks_updated, the resume point a row
 // comparison in Index Cond, with no Sort or Seq Scan.
-func TestRetainPlans(t *testing.T) {
-	s, f, conn := planFixture(t)
+func retainPlans(t *testing.T, s *pgstore.Store, f *fixture, conn *pgx.Conn) {
 	for _, c := range []struct {
 		name  string
 		after *engine.Cursor
