@@ -27,8 +27,9 @@ type Options struct {
 	// DurationBuckets are the latency histogram buckets in seconds.
 	// Default: 50 µs to ~1.6 s, doubling.
 	DurationBuckets []float64
-	// Tracer, when set, starts a span per operation, a child of the span
-	// in the call's context (H2): its name is "store." + the operation,
+	// Tracer, when set, starts a span per operation called under a span,
+	// a child of the span in the call's context (H2; an operation with no
+	// span in its context makes none): its name is "store." + the operation,
 	// its attributes the backend, the operation and its outcome, and for
 	// List the page size asked, the tasks returned, the entries examined
 	// and counted and which filters were set — never an ID, a filter's
@@ -191,7 +192,10 @@ type call struct {
 // tracer (the default) there is none, so an operation pays no allocation
 // for it on the list path.
 func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
-	if s.tracer == nil { // no span, and no context for one: Start would allocate both
+	// No tracer, or no span to be a child of (background work: seeding,
+	// retention, finishing abandoned tasks, each of which would otherwise
+	// be a trace of one span): no span, and no context for one.
+	if s.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx, call{s: s, op: op, start: time.Now(), span: noop.Span{}}
 	}
 	ctx, span := s.tracer.Start(ctx, spanNames[op])

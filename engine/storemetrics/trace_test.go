@@ -122,3 +122,21 @@ func TestNoTracerNoAllocations(t *testing.T) {
 		t.Errorf("Get allocates %v times through the decorator, %v bare: want no more", decorated, base)
 	}
 }
+
+// An operation called without a span in its context (background work)
+// makes no span: at full sampling each would be a trace of its own.
+func TestNoSpanWithoutParent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(t.Context())
+	m := storemetrics.New(memstore.New(memstore.Options{}), storemetrics.Options{Backend: "mem", Tracer: tp.Tracer("test")})
+	if _, err := m.Create(t.Context(), &a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.List(t.Context(), &engine.ListRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if spans := rec.Ended(); len(spans) != 0 {
+		t.Errorf("%d spans without a parent, want none (first: %s)", len(spans), spans[0].Name())
+	}
+}
