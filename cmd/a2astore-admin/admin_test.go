@@ -69,9 +69,11 @@ func seedTasks(t *testing.T, s engine.Store, n int) {
 }
 
 // TestBadInput (X1): unknown commands and backends, missing flags, a
-// backup target that exists, a restore target that is not empty or a
-// source that holds no database: each exits 2 with a message naming the
-// problem, and the directories involved are as they were (none created).
+// backup target that exists, a restore or copy target that is not empty,
+// a copy between a store and itself, or a source that holds no database:
+// each exits 2 with a message naming the problem, and the directories
+// involved are as they were (none created). TestCopyRefusals has the
+// refusals that need a database.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	src, full, empty := filepath.Join(dir, "src"), filepath.Join(dir, "full"), filepath.Join(dir, "empty")
@@ -111,6 +113,18 @@ func TestBadInput(t *testing.T) {
 		{[]string{"restore", "-from", src}, "-from and -pebble-dir are required"},
 		{[]string{"restore", "-from", src, "-pebble-dir", full}, "is not empty"},
 		{[]string{"restore", "-from", empty, "-pebble-dir", missing}, "holds no Pebble database"},
+		{[]string{"copy"}, "-from is required"},
+		{[]string{"copy", "-from", "mysql", "-to", "pebble", "-to-pebble-dir", missing}, `unknown backend -from "mysql"`},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "sqlite"}, `unknown backend -to "sqlite"`},
+		{[]string{"copy", "-from", "mem", "-to", "pebble", "-to-pebble-dir", missing}, "lives in a server's process"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src}, "-to is required"},
+		{[]string{"copy", "-from", "pebble", "-to", "pebble", "-to-pebble-dir", missing}, "-from-pebble-dir is required"},
+		{[]string{"copy", "-from", "pg", "-to", "pebble", "-to-pebble-dir", missing}, "-from-pg-dsn is required"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pg"}, "-to-pg-dsn is required"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", src + "/"}, "name the same store"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", missing, "-batch", "0"}, "-batch 0"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", full}, "is not empty"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", missing, "-to", "pebble", "-to-pebble-dir", filepath.Join(dir, "new")}, "no Pebble database in " + missing},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			before := tree(t, dir)

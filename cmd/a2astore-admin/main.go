@@ -9,6 +9,7 @@
 //	a2astore-admin backup -pebble-dir DIR -to BACKUP
 //	a2astore-admin backup -server http://127.0.0.1:9464 [-name NAME]
 //	a2astore-admin restore -from BACKUP -pebble-dir DIR
+//	a2astore-admin copy -from pebble -from-pebble-dir DIR -to pg -to-pg-dsn DSN
 //
 // check verifies every invariant the backend can (engine.Checker: the
 // keyspace or rows, the counters against a recount, the task log against
@@ -19,9 +20,13 @@
 // a Pebble checkpoint: of a directory no server holds, or, with -server,
 // through the running server's metrics listener (a2astore-server
 // -backup-dir). restore copies a backup into an empty directory and
-// checks it there. Bad input — an unknown command or backend, a missing
-// flag, a target that is not empty — exits 2 with a message and changes
-// nothing.
+// checks it there. copy moves every task between two persistent backends
+// exactly as stored — order, revisions, owners, content, logs and push
+// configurations — resumes where a stopped copy ended, and verifies the
+// target against the source by traversing both (copy.go). Bad input — an
+// unknown command or backend, a missing flag, a target that is not empty
+// (nor a copy of the source to resume), a source being written to during
+// a copy without -live — exits 2 with a message and changes nothing.
 package main
 
 import (
@@ -71,6 +76,9 @@ type options struct {
 	backend, pebbleDir, pgDSN, pgSchema string
 	to, from, server, name              string
 	log                                 bool
+	src, dst                            endpoint // copy
+	batch                               int      // copy
+	live                                bool     // copy
 }
 
 func backendFlags(fs *flag.FlagSet, o *options) {
@@ -102,6 +110,7 @@ var commands = []command{
 		fs.StringVar(&o.from, "from", "", "backup directory (made by backup)")
 		fs.StringVar(&o.pebbleDir, "pebble-dir", "", "Pebble data directory to restore into: missing or empty")
 	}, runRestore},
+	{"copy", "every task, in list order and exactly as stored, from one persistent backend into another: empty, or a copy of the source that stopped (resumed); verified at the end", copyFlags, runCopy},
 }
 
 // flagSet is cmd's flag set over o.
@@ -143,7 +152,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(errOut, "a2astore-admin: unknown command %q (want check, migrate status|up, counts rebuild, backup or restore; -h lists them)\n", strings.Join(args[:min(2, len(args))], " "))
+		fmt.Fprintf(errOut, "a2astore-admin: unknown command %q (want check, migrate status|up, counts rebuild, backup, restore or copy; -h lists them)\n", strings.Join(args[:min(2, len(args))], " "))
 		return exitUsage
 	}
 	var o options

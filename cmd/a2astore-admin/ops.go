@@ -68,12 +68,12 @@ func openPebble(dir string) (*pebblestore.Store, error) {
 	return s, nil
 }
 
-// pgPool connects to -pg-dsn.
-func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
-	if o.pgDSN == "" {
+// pgPool connects to dsn (-pg-dsn).
+func pgPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	if dsn == "" {
 		return nil, usagef("-pg-dsn is required")
 	}
-	cfg, err := pgstore.PoolConfig(o.pgDSN)
+	cfg, err := pgstore.PoolConfig(dsn)
 	if err != nil {
 		return nil, usagef("-pg-dsn: %v", err)
 	}
@@ -92,18 +92,18 @@ func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
 // openPG opens the store on pool without changing the schema, with the log
 // when the schema has its table, and no roll-up; it fails when a required
 // migration is missing.
-func openPG(ctx context.Context, pool *pgxpool.Pool, o *options) (*pgstore.Store, []pgstore.Migration, error) {
-	migs, err := pgstore.InspectSchema(ctx, pool, o.pgSchema)
+func openPG(ctx context.Context, pool *pgxpool.Pool, schema string) (*pgstore.Store, []pgstore.Migration, error) {
+	migs, err := pgstore.InspectSchema(ctx, pool, schema)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, m := range migs {
 		if !m.Applied && !m.Optional {
-			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", o.pgSchema, m.File, m.Missing)
+			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", schema, m.File, m.Missing)
 		}
 	}
-	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: o.pgSchema, ExternalSchema: true,
-		Log: migs[len(migs)-1].Applied, CountRollupInterval: -1})
+	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: schema, ExternalSchema: true,
+		Log: logApplied(migs), CountRollupInterval: -1})
 	return s, migs, err
 }
 
@@ -133,13 +133,13 @@ func runCheck(ctx context.Context, o *options, out io.Writer) error {
 		fmt.Fprintf(out, "pebble %s\n", o.pebbleDir)
 		checkStore(ctx, r, s, "keyspace: one record, body and index keys per task, counters against a recount, task log against its tasks")
 	case "pg":
-		pool, err := pgPool(ctx, o)
+		pool, err := pgPool(ctx, o.pgDSN)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
 		fmt.Fprintf(out, "pg schema %s\n", o.pgSchema)
-		s, migs, err := openPG(ctx, pool, o)
+		s, migs, err := openPG(ctx, pool, o.pgSchema)
 		for _, m := range migs {
 			switch {
 			case m.Applied:
@@ -230,7 +230,7 @@ func printMigrations(out io.Writer, migs []pgstore.Migration) (missing int) {
 }
 
 func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
@@ -265,12 +265,12 @@ func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func runCountsRebuild(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	s, _, err := openPG(ctx, pool, o)
+	s, _, err := openPG(ctx, pool, o.pgSchema)
 	if err != nil {
 		return err
 	}
