@@ -74,7 +74,7 @@ type command struct {
 // options are every command's flags; each command registers those it reads.
 type options struct {
 	backend, pebbleDir, pgDSN, pgSchema string
-	to, from, server, name              string
+	to, from, server, name, pushDir     string
 	log                                 bool
 	src, dst                            endpoint // copy
 	batch                               int      // copy
@@ -100,15 +100,17 @@ var commands = []command{
 		fs.BoolVar(&o.log, "log", true, "create the task log table too (the server keeps the log)")
 	}, runMigrateUp},
 	{"counts rebuild", "PostgreSQL: recount every task counter from the table (the repair of a counter drift)", pgFlags, runCountsRebuild},
-	{"backup", "Pebble: a consistent checkpoint, of a directory no server holds (-pebble-dir, -to) or of a running server (-server)", func(fs *flag.FlagSet, o *options) {
+	{"backup", "Pebble: a consistent checkpoint, of a directory no server holds (-pebble-dir, -to) or of a running server (-server); the push outbox goes beside it, in the backup's directory with .push appended", func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.pebbleDir, "pebble-dir", "", "Pebble data directory no server holds")
-		fs.StringVar(&o.to, "to", "", "directory to create for the backup (must not exist)")
+		fs.StringVar(&o.pushDir, "push-dir", "", "the store's push outbox directory, backed up when it exists (default: -pebble-dir with .push appended, as a2astore-server)")
+		fs.StringVar(&o.to, "to", "", "directory to create for the backup (must not exist, nor the same with .push appended)")
 		fs.StringVar(&o.server, "server", "", "base URL of a running a2astore-server's metrics listener (its -metrics address, with -backup-dir set)")
 		fs.StringVar(&o.name, "name", "", "with -server: the backup's name under the server's -backup-dir (default: a2astore-<UTC time>)")
 	}, runBackup},
-	{"restore", "Pebble: copy a backup into an empty directory and check it there", func(fs *flag.FlagSet, o *options) {
+	{"restore", "Pebble: copy a backup (and its push outbox, when it has one) into an empty directory and check it there", func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.from, "from", "", "backup directory (made by backup)")
 		fs.StringVar(&o.pebbleDir, "pebble-dir", "", "Pebble data directory to restore into: missing or empty")
+		fs.StringVar(&o.pushDir, "push-dir", "", "directory to restore the backup's push outbox into: missing or empty (default: -pebble-dir with .push appended, as a2astore-server)")
 	}, runRestore},
 	{"copy", "every task, in list order and exactly as stored, from one persistent backend into another: empty, or a copy of the source that stopped (resumed); verified at the end", copyFlags, runCopy},
 }
