@@ -30,7 +30,8 @@ import (
 // all or nothing, so the target always holds a prefix of the source in
 // list order: a rerun resumes after the target's oldest task. The push
 // configurations of a batch are saved after it (an upsert: the rerun
-// saves those of the last batch again). It ends with a verification that
+// saves again those of the target's oldest engine.MaxExport tasks that
+// differ, whatever -batch the stopped copy ran with). It ends with a verification that
 // traverses both stores in list order and compares every task, log and
 // configuration.
 
@@ -171,8 +172,7 @@ func (s *side) useStore(st copyStore) {
 	s.close = append(s.close, func() { _ = st.Close() })
 }
 
-// connect opens a pool to the side's database, and openPG the store in
-// its schema (changing nothing: an externally managed schema).
+// connect opens a pool to the side's database.
 func (s *side) connect(ctx context.Context) error {
 	pool, err := pgPool(ctx, s.e.pgDSN)
 	if err != nil {
@@ -183,6 +183,8 @@ func (s *side) connect(ctx context.Context) error {
 	return nil
 }
 
+// openPG opens the store in the side's schema, changing nothing (an
+// externally managed schema, openPG).
 func (s *side) openPG(ctx context.Context) ([]pgstore.Migration, error) {
 	st, migs, err := openPG(ctx, s.pool, s.e.pgSchema)
 	if err != nil {
