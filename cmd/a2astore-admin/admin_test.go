@@ -69,9 +69,11 @@ func seedTasks(t *testing.T, s engine.Store, n int) {
 }
 
 // TestBadInput (X1): unknown commands and backends, missing flags, a
-// backup target that exists, a restore target that is not empty or a
-// source that holds no database: each exits 2 with a message naming the
-// problem, and the directories involved are as they were (none created).
+// backup target that exists, a restore or copy target that is not empty,
+// a copy between a store and itself, or a source that holds no database:
+// each exits 2 with a message naming the problem, and the directories
+// involved are as they were (none created). TestCopyRefusals has the
+// refusals that need a database.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	src, full, empty := filepath.Join(dir, "src"), filepath.Join(dir, "full"), filepath.Join(dir, "empty")
@@ -86,6 +88,9 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	if err := os.MkdirAll(filepath.Join(dir, "b2.push"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -106,11 +111,24 @@ func TestBadInput(t *testing.T) {
 		{[]string{"backup", "-pebble-dir", src}, "-pebble-dir and -to are required"},
 		{[]string{"backup", "-pebble-dir", src, "-to", full}, "already exists"},
 		{[]string{"backup", "-pebble-dir", missing, "-to", filepath.Join(dir, "b")}, "no Pebble database"},
+		{[]string{"backup", "-pebble-dir", src, "-to", filepath.Join(dir, "b2")}, "b2.push already exists"},
 		{[]string{"backup", "-server", "ftp://host"}, "metrics listener's base URL"},
 		{[]string{"backup", "-server", "http://127.0.0.1:1", "-to", full}, "-server takes a backup"},
 		{[]string{"restore", "-from", src}, "-from and -pebble-dir are required"},
 		{[]string{"restore", "-from", src, "-pebble-dir", full}, "is not empty"},
 		{[]string{"restore", "-from", empty, "-pebble-dir", missing}, "holds no Pebble database"},
+		{[]string{"copy"}, "-from is required"},
+		{[]string{"copy", "-from", "mysql", "-to", "pebble", "-to-pebble-dir", missing}, `unknown backend -from "mysql"`},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "sqlite"}, `unknown backend -to "sqlite"`},
+		{[]string{"copy", "-from", "mem", "-to", "pebble", "-to-pebble-dir", missing}, "lives in a server's process"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src}, "-to is required"},
+		{[]string{"copy", "-from", "pebble", "-to", "pebble", "-to-pebble-dir", missing}, "-from-pebble-dir is required"},
+		{[]string{"copy", "-from", "pg", "-to", "pebble", "-to-pebble-dir", missing}, "-from-pg-dsn is required"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pg"}, "-to-pg-dsn is required"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", src + "/"}, "name the same store"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", missing, "-batch", "0"}, "-batch 0"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", full}, "is not empty"},
+		{[]string{"copy", "-from", "pebble", "-from-pebble-dir", missing, "-to", "pebble", "-to-pebble-dir", filepath.Join(dir, "new")}, "no Pebble database in " + missing},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			before := tree(t, dir)
@@ -173,6 +191,42 @@ func TestPebbleBackupRestoreCheck(t *testing.T) {
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Errorf("a failed restore left %s: %v", target, err)
 	}
+}
+
+// TestBackupRestoreKeepsOutbox (X1): backup takes the store's push
+// outbox (dir.push) beside the store's checkpoint, restore puts it back
+// beside the restored store: every configuration with its delivery state
+// is there, as is every task. A restore target for the outbox that is not
+// empty is refused, changing nothing.
+func TestBackupRestoreKeepsOutbox(t *testing.T) {
+	dir := t.TempDir()
+	src, bk, dst := filepath.Join(dir, "src"), filepath.Join(dir, "bk"), filepath.Join(dir, "dst")
+	makeRichPebble(t, src, 40, 3)
+	want := dumpPebble(t, src)
+	if !strings.Contains(want, "push {") {
+		t.Fatal("the source has no push configurations")
+	}
+	mustAdmin(t, "backup", "-pebble-dir", src, "-to", bk)
+	if err := os.MkdirAll(dst+".push", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst+".push", "keep"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := admin(t, "restore", "-from", bk, "-pebble-dir", dst); code != exitUsage || !strings.Contains(errOut, "-push-dir") {
+		t.Fatalf("restore over a full outbox directory: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore left %s: %v", dst, err)
+	}
+	if err := os.RemoveAll(dst + ".push"); err != nil {
+		t.Fatal(err)
+	}
+	out := mustAdmin(t, "restore", "-from", bk, "-pebble-dir", dst)
+	if !strings.Contains(out, "ok    push outbox") {
+		t.Fatalf("restore says:\n%s", out)
+	}
+	sameDump(t, "the restored store", dumpPebble(t, dst), want)
 }
 
 // TestPGMigrateCheckCounts (X1): on an empty database migrate status

@@ -9,6 +9,7 @@
 //	a2astore-admin backup -pebble-dir DIR -to BACKUP
 //	a2astore-admin backup -server http://127.0.0.1:9464 [-name NAME]
 //	a2astore-admin restore -from BACKUP -pebble-dir DIR
+//	a2astore-admin copy -from pebble -from-pebble-dir DIR -to pg -to-pg-dsn DSN
 //
 // check verifies every invariant the backend can (engine.Checker: the
 // keyspace or rows, the counters against a recount, the task log against
@@ -19,9 +20,13 @@
 // a Pebble checkpoint: of a directory no server holds, or, with -server,
 // through the running server's metrics listener (a2astore-server
 // -backup-dir). restore copies a backup into an empty directory and
-// checks it there. Bad input — an unknown command or backend, a missing
-// flag, a target that is not empty — exits 2 with a message and changes
-// nothing.
+// checks it there. copy moves every task between two persistent backends
+// exactly as stored — order, revisions, owners, content, logs and push
+// configurations — resumes where a stopped copy ended, and verifies the
+// target against the source by traversing both (copy.go). Bad input — an
+// unknown command or backend, a missing flag, a target that is not empty
+// (nor a copy of the source to resume), a source being written to during
+// a copy without -live — exits 2 with a message and changes nothing.
 package main
 
 import (
@@ -69,8 +74,11 @@ type command struct {
 // options are every command's flags; each command registers those it reads.
 type options struct {
 	backend, pebbleDir, pgDSN, pgSchema string
-	to, from, server, name              string
+	to, from, server, name, pushDir     string
 	log                                 bool
+	src, dst                            endpoint // copy
+	batch                               int      // copy
+	live                                bool     // copy
 }
 
 func backendFlags(fs *flag.FlagSet, o *options) {
@@ -92,16 +100,19 @@ var commands = []command{
 		fs.BoolVar(&o.log, "log", true, "create the task log table too (the server keeps the log)")
 	}, runMigrateUp},
 	{"counts rebuild", "PostgreSQL: recount every task counter from the table (the repair of a counter drift)", pgFlags, runCountsRebuild},
-	{"backup", "Pebble: a consistent checkpoint, of a directory no server holds (-pebble-dir, -to) or of a running server (-server)", func(fs *flag.FlagSet, o *options) {
+	{"backup", "Pebble: a consistent checkpoint, of a directory no server holds (-pebble-dir, -to) or of a running server (-server); the push outbox goes beside it, in the backup's directory with .push appended", func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.pebbleDir, "pebble-dir", "", "Pebble data directory no server holds")
-		fs.StringVar(&o.to, "to", "", "directory to create for the backup (must not exist)")
+		fs.StringVar(&o.pushDir, "push-dir", "", "the store's push outbox directory, backed up when it exists (default: -pebble-dir with .push appended, as a2astore-server)")
+		fs.StringVar(&o.to, "to", "", "directory to create for the backup (must not exist, nor the same with .push appended)")
 		fs.StringVar(&o.server, "server", "", "base URL of a running a2astore-server's metrics listener (its -metrics address, with -backup-dir set)")
 		fs.StringVar(&o.name, "name", "", "with -server: the backup's name under the server's -backup-dir (default: a2astore-<UTC time>)")
 	}, runBackup},
-	{"restore", "Pebble: copy a backup into an empty directory and check it there", func(fs *flag.FlagSet, o *options) {
+	{"restore", "Pebble: copy a backup (and its push outbox, when it has one) into an empty directory and check it there", func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.from, "from", "", "backup directory (made by backup)")
 		fs.StringVar(&o.pebbleDir, "pebble-dir", "", "Pebble data directory to restore into: missing or empty")
+		fs.StringVar(&o.pushDir, "push-dir", "", "directory to restore the backup's push outbox into: missing or empty (default: -pebble-dir with .push appended, as a2astore-server)")
 	}, runRestore},
+	{"copy", "every task, in list order and exactly as stored, from one persistent backend into another: empty, or a copy of the source that stopped (resumed); verified at the end", copyFlags, runCopy},
 }
 
 // flagSet is cmd's flag set over o.
@@ -143,7 +154,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 	}
 	if c == nil {
-		fmt.Fprintf(errOut, "a2astore-admin: unknown command %q (want check, migrate status|up, counts rebuild, backup or restore; -h lists them)\n", strings.Join(args[:min(2, len(args))], " "))
+		fmt.Fprintf(errOut, "a2astore-admin: unknown command %q (want check, migrate status|up, counts rebuild, backup, restore or copy; -h lists them)\n", strings.Join(args[:min(2, len(args))], " "))
 		return exitUsage
 	}
 	var o options

@@ -21,6 +21,7 @@ import (
 	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/pebblestore"
 	"github.com/a2astore/a2astore/pgstore"
+	"github.com/a2astore/a2astore/pushdelivery"
 )
 
 // report writes check lines and counts the failed ones.
@@ -68,12 +69,12 @@ func openPebble(dir string) (*pebblestore.Store, error) {
 	return s, nil
 }
 
-// pgPool connects to -pg-dsn.
-func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
-	if o.pgDSN == "" {
+// pgPool connects to dsn (-pg-dsn).
+func pgPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	if dsn == "" {
 		return nil, usagef("-pg-dsn is required")
 	}
-	cfg, err := pgstore.PoolConfig(o.pgDSN)
+	cfg, err := pgstore.PoolConfig(dsn)
 	if err != nil {
 		return nil, usagef("-pg-dsn: %v", err)
 	}
@@ -92,18 +93,18 @@ func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
 // openPG opens the store on pool without changing the schema, with the log
 // when the schema has its table, and no roll-up; it fails when a required
 // migration is missing.
-func openPG(ctx context.Context, pool *pgxpool.Pool, o *options) (*pgstore.Store, []pgstore.Migration, error) {
-	migs, err := pgstore.InspectSchema(ctx, pool, o.pgSchema)
+func openPG(ctx context.Context, pool *pgxpool.Pool, schema string) (*pgstore.Store, []pgstore.Migration, error) {
+	migs, err := pgstore.InspectSchema(ctx, pool, schema)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, m := range migs {
 		if !m.Applied && !m.Optional {
-			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", o.pgSchema, m.File, m.Missing)
+			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", schema, m.File, m.Missing)
 		}
 	}
-	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: o.pgSchema, ExternalSchema: true,
-		Log: migs[len(migs)-1].Applied, CountRollupInterval: -1})
+	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: schema, ExternalSchema: true,
+		Log: logApplied(migs), CountRollupInterval: -1})
 	return s, migs, err
 }
 
@@ -133,13 +134,13 @@ func runCheck(ctx context.Context, o *options, out io.Writer) error {
 		fmt.Fprintf(out, "pebble %s\n", o.pebbleDir)
 		checkStore(ctx, r, s, "keyspace: one record, body and index keys per task, counters against a recount, task log against its tasks")
 	case "pg":
-		pool, err := pgPool(ctx, o)
+		pool, err := pgPool(ctx, o.pgDSN)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
 		fmt.Fprintf(out, "pg schema %s\n", o.pgSchema)
-		s, migs, err := openPG(ctx, pool, o)
+		s, migs, err := openPG(ctx, pool, o.pgSchema)
 		for _, m := range migs {
 			switch {
 			case m.Applied:
@@ -230,7 +231,7 @@ func printMigrations(out io.Writer, migs []pgstore.Migration) (missing int) {
 }
 
 func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
@@ -246,7 +247,7 @@ func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
@@ -265,12 +266,12 @@ func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func runCountsRebuild(ctx context.Context, o *options, out io.Writer) error {
-	pool, err := pgPool(ctx, o)
+	pool, err := pgPool(ctx, o.pgDSN)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	s, _, err := openPG(ctx, pool, o)
+	s, _, err := openPG(ctx, pool, o.pgSchema)
 	if err != nil {
 		return err
 	}
@@ -313,8 +314,10 @@ func runBackup(ctx context.Context, o *options, out io.Writer) error {
 	case o.pebbleDir == "" || o.to == "":
 		return usagef("-pebble-dir and -to are required (or -server)")
 	}
-	if _, err := os.Lstat(o.to); !errors.Is(err, fs.ErrNotExist) {
-		return usagef("-to %s already exists", o.to)
+	for _, dir := range []string{o.to, outboxBackup(o.to)} {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			return usagef("-to: %s already exists", dir)
+		}
 	}
 	s, err := openPebble(o.pebbleDir)
 	if err != nil {
@@ -322,12 +325,32 @@ func runBackup(ctx context.Context, o *options, out io.Writer) error {
 	}
 	defer s.Close()
 	start := time.Now()
+	pushDir := o.pushDir
+	if pushDir == "" {
+		pushDir = filepath.Clean(o.pebbleDir) + ".push"
+	}
+	if hasPebble(pushDir) { // first: Delivered never above its task's revision (Local.Checkpoint)
+		ob, err := pushdelivery.OpenPebble(pushDir, s, pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}})
+		if err != nil {
+			return fmt.Errorf("push outbox: %w", err)
+		}
+		err = ob.Checkpoint(outboxBackup(o.to))
+		_ = ob.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "backup of the push outbox %s in %s\n", pushDir, outboxBackup(o.to))
+	}
 	if err := s.Checkpoint(o.to); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "backup of %s in %s (%v)\n", o.pebbleDir, o.to, time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// outboxBackup is where the backup in dir keeps its push outbox: beside
+// it, as a2astore-server keeps the outbox beside the store.
+func outboxBackup(dir string) string { return filepath.Clean(dir) + ".push" }
 
 func runRestore(ctx context.Context, o *options, out io.Writer) error {
 	if o.from == "" || o.pebbleDir == "" {
@@ -339,21 +362,29 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 	if err := emptyOrMissing(o.pebbleDir, "-pebble-dir"); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(o.pebbleDir)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	undo := func() {
-		if created {
-			_ = os.RemoveAll(o.pebbleDir)
-			return
+	dirs := map[string]string{o.from: o.pebbleDir} // backup → restored
+	if pushFrom := outboxBackup(o.from); hasPebble(pushFrom) {
+		pushTo := o.pushDir
+		if pushTo == "" {
+			pushTo = filepath.Clean(o.pebbleDir) + ".push"
 		}
-		entries, _ := os.ReadDir(o.pebbleDir)
-		for _, e := range entries {
-			_ = os.RemoveAll(filepath.Join(o.pebbleDir, e.Name()))
+		if err := emptyOrMissing(pushTo, "-push-dir"); err != nil {
+			return err
+		}
+		dirs[pushFrom] = pushTo
+	}
+	var undos []func()
+	undo := func() {
+		for _, u := range undos {
+			u()
 		}
 	}
-	if err := copyTree(o.from, o.pebbleDir); err != nil {
-		undo()
-		return fmt.Errorf("copy: %w", err)
+	for from, to := range dirs {
+		undos = append(undos, undoer(to))
+		if err := copyTree(from, to); err != nil {
+			undo()
+			return fmt.Errorf("copy: %w", err)
+		}
 	}
 	s, err := openPebble(o.pebbleDir)
 	if err != nil {
@@ -362,13 +393,40 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 	}
 	r := &report{out: out}
 	checkStore(ctx, r, s, "keyspace, counters, task log")
+	if pushTo, ok := dirs[outboxBackup(o.from)]; ok {
+		if ob, err := pushdelivery.OpenPebble(pushTo, s, pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}}); err != nil {
+			r.fail("push outbox %s: %v", pushTo, err)
+		} else {
+			_ = ob.Close()
+			r.ok("push outbox %s: every record reads", pushTo)
+		}
+	}
 	_ = s.Close()
 	if err := r.err(); err != nil {
 		undo()
 		return fmt.Errorf("the restored store fails its check (removed): %w", err)
 	}
-	fmt.Fprintf(out, "restored %s into %s\n", o.from, o.pebbleDir)
+	for from, to := range dirs {
+		fmt.Fprintf(out, "restored %s into %s\n", from, to)
+	}
 	return nil
+}
+
+// undoer returns what removes a restore's copy into dir: dir itself when
+// it did not exist, else what was put in it (it was empty).
+func undoer(dir string) func() {
+	_, err := os.Stat(dir)
+	created := errors.Is(err, fs.ErrNotExist)
+	return func() {
+		if created {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // copyTree copies the regular files and directories under src into dst

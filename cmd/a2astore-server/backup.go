@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -61,7 +63,7 @@ func (s *server) handleBackup(mm *http.ServeMux) {
 		}
 		dir := filepath.Join(s.cfg.BackupDir, name)
 		start := time.Now()
-		err := cp.Checkpoint(dir)
+		err := s.checkpoint(cp, dir)
 		switch {
 		case errors.Is(err, engine.ErrInvalidArgument):
 			http.Error(w, "a backup of that name exists", http.StatusConflict)
@@ -76,4 +78,31 @@ func (s *server) handleBackup(mm *http.ServeMux) {
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(map[string]string{"path": dir})
 	})
+}
+
+// checkpoint takes the backup in dir: with push delivery on Pebble, the
+// outbox's checkpoint first, beside it in dir.push (where a2astore-admin
+// restore finds it), so that a record's Delivered never exceeds its
+// task's revision in the backup; then the store's. A name whose
+// directory or outbox directory exists is refused (ErrInvalidArgument)
+// before anything is written; a failed store checkpoint removes the
+// outbox's.
+func (s *server) checkpoint(cp checkpointer, dir string) error {
+	if s.checkpointOutbox == nil {
+		return cp.Checkpoint(dir)
+	}
+	push := dir + ".push"
+	for _, d := range []string{dir, push} {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("backup %s: %w", d, engine.ErrInvalidArgument)
+		}
+	}
+	if err := s.checkpointOutbox(push); err != nil {
+		return err
+	}
+	if err := cp.Checkpoint(dir); err != nil {
+		_ = os.RemoveAll(push)
+		return err
+	}
+	return nil
 }

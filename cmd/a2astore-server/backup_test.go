@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pushdelivery"
 )
 
 // TestBackupEndpoint (X1): with -backup-dir, POST /backup on the metrics
@@ -68,6 +71,56 @@ func TestBackupEndpoint(t *testing.T) {
 	}
 	if code, _ := post(ts.httpBase, "?name=b2"); code == http.StatusCreated {
 		t.Error("the A2A listener took a backup")
+	}
+}
+
+// TestBackupEndpointTakesOutbox (X1): with push delivery on Pebble, POST
+// /backup checkpoints the push outbox beside the store's checkpoint (its
+// directory with .push appended, where a2astore-admin restore finds it):
+// the backup's outbox holds the configuration saved before it. A name
+// whose outbox directory exists is refused (409).
+func TestBackupEndpointTakesOutbox(t *testing.T) {
+	dir := t.TempDir()
+	backups := filepath.Join(dir, "backups")
+	ts := startServer(t, config{Backend: "pebble", PebbleDir: filepath.Join(dir, "db"), BackupDir: backups, Push: pushOn})
+	c := ts.clients[transports[0]]
+	task := send(t, c, "", "hello")
+	if _, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, ID: "hook", URL: "https://hook.example/x"}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(name string) int {
+		resp, err := http.Post("http://"+ts.metricsLn.Addr().String()+backupPath+"?name="+name, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("b1"); code != http.StatusCreated {
+		t.Fatalf("POST /backup: %d", code)
+	}
+	cp, err := pebblestore.Open(filepath.Join(backups, "b1"), pebblestore.Options{Log: true, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	ob, err := pushdelivery.OpenPebble(filepath.Join(backups, "b1.push"), cp, pushdelivery.LocalOptions{Logger: pebblelog.Quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	recs, err := ob.List(t.Context(), task.ID, "", 10)
+	if err != nil || len(recs) != 1 || recs[0].Config.URL != "https://hook.example/x" {
+		t.Fatalf("the backup's outbox holds %v, %v; want the config saved before it", recs, err)
+	}
+	if err := os.MkdirAll(filepath.Join(backups, "b2.push"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code := post("b2"); code != http.StatusConflict {
+		t.Errorf("a backup whose outbox directory exists: %d, want 409", code)
+	}
+	if _, err := os.Stat(filepath.Join(backups, "b2")); !os.IsNotExist(err) {
+		t.Errorf("the refused backup wrote %s: %v", filepath.Join(backups, "b2"), err)
 	}
 }
 

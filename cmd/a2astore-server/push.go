@@ -126,6 +126,7 @@ func (s *server) openOutbox(ctx context.Context, b *backends.Backend, m *pushdel
 		if err != nil {
 			return nil, nil, err
 		}
+		s.checkpointOutbox = o.Checkpoint
 		return o, o.Close, nil
 	}
 	return pushdelivery.NewMemory(b.Store, pushdelivery.LocalOptions{Metrics: m, Log: s.cfg.Logger}), none, nil

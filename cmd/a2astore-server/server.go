@@ -137,6 +137,7 @@ type server struct {
 	pushConfigs          *pushdelivery.ConfigStore
 	pusher               *pushdelivery.Worker
 	closeOutbox          func() error
+	checkpointOutbox     func(dir string) error // pebble: the outbox's Checkpoint (backup.go)
 	sweepStop, sweepDone chan struct{}
 
 	httpLn, grpcLn, metricsLn net.Listener // metricsLn nil without MetricsAddr

@@ -29,7 +29,7 @@ type command struct {
 
 var commands = []command{
 	{"./cmd/a2astore-server", "a2astore-server", "the A2A server over any backend: [running it](server.md)"},
-	{"./cmd/a2astore-admin", "a2astore-admin", "check, migrate, counts, backup and restore a store: [operations](server.md#operations-a2astore-admin)"},
+	{"./cmd/a2astore-admin", "a2astore-admin", "check, migrate, counts, backup, restore and copy a store: [operations](server.md#operations-a2astore-admin)"},
 	{"./loadgen", "loadgen", "the load generator: [the lab](lab.md#the-load-generator)"},
 	{"./cmd/a2astore-demo", "a2astore-demo", "a short tour of the API on the in-memory store"},
 	{"./cmd/benchplot", "benchplot", "charts and the results page: [the lab](lab.md#results)"},

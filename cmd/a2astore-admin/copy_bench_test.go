@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/internal/taskgen"
+	"github.com/a2astore/a2astore/pebblestore"
+)
+
+// loadPebble bulk-loads n taskgen tasks (three owners, a thousand skewed
+// contexts, history, artifacts, one log entry each) into a new Pebble
+// store in dir through its Importer: the bulk loader of scale runs.
+func loadPebble(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := pebblestore.Open(dir, pebblestore.Options{Log: true, NoSync: true, Logger: pebblelog.Quiet{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	gen := taskgen.New(taskgen.Shape{Seed: 55})
+	const t0 = int64(1_750_000_000_000_000)
+	batch := make([]engine.StoredTask, 0, 1000)
+	for i := range n {
+		task := gen.Task(i)
+		l, err := engine.NewLogEntry(task, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		at := t0 + int64(i)
+		l.Revision, l.Time = 1, at
+		batch = append(batch, engine.StoredTask{
+			Record: engine.Record{Task: task, Revision: 1, Cursor: engine.Cursor{UpdatedAt: at, ID: task.ID}, Owner: copyOwners[i%len(copyOwners)]},
+			Log:    []engine.LogEntry{l},
+		})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := s.Import(ctx, batch); err != nil {
+				tb.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// BenchmarkCopy measures copy's rate both ways between Pebble and
+// PostgreSQL, on A2ASTORE_COPY_TASKS tasks (default 1e4): tasks/s of the
+// copy itself (read from the source, batches of 1000 written to a new
+// target), and of the verification that follows it (both traversed and
+// compared), reported apart. Run it quietly, once:
+//
+//	go test ./cmd/a2astore-admin -run '^$' -bench '^BenchmarkCopy$' -benchtime 1x
+func BenchmarkCopy(b *testing.B) {
+	n := copyTasks(b, 10_000)
+	dir := b.TempDir()
+	src := filepath.Join(dir, "src")
+	loadPebble(b, src, n)
+	pgSrc := pgtest.DSN(b)
+	mustAdmin(b, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pg", "-to-pg-dsn", pgSrc)
+	runs := 0
+	for _, c := range []struct {
+		name   string
+		from   endpoint
+		target func() endpoint
+	}{
+		{"from=pebble/to=pg", endpoint{backend: "pebble", pebbleDir: src}, func() endpoint {
+			return endpoint{backend: "pg", pgDSN: pgtest.DSN(b), pgSchema: "public"}
+		}},
+		{"from=pg/to=pebble", endpoint{backend: "pg", pgDSN: pgSrc, pgSchema: "public"}, func() endpoint {
+			runs++
+			return endpoint{backend: "pebble", pebbleDir: filepath.Join(dir, fmt.Sprintf("dst%d", runs))}
+		}},
+	} {
+		b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+			var copying, verifying time.Duration
+			copies := 0
+			for b.Loop() {
+				o := &options{src: c.from, dst: c.target(), batch: 1000}
+				ctx := context.Background()
+				start := time.Now()
+				cp, err := startCopy(ctx, o, io.Discard)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := cp.run(ctx); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				if err := cp.verify(ctx); err != nil {
+					b.Fatal(err)
+				}
+				verifying += time.Since(mid)
+				copying += mid.Sub(start)
+				cp.close()
+				copies++
+			}
+			b.ReportMetric(float64(n*copies)/copying.Seconds(), "tasks/s")
+			b.ReportMetric(float64(n*copies)/verifying.Seconds(), "verified-tasks/s")
+		})
+	}
+}
