@@ -58,7 +58,7 @@ func (k *killer) TraceQueryEnd(_ context.Context, c *pgx.Conn, _ pgx.TraceQueryE
 	k.mu.Lock()
 	k.mu.n++
 	kill := k.mu.n == k.at
-	if kill {
+	if kill && len(k.mu.stmts) > 0 { // armed while the statement ran: its start not seen
 		k.mu.killed = k.mu.stmts[len(k.mu.stmts)-1]
 	}
 	k.mu.Unlock()
