@@ -25,6 +25,17 @@
 # +21; receiver +30; loadgen metrics +31), SOAK_OUT (logs; default a new
 # temporary directory), PGBIN (default the newest /usr/lib/postgresql/*/bin),
 # LOADGEN_ARGS (more loadgen flags), SERVER_ARGS (more server flags).
+#
+# The hostile mix (SOAK_HOSTILE=1; SPEC N4, issue #51): the servers run
+# with -policy owner, the loadgen above is owner "healthy", and three
+# more loadgens (owner "hostile", SOAK_HOSTILE_RATE [5] operations/s each,
+# send-only) create tasks whose webhook hangs (accepts, never answers),
+# refuses connections, or answers after SOAK_SLOW [5] seconds (below the
+# servers' 10 s client timeout). The verdict and the per-minute line are
+# the healthy loadgen's; its final push line gives the healthy owner's
+# delivery lag, p50/p99 (terminal event after the task was seen
+# terminal), to compare with a run without SOAK_HOSTILE. Needs python3
+# (the hanging and slow receivers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +47,9 @@ SOAK_GRACE=${SOAK_GRACE:-5m}
 SOAK_RATE=${SOAK_RATE:-50}
 SOAK_WORKLOAD=${SOAK_WORKLOAD:-traversal-under-churn}
 SOAK_PORT=${SOAK_PORT:-18080}
+SOAK_HOSTILE=${SOAK_HOSTILE:-}
+SOAK_HOSTILE_RATE=${SOAK_HOSTILE_RATE:-5}
+SOAK_SLOW=${SOAK_SLOW:-5}
 out=${SOAK_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 chmod 755 "$out"
@@ -61,13 +75,20 @@ metrics[a]=$((SOAK_PORT + 20)); metrics[b]=$((SOAK_PORT + 21))
 receiver=127.0.0.1:$((SOAK_PORT + 30))
 lgmetrics=127.0.0.1:$((SOAK_PORT + 31))
 lgpid=""
+hostile_pids=()
 pgdata=""
+# The hostile receivers (SOAK_HOSTILE): hanging, refusing (nothing
+# listens there), slow.
+hang_addr=127.0.0.1:$((SOAK_PORT + 40))
+refuse_addr=127.0.0.1:$((SOAK_PORT + 41))
+slow_addr=127.0.0.1:$((SOAK_PORT + 42))
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 PGPORT=${PGPORT:-15451} # names the socket only: PostgreSQL listens on no TCP address
 
 asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
   [ -n "$lgpid" ] && kill "$lgpid" 2>/dev/null || true
+  for p in "${hostile_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for n in a b; do [ -n "${pid[$n]:-}" ] && kill "${pid[$n]}" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
@@ -91,12 +112,14 @@ dsn="host=$out/pg port=$PGPORT user=postgres dbname=soak"
 
 # start N: starts instance N (a or b) on its ports and waits until it
 # serves its agent card.
+policy=none
+[ -n "$SOAK_HOSTILE" ] && policy=owner
 start() {
   local n=$1
   # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags
   "$out/a2astore-server" -backend pg -pg-dsn "$dsn" -cluster -cluster-instance "soak-$n" \
     -http "127.0.0.1:${http[$n]}" -grpc "127.0.0.1:${grpc[$n]}" -metrics "127.0.0.1:${metrics[$n]}" \
-    -push-allow-private ${SERVER_ARGS:-} >>"$out/server-$n.log" 2>&1 &
+    -policy "$policy" -push-allow-private ${SERVER_ARGS:-} >>"$out/server-$n.log" 2>&1 &
   pid[$n]=$!
   for _ in $(seq 1 300); do
     curl -fsS -o /dev/null "http://127.0.0.1:${http[$n]}/.well-known/agent-card.json" 2>/dev/null && return 0
@@ -132,12 +155,51 @@ status() {
   echo "$(date -u +%H:%M:%S) loadgen[${lg:--}] tasks=$(rows a2a_tasks) log=$(rows a2a_task_log) push_configs=$(rows a2a_push_configs) depth=$(depth)$mem"
 }
 
+# receiver MODE ADDR: a webhook on ADDR that hangs (accepts, reads,
+# never answers) or answers 204 after SOAK_SLOW seconds (slow).
+receiver() {
+  python3 - "$1" "$2" "$SOAK_SLOW" <<'PY' >>"$out/hostile-$1.log" 2>&1 &
+import sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+mode, addr, slow = sys.argv[1], sys.argv[2], float(sys.argv[3])
+host, port = addr.rsplit(":", 1)
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if mode == "hang":
+            threading.Event().wait()
+        time.sleep(slow)
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer((host, int(port)), H).serve_forever()
+PY
+  hostile_pids+=($!)
+}
+
 start a
 start b
 log "instances: http://127.0.0.1:${http[a]} http://127.0.0.1:${http[b]}; logs in $out"
 
+healthy_args=()
+if [ -n "$SOAK_HOSTILE" ]; then
+  command -v python3 >/dev/null || { log "SOAK_HOSTILE needs python3 (the hanging and slow receivers)"; exit 2; }
+  receiver hang "$hang_addr"
+  receiver slow "$slow_addr"
+  healthy_args=(-caller healthy)
+  for url in "http://$hang_addr/" "http://$refuse_addr/" "http://$slow_addr/"; do
+    "$out/loadgen" -target "http://127.0.0.1:${http[a]},http://127.0.0.1:${http[b]}" \
+      -workload send-only -rate "$SOAK_HOSTILE_RATE" -duration "$SOAK_DURATION" -caller hostile \
+      -push-url "$url" >>"$out/hostile-loadgen.txt" 2>>"$out/hostile-loadgen.log" &
+    hostile_pids+=($!)
+  done
+  log "hostile mix: owner hostile's webhooks hang ($hang_addr), refuse ($refuse_addr) and answer after ${SOAK_SLOW}s ($slow_addr); owner healthy's are the checking receiver"
+fi
+
 # shellcheck disable=SC2086 # LOADGEN_ARGS is a list of flags
-"$out/loadgen" -target "http://127.0.0.1:${http[a]},http://127.0.0.1:${http[b]}" \
+"$out/loadgen" -target "http://127.0.0.1:${http[a]},http://127.0.0.1:${http[b]}" "${healthy_args[@]}" \
   -workload "$SOAK_WORKLOAD" -rate "$SOAK_RATE" -duration "$SOAK_DURATION" \
   -push-receiver "$receiver" -push-down "$SOAK_PUSH_DOWN" -push-every "$SOAK_PUSH_EVERY" -push-grace "$SOAK_GRACE" \
   -metrics-addr "$lgmetrics" -json "$out/loadgen.json" ${LOADGEN_ARGS:-} \

@@ -40,8 +40,8 @@ type benchEnv struct {
 
 // openBenchEnv opens backend's store and outbox (pg: in a fresh database
 // and schema, or in those of share, a second instance on its tables) and
-// starts a worker with the given options (Outbox, Store, Client and
-// Logger set here).
+// starts a worker with the given options (Outbox, Store and Logger set
+// here; Client when nil).
 func openBenchEnv(tb testing.TB, backend string, share *benchEnv, o pushdelivery.Options) *benchEnv {
 	tb.Helper()
 	e := &benchEnv{}
@@ -73,7 +73,9 @@ func openBenchEnv(tb testing.TB, backend string, share *benchEnv, o pushdelivery
 		e.outbox, e.store = openPG(tb, e.pool, e.schema, time.Now)
 	}
 	o.Outbox, o.Store = e.outbox, e.store
-	o.Client = pushdelivery.NewClient(pushdelivery.ClientOptions{AllowPrivate: true})
+	if o.Client == nil {
+		o.Client = pushdelivery.NewClient(pushdelivery.ClientOptions{AllowPrivate: true})
+	}
 	o.Logger = slog.New(slog.DiscardHandler)
 	e.w = pushdelivery.Start(context.Background(), o)
 	tb.Cleanup(func() {

@@ -29,11 +29,14 @@ type ClientOptions struct {
 	// destination together (SPEC N4: destinations are chosen by clients):
 	// a dial past it first closes the idle connections, then waits for
 	// one to close. At most half of them (and 2 per destination) stay
-	// idle, for IdleTimeout. Default 64.
+	// idle, for IdleTimeout. Default DefaultMaxConns.
 	MaxConns int
 	// IdleTimeout is how long an idle connection is kept. Default 30s.
 	IdleTimeout time.Duration
 }
+
+// DefaultMaxConns is ClientOptions.MaxConns's default.
+const DefaultMaxConns = 64
 
 // maxH2Buffer bounds an HTTP/2 connection's and stream's receive
 // buffers and its header tables (a webhook's answer is its status).
@@ -80,7 +83,7 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 		o.MaxBody = 4 << 10
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = 64
+		o.MaxConns = DefaultMaxConns
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 30 * time.Second

@@ -18,25 +18,9 @@ import (
 // kept an idle connection for 90 s.
 func TestClientCapsOpenConnections(t *testing.T) {
 	const dests, maxConns = 200, 16
-	var open, peak atomic.Int64
-	track := func(_ net.Conn, s http.ConnState) {
-		switch s {
-		case http.StateNew:
-			n := open.Add(1)
-			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-			}
-		case http.StateClosed, http.StateHijacked:
-			open.Add(-1)
-		}
-	}
-	urls := make([]string, dests)
-	for i := range urls {
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-		srv.Config.ConnState = track
-		srv.Start()
-		t.Cleanup(srv.Close)
-		urls[i] = srv.URL
-	}
+	var conns connCount
+	open, peak := &conns.open, &conns.peak
+	urls := conns.receivers(t, dests)
 	c := NewClient(ClientOptions{AllowPrivate: true, MaxConns: maxConns})
 	var wg sync.WaitGroup
 	errs := make(chan error, dests)
@@ -60,4 +44,33 @@ func TestClientCapsOpenConnections(t *testing.T) {
 		t.Fatalf("%d connections still open after the posts, cap %d", open.Load(), maxConns)
 	}
 	t.Logf("open after: %d, peak seen by the receivers: %d (cap %d; a receiver sees a close late)", open.Load(), peak.Load(), maxConns)
+}
+
+// connCount counts the connections its receivers hold open, as they see
+// them (a close is seen a little late), and the most at once.
+type connCount struct{ open, peak atomic.Int64 }
+
+func (c *connCount) track(_ net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew:
+		n := c.open.Add(1)
+		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+		}
+	case http.StateClosed, http.StateHijacked:
+		c.open.Add(-1)
+	}
+}
+
+// receivers starts n webhooks answering 200 whose connections c counts,
+// closed at cleanup, and returns their URLs.
+func (c *connCount) receivers(tb testing.TB, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		srv.Config.ConnState = c.track
+		srv.Start()
+		tb.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	return urls
 }

@@ -18,3 +18,11 @@ func (p *PG) SetRescanBatch(n int) { p.batch = n }
 func (p *PG) Statements() (claim, depth, rescanRecent string) {
 	return p.sql.claim, p.sql.depth, p.sql.rescanRecent
 }
+
+// Rescanning reports whether a rescan is under way (its batches read at
+// the next claims).
+func (p *PG) Rescanning() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.scanning
+}

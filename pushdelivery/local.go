@@ -82,8 +82,12 @@ type Local struct {
 		// unreadable: tasks whose last read failed (set aside, N4),
 		// each logged and counted once until it reads again.
 		unreadable map[a2a.TaskID]struct{}
-		lastScan   time.Time
-		seq        uint64 // lease tokens
+		// missing: tasks with records whose last read found no task
+		// (deleted, retained away, or not created yet): all that Sweep
+		// looks at (SPEC C6).
+		missing  map[a2a.TaskID]struct{}
+		lastScan time.Time
+		seq      uint64 // lease tokens
 	}
 }
 
@@ -116,6 +120,7 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 	l.mu.dirty = map[a2a.TaskID]struct{}{}
 	l.mu.pending = map[a2a.TaskID]struct{}{}
 	l.mu.unreadable = map[a2a.TaskID]struct{}{}
+	l.mu.missing = map[a2a.TaskID]struct{}{}
 	return l
 }
 
@@ -224,6 +229,7 @@ func (l *Local) dropIfEmptyLocked(id a2a.TaskID) {
 		delete(l.mu.dirty, id)
 		delete(l.mu.pending, id)
 		delete(l.mu.unreadable, id)
+		delete(l.mu.missing, id)
 	}
 }
 

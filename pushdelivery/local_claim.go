@@ -73,6 +73,11 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			if rev == 0 || rev > t.rev {
 				t.rev = rev
 			}
+			if rev == 0 {
+				l.mu.missing[id] = struct{}{}
+			} else {
+				delete(l.mu.missing, id)
+			}
 			l.updatePendingLocked(id)
 		}
 	}
@@ -193,13 +198,25 @@ func (r *Record) setDelivery(src *Record) {
 	r.NextAt, r.LastError, r.Done = src.NextAt, src.LastError, src.Done
 }
 
-// Sweep implements Outbox: the tasks with records older than grace are
-// looked up in the store, and the old records of the missing ones go.
+// Sweep implements Outbox. Like Claim it first reads the revisions of
+// the dirty tasks (every task's every Rescan); then the tasks whose last
+// read found them missing, with records older than grace, are looked up
+// in the store again, and the old records of those still missing go. It
+// reads the tasks due for sweeping, not every task with old records
+// (SPEC C6); a task deleted is known missing within Rescan.
 func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
-	cutoff := l.opts.Clock().Add(-grace)
+	now := l.opts.Clock()
+	if err := l.refresh(ctx, now); err != nil {
+		return 0, err
+	}
+	cutoff := now.Add(-grace)
 	l.mu.Lock()
 	var ids []a2a.TaskID
-	for id, t := range l.mu.tasks {
+	for id := range l.mu.missing {
+		t := l.mu.tasks[id]
+		if t == nil {
+			continue
+		}
 		for _, lr := range t.recs {
 			if lr.rec.Created.Before(cutoff) {
 				ids = append(ids, id)

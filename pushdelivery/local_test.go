@@ -66,7 +66,7 @@ func (c *countingStore) take() map[a2a.TaskID]int {
 	return g
 }
 
-func newTask(t *testing.T, s engine.Store, id a2a.TaskID) {
+func newTask(t testing.TB, s engine.Store, id a2a.TaskID) {
 	t.Helper()
 	if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
 		t.Fatal(err)
@@ -378,4 +378,47 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestLocalSweepReadsOnlyMissing (SPEC C6): a sweep looks up in the store
+// only the tasks whose last read found them missing, not every task with
+// a record older than the grace (before: one read per such task, 200
+// here, every sweep); the orphans still go.
+func TestLocalSweepReadsOnlyMissing(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{Log: true})
+	cs := &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
+	now := time.Now()
+	o := pushdelivery.NewMemory(cs, pushdelivery.LocalOptions{Clock: func() time.Time { return now }})
+	const n = 200
+	old := now.Add(-time.Hour)
+	save := func(id a2a.TaskID) {
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: old, NextAt: old, Delivered: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		id := a2a.TaskID(fmt.Sprint("t", i))
+		newTask(t, s, id)
+		save(id)
+	}
+	save("never") // its task never written
+	if err := s.Delete(ctx, "t7"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.Claim(ctx, now, nil); err != nil || l != nil { // reads every task once
+		t.Fatalf("claim: %v, %v; want none due", l, err)
+	}
+	cs.take()
+	if got, err := o.Sweep(ctx, 10*time.Minute, 100); err != nil || got != 2 {
+		t.Fatalf("sweep: %d, %v; want the 2 orphans", got, err)
+	}
+	if reads := cs.take(); len(reads) > 2 {
+		t.Fatalf("sweep read %d tasks, want only the 2 missing ones", len(reads))
+	}
+	for _, id := range []a2a.TaskID{"t7", "never"} {
+		if _, err := o.Get(ctx, id, "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
+			t.Fatalf("%s: %v, want swept", id, err)
+		}
+	}
 }

@@ -243,7 +243,7 @@ func (p *PG) List(ctx context.Context, task a2a.TaskID, after string, limit int)
 
 // Delete implements Outbox.
 func (p *PG) Delete(ctx context.Context, task a2a.TaskID, id string) error {
-	if _, err := p.pool.Exec(ctx, p.sql.delete, task, id); err != nil {
+	if _, err := p.execRC(ctx, p.sql.delete, task, id); err != nil {
 		return pgErr("delete", err)
 	}
 	return nil
@@ -251,7 +251,7 @@ func (p *PG) Delete(ctx context.Context, task a2a.TaskID, id string) error {
 
 // DeleteAll implements Outbox.
 func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
-	if _, err := p.pool.Exec(ctx, p.sql.deleteAll, task); err != nil {
+	if _, err := p.execRC(ctx, p.sql.deleteAll, task); err != nil {
 		return pgErr("delete all", err)
 	}
 	return nil
@@ -310,7 +310,7 @@ const maxSetAsidePerClaim = 8
 // logged once (the update is fenced by the claim's token). A failed
 // update leaves the lease to expire.
 func (p *PG) setAside(ctx context.Context, r *Record, token int64, cause error) {
-	tag, err := p.pool.Exec(ctx, p.sql.setAside, r.TaskID, r.Config.ID, token)
+	tag, err := p.execRC(ctx, p.sql.setAside, r.TaskID, r.Config.ID, token)
 	if err != nil {
 		p.opts.Logger.Warn("pushdelivery: set aside an undecodable record", "task", r.TaskID, "config", r.Config.ID, "err", err)
 		return
@@ -323,12 +323,27 @@ func (p *PG) setAside(ctx context.Context, r *Record, token int64, cause error) 
 }
 
 // readCommitted runs f in a READ COMMITTED transaction, whatever the
-// session's default isolation: a claim's FOR UPDATE SKIP LOCKED and a
-// commit's fenced UPDATE see the latest committed row (under REPEATABLE
-// READ a row updated since the snapshot fails them with a serialization
-// error instead).
+// session's default isolation (SPEC N2): every statement of the outbox
+// that locks or writes rows (claims, commits, releases, reopens,
+// DueNow, sweeps, deletes, set-asides) sees the latest committed row,
+// and re-checks its condition on it, when it had to wait for another
+// transaction holding the row; under REPEATABLE READ or SERIALIZABLE a
+// row updated since the statement's snapshot fails it with a
+// serialization error instead (a release that does not release, a
+// recovery that makes nothing due, a delete refused).
 func (p *PG) readCommitted(ctx context.Context, f func(pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, f)
+}
+
+// execRC runs one statement under readCommitted.
+func (p *PG) execRC(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+		var err error
+		tag, err = tx.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
 }
 
 // pgLease is a claimed row, fenced by its lease token.
@@ -345,13 +360,8 @@ func (l *pgLease) Revision() int64  { return l.rev }
 func (l *pgLease) Until() time.Time { return l.until }
 
 func (l *pgLease) Commit(ctx context.Context, r *Record) error {
-	var tag pgconn.CommandTag
-	err := l.p.readCommitted(ctx, func(tx pgx.Tx) error {
-		var err error
-		tag, err = tx.Exec(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
-			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
-		return err
-	})
+	tag, err := l.p.execRC(ctx, l.p.sql.commit, l.rec.TaskID, l.rec.Config.ID, l.token,
+		r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
 	if err != nil {
 		return pgErr("commit", err)
 	}
@@ -361,15 +371,17 @@ func (l *pgLease) Commit(ctx context.Context, r *Record) error {
 	return nil
 }
 
-// Release gives the row back; on failure the lease simply expires.
+// Release gives the row back (under readCommitted: a row another
+// transaction updated while the release waited for it is released
+// still); on failure the lease simply expires.
 func (l *pgLease) Release(ctx context.Context) {
-	_, _ = l.p.pool.Exec(ctx, l.p.sql.release, l.rec.TaskID, l.rec.Config.ID, l.token)
+	_, _ = l.p.execRC(ctx, l.p.sql.release, l.rec.TaskID, l.rec.Config.ID, l.token)
 }
 
 // Sweep implements Outbox: one bounded DELETE of the rows older than
 // grace whose task is missing.
 func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
-	tag, err := p.pool.Exec(ctx, p.sql.sweep, p.opts.Clock().Add(-grace), limit)
+	tag, err := p.execRC(ctx, p.sql.sweep, p.opts.Clock().Add(-grace), limit)
 	if err != nil {
 		return 0, pgErr("sweep", err)
 	}
@@ -392,8 +404,10 @@ func (p *PG) Depth(ctx context.Context, now time.Time) (int, time.Duration, erro
 
 // DueNow implements Recoverer in one statement over the records that
 // are not idle (the claim index): the records behind, not every record.
+// It runs under readCommitted: a record committed while DueNow waited
+// for its row is made due still, not a serialization error.
 func (p *PG) DueNow(ctx context.Context, dest string, now time.Time) (int, error) {
-	tag, err := p.pool.Exec(ctx, p.sql.dueNow, dest, now)
+	tag, err := p.execRC(ctx, p.sql.dueNow, dest, now)
 	if err != nil {
 		return 0, pgErr("due now", err)
 	}

@@ -23,7 +23,7 @@ import (
 // transaction rolled back, and returns the rows its scans read: the rows
 // each scan node returned plus those its filters removed, over every
 // loop.
-func rowsRead(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) float64 {
+func rowsRead(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) float64 {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)

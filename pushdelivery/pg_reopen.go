@@ -53,7 +53,9 @@ func (p *PG) touchLocked(task a2a.TaskID) {
 // stays touched: its holder's commit may be storing Done without seeing
 // the write that touched it. A failure is logged, not returned, so that
 // claims go on; touched tasks stay touched, and a rescan's batch is read
-// again. Each statement gets reopenTimeout.
+// again. Each statement gets reopenTimeout, and runs under readCommitted
+// (its FOR UPDATE SKIP LOCKED, on a row committed since the statement's
+// snapshot, would fail under a stricter session default).
 func (p *PG) reopen(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	if !p.mu.scanning && (p.mu.full || p.mu.lastScan.IsZero() || now.Sub(p.mu.lastScan) >= p.opts.Rescan) {
@@ -105,12 +107,12 @@ func (p *PG) rescanBatch(ctx context.Context, pos scanPos) {
 	var n int
 	var last [2]string
 	var lastAt *time.Time
-	var err error
-	if pos.recent {
-		err = p.pool.QueryRow(ctx, p.sql.rescanRecent, pos.afterAt, pos.after[0], p.batch).Scan(&n, &lastAt, &last[0])
-	} else {
-		err = p.pool.QueryRow(ctx, p.sql.rescan, pos.after[0], pos.after[1], p.batch).Scan(&n, &last[0], &last[1])
-	}
+	err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+		if pos.recent {
+			return tx.QueryRow(ctx, p.sql.rescanRecent, pos.afterAt, pos.after[0], p.batch).Scan(&n, &lastAt, &last[0])
+		}
+		return tx.QueryRow(ctx, p.sql.rescan, pos.after[0], pos.after[1], p.batch).Scan(&n, &last[0], &last[1])
+	})
 	if err != nil {
 		p.opts.Logger.Warn("pushdelivery: reopen idle records (rescan)", "recent", pos.recent, "err", err)
 		return
@@ -135,9 +137,14 @@ func (p *PG) rescanBatch(ctx context.Context, pos scanPos) {
 func (p *PG) reopenTasks(ctx context.Context, ids []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, reopenTimeout)
 	defer cancel()
-	rows, err := p.pool.Query(ctx, p.sql.reopenTasks, ids)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	var kept []string
+	err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, p.sql.reopenTasks, ids)
+		if err != nil {
+			return err
+		}
+		kept, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return kept, err
 }

@@ -71,25 +71,111 @@ func TestPGConformance(t *testing.T) {
 // was taken before the lock).
 func TestPGConformanceRepeatableRead(t *testing.T) {
 	dsn := pgtest.DSN(t)
+	pool := isoPool(t, dsn, "conformance-rr", "repeatable read")
+	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
+		o, s := openPG(t, pool, pgtest.Schema(t, dsn), clock)
+		return o, s
+	})
+}
+
+// isoPool opens a pool on dsn whose sessions, of application app,
+// default to isolation level iso; closed at cleanup.
+func isoPool(t *testing.T, dsn, app, iso string) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 8
-	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = iso
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	var iso string
-	if err := pool.QueryRow(context.Background(), "SHOW default_transaction_isolation").Scan(&iso); err != nil || iso != "repeatable read" {
-		t.Fatalf("session isolation %q, %v", iso, err)
+	var got string
+	if err := pool.QueryRow(context.Background(), "SHOW default_transaction_isolation").Scan(&got); err != nil || got != iso {
+		t.Fatalf("session isolation %q, %v; want %q", got, err, iso)
 	}
-	outboxtest.Run(t, func(t *testing.T, clock func() time.Time) (pushdelivery.Outbox, engine.Store) {
-		o, s := openPG(t, pool, pgtest.Schema(t, dsn), clock)
-		return o, s
-	})
+	return pool
+}
+
+// TestPGWaitersUnderStrictIsolation (SPEC N2): a Release, a DueNow and a
+// Delete that wait for a row another transaction is updating do their
+// work once it commits, on sessions whose default isolation is
+// REPEATABLE READ or SERIALIZABLE: they run READ COMMITTED and re-check
+// the row. Before, each ran in its session's default and failed with a
+// serialization error: the released record stayed leased until its
+// lease ended, the recovered destination's record kept waiting for its
+// backoff, the delete was refused.
+func TestPGWaitersUnderStrictIsolation(t *testing.T) {
+	for _, iso := range []string{"repeatable read", "serializable"} {
+		t.Run("iso="+iso, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := pgtest.DSN(t)
+			schema := pgtest.Schema(t, dsn)
+			o, s := openPG(t, isoPool(t, dsn, "strict", iso), schema, time.Now)
+			locker := newPool(t, dsn, "locker")
+			now := time.Now()
+			// behind saves task's config c behind its task, due at next.
+			behind := func(task a2a.TaskID, next time.Time) {
+				newTask(t, s, task)
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: task, Config: a2a.PushConfig{ID: "c", URL: "http://h.example/" + string(task)},
+					Dest: "http://h.example", NextAt: next}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// whileUpdated runs op while another transaction updates
+			// task's row, and commits that transaction once op waits
+			// for it; it returns op's error.
+			whileUpdated := func(task a2a.TaskID, op func() error) error {
+				tx, err := locker.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx)
+				if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.a2a_push_configs SET attempts = attempts WHERE task_id = $1`, schema), task); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- op() }()
+				waitForLockWait(t, locker, "strict")
+				if err := tx.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return <-done
+			}
+
+			behind("rel", now)
+			l, err := o.Claim(ctx, now, nil)
+			if err != nil || l == nil {
+				t.Fatalf("claim: %v, %v", l, err)
+			}
+			_ = whileUpdated("rel", func() error { l.Release(ctx); return nil })
+			if l, err := o.Claim(ctx, now, nil); err != nil || l == nil || l.Record().TaskID != "rel" {
+				t.Errorf("claim after the release: %v, %v; want the released record, not its lease waited out", l, err)
+			} else {
+				l.Release(ctx)
+			}
+			if err := o.Delete(ctx, "rel", "c"); err != nil {
+				t.Fatal(err)
+			}
+
+			behind("due", now.Add(time.Hour))
+			var n int
+			if err := whileUpdated("due", func() (err error) { n, err = o.DueNow(ctx, "http://h.example", now); return err }); err != nil || n != 1 {
+				t.Errorf("DueNow: %d, %v; want the one record made due", n, err)
+			}
+
+			if err := whileUpdated("due", func() error { return o.Delete(ctx, "due", "c") }); err != nil {
+				t.Errorf("delete: %v", err)
+			}
+			if _, err := o.Get(ctx, "due", "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
+				t.Errorf("after the delete: %v, want ErrNotFound", err)
+			}
+		})
+	}
 }
 
 // Two pools (two instances) claiming at once never share a record.
@@ -179,7 +265,7 @@ type pgEnv struct {
 }
 
 // fresh opens a pgEnv whose pool's sessions are of application app.
-func fresh(t *testing.T, app string) *pgEnv {
+func fresh(t testing.TB, app string) *pgEnv {
 	t.Helper()
 	e := &pgEnv{dsn: pgtest.DSN(t)}
 	e.schema = pgtest.Schema(t, e.dsn)

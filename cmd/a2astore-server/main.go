@@ -43,6 +43,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -58,9 +59,30 @@ import (
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "a2astore-server:", err)
-		os.Exit(1)
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "a2astore-server:", err)
+		}
+		os.Exit(exitCode(err))
 	}
+}
+
+// usageError is a command line the server refuses (an unknown flag, a
+// bad value): it exits 2, as the flag package's commands do, before
+// opening anything.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitCode is the process's exit status after run returned err: 0 for
+// none or -h, 2 for a usage error, 1 for any other failure.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		return 2
+	}
+	return 1
 }
 
 func parseFlags(args []string) (config, time.Duration, error) {
@@ -120,13 +142,19 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	if fs.NArg() > 0 {
 		return config{}, 0, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := cfg.Push.validate(); err != nil {
+		return config{}, 0, err
+	}
 	return cfg, *grace, nil
 }
 
 func run(args []string) error {
 	cfg, grace, err := parseFlags(args)
 	if err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 

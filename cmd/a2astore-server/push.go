@@ -27,6 +27,8 @@ type pushConfig struct {
 	Deadline     time.Duration
 	Workers      int
 	PerDest      int
+	PerOwner     int    // 0: half of Workers (pushdelivery.Options.PerOwner)
+	MaxConns     int    // 0: pushdelivery's default (ClientOptions.MaxConns)
 	Dir          string // pebble: the outbox's directory
 	// wrapOutbox, when set, wraps the outbox (tests inject faults).
 	wrapOutbox func(pushdelivery.Outbox) pushdelivery.Outbox
@@ -47,7 +49,42 @@ func addPushFlags(fs *flag.FlagSet, c *pushConfig) {
 	fs.DurationVar(&c.Deadline, "push-deadline", time.Hour, "how long an event is retried for a webhook that fails before it is dropped and counted")
 	fs.IntVar(&c.Workers, "push-workers", 4, "concurrent deliveries of this server")
 	fs.IntVar(&c.PerDest, "push-per-dest", 2, "concurrent deliveries to one webhook destination (scheme, host and port)")
+	fs.IntVar(&c.PerOwner, "push-per-owner", 0, "concurrent deliveries of one owner's tasks (of one task, without an owner), below -push-workers so that no owner's webhooks hold every worker; 0 = half of -push-workers")
+	fs.IntVar(&c.MaxConns, "push-max-conns", pushdelivery.DefaultMaxConns, "connections open to all webhooks together (half of them may stay idle, 2 per destination); at least -push-workers")
 	fs.StringVar(&c.Dir, "push-dir", "", "pebble: directory of the push outbox (default: -pebble-dir with .push appended)")
+}
+
+// validate refuses push settings the worker would silently change or
+// that break the fairness bound (SPEC N4): a clear error naming the flag,
+// and the server does not start (exit 2).
+func (c *pushConfig) validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("-push-workers %d: want at least 1", c.Workers)
+	case c.PerDest < 1:
+		return fmt.Errorf("-push-per-dest %d: want at least 1", c.PerDest)
+	case c.Deadline <= 0:
+		return fmt.Errorf("-push-deadline %v: want a positive duration", c.Deadline)
+	case c.PerOwner < 0 || c.PerOwner > max(1, c.Workers-1):
+		return fmt.Errorf("-push-per-owner %d: want 1 to %d (below -push-workers, %d, when it is above 1, so that one owner's webhooks never hold every worker), or 0 for half of -push-workers",
+			c.PerOwner, max(1, c.Workers-1), c.Workers)
+	case c.MaxConns < c.Workers:
+		return fmt.Errorf("-push-max-conns %d: want at least -push-workers (%d), so that a delivery never waits for a connection another owner's hanging webhook holds",
+			c.MaxConns, c.Workers)
+	}
+	return nil
+}
+
+// workerOptions are the delivery worker's options and its client's
+// from the flags (Outbox, Store, Metrics and Logger are the caller's).
+func (c *pushConfig) workerOptions() (pushdelivery.Options, pushdelivery.ClientOptions) {
+	co := pushdelivery.ClientOptions{AllowPrivate: c.AllowPrivate, MaxConns: c.MaxConns}
+	return pushdelivery.Options{
+		Workers:  c.Workers,
+		PerDest:  c.PerDest,
+		PerOwner: c.PerOwner,
+		Deadline: c.Deadline,
+	}, co
 }
 
 // startPush opens the backend's outbox, starts the delivery worker and
@@ -81,17 +118,11 @@ func (s *server) startPush(ctx context.Context, b *backends.Backend, logs engine
 		outbox = pc.wrapOutbox(outbox)
 	}
 	s.pushConfigs = pushdelivery.NewConfigStore(outbox, b.Store)
-	s.pusher = pushdelivery.Start(context.WithoutCancel(ctx), pushdelivery.Options{
-		Outbox:   outbox,
-		Store:    logs,
-		Client:   pushdelivery.NewClient(pushdelivery.ClientOptions{AllowPrivate: pc.AllowPrivate}),
-		Workers:  pc.Workers,
-		PerDest:  pc.PerDest,
-		Deadline: pc.Deadline,
-		Metrics:  metrics,
-		Logger:   s.cfg.Logger,
-		Tracer:   s.tracerOf("github.com/a2astore/a2astore/pushdelivery"),
-	})
+	wo, co := pc.workerOptions()
+	wo.Outbox, wo.Store, wo.Client = outbox, logs, pushdelivery.NewClient(co)
+	wo.Metrics, wo.Logger = metrics, s.cfg.Logger
+	wo.Tracer = s.tracerOf("github.com/a2astore/a2astore/pushdelivery")
+	s.pusher = pushdelivery.Start(context.WithoutCancel(ctx), wo)
 	s.sweepStop = make(chan struct{})
 	s.sweepDone = make(chan struct{})
 	go s.sweepPush(outbox)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,11 +40,11 @@ func childMain(argsJSON string) int {
 		fmt.Fprintln(os.Stderr, "child args:", err)
 		return 2
 	}
-	if err := run(args); err != nil {
+	err := run(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "a2astore-server:", err)
-		return 1
 	}
-	return 0
+	return exitCode(err)
 }
 
 // child is a server process started from the test binary.

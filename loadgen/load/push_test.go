@@ -381,3 +381,36 @@ func TestRunRemotePush(t *testing.T) {
 		})
 	}
 }
+
+// TestPushBookTerminalLag: the lag from the moment loadgen saw a task
+// terminal to its terminal event's arrival, by percentile; a terminal
+// event that arrived before loadgen saw the task counts 0.
+func TestPushBookTerminalLag(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	b := newPushBook("", nil)
+	b.now = func() time.Time { return now }
+	if s := b.stats(); s.TerminalLagP50Ms != 0 || s.TerminalLagP99Ms != 0 {
+		t.Fatalf("no task: lag %v/%v, want 0", s.TerminalLagP50Ms, s.TerminalLagP99Ms)
+	}
+	for i := range 99 { // seen, then delivered 10 ms later
+		id := a2a.TaskID(fmt.Sprint("t", i))
+		b.sawState(id, a2a.TaskStateCompleted)
+		now = now.Add(10 * time.Millisecond)
+		b.record(delivery{task: id, revision: 2, terminal: true})
+	}
+	b.sawState("slow", a2a.TaskStateCompleted)
+	now = now.Add(3 * time.Second)
+	b.record(delivery{task: "slow", revision: 2, terminal: true})
+	b.record(delivery{task: "early", revision: 2, terminal: true})
+	b.sawState("early", a2a.TaskStateCompleted)
+	s := b.stats()
+	if s.TerminalLagP50Ms < 9.9 || s.TerminalLagP50Ms > 10.1 || s.TerminalLagP99Ms < 9.9 || s.TerminalLagP99Ms > 10.1 {
+		t.Errorf("lag p50 %v ms, p99 %v ms; want 10 and 10 (one slow task of 101)", s.TerminalLagP50Ms, s.TerminalLagP99Ms)
+	}
+	b.sawState("slow2", a2a.TaskStateCompleted)
+	now = now.Add(3 * time.Second)
+	b.record(delivery{task: "slow2", revision: 2, terminal: true})
+	if s := b.stats(); s.TerminalLagP99Ms < 2990 || s.TerminalLagP99Ms > 3010 {
+		t.Errorf("lag p99 %v ms with two tasks of 3 s in 102, want 3000", s.TerminalLagP99Ms)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -54,6 +55,14 @@ type PushStats struct {
 	DownWindows int      `json:"down_windows"`         // times the receiver refused connections
 	DownSec     float64  `json:"down_sec"`             // their total length
 	GraceSec    float64  `json:"grace_sec"`            // waited after the run for terminal events
+	// TerminalLagP50Ms and TerminalLagP99Ms: from the moment loadgen saw
+	// a task terminal (its SendMessage's answer, a GetTask) to its
+	// terminal event's arrival, over the tasks whose terminal event
+	// arrived (0 for one that arrived first): the webhook's delivery
+	// latency as the client sees it (push-soak.sh's hostile mix reports
+	// the healthy owner's).
+	TerminalLagP50Ms float64 `json:"terminal_lag_p50_ms"`
+	TerminalLagP99Ms float64 `json:"terminal_lag_p99_ms"`
 }
 
 // violations is the count of deliveries and losses that fail the run.
@@ -73,6 +82,7 @@ type pushTask struct {
 	delivered   bool // its terminal event arrived
 	seenFinal   bool // loadgen saw the task in a terminal state
 	terminalRev int64
+	sawAt       time.Time // when loadgen first saw it terminal
 }
 
 // pushBook records deliveries by task and checks them: revision order,
@@ -81,16 +91,19 @@ type pushBook struct {
 	token   string                 // expected A2A-Notification-Token, "" = unchecked
 	counter *prometheus.CounterVec // by outcome; nil = none
 	notify  chan struct{}          // a terminal event arrived (buffered 1)
+	now     func() time.Time       // the clock of the terminal lag
 	mu      struct {
 		sync.Mutex
 		tasks map[a2a.TaskID]*pushTask
 		stats PushStats
+		lag   *hdrhistogram.Histogram // terminal lags (PushStats.TerminalLagP50Ms)
 	}
 }
 
 func newPushBook(token string, counter *prometheus.CounterVec) *pushBook {
-	b := &pushBook{token: token, counter: counter, notify: make(chan struct{}, 1)}
+	b := &pushBook{token: token, counter: counter, notify: make(chan struct{}, 1), now: time.Now}
 	b.mu.tasks = map[a2a.TaskID]*pushTask{}
+	b.mu.lag = newHist()
 	return b
 }
 
@@ -127,6 +140,9 @@ func (b *pushBook) record(d delivery) string {
 	t.max = max(t.max, d.revision)
 	if d.terminal && !t.delivered {
 		t.delivered, t.terminalRev = true, d.revision
+		if t.seenFinal {
+			_ = b.mu.lag.RecordValue(clampHist(b.now().Sub(t.sawAt)))
+		}
 		select {
 		case b.notify <- struct{}{}:
 		default:
@@ -170,8 +186,11 @@ func (b *pushBook) sawState(id a2a.TaskID, s a2a.TaskState) {
 	defer b.mu.Unlock()
 	t := b.taskLocked(id)
 	if !t.seenFinal {
-		t.seenFinal = true
+		t.seenFinal, t.sawAt = true, b.now()
 		b.mu.stats.Terminal++
+		if t.delivered { // its terminal event came first
+			_ = b.mu.lag.RecordValue(histMin)
+		}
 	}
 }
 
@@ -222,6 +241,10 @@ func (b *pushBook) stats() PushStats {
 	s := b.mu.stats
 	s.Problems = append([]string(nil), s.Problems...)
 	s.Losses, s.LostTasks = int64(n), lost
+	if b.mu.lag.TotalCount() > 0 {
+		s.TerminalLagP50Ms = float64(b.mu.lag.ValueAtQuantile(50)) / 1e6
+		s.TerminalLagP99Ms = float64(b.mu.lag.ValueAtQuantile(99)) / 1e6
+	}
 	return s
 }
 

@@ -82,8 +82,9 @@ func (s *PushStats) write(w io.Writer) {
 		fmt.Fprintf(w, "push: webhook %s (no receiver: deliveries not checked)\n", s.URL)
 		return
 	}
-	fmt.Fprintf(w, "push: %d deliveries to %d tasks, %d duplicates, %d order violations, %d malformed; %d tasks seen terminal, %d losses (grace %.0fs); %d down windows (%.0fs)\n",
-		s.Deliveries, s.Tasks, s.Duplicates, s.OrderViolations, s.Malformed, s.Terminal, s.Losses, s.GraceSec, s.DownWindows, s.DownSec)
+	fmt.Fprintf(w, "push: %d deliveries to %d tasks, %d duplicates, %d order violations, %d malformed; %d tasks seen terminal, %d losses (grace %.0fs); %d down windows (%.0fs); terminal event after the task was seen terminal p50/p99 %s/%s ms\n",
+		s.Deliveries, s.Tasks, s.Duplicates, s.OrderViolations, s.Malformed, s.Terminal, s.Losses, s.GraceSec, s.DownWindows, s.DownSec,
+		FormatMillis(s.TerminalLagP50Ms, 2), FormatMillis(s.TerminalLagP99Ms, 2))
 	for _, p := range s.Problems {
 		fmt.Fprintln(w, "PUSH VIOLATION", p)
 	}
