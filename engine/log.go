@@ -36,8 +36,9 @@ import (
 //     the task as it is (tasklog.Tail), since the entry says nothing of
 //     the new status.
 //   - The log goes with its task: Delete (and retention) removes it in the
-//     same transaction; a task created again under the same ID starts a new
-//     log at revision 1. Entries of a task whose time has not moved for the
+//     same transaction, and leaves a mark of the deletion (Deleted) for
+//     the log retention; a task created again under the same ID starts a
+//     new log at revision 1. Entries of a task whose time has not moved for the
 //     store's log retention may be trimmed (Options.LogRetention of each
 //     backend); a reader that finds entries missing below the task's
 //     revision — some, or all that it had not read — starts again from the
@@ -63,7 +64,32 @@ type LogStore interface {
 	// value stopped, and examines at most limit of them, so one call's
 	// work is bounded; it returns how many logs it examined. A log
 	// retention service calls it at an interval.
+	//
+	// It also forgets the deletions (Deleted) older than before, examining
+	// at most as many as the limit leaves after the logs; the count it
+	// returns includes them, so that a caller that calls again while a
+	// call comes back full reaches both ends.
 	TrimLog(ctx context.Context, before int64, limit int) (int, error)
+	// Deleted returns the mark of the last deletion of task id (Delete,
+	// retention) that the store remembers, or 0 when it remembers none
+	// (K7): a time in µs on the store's clock, after the deleted task's
+	// last time and after the mark of the deletion of id it remembered
+	// before, so that two deletions of id it remembers never share a
+	// mark. A deletion is remembered until TrimLog's cutoff passes its
+	// mark (the log retention); a task created again under the ID does
+	// not erase it. A reader that started before a task existed compares
+	// the mark with the one it saw at its start (tasklog.Tail.Start): a
+	// new mark, while the task is missing, says the task was created and
+	// deleted since — it is gone, not yet to come.
+	Deleted(ctx context.Context, id a2a.TaskID) (int64, error)
+}
+
+// DeletionMark is the mark of a deletion at clock reading now of a task
+// whose last time was updatedAt, when the store remembered an earlier
+// deletion of the ID at prev (0: none): after both (see
+// LogStore.Deleted).
+func DeletionMark(now, updatedAt, prev int64) int64 {
+	return max(now, updatedAt+1, prev+1, 1)
 }
 
 // LogClock is a LogStore whose log times (LogEntry.Time, the tasks'

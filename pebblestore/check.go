@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
 )
 
 // CheckInvariants verifies the keyspace from one consistent view: the
@@ -39,7 +40,8 @@ func (s *Store) CheckInvariants() (err error) {
 	defer it.Close()
 
 	c := keyspaceCheck{expected: map[string]*expectedKey{}, counters: map[string]int64{},
-		records: map[a2a.TaskID]record{}, logs: map[a2a.TaskID]*logSpan{}}
+		records: map[a2a.TaskID]record{}, logs: map[a2a.TaskID]*logSpan{},
+		deletions: map[string]int64{}, deletedAt: map[string][]int64{}}
 	// Records first ('r' sorts among the other tags, so read it on its
 	// own).
 	it.SetBounds([]byte{tagRecord}, []byte{tagRecord + 1})
@@ -66,6 +68,10 @@ type keyspaceCheck struct {
 	errs     []error
 	records  map[a2a.TaskID]record   // by task, for the log check
 	logs     map[a2a.TaskID]*logSpan // the log keys seen, by task
+	// deletions and deletedAt are the deletion marks seen, by 'd' key:
+	// its value, and the marks of the 'e' keys of its task.
+	deletions map[string]int64
+	deletedAt map[string][]int64
 }
 
 // logSpan is what the check saw of one task's log keys.
@@ -145,6 +151,19 @@ func (c *keyspaceCheck) key(key, value []byte) {
 		c.fail("zero-counter marker %x pending (counters.go): a write's counter deletes were not done", key)
 	case tagLog:
 		c.logKey(key, value)
+	case tagDeleted:
+		if _, _, err := desckey.DecodeAscending(key[1:]); err != nil || len(value) != 8 {
+			c.fail("deletion key %x = %x: malformed", key, value)
+			return
+		}
+		c.deletions[string(key)] = int64(binary.BigEndian.Uint64(value))
+	case tagDeletedAt:
+		mark, id, err := decodeDeletedAt(key)
+		if err != nil {
+			c.fail("%v", err)
+			return
+		}
+		c.deletedAt[string(deletedKey(id))] = append(c.deletedAt[string(deletedKey(id))], mark)
 	default:
 		c.fail("unknown key %x", key)
 	}
@@ -171,6 +190,17 @@ func (c *keyspaceCheck) counter(key, value []byte) {
 func (c *keyspaceCheck) finish() error {
 	if !c.format {
 		c.fail("no format key")
+	}
+	// Each remembered deletion has its one time key at its mark.
+	for k, mark := range c.deletions {
+		if at := c.deletedAt[k]; len(at) != 1 || at[0] != mark {
+			c.fail("deletion key %x marked %d has time keys at %v", k, mark, at)
+		}
+	}
+	for k, at := range c.deletedAt {
+		if _, ok := c.deletions[k]; !ok {
+			c.fail("deletion time keys %v without their deletion key %x", at, k)
+		}
 	}
 	for k, n := range c.counters {
 		if n != 0 {

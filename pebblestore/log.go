@@ -134,7 +134,8 @@ func (s *Store) wake(id a2a.TaskID) {
 
 // TrimLog implements engine.LogStore: it reads the global index backward
 // from its tail (or from just before where the last call stopped) and
-// range-deletes, in one batch, the logs of the tasks idle since before.
+// range-deletes, in one batch, the logs of the tasks idle since before;
+// then it forgets the deletions marked before before (forgetDeletions).
 func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (_ int, err error) {
 	if limit < 1 || limit > engine.MaxRetainLimit || before < 0 {
 		return 0, fmt.Errorf("pebblestore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
@@ -173,15 +174,18 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (_ int, er
 	if err := it.Error(); err != nil {
 		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
 	}
-	if len(idle) == 0 {
-		return 0, nil
+	if len(idle) > 0 {
+		if err := s.trimIdle(idle); err != nil {
+			return 0, err
+		}
+		last := idle[len(idle)-1]
+		s.trim.cursor = &last
 	}
-	if err := s.trimIdle(idle); err != nil {
-		return 0, err
+	if len(idle) == limit {
+		return limit, nil
 	}
-	last := idle[len(idle)-1]
-	s.trim.cursor = &last
-	return len(idle), nil
+	n, err := s.forgetDeletions(before, limit-len(idle))
+	return len(idle) + n, err
 }
 
 // trimIdle deletes, in one batch under the tasks' write locks, the logs
@@ -209,4 +213,141 @@ func (s *Store) trimIdle(idle []engine.Cursor) error {
 		return fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
 	}
 	return nil
+}
+
+// The deletions the log remembers (engine.LogStore.Deleted, K7): with
+// Options.Log, Delete and retention set, in their batch,
+//
+//	d ‖ asc(id) → mark (8 bytes, big-endian)
+//	e ‖ mark (8 bytes, big-endian) ‖ asc(id) → nothing
+//
+// the second ordering the marks by time, so that TrimLog forgets the
+// deletions due from the front of 'e', reading only those.
+const (
+	tagDeleted   = 'd'
+	tagDeletedAt = 'e'
+)
+
+func deletedKey(id a2a.TaskID) []byte {
+	return desckey.AppendAscending([]byte{tagDeleted}, []byte(id))
+}
+
+func deletedAtKey(mark int64, id a2a.TaskID) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{tagDeletedAt}, uint64(mark))
+	return desckey.AppendAscending(k, []byte(id))
+}
+
+// decodeDeletedAt decodes an 'e' key.
+func decodeDeletedAt(key []byte) (int64, a2a.TaskID, error) {
+	if len(key) < 9 {
+		return 0, "", fmt.Errorf("pebblestore: deletion key %x: malformed: %w", key, engine.ErrInternal)
+	}
+	id, rest, err := desckey.DecodeAscending(key[9:])
+	if err != nil || len(rest) != 0 {
+		return 0, "", fmt.Errorf("pebblestore: deletion key %x: malformed: %w", key, engine.ErrInternal)
+	}
+	return int64(binary.BigEndian.Uint64(key[1:9])), a2a.TaskID(id), nil
+}
+
+// deletedMark reads the mark of id's remembered deletion (0: none).
+func (s *Store) deletedMark(id a2a.TaskID) (int64, error) {
+	v, closer, err := s.db.Get(deletedKey(id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: read deletion: %v: %w", err, engine.ErrInternal)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("pebblestore: deletion of %q: malformed: %w", id, engine.ErrInternal)
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// markDeleted remembers, in b, the deletion of id, whose last time was
+// updatedAt.
+// REQUIRES: id's write lock held.
+func (s *Store) markDeleted(b *pebble.Batch, id a2a.TaskID, updatedAt int64) error {
+	if !s.log {
+		return nil
+	}
+	prev, err := s.deletedMark(id)
+	if err != nil {
+		return err
+	}
+	if prev != 0 {
+		_ = b.Delete(deletedAtKey(prev, id), nil)
+	}
+	mark := engine.DeletionMark(s.clock(), updatedAt, prev)
+	_ = b.Set(deletedKey(id), binary.BigEndian.AppendUint64(nil, uint64(mark)), nil)
+	_ = b.Set(deletedAtKey(mark, id), nil, nil)
+	return nil
+}
+
+// Deleted implements engine.LogStore.
+func (s *Store) Deleted(ctx context.Context, id a2a.TaskID) (_ int64, err error) {
+	if err := engine.ValidateID(id); err != nil {
+		return 0, err
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	exit, err := s.enter("deleted")
+	if err != nil {
+		return 0, err
+	}
+	defer exit()
+	defer s.catch("deleted", &err)
+	return s.deletedMark(id)
+}
+
+// forgetDeletions forgets the deletions marked before before, oldest
+// first, examining at most limit; it returns how many it forgot.
+func (s *Store) forgetDeletions(before int64, limit int) (int, error) {
+	upper := binary.BigEndian.AppendUint64([]byte{tagDeletedAt}, uint64(before))
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagDeletedAt}, UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	type due struct {
+		mark int64
+		id   a2a.TaskID
+	}
+	var old []due
+	for ok := it.First(); ok && len(old) < limit; ok = it.Next() {
+		mark, id, err := decodeDeletedAt(it.Key())
+		if err != nil {
+			_ = it.Close()
+			return 0, err
+		}
+		old = append(old, due{mark, id})
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	if len(old) == 0 {
+		return 0, nil
+	}
+	var stripes []int
+	for _, d := range old {
+		stripes = append(stripes, s.stripeOf([]byte(d.id)))
+	}
+	defer lockStripes(stripes, func(i int) { s.locks[i].Lock() }, func(i int) { s.locks[i].Unlock() })()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, d := range old {
+		mark, err := s.deletedMark(d.id)
+		if err != nil {
+			return 0, err
+		}
+		_ = b.Delete(deletedAtKey(d.mark, d.id), nil)
+		if mark == d.mark { // not deleted again since the scan
+			_ = b.Delete(deletedKey(d.id), nil)
+		}
+	}
+	if err := s.db.Apply(b, s.wo); err != nil {
+		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
+	}
+	return len(old), nil
 }

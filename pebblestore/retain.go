@@ -122,6 +122,9 @@ func (s *Store) removeDue(req *engine.RetainRequest, due []engine.Cursor) (int, 
 		_ = b.Delete(recordKey(c.ID), nil)
 		deleteTaskKeys(b, old)
 		s.deleteLog(b, c.ID)
+		if err := s.markDeleted(b, c.ID, old.rec.updatedAt); err != nil {
+			return 0, err
+		}
 		gone = append(gone, old)
 	}
 	if len(gone) == 0 {

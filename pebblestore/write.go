@@ -310,6 +310,9 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		_ = b.Delete(recordKey(id), nil)
 		deleteTaskKeys(b, old)
 		s.deleteLog(b, id)
+		if err := s.markDeleted(b, id, old.rec.updatedAt); err != nil {
+			return engine.Record{}, err
+		}
 		if err := s.commitCounted(b, counterChanges([]*light{&old.rec.light}, nil)); err != nil {
 			return engine.Record{}, fmt.Errorf("pebblestore: delete: %w", err)
 		}

@@ -172,6 +172,12 @@ type Cluster struct {
 	// beforeComplete, when set (tests), is called at each attempt to
 	// complete a work item; an error fails the attempt.
 	beforeComplete atomic.Pointer[func() error]
+	// beforeExecution, when set (tests), is called when a claimed
+	// execution reaches a2a-go's before-execution callback.
+	beforeExecution atomic.Pointer[func(a2a.TaskID)]
+	// afterHandOverLook, when set (tests), is called by HandOver once it
+	// has taken its list of running executions.
+	afterHandOverLook atomic.Pointer[func()]
 }
 
 // now is the clock of the lease checks (K4): the time since epoch on the

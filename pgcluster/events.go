@@ -109,6 +109,12 @@ func (m *eventManager) CreateReader(ctx context.Context, taskID a2a.TaskID) (eve
 		return nil, fmt.Errorf("pgcluster: create reader: %w", err)
 	}
 	r.tail = tasklog.NewTail(m.c.opts.Log, taskID, after, m.c.opts.PollInterval)
+	// Before the call writes its work item: a task its execution creates
+	// and something deletes before the first read ends the reader (K7).
+	if err := r.tail.Start(ctx); err != nil {
+		r.tail.Close()
+		return nil, fmt.Errorf("pgcluster: create reader: %w", err)
+	}
 	if call, ok := a2asrv.CallContextFrom(ctx); ok {
 		key := pendingKey{call, taskID}
 		m.mu.Lock()

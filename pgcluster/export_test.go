@@ -40,3 +40,11 @@ func (c *Cluster) BeforeComplete(f func() error) { c.beforeComplete.Store(&f) }
 func (c *Cluster) NotifyWork(ctx context.Context, id a2a.TaskID) error {
 	return c.notify(ctx, c.pool, 'w', id)
 }
+
+// BeforeExecution makes c call f when a claimed execution of task id is
+// about to start (before it counts as running).
+func (c *Cluster) BeforeExecution(f func(id a2a.TaskID)) { c.beforeExecution.Store(&f) }
+
+// AfterHandOverLook makes HandOver call f once it has listed the running
+// executions.
+func (c *Cluster) AfterHandOverLook(f func()) { c.afterHandOverLook.Store(&f) }

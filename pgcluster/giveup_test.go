@@ -481,3 +481,93 @@ func TestDeleteDuringFirstExecutionNotRecreated(t *testing.T) {
 		t.Fatalf("item outcome %q, want task deleted", o)
 	}
 }
+
+// answerAfterCheck is an instance's cluster log that, once armed, writes
+// an answer to the armed task (input required, through tasks) right after
+// a read of its log comes back with nothing more: the answer of a stalled
+// execution whose write was in flight when its lease ran out, committing
+// just after a give-up's answered check read the log.
+type answerAfterCheck struct {
+	pgcluster.LogStore
+	id     *atomic.Pointer[a2a.TaskID]
+	answer func(a2a.TaskID)
+}
+
+func (l answerAfterCheck) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit int) ([]engine.LogEntry, error) {
+	got, err := l.LogStore.ReadLog(ctx, id, after, limit)
+	if armed := l.id.Load(); err == nil && len(got) == 0 && armed != nil && *armed == id && l.id.CompareAndSwap(armed, nil) {
+		l.answer(id)
+	}
+	return got, err
+}
+
+// K4, K8: a give-up whose answered check ran before the answer of a
+// stalled execution committed (its write in flight when its lease ran
+// out) does not overwrite that answer with FAILED: the check runs after
+// the read of the task the FAILED write is conditional on, so the answer
+// makes that write conflict and the next turn finds the message
+// answered. Before, the check ran first and the give-up failed the task
+// that had just answered.
+func TestGiveUpAfterLateAnswer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.opts.LeaseTimeout = time.Minute // no heartbeat nor background rescue during the test
+	h.opts.MaxAttempts = 1
+	var armed atomic.Pointer[a2a.TaskID]
+	var tasks taskstore.Store // b's, set below, before the hook is armed
+	answered := make(chan error, 1)
+	h.wrapLog = func(_ string, l pgcluster.LogStore) pgcluster.LogStore {
+		return answerAfterCheck{LogStore: l, id: &armed, answer: func(id a2a.TaskID) {
+			ctx := context.Background()
+			st, err := tasks.Get(ctx, id)
+			if err == nil {
+				task := *st.Task
+				task.Status = a2a.TaskStatus{State: a2a.TaskStateInputRequired}
+				ev := &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: task.ContextID, Status: task.Status}
+				_, err = tasks.Update(ctx, &taskstore.UpdateRequest{Task: &task, Event: ev, PrevVersion: st.Version})
+			}
+			answered <- err
+		}}
+	}
+	agent := newGateAgent(1) // creates the task, then waits
+	a, b := h.start(t, "a", agent), h.start(t, "b", agent)
+	b.cluster.StopWork()
+	tasks = b.tasks
+	ctx := t.Context()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+	_, _ = stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
+	var id a2a.TaskID
+	select {
+	case id = <-agent.started:
+	case <-time.After(waitFor):
+		t.Fatal("the execution did not start")
+	}
+	waitState(t, ctx, b, id, a2a.TaskStateSubmitted)
+	a.cluster.Stall(time.Hour) // a stalls: its lease runs out
+	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second'
+		WHERE task_id = $1 AND state = 'running'`, h.schema), string(id)); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(&id)
+	if err := b.cluster.Rescue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the late answer: %v", err)
+		}
+	default:
+		t.Fatal("the give-up never read the task's log")
+	}
+	st, err := b.tasks.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Task.Status.State; got != a2a.TaskStateInputRequired {
+		t.Fatalf("task %s after the give-up, want %s: the late answer was overwritten", got, a2a.TaskStateInputRequired)
+	}
+	if o := outcome(t, h, b, id); o != "answered" {
+		t.Fatalf("item outcome %q, want answered", o)
+	}
+}

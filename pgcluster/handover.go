@@ -20,7 +20,11 @@ var ErrHandedOver = errors.New("pgcluster: execution handed over to another inst
 // failure fails on the canceled context, so the task stays as the agent
 // left it) and its work item goes back to the queue available now, its
 // attempt not counted, naming the stored task so that the next instance
-// resumes it. It returns how many executions it stopped, once every item
+// resumes it. From its call on the instance claims no work, and an
+// execution claimed before but not yet started (a claim in flight, an
+// item between its claim and its start) is handed over the same way
+// before its agent starts: when HandOver returns, no item is held here.
+// It returns how many running executions it stopped, once every item
 // this instance claimed is completed or returned (Settle), or ctx's
 // error. A server shutting down calls it, after StopWork, for the
 // executions that did not finish within its grace period; with no other
@@ -28,11 +32,15 @@ var ErrHandedOver = errors.New("pgcluster: execution handed over to another inst
 func (c *Cluster) HandOver(ctx context.Context) (int, error) {
 	q := c.work
 	q.mu.Lock()
+	q.mu.handingOver = true
 	running := make([]*message, 0, len(q.mu.executions))
 	for _, m := range q.mu.executions {
 		running = append(running, m)
 	}
 	q.mu.Unlock()
+	if f := c.afterHandOverLook.Load(); f != nil {
+		(*f)()
+	}
 	for _, m := range running {
 		m.handedOver.Store(true)
 		m.cancel(ErrHandedOver)

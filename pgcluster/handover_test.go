@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,5 +68,62 @@ func TestHandOverKeepsClaimedPayload(t *testing.T) {
 	}
 	if p.ExecuteRequest.Message.TaskID != task.ID || !strings.Contains(string(body), string(task.ID)) {
 		t.Errorf("handed-over payload does not name the stored task: %s", body)
+	}
+}
+
+// HandOver covers the executions claimed after it listed the running ones:
+// an item claimed before the call but not yet started (here held between
+// its claim and a2a-go's before-execution callback until HandOver has
+// listed the executions) is handed over before its agent starts, so that
+// HandOver returns at once with no item held here; another instance then
+// runs it and the caller's stream ends. Before, the execution started
+// after the list and HandOver waited for it until its context ended.
+func TestHandOverCoversLateClaim(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	agentA := newGateAgent(1) // would block until stepped
+	a := h.start(t, "a", agentA)
+	ctx := t.Context()
+	claimed, looked := make(chan a2a.TaskID, 1), make(chan struct{})
+	var once sync.Once
+	a.cluster.BeforeExecution(func(id a2a.TaskID) {
+		once.Do(func() {
+			claimed <- id
+			<-looked
+		})
+	})
+	a.cluster.AfterHandOverLook(func() { close(looked) })
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))
+	events, done := stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
+	var id a2a.TaskID
+	select {
+	case id = <-claimed:
+	case <-time.After(waitFor):
+		t.Fatal("the item was not claimed")
+	}
+	a.cluster.StopWork()
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if n, err := a.cluster.HandOver(hctx); err != nil || n != 0 {
+		t.Fatalf("HandOver = %d, %v; want 0 running executions and no item left", n, err)
+	}
+	select {
+	case <-agentA.started:
+		t.Fatal("the agent started on the instance handing over")
+	default:
+	}
+	if l, err := a.cluster.ExecutionLease(ctx, id); err != nil || l.State != "available" || l.Attempt != 0 {
+		t.Fatalf("lease after HandOver: %+v, %v; want available, attempt 0", l, err)
+	}
+	h.start(t, "b", newGateAgent(0))
+	for state(next(t, events)) != a2a.TaskStateCompleted {
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the stream did not end after the terminal event")
 	}
 }

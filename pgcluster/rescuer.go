@@ -202,16 +202,12 @@ func (c *Cluster) giveUp(ctx context.Context, it workItem, cause error) error {
 	outcome, kind := "gave up: "+cause.Error(), byte('d')
 	switch it.kind {
 	case workqueue.PayloadTypeExecute:
-		done, err := c.answered(ctx, it.payload)
+		done, err := c.failTask(ctx, it.task, it.payload, fmt.Sprintf(giveUpReason, it.attempt))
 		if err != nil {
 			return err
 		}
 		if done {
 			outcome = outcomeAnswered
-			break
-		}
-		if err := c.failTask(ctx, it.task, fmt.Sprintf(giveUpReason, it.attempt)); err != nil {
-			return err
 		}
 	case workqueue.PayloadTypeCancel:
 		kind = 'c'
@@ -241,25 +237,35 @@ func (c *Cluster) cancelTask(ctx context.Context, id a2a.TaskID) error {
 	return nil
 }
 
-// failTask sets task FAILED with reason unless it has ended. A task the
-// store refuses the reason for (its content: a task at the size limit
-// cannot take the status message) is set FAILED without a status
-// message. A task never stored gets a gave-up row: its callers' readers
-// end with ErrGaveUp and the reason.
-func (c *Cluster) failTask(ctx context.Context, id a2a.TaskID, reason string) error {
+// failTask sets task FAILED with reason unless its message p was answered
+// (answered reports true then, and nothing is written) or the task has
+// ended. The answered check runs after the read of the task whose
+// version the FAILED write is conditional on: an answer committed after
+// the check (a write of a stalled execution, in flight when its lease
+// ran out) makes that write conflict, and the next turn finds it
+// answered (K8) — checked before the read, such an answer was
+// overwritten with FAILED. A task the store refuses the reason for (its
+// content: a task at the size limit cannot take the status message) is
+// set FAILED without a status message. A task never stored gets a
+// gave-up row: its callers' readers end with ErrGaveUp and the reason.
+func (c *Cluster) failTask(ctx context.Context, id a2a.TaskID, p *workqueue.Payload, reason string) (answered bool, err error) {
 	withReason := true
 	for range 10 {
 		st, err := c.opts.TaskStore.Get(ctx, id)
-		if errors.Is(err, a2a.ErrTaskNotFound) {
-			body, _ := json.Marshal(gaveUpBody{Reason: reason})
-			return c.insertReply(ctx, id, gaveUpProtocol, body)
+		missing := errors.Is(err, a2a.ErrTaskNotFound)
+		if err != nil && !missing {
+			return false, fmt.Errorf("pgcluster: finish task: %w", err)
 		}
-		if err != nil {
-			return fmt.Errorf("pgcluster: finish task: %w", err)
+		if done, err := c.answered(ctx, p); err != nil || done {
+			return done, err
+		}
+		if missing {
+			body, _ := json.Marshal(gaveUpBody{Reason: reason})
+			return false, c.insertReply(ctx, id, gaveUpProtocol, body)
 		}
 		task := *st.Task
 		if task.Status.State.Terminal() {
-			return nil
+			return false, nil
 		}
 		now := time.Now().UTC()
 		// Without the reason the status is no larger than the one it
@@ -280,9 +286,9 @@ func (c *Cluster) failTask(ctx context.Context, id a2a.TaskID, reason string) er
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("pgcluster: finish task: %w", err)
+			return false, fmt.Errorf("pgcluster: finish task: %w", err)
 		}
-		return nil
+		return false, nil
 	}
-	return fmt.Errorf("pgcluster: finish task: too many concurrent writers: %w", taskstore.ErrConcurrentModification)
+	return false, fmt.Errorf("pgcluster: finish task: too many concurrent writers: %w", taskstore.ErrConcurrentModification)
 }

@@ -35,6 +35,10 @@ type workQueue struct {
 		// returned; settled is closed and replaced when it shrinks.
 		inflight int
 		settled  chan struct{}
+		// handingOver is set by HandOver: from then on this instance
+		// claims nothing, and an execution that reaches
+		// beforeExecution is handed over before it starts.
+		handingOver bool
 	}
 }
 
@@ -242,8 +246,12 @@ func (q *workQueue) notify() {
 	}
 }
 
-// claim takes one item, or returns nil when none is available.
+// claim takes one item, or returns nil when none is available (or this
+// instance is handing its work over).
 func (q *workQueue) claim(ctx context.Context) (*message, error) {
+	if q.handingOver() {
+		return nil, nil
+	}
 	m := &message{q: q, token: newToken()}
 	m.extend(q.c.now())
 	var kind string
@@ -364,11 +372,30 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 	if m.payload.Type != workqueue.PayloadTypeExecute {
 		return ctx, nil
 	}
+	if f := q.c.beforeExecution.Load(); f != nil {
+		(*f)(m.taskID)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	m.cancel = cancel
 	q.mu.Lock()
-	q.mu.executions[m.taskID] = m
+	late := q.mu.handingOver
+	if !late {
+		q.mu.executions[m.taskID] = m
+	}
 	q.mu.Unlock()
+	if late {
+		// Claimed after HandOver looked at the executions: hand it over
+		// before the agent starts. An error from here makes a2a-go drop
+		// the message (no Complete nor Return): release and settle it
+		// here.
+		defer m.settle()
+		cancel(ErrHandedOver)
+		m.handedOver.Store(true)
+		if err := m.release(context.WithoutCancel(ctx)); err != nil {
+			q.c.opts.Logger.Warn("pgcluster: handing over a late claim failed; its lease will expire", "task", m.taskID, "error", err)
+		}
+		return ctx, ErrHandedOver
+	}
 	return ctx, nil
 }
 
@@ -398,6 +425,13 @@ func (q *workQueue) cancelLocal(taskID a2a.TaskID) {
 		q.c.stats.CanceledHere.Add(1)
 		m.cancel(ErrCanceled)
 	}
+}
+
+// handingOver reports whether HandOver was called.
+func (q *workQueue) handingOver() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.handingOver
 }
 
 func (q *workQueue) running() int {

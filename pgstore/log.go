@@ -30,6 +30,34 @@ var _ engine.LogStore = (*Store)(nil)
 // whose store runs with Options.Log.
 const LogMigrationFile = "pgstore/migrations/005_task_log.sql"
 
+// DeletionsMigrationFile creates the table of the deletions the log
+// remembers (engine.LogStore.Deleted) for an externally managed schema
+// whose store runs with Options.Log.
+const DeletionsMigrationFile = "pgstore/migrations/008_task_deletions.sql"
+
+// deletionsTableSQL defines the deletions table and the index TrimLog
+// reads it by; %[1]s is the quoted schema. One row per task ID deleted
+// (Delete, retention) within the log retention: the mark of its last
+// deletion.
+const deletionsTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_task_deletions (
+	task_id text        NOT NULL PRIMARY KEY,
+	at      timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_task_deletions_at ON %[1]s.a2a_task_deletions (at)`
+
+// remembered wraps a DELETE of task rows so that it also marks each
+// deletion in the deletions table, in the same statement (K7,
+// engine.DeletionMark: after the task's last time and the ID's earlier
+// mark); the statement returns how many tasks it deleted.
+func remembered(del, table string) string {
+	deletions := strings.TrimSuffix(table, `"a2a_tasks"`) + `"a2a_task_deletions"`
+	return `WITH d AS (` + del + ` RETURNING id, updated_at),
+m AS (INSERT INTO ` + deletions + ` AS k (task_id, at)
+  SELECT id, greatest(clock_timestamp(), updated_at + interval '1 microsecond') FROM d
+  ON CONFLICT (task_id) DO UPDATE SET at = greatest(EXCLUDED.at, k.at + interval '1 microsecond'))
+SELECT count(*) FROM d`
+}
+
 // logTableSQL defines the log table; %[1]s is the quoted schema.
 const logTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_task_log (
 	task_id  text        NOT NULL REFERENCES %[1]s.a2a_tasks (id) ON DELETE CASCADE,
@@ -75,6 +103,15 @@ func (sql *statements) logStatements(notify bool) {
 	sql.cancel = logged(sql.cancel, sql.table, strconv.Itoa(int(engine.LogCanceled)), "convert_to(context_id, 'UTF8')", note(3))
 	sql.appendHistory = logged(sql.appendHistory, sql.table, strconv.Itoa(int(engine.LogMessage)), "$5::bytea", note(6))
 	logTable := strings.TrimSuffix(sql.table, `"a2a_tasks"`) + `"a2a_task_log"`
+	deletions := strings.TrimSuffix(sql.table, `"a2a_tasks"`) + `"a2a_task_deletions"`
+	sql.delete = remembered(sql.delete, sql.table)
+	sql.deleted = `SELECT at FROM ` + deletions + ` WHERE task_id = $1`
+	// forgetDeletions forgets up to $2 deletions marked before $1,
+	// oldest first; the outer condition, checked again on a row that a
+	// concurrent deletion marked anew, keeps that one.
+	sql.forgetDeletions = `WITH f AS (DELETE FROM ` + deletions + ` WHERE at < $1 AND task_id IN (
+  SELECT task_id FROM ` + deletions + ` WHERE at < $1 ORDER BY at LIMIT $2) RETURNING 1)
+SELECT count(*) FROM f`
 	sql.readLog = `SELECT revision, at, kind, state, body FROM ` + logTable + `
 WHERE task_id = $1 AND revision > $2 ORDER BY revision LIMIT $3`
 	// trimLog drops the logs of up to $4 tasks idle since $1, oldest
@@ -202,7 +239,8 @@ func (s *Store) LogNow(ctx context.Context) (int64, error) {
 
 // TrimLog implements engine.LogStore. The cursor it goes on from is this
 // store value's; several servers trimming the same database each walk
-// the tail, deleting what is already gone at worst.
+// the tail, deleting what is already gone at worst. Then it forgets the
+// deletions marked before before, oldest first by the deletions' index.
 func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, error) {
 	if limit < 1 || limit > engine.MaxRetainLimit || before < 0 {
 		return 0, fmt.Errorf("pgstore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
@@ -220,14 +258,49 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	var id string
 	var at time.Time
 	err := s.pool.QueryRow(ctx, s.sql.trimLog, time.UnixMicro(before), from, fromID, limit).Scan(&n, &id, &at)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
 		return 0, translate(ctx, "trim log", err)
+	default:
+		s.trim.cursor = &engine.Cursor{UpdatedAt: at.UnixMicro(), ID: a2a.TaskID(id)}
 	}
-	s.trim.cursor = &engine.Cursor{UpdatedAt: at.UnixMicro(), ID: a2a.TaskID(id)}
-	return n, nil
+	if n == limit {
+		return n, nil
+	}
+	var forgot int
+	if err := s.pool.QueryRow(ctx, s.sql.forgetDeletions, time.UnixMicro(before), limit-n).Scan(&forgot); err != nil {
+		return n, translate(ctx, "trim log", err)
+	}
+	return n + forgot, nil
+}
+
+// Deleted implements engine.LogStore.
+func (s *Store) Deleted(ctx context.Context, id a2a.TaskID) (int64, error) {
+	if err := engine.ValidateID(id); err != nil {
+		return 0, err
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	if err := validateID(id); err != nil {
+		return 0, err
+	}
+	var mark int64
+	err := s.read(ctx, func(c *pgxpool.Conn) error {
+		var at time.Time
+		err := c.QueryRow(ctx, s.sql.deleted, string(id)).Scan(&at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			mark = 0
+			return nil
+		}
+		mark = at.UnixMicro()
+		return err
+	})
+	if err != nil {
+		return 0, translate(ctx, "deleted", err)
+	}
+	return mark, nil
 }
 
 // ensureLog creates the log table (managed schema).
@@ -236,7 +309,10 @@ func (s *Store) ensureLog(ctx context.Context) error {
 		if err := advisoryLock(ctx, tx, s.schema); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, fmt.Sprintf(logTableSQL, pgx.Identifier{s.schema}.Sanitize()))
+		if _, err := tx.Exec(ctx, fmt.Sprintf(logTableSQL, pgx.Identifier{s.schema}.Sanitize())); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(deletionsTableSQL, pgx.Identifier{s.schema}.Sanitize()))
 		return err
 	})
 }
@@ -251,6 +327,21 @@ func (s *Store) checkLog(ctx context.Context) error {
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s.a2a_task_log is missing (Options.Log); run %s", ErrSchema, s.schema, LogMigrationFile)
+	}
+	return nil
+}
+
+// checkDeletions fails with ErrSchema, naming DeletionsMigrationFile,
+// when the deletions table or its index is missing.
+func (s *Store) checkDeletions(ctx context.Context) error {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
+		pgx.Identifier{s.schema, "a2a_task_deletions"}.Sanitize(), pgx.Identifier{s.schema, "a2a_task_deletions_at"}.Sanitize()).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s.a2a_task_deletions or its index is missing (Options.Log); run %s", ErrSchema, s.schema, DeletionsMigrationFile)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,32 @@ func TestLogExternalSchema(t *testing.T) {
 	s, err = pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: true})
 	if err != nil {
 		t.Fatalf("Open with Log on an external schema with the log table: %v", err)
+	}
+	s.Close()
+	// A schema at 005 without 008: the deletions table is required too,
+	// and the shipped file installs it.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP TABLE a2a_task_deletions`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: true})
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.DeletionsMigrationFile) {
+		t.Fatalf("Open with Log on an external schema without the deletions table: %v; want ErrSchema naming %s", err, pgstore.DeletionsMigrationFile)
+	}
+	migration, err := os.ReadFile(strings.TrimPrefix(pgstore.DeletionsMigrationFile, "pgstore/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, string(migration)); err != nil {
+		t.Fatalf("%s: %v", pgstore.DeletionsMigrationFile, err)
+	}
+	s, err = pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: true})
+	if err != nil {
+		t.Fatalf("Open with Log on an external schema after %s: %v", pgstore.DeletionsMigrationFile, err)
 	}
 	s.Close()
 }

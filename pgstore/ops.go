@@ -31,7 +31,10 @@ func (s *Store) Ready(ctx context.Context) error {
 		return err
 	}
 	if s.log {
-		return s.checkLog(ctx)
+		if err := s.checkLog(ctx); err != nil {
+			return err
+		}
+		return s.checkDeletions(ctx)
 	}
 	return nil
 }
@@ -75,7 +78,7 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 	}
 	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Optional: true},
 		{File: OwnerCountsMigrationFile + " + " + CountWatermarkMigrationFile}, {File: LogMigrationFile, Optional: true},
-		{File: StatusIndexesMigrationFile}}
+		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Optional: true}}
 
 	switch err := s.checkTable(ctx); {
 	case errors.Is(err, ErrSchema):
@@ -113,6 +116,14 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	default:
 		out[3].Applied = true
+	}
+	switch err := s.checkDeletions(ctx); {
+	case errors.Is(err, ErrSchema):
+		out[5].Missing = "table a2a_task_deletions or its index"
+	case err != nil:
+		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
+	default:
+		out[5].Applied = true
 	}
 	if !out[0].Applied || !out[2].Applied {
 		out[4].Missing = "table a2a_tasks with its owner column"

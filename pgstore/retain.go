@@ -62,11 +62,15 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 	}
 	if len(due) > 0 {
 		var n int64
+		del := `DELETE FROM ` + s.sql.table + ` WHERE id = ANY($1::text[]) AND (
+  (state IN ` + terminalStatesSQL + ` AND updated_at < $2::timestamptz) OR
+  ($3::timestamptz IS NOT NULL AND state NOT IN ` + terminalStatesSQL + ` AND updated_at < $3::timestamptz))`
+		args := []any{due, time.UnixMicro(req.TerminalBefore), stuckArg(req.StuckBefore)}
 		err := retry(ctx, func() error {
-			tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.sql.table+` WHERE id = ANY($1::text[]) AND (
-  (state IN `+terminalStatesSQL+` AND updated_at < $2::timestamptz) OR
-  ($3::timestamptz IS NOT NULL AND state NOT IN `+terminalStatesSQL+` AND updated_at < $3::timestamptz))`,
-				due, time.UnixMicro(req.TerminalBefore), stuckArg(req.StuckBefore))
+			if s.log { // each deletion is remembered (K7)
+				return s.pool.QueryRow(ctx, remembered(del, s.sql.table), args...).Scan(&n)
+			}
+			tag, err := s.pool.Exec(ctx, del, args...)
 			n = tag.RowsAffected()
 			return err
 		})

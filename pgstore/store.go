@@ -178,6 +178,9 @@ type statements struct {
 	delete        string
 	readLog       string // Options.Log
 	trimLog       string // Options.Log
+	// deleted reads a task's deletion mark, forgetDeletions forgets the
+	// old ones (Options.Log; delete then marks each deletion).
+	deleted, forgetDeletions string
 }
 
 // Task states as SQL lists, derived from engine.KnownStates: every state
@@ -393,6 +396,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	if s.log {
 		if err := s.checkLog(ctx); err != nil {
+			return nil, err
+		}
+		if err := s.checkDeletions(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -720,6 +726,9 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	}
 	var n int64
 	err := retry(ctx, func() error {
+		if s.log { // the deletion is remembered (K7)
+			return s.pool.QueryRow(ctx, s.sql.delete, string(id), expectedRevision).Scan(&n)
+		}
 		tag, err := s.pool.Exec(ctx, s.sql.delete, string(id), expectedRevision)
 		n = tag.RowsAffected()
 		return err

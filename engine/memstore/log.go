@@ -63,12 +63,69 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 	return slices.Clone(log), nil
 }
 
+// deletion is a deletion's mark, kept in the order deletions were made.
+type deletion struct {
+	id   a2a.TaskID
+	mark int64
+}
+
+// markDeletedLocked remembers the deletion of id, whose last time was
+// updatedAt (K7, engine.LogStore.Deleted).
+// REQUIRES: s.mu held for writing.
+func (s *Store) markDeletedLocked(id a2a.TaskID, updatedAt int64) {
+	if !s.log {
+		return
+	}
+	mark := engine.DeletionMark(s.clock(), updatedAt, s.mu.deleted[id])
+	s.mu.deleted[id] = mark
+	s.mu.deletions = append(s.mu.deletions, deletion{id: id, mark: mark})
+}
+
+// Deleted implements engine.LogStore.
+func (s *Store) Deleted(ctx context.Context, id a2a.TaskID) (int64, error) {
+	if err := engine.ValidateID(id); err != nil {
+		return 0, err
+	}
+	if !s.log {
+		return 0, engine.ErrLogDisabled
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return 0, errClosed
+	}
+	return s.mu.deleted[id], nil
+}
+
+// forgetDeletionsLocked forgets, from the oldest deletion made, those
+// whose mark is before before, examining at most limit; it returns how
+// many it examined. A mark out of order (the clock stepped back) waits
+// for the ones before it.
+// REQUIRES: s.mu held for writing.
+func (s *Store) forgetDeletionsLocked(before int64, limit int) int {
+	n := 0
+	for n < limit && len(s.mu.deletions) > 0 && s.mu.deletions[0].mark < before {
+		d := s.mu.deletions[0]
+		if s.mu.deleted[d.id] == d.mark {
+			delete(s.mu.deleted, d.id)
+		}
+		s.mu.deletions[0] = deletion{}
+		s.mu.deletions = s.mu.deletions[1:]
+		n++
+	}
+	if len(s.mu.deletions) == 0 {
+		s.mu.deletions = nil // let the backing array go
+	}
+	return n
+}
+
 // WatchLog implements engine.LogStore.
 func (s *Store) WatchLog(id a2a.TaskID) (<-chan struct{}, func()) { return s.hub.Watch(id) }
 
 // TrimLog implements engine.LogStore: it walks the tasks oldest first from
 // where the last call stopped and drops the whole log of each whose time
-// is before before, at most limit tasks.
+// is before before, at most limit tasks, then forgets the deletions
+// marked before before, oldest first, within what is left of limit.
 func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, error) {
 	if limit < 1 || before < 0 {
 		return 0, fmt.Errorf("memstore: trim log: limit %d, before %d: %w", limit, before, engine.ErrInvalidArgument)
@@ -99,7 +156,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	} else {
 		s.mu.order.Reverse(visit)
 	}
-	return n, nil
+	return n + s.forgetDeletionsLocked(before, limit-n), nil
 }
 
 // checkLogLocked verifies K7 for e: its log holds consecutive revisions

@@ -61,6 +61,11 @@ type Store struct {
 		// trimmed is where TrimLog goes on: the last task whose log it
 		// trimmed, in oldest-first order (nil: the oldest task).
 		trimmed *engine.Cursor
+		// deleted are the marks of the deletions the log remembers
+		// (engine.LogStore.Deleted), by task; deletions the same marks
+		// in the order made, which TrimLog forgets from the front.
+		deleted   map[a2a.TaskID]int64
+		deletions []deletion
 	}
 }
 
@@ -158,9 +163,10 @@ func New(opts Options) *Store {
 // resetLocked empties the store.
 // REQUIRES: s.mu held for writing, or s unshared.
 func (s *Store) resetLocked() {
-	s.mu.logs, s.mu.trimmed = nil, nil
+	s.mu.logs, s.mu.trimmed, s.mu.deleted, s.mu.deletions = nil, nil, nil, nil
 	if s.log {
 		s.mu.logs = make(map[a2a.TaskID][]engine.LogEntry)
+		s.mu.deleted = make(map[a2a.TaskID]int64)
 	}
 	s.mu.slots = slots{}
 	s.mu.ids = newIDMap()
@@ -524,6 +530,7 @@ func (s *Store) removeLocked(e *entry) {
 	id := e.id
 	s.mu.ids.delete(&s.mu.slots, id)
 	delete(s.mu.logs, id)
+	s.markDeletedLocked(id, e.updatedAt)
 	s.releaseLocked(e.ctx, e.owner)
 	s.mu.slots.release(e)
 	s.wake(id) // its readers end

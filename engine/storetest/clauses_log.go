@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -418,5 +419,111 @@ func testLogTailMessageMoves(t testing.TB, e *env) {
 	}
 	if got, ok := event(t, "k7-msg", l).(*a2a.Task); !ok || got.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("the delivered event: %T; want the task in input-required", event(t, "k7-msg", l))
+	}
+}
+
+// K7: a reader that started before its task existed (tasklog.Tail at
+// revision 0, Start) tells a task created and deleted before its first
+// read from one not created yet: the store remembers the deletion
+// (LogStore.Deleted) and the reader ends (ErrGone) instead of waiting for
+// ever; so it does when the ID holds another task by its first read. A
+// deletion made before the reader started does not end it: it waits for
+// the task, and follows it once created. The mark of a deletion differs
+// from the ID's earlier one, a task created again does not erase it,
+// retention marks its removals too, and TrimLog forgets marks older than
+// its cutoff.
+func testLogTailDeletedUnseen(t testing.TB, e *env) {
+	mark := func(id a2a.TaskID) int64 {
+		t.Helper()
+		m, err := e.l.Deleted(e.ctx, id)
+		if err != nil {
+			t.Fatalf("Deleted(%q): %v", string(id), err)
+		}
+		return m
+	}
+	started := func(id a2a.TaskID) *tasklog.Tail {
+		t.Helper()
+		tail := tasklog.NewTail(e.l, id, 0, time.Hour)
+		if err := tail.Start(e.ctx); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		return tail
+	}
+	if m := mark("k7-unseen"); m != 0 {
+		t.Fatalf("Deleted of a task never stored: %d, want 0", m)
+	}
+
+	// Created and deleted between the reader's start and its first read.
+	tail := started("k7-unseen")
+	defer tail.Close()
+	rec := e.mustCreate(t, task("k7-unseen", "c"))
+	if err := e.s.Delete(e.ctx, "k7-unseen"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	first := mark("k7-unseen")
+	if first <= rec.Cursor.UpdatedAt {
+		t.Fatalf("deletion mark %d not after the task's last time %d", first, rec.Cursor.UpdatedAt)
+	}
+	if l, err := e.tailNext(t, tail, "a reader whose task was created and deleted before its first read"); !errors.Is(err, tasklog.ErrGone) {
+		t.Fatalf("reader of a task created and deleted before its first read: entry %d, %v; want tasklog.ErrGone", l.Revision, err)
+	}
+
+	// A deletion before the reader started: it waits, then follows the
+	// task created next.
+	tail2 := started("k7-unseen")
+	defer tail2.Close()
+	if l, ok, err := tail2.TryNext(e.ctx); ok || err != nil {
+		t.Fatalf("reader of a task deleted before it started: entry %d, %v, %v; want nothing yet", l.Revision, ok, err)
+	}
+	rec = e.mustCreate(t, task("k7-unseen", "again"))
+	if m := mark("k7-unseen"); m != first {
+		t.Fatalf("a task created again changed the deletion mark: %d, want %d", m, first)
+	}
+	if l, err := e.tailNext(t, tail2, "a reader of a task created after it started"); err != nil || l.Revision != 1 {
+		t.Fatalf("reader of a task created after it started: revision %d, %v; want 1", l.Revision, err)
+	}
+
+	// Deleted and created again before the first read: the incarnation
+	// the reader waited for is gone.
+	tail3 := started("k7-unseen-2")
+	defer tail3.Close()
+	e.mustCreate(t, task("k7-unseen-2", "c"))
+	if err := e.s.Delete(e.ctx, "k7-unseen-2"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	e.mustCreate(t, task("k7-unseen-2", "other"))
+	if l, err := e.tailNext(t, tail3, "a reader whose task was created, deleted and created again before its first read"); !errors.Is(err, tasklog.ErrGone) {
+		t.Fatalf("reader of a task created, deleted and created again before its first read: entry %d, %v; want tasklog.ErrGone", l.Revision, err)
+	}
+
+	// A second deletion of the ID gets a new mark.
+	if err := e.s.Delete(e.ctx, "k7-unseen"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	second := mark("k7-unseen")
+	if second <= first {
+		t.Fatalf("second deletion mark %d not after the first %d", second, first)
+	}
+
+	// Retention's removals are deletions too.
+	if r, ok := e.s.(engine.Retainer); ok {
+		tk := task("k7-unseen-retained", "c")
+		tk.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted}
+		e.mustCreate(t, tk)
+		res, err := r.RemoveExpired(e.ctx, engine.RetainRequest{TerminalBefore: math.MaxInt64, Limit: 100})
+		if err != nil || res.Removed == 0 {
+			t.Fatalf("RemoveExpired: %+v, %v; want the completed task removed", res, err)
+		}
+		if mark("k7-unseen-retained") == 0 {
+			t.Fatal("a task removed by retention left no deletion mark")
+		}
+	}
+
+	// TrimLog forgets the marks before its cutoff, counting them.
+	if _, err := e.l.TrimLog(e.ctx, second+1, engine.MaxRetainLimit); err != nil {
+		t.Fatalf("TrimLog: %v", err)
+	}
+	if m := mark("k7-unseen"); m != 0 {
+		t.Fatalf("deletion mark %d kept past TrimLog's cutoff %d", m, second+1)
 	}
 }

@@ -221,6 +221,7 @@ var clauses = []clause{
 	{name: "K7/tail-trimmed-whole", log: true, fn: testLogTailTrimmedAll},
 	{name: "K7/tail-incarnation", log: true, fn: testLogTailIncarnation},
 	{name: "K7/tail-message-moves-state", log: true, fn: testLogTailMessageMoves},
+	{name: "K7/tail-deleted-before-first-read", log: true, fn: testLogTailDeletedUnseen},
 }
 
 // env is one clause's fresh store and, with ClockInjection, its clock.

@@ -38,6 +38,14 @@ const readBatch = 100
 // Tail's revision and its log trimmed at that revision, all while the
 // Tail did not read (a subscriber lagging by the log retention); it then
 // returns the new task as a snapshot.
+//
+// A Tail at revision 0 waits for its task to be created. It tells a task
+// created and deleted before its first read from one not created yet by
+// the store's mark of the task's last deletion (engine.LogStore.Deleted):
+// Start reads it, and a new mark later — while the task is missing, or
+// when its first entry is read — means the incarnation it waited for came
+// and went (ErrGone), even if the ID holds another task by then. That
+// sight, too, lasts the log retention (the store forgets older marks).
 type Tail struct {
 	store engine.LogStore
 	id    a2a.TaskID
@@ -49,6 +57,10 @@ type Tail struct {
 	wake  <-chan struct{}
 	stop  func()
 	seen  bool // the task existed: its disappearance ends the tail
+	// base is the mark of the task's last deletion when the tail
+	// started (Start; 0: none), known once based.
+	base  int64
+	based bool
 	gone  bool // the task was found deleted or created again: ErrGone from now on
 	// live: TryNext's last call found the task stored at the revision
 	// the tail stands on (Gone need not ask again).
@@ -66,6 +78,53 @@ func NewTail(store engine.LogStore, id a2a.TaskID, after int64, poll time.Durati
 	}
 	wake, stop := store.WatchLog(id)
 	return &Tail{store: store, id: id, after: after, poll: poll, wake: wake, stop: stop, seen: after > 0}
+}
+
+// Start reads, for a tail at revision 0, the mark of its task's last
+// deletion the store remembers (engine.LogStore.Deleted), so that a task
+// created and deleted after Start and before the tail's first read ends
+// the tail (ErrGone) instead of leaving it waiting for a creation that
+// came and went. Call it before the task may be created (a reader made
+// for a message about to create its task); without it the first read
+// takes the mark, and sees only the deletions after it. A tail past
+// revision 0, or that saw its task, needs none.
+func (t *Tail) Start(ctx context.Context) error {
+	if t.based || t.seen {
+		return nil
+	}
+	mark, err := t.store.Deleted(ctx, t.id)
+	if err != nil {
+		return err
+	}
+	t.base, t.based = mark, true
+	return nil
+}
+
+// deletedSince reports whether the store marked a deletion of the task
+// since Start (a tail that has not seen its task).
+func (t *Tail) deletedSince(ctx context.Context) (bool, error) {
+	mark, err := t.store.Deleted(ctx, t.id)
+	if err != nil {
+		return false, err
+	}
+	return mark != 0 && mark != t.base, nil
+}
+
+// first checks, before a tail that has not seen its task accepts its
+// first entry, that the incarnation it waited for was not deleted since
+// Start (the entry would be another's): ErrGone then.
+func (t *Tail) first(ctx context.Context) error {
+	if t.seen {
+		return nil
+	}
+	switch gone, err := t.deletedSince(ctx); {
+	case err != nil:
+		return err
+	case gone:
+		t.gone = true
+		return ErrGone
+	}
+	return nil
 }
 
 // Close ends the watch.
@@ -112,6 +171,9 @@ func (t *Tail) TryNext(ctx context.Context) (engine.LogEntry, bool, error) {
 	if t.gone {
 		return engine.LogEntry{}, false, ErrGone
 	}
+	if err := t.Start(ctx); err != nil {
+		return engine.LogEntry{}, false, err
+	}
 	if len(t.buf) == 0 {
 		got, err := t.read(ctx)
 		if err != nil {
@@ -129,6 +191,10 @@ func (t *Tail) TryNext(ctx context.Context) (engine.LogEntry, bool, error) {
 		// again from the task as it is.
 		t.buf = nil
 		return t.snapshot(ctx)
+	}
+	if err := t.first(ctx); err != nil {
+		t.buf = nil
+		return engine.LogEntry{}, false, err
 	}
 	t.buf = t.buf[1:]
 	t.accept(l)
@@ -173,7 +239,8 @@ func (t *Tail) probe(ctx context.Context) (engine.LogEntry, bool, error) {
 			t.gone = true
 			return engine.LogEntry{}, false, ErrGone
 		}
-		return engine.LogEntry{}, false, nil
+		// Not created yet, or created and deleted since Start.
+		return engine.LogEntry{}, false, t.first(ctx)
 	case err != nil:
 		return engine.LogEntry{}, false, err
 	case t.seen && t.another(rec):
@@ -193,7 +260,7 @@ func (t *Tail) probe(ctx context.Context) (engine.LogEntry, bool, error) {
 		t.buf = got
 		return t.TryNext(ctx)
 	}
-	return t.snapshotOf(rec)
+	return t.snapshotOf(ctx, rec)
 }
 
 // snapshot returns the task as a LogTask entry at its current revision.
@@ -213,11 +280,14 @@ func (t *Tail) snapshot(ctx context.Context) (engine.LogEntry, bool, error) {
 	if rec.Revision == t.after {
 		return engine.LogEntry{}, false, nil // nothing newer after all
 	}
-	return t.snapshotOf(rec)
+	return t.snapshotOf(ctx, rec)
 }
 
 // snapshotOf returns rec as a LogTask entry and moves the tail onto it.
-func (t *Tail) snapshotOf(rec engine.Record) (engine.LogEntry, bool, error) {
+func (t *Tail) snapshotOf(ctx context.Context, rec engine.Record) (engine.LogEntry, bool, error) {
+	if err := t.first(ctx); err != nil {
+		return engine.LogEntry{}, false, err
+	}
 	body, err := json.Marshal(a2a.StreamResponse{Event: rec.Task})
 	if err != nil {
 		return engine.LogEntry{}, false, fmt.Errorf("tasklog: %w: %w", engine.ErrInternal, err)
