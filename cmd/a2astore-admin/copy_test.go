@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/internal/pgtest"
 	"github.com/a2astore/a2astore/internal/taskgen"
+	"github.com/a2astore/a2astore/loadgen/load"
 	"github.com/a2astore/a2astore/pebblestore"
 	"github.com/a2astore/a2astore/pgstore"
 	"github.com/a2astore/a2astore/pushdelivery"
@@ -165,6 +169,7 @@ func dumpStore(t testing.TB, s engine.Store, ob pushdelivery.Outbox) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
+	seen := map[[2]string]bool{}
 	token := ""
 	for {
 		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 100, PageToken: token, IncludeArtifacts: true})
@@ -180,6 +185,7 @@ func dumpStore(t testing.TB, s engine.Store, ob pushdelivery.Outbox) string {
 				t.Fatalf("task %q: Get and List disagree", task.ID)
 			}
 			fmt.Fprintf(&b, "task %q at %d rev %d owner %q %s\n", task.ID, rec.Cursor.UpdatedAt, rec.Revision, rec.Owner, canonTask(task))
+			seen[[2]string{rec.Owner, task.ContextID}] = true
 			logs, err := s.(engine.LogStore).ReadLog(ctx, task.ID, 0, engine.MaxLogRead)
 			if err != nil {
 				t.Fatal(err)
@@ -202,23 +208,41 @@ func dumpStore(t testing.TB, s engine.Store, ob pushdelivery.Outbox) string {
 		}
 		token = resp.NextPageToken
 	}
-	states := append([]a2a.TaskState{a2a.TaskStateUnspecified}, engine.KnownStates()...)
-	for _, owner := range copyOwners {
-		for c := -1; c < copyContexts; c++ {
-			ctxID := ""
-			if c >= 0 {
-				ctxID = taskgen.ContextID(c)
-			}
-			for _, st := range states {
-				resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, Owner: owner, ContextID: ctxID, Status: st, IncludeTotalSize: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fmt.Fprintf(&b, "total owner=%q context=%q state=%q: %d\n", owner, ctxID, st, resp.TotalSize)
+	writeTotals(t, s, &b, seen)
+	return b.String()
+}
+
+// writeTotals writes the total of every state (and none) under each
+// owner and context filter: every owner and every context held, each
+// alone, and each owner with each context when there are few of them,
+// else each pair held (a loadgen store gives each context one owner).
+func writeTotals(t testing.TB, s engine.Store, b *strings.Builder, held map[[2]string]bool) {
+	t.Helper()
+	owners, contexts := map[string]bool{"": true}, map[string]bool{"": true}
+	for k := range held {
+		owners[k[0]], contexts[k[1]] = true, true
+	}
+	pairs := map[[2]string]bool{}
+	for o := range owners {
+		for c := range contexts {
+			if o == "" || c == "" || held[[2]string{o, c}] || len(owners)*len(contexts) <= 256 {
+				pairs[[2]string{o, c}] = true
 			}
 		}
 	}
-	return b.String()
+	keys := slices.SortedFunc(maps.Keys(pairs), func(x, y [2]string) int {
+		return cmp.Or(strings.Compare(x[0], y[0]), strings.Compare(x[1], y[1]))
+	})
+	states := append([]a2a.TaskState{a2a.TaskStateUnspecified}, engine.KnownStates()...)
+	for _, k := range keys {
+		for _, st := range states {
+			resp, err := s.List(context.Background(), &engine.ListRequest{PageSize: 1, Owner: k[0], ContextID: k[1], Status: st, IncludeTotalSize: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(b, "total owner=%q context=%q state=%q: %d\n", k[0], k[1], st, resp.TotalSize)
+		}
+	}
 }
 
 // dumpPebble is dumpStore of the Pebble store in dir and its outbox.
@@ -333,46 +357,123 @@ func TestCopyResume(t *testing.T) {
 	src, back := filepath.Join(dir, "src"), filepath.Join(dir, "back")
 	makeRichPebble(t, src, n, seed)
 	want := dumpPebble(t, src)
-	dsn := pgtest.DSN(t)
-	steps := []string{"exported", "imported", "saved"}
+	roundTripInterrupted(t, rng, n, src, back, want)
+}
 
-	interrupted := func(from, to []string) {
-		t.Helper()
-		for attempt := 0; ; attempt++ {
-			if attempt == 30 {
-				t.Fatal("30 interrupted runs and still not done")
-			}
-			batch := 5 + rng.IntN(60)
-			stopAt, stopStep := rng.IntN(4), steps[rng.IntN(len(steps))]
-			if attempt == 0 { // always once between a batch and its push configs
-				batch, stopAt, stopStep = 64, 1, "imported"
-			}
-			copyHook = func(step string, b int) error {
-				if b == stopAt && step == stopStep {
-					return errInterrupted
-				}
-				return nil
-			}
-			args := append(append([]string{"copy"}, append(from, to...)...), "-batch", strconv.Itoa(batch))
-			var out, errOut strings.Builder
-			code := run(context.Background(), args, &out, &errOut)
-			copyHook = nil
-			if code == exitOK {
-				t.Logf("done after %d interrupted runs", attempt)
-				return
-			}
-			if code != exitProblems || !strings.Contains(errOut.String(), errInterrupted.Error()) {
-				t.Fatalf("run %d (batch %d, stop at %s of batch %d): exit %d\n%s%s", attempt, batch, stopStep, stopAt, code, out.String(), errOut.String())
-			}
-		}
-	}
-	t.Cleanup(func() { copyHook = nil })
-	interrupted([]string{"-from", "pebble", "-from-pebble-dir", src}, []string{"-to", "pg", "-to-pg-dsn", dsn})
+// roundTripInterrupted copies the Pebble store in src into a new
+// PostgreSQL database and from there into a new Pebble store in back,
+// each copy interrupted (copyInterrupted); both copies must read back as
+// want (the source's dump) and pass check.
+func roundTripInterrupted(t *testing.T, rng *rand.Rand, n int, src, back, want string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	copyInterrupted(t, rng, n, []string{"-from", "pebble", "-from-pebble-dir", src}, []string{"-to", "pg", "-to-pg-dsn", dsn})
 	sameDump(t, "the PostgreSQL copy", dumpPG(t, dsn), want)
 	mustAdmin(t, "check", "-backend", "pg", "-pg-dsn", dsn)
-	interrupted([]string{"-from", "pg", "-from-pg-dsn", dsn}, []string{"-to", "pebble", "-to-pebble-dir", back})
+	copyInterrupted(t, rng, n, []string{"-from", "pg", "-from-pg-dsn", dsn}, []string{"-to", "pebble", "-to-pebble-dir", back})
 	sameDump(t, "the Pebble copy", dumpPebble(t, back), want)
 	mustAdmin(t, "check", "-backend", "pebble", "-pebble-dir", back)
+}
+
+// TestCopyLoadgenStore (X1): a Pebble store made by loadgen — its initial
+// tasks, then a write-heavy run by 5 callers (owners; creates, replaces,
+// appends, cancels, deletes), with push configurations added to every
+// seventh task — copied Pebble → PostgreSQL → Pebble, each copy
+// interrupted at random points and resumed, reads back identical
+// (dumpStore) and passes check. A2ASTORE_COPY_TASKS=100000 is the
+// issue's size.
+func TestCopyLoadgenStore(t *testing.T) {
+	seed := *copySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -copy.seed=%d)", seed, seed)
+	n := copyTasks(t, 600)
+	dir := t.TempDir()
+	src, back := filepath.Join(dir, "src"), filepath.Join(dir, "back")
+	withPebble(t, src, pebblestore.Options{NoSync: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		res, err := load.Run(t.Context(), load.Config{Store: s, Target: "pebble", Initial: n, Ops: int64(n / 2),
+			Workload: "write-heavy", Callers: 5, Concurrency: 4, Seed: seed,
+			Shape: taskgen.Shape{Contexts: 40}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Err(); err != nil {
+			t.Fatalf("the loadgen run: %v", err)
+		}
+		addPushConfigs(t, s, ob, 7)
+	})
+	want := dumpPebble(t, src)
+	if !strings.Contains(want, `owner "loadgen-`) || !strings.Contains(want, "  log ") || !strings.Contains(want, "  push ") {
+		t.Fatal("the loadgen store has no owners, logs or push configurations to copy")
+	}
+	roundTripInterrupted(t, rand.New(rand.NewPCG(seed, 2)), n, src, back, want)
+}
+
+// addPushConfigs saves a push configuration, with delivery state, for
+// every k-th task of s in list order.
+func addPushConfigs(t testing.TB, s engine.Store, ob pushdelivery.Outbox, k int) {
+	t.Helper()
+	ctx := context.Background()
+	token, i := "", 0
+	for {
+		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 100, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range resp.Tasks {
+			if i++; i%k != 0 {
+				continue
+			}
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			r := &pushdelivery.Record{TaskID: task.ID,
+				Config: a2a.PushConfig{ID: "cfg", URL: "https://hooks.example/" + string(task.ID), Token: "tok"},
+				Dest:   "https://hooks.example:443", Created: now, NextAt: now.Add(time.Second), Attempts: i % 3}
+			if err := ob.Save(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if token = resp.NextPageToken; token == "" {
+			return
+		}
+	}
+}
+
+// copyInterrupted runs copy from → to, stopped by copyHook at a random
+// batch and step each run (with a random -batch; the first run always
+// between a batch and its push configurations), until a run finishes;
+// n, the source's size, spreads the stops over it.
+func copyInterrupted(t *testing.T, rng *rand.Rand, n int, from, to []string) {
+	t.Helper()
+	t.Cleanup(func() { copyHook = nil })
+	steps := []string{"exported", "imported", "saved"}
+	for attempt := 0; ; attempt++ {
+		if attempt == 30 {
+			t.Fatal("30 interrupted runs and still not done")
+		}
+		batch := 5 + rng.IntN(60)
+		stopAt, stopStep := rng.IntN(max(4, n/batch/3)), steps[rng.IntN(len(steps))]
+		if attempt == 0 { // always once between a batch and its push configs
+			batch, stopAt, stopStep = 64, 1, "imported"
+		}
+		copyHook = func(step string, b int) error {
+			if b == stopAt && step == stopStep {
+				return errInterrupted
+			}
+			return nil
+		}
+		args := append(append([]string{"copy"}, append(from, to...)...), "-batch", strconv.Itoa(batch))
+		var out, errOut strings.Builder
+		code := run(context.Background(), args, &out, &errOut)
+		copyHook = nil
+		if code == exitOK {
+			t.Logf("done after %d interrupted runs", attempt)
+			return
+		}
+		if code != exitProblems || !strings.Contains(errOut.String(), errInterrupted.Error()) {
+			t.Fatalf("run %d (batch %d, stop at %s of batch %d): exit %d\n%s%s", attempt, batch, stopStep, stopAt, code, out.String(), errOut.String())
+		}
+	}
 }
 
 // TestCopyRefusals (X1): copy refuses, exit 2, changing nothing: a
