@@ -285,7 +285,7 @@ func benchPGOffset(b *testing.B, e *env, depth int) {
 	}, func(b *testing.B, fx *fixture) {
 		ctx := context.Background()
 		sql := `SELECT id, context_id, updated_at, revision, state, status_ts, status_ns, metadata FROM ` +
-			pgTable(fx.n) + ` ORDER BY created DESC OFFSET $1 LIMIT 51`
+			pgTableNamed(fx.key.name()) + ` ORDER BY created DESC OFFSET $1 LIMIT 51`
 		offset := fx.n * depth / 100
 		want := min(51, fx.n-offset)
 		b.ReportAllocs()
