@@ -258,3 +258,53 @@ func residentBytes() int64 {
 	}
 	return 0
 }
+
+// TestScaleFixture: a scale fixture holds what BenchmarkScale says, on
+// every backend, by its bulk path or by CreateOwned: n tasks, the rare
+// state on scaleRareCount of them (at least two pages and one), half of
+// those the busiest owner's, each filter's total exact.
+func TestScaleFixture(t *testing.T) {
+	const n = 1000
+	owners := scaleOwners(n)
+	var rare, ownRare, own int
+	for i := range n {
+		if owners[i] == scaleOwner {
+			own++
+		}
+		if scaleRare(i, n) {
+			rare++
+			if owners[i] == scaleOwner {
+				ownRare++
+			}
+		}
+	}
+	if rare < 2*engine.DefaultPageSize+1 || ownRare < engine.DefaultPageSize+1 {
+		t.Fatalf("%d rare tasks, %d of them the busiest owner's: fewer than a full page", rare, ownRare)
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			e := be.setup(t)
+			e.scale = true
+			fx := e.fixture(t, n)
+			for _, c := range []struct {
+				req  engine.ListRequest
+				want int
+			}{
+				{engine.ListRequest{}, n},
+				{engine.ListRequest{Status: scaleRareState}, rare},
+				{engine.ListRequest{Owner: scaleOwner, Status: scaleRareState}, ownRare},
+				{engine.ListRequest{Owner: scaleOwner}, own},
+			} {
+				req := c.req
+				req.IncludeTotalSize, req.PageSize = true, 1
+				resp, err := fx.store.List(context.Background(), &req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.TotalSize != c.want {
+					t.Errorf("filter %+v: total %d, want %d", c.req, resp.TotalSize, c.want)
+				}
+			}
+		})
+	}
+}
