@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check tidy-check demo loadgen dashboards dashboards-check tck flagref
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke tidy-check demo loadgen dashboards dashboards-check tck flagref
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -117,6 +117,19 @@ bench-plot:
 # checkSVG, text extents estimated from the font size).
 results:
 	bash results/run.sh
+
+# `make results-scale` (#55): the cost curve 1e3 → 1e7 on every backend
+# (bench's BenchmarkScale through results/scale.sh; budget 60 min on 2
+# quiet cores) into results/runs-scale/<commit>/ and
+# results/raw/scale-<commit>.txt, then the page. SCALE_SIZES,
+# SCALE_BACKENDS, SCALE_TIME override (see the script). Not in `make
+# results` nor CI; `make results-scale-smoke` (.ci/run) runs the same
+# script at 1e4, one iteration each, recording nothing.
+results-scale:
+	bash results/scale.sh
+
+results-scale-smoke:
+	SCALE_SMOKE=1 bash results/scale.sh
 
 results-page:
 	$(GO) run ./cmd/benchplot -runs results/runs -o results

@@ -50,6 +50,14 @@
 // -tags benchslow adds work to every List the benchmarks make, for the
 // regression gate's own test (cmd/benchgate).
 //
+// BenchmarkScale (scale_test.go, #55) is the cost curve from 1e3 to 1e7
+// tasks that `make results-scale` (results/scale.sh) records, one backend
+// and size per process: the suite's page and write bodies and its floors
+// on a fixture of taskgen's mix with 1,000 owners and a 0.1 % state,
+// written through the store's engine.Importer when it has one, plus
+// filtered pages, totals and the footprint (bytes per task, the load's
+// rate, mem's RSS, Pebble's write amplification and compaction debt).
+//
 // Results, charts and the regression gate are described in
 // results/README.md.
 package bench

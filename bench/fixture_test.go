@@ -62,6 +62,8 @@ type env struct {
 	parallel bool
 	// footprint returns the store's bytes per task right after loading.
 	footprint func(fx *fixture) float64
+	// scale makes fixture return BenchmarkScale's fixtures (fixtureKey.scale).
+	scale bool
 
 	pool *pgxpool.Pool // pg only
 
@@ -78,6 +80,9 @@ type env struct {
 type fixtureKey struct {
 	n, owners int
 	light     bool
+	// scale: BenchmarkScale's fixture (scale_test.go): taskgen's tasks,
+	// 1,000 Zipf-skewed owners and a rare state, bulk-loaded.
+	scale bool
 }
 
 // name is the key's name in paths and schemas: n100000, n100000_owners1000,
@@ -90,6 +95,9 @@ func (k fixtureKey) name() string {
 	if k.light {
 		name += "_light"
 	}
+	if k.scale {
+		name += "_scale"
+	}
 	return name
 }
 
@@ -98,7 +106,11 @@ func (k fixtureKey) task(gen *taskgen.Gen, i int) *a2a.Task {
 	if k.light {
 		return lightTask(i)
 	}
-	return gen.Task(i)
+	t := gen.Task(i)
+	if k.scale && scaleRare(i, k.n) {
+		t.Status.State = scaleRareState
+	}
+	return t
 }
 
 // lightTask is the i-th light task (#16): a 36-byte ID, one of 16
@@ -241,13 +253,20 @@ type fixture struct {
 	bodies []*a2a.Task
 	// bytesPerTask is the store's footprint right after loading.
 	bytesPerTask float64
+	// loaded is how long the writes of the load took (scale fixtures:
+	// the bulk path, shown beside the figures).
+	loaded time.Duration
+	// extra holds footprint figures by unit (scale fixtures: the
+	// process's resident bytes per task on mem; the LSM's write
+	// amplification and compaction debt on pebble).
+	extra map[string]float64
 	// pg only: index sizes in bytes, by name.
 	indexBytes map[string]int64
 }
 
 // fixture returns the group's fixture of size n, loading it on first use.
 func (e *env) fixture(tb testing.TB, n int) *fixture {
-	return e.fixtureOf(tb, fixtureKey{n: n})
+	return e.fixtureOf(tb, fixtureKey{n: n, scale: e.scale})
 }
 
 // lightFixture returns the group's fixture of n light tasks (lightTask),
@@ -325,7 +344,7 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 	n := k.n
 	fx := &fixture{key: k, n: n, store: s}
 	create := func(ctx context.Context, t *a2a.Task, _ int) error { _, err := s.Create(ctx, t); return err }
-	if k.owners > 0 {
+	if k.owners > 0 || k.scale {
 		owned, ok := s.(engine.OwnerStore)
 		if !ok {
 			if c, ok := s.(io.Closer); ok {
@@ -333,7 +352,12 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 			}
 			return nil, errNoOwners
 		}
-		owners := drawOwners(n, k.owners)
+		var owners []string
+		if k.scale {
+			owners = scaleOwners(n)
+		} else {
+			owners = drawOwners(n, k.owners)
+		}
 		create = func(ctx context.Context, t *a2a.Task, i int) error {
 			_, err := owned.CreateOwned(ctx, t, owners[i])
 			return err
@@ -341,7 +365,17 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 	}
 	ctx := context.Background()
 	gen := taskgen.New(taskgen.Shape{})
-	if e.parallel {
+	start := time.Now()
+	progress := func(int) {}
+	if k.scale {
+		fx.extra = map[string]float64{"rss-before": float64(residentBytes())}
+		progress = loadProgress(e, fx)
+	}
+	if imp, ok := s.(engine.Importer); ok && k.scale {
+		if err := importScale(ctx, imp, fx, gen, clock, progress); err != nil {
+			return nil, err
+		}
+	} else if e.parallel {
 		type item struct {
 			t *a2a.Task
 			i int
@@ -363,6 +397,7 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 		}
 		for i := range n {
 			tasks <- item{k.task(gen, i), i}
+			progress(i + 1)
 		}
 		close(tasks)
 		wg.Wait()
@@ -376,15 +411,28 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 			if err := create(ctx, k.task(gen, i), i); err != nil {
 				return nil, err
 			}
+			progress(i + 1)
 		}
 	}
-	if e.pool != nil {
+	fx.loaded = time.Since(start)
+	if k.scale {
+		if err := settleScale(ctx, e, fx); err != nil {
+			return nil, err
+		}
+	} else if e.pool != nil {
 		if _, err := e.pool.Exec(ctx, "VACUUM ANALYZE "+pgTableNamed(k.name())); err != nil {
 			return nil, err
 		}
 	}
 	fx.bytesPerTask = e.footprint(fx)
-	if e.pool != nil && k.owners == 0 {
+	if e.pool != nil && k.scale {
+		// No creation-sequence column: adding one rewrites the table and
+		// every index (minutes at 1e7); the OFFSET peer counts in list
+		// order instead (benchPGOffset).
+		if fx.indexBytes, err = pgIndexBytes(e.pool, pgTableNamed(k.name())); err != nil {
+			return nil, err
+		}
+	} else if e.pool != nil && k.owners == 0 {
 		if err := pgExtras(e.pool, fx); err != nil {
 			return nil, err
 		}
@@ -429,7 +477,8 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 func pgExtras(pool *pgxpool.Pool, fx *fixture) error {
 	ctx := context.Background()
 	var err error
-	if fx.indexBytes, err = pgIndexBytes(pool, pgTable(fx.n)); err != nil {
+	table := pgTableNamed(fx.key.name())
+	if fx.indexBytes, err = pgIndexBytes(pool, table); err != nil {
 		return err
 	}
 	for _, stmt := range []string{
@@ -437,7 +486,7 @@ func pgExtras(pool *pgxpool.Pool, fx *fixture) error {
 		"CREATE INDEX ON %s (created)",
 		"VACUUM ANALYZE %s",
 	} {
-		if _, err := pool.Exec(ctx, fmt.Sprintf(stmt, pgTable(fx.n))); err != nil {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(stmt, table)); err != nil {
 			return err
 		}
 	}

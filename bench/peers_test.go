@@ -276,7 +276,10 @@ func benchListFirst(b *testing.B, e *env) {
 }
 
 // benchPGOffset: the old PostgreSQL scheme at the same depth — pages in
-// creation order with a numeric OFFSET token. Implemented here only; rows
+// creation order with a numeric OFFSET token (on BenchmarkScale's
+// fixtures, which have no creation column, in list order through the
+// store's own index: creation order reversed there, the same rows
+// skipped). Implemented here only; rows
 // are read but not decoded, so the ratio against the store's keyset page
 // (which decodes into tasks) favours the baseline.
 func benchPGOffset(b *testing.B, e *env, depth int) {
@@ -284,8 +287,12 @@ func benchPGOffset(b *testing.B, e *env, depth int) {
 		return fmt.Sprintf("op=page-depth/n=%d/page=50/depth=%d/scheme=offset", n, depth)
 	}, func(b *testing.B, fx *fixture) {
 		ctx := context.Background()
+		order := `created DESC`
+		if fx.key.scale { // no created column (load): the list order's index
+			order = `updated_at DESC, id COLLATE "C" DESC`
+		}
 		sql := `SELECT id, context_id, updated_at, revision, state, status_ts, status_ns, metadata FROM ` +
-			pgTable(fx.n) + ` ORDER BY created DESC OFFSET $1 LIMIT 51`
+			pgTableNamed(fx.key.name()) + ` ORDER BY ` + order + ` OFFSET $1 LIMIT 51`
 		offset := fx.n * depth / 100
 		want := min(51, fx.n-offset)
 		b.ReportAllocs()

@@ -174,17 +174,22 @@ func benchPageTrimmed(b *testing.B, e *env) {
 // the cursor patterns of other SDKs' SQL stores (sqlpeers_test.go).
 func benchPageDepth(b *testing.B, e *env) {
 	for _, depth := range []int{0, 10, 50, 90} {
-		forSizes(b, e, func(n int) string {
-			return fmt.Sprintf("op=page-depth/n=%d/page=50/depth=%d/scheme=keyset", n, depth)
-		}, func(b *testing.B, fx *fixture) {
-			req := &engine.ListRequest{PageSize: 50, PageToken: fx.token(fx.n * depth / 100), Projection: engine.ProjectionLight}
-			benchList(b, fx.store, func(int) *engine.ListRequest { return req })
-		})
+		keysetDepth(b, e, depth)
 		if e.name == "pg" {
 			benchPGOffset(b, e, depth)
 			benchPGCursorPeers(b, e, depth)
 		}
 	}
+}
+
+// keysetDepth runs the light keyset page of 50 at depth % of the list.
+func keysetDepth(b *testing.B, e *env, depth int) {
+	forSizes(b, e, func(n int) string {
+		return fmt.Sprintf("op=page-depth/n=%d/page=50/depth=%d/scheme=keyset", n, depth)
+	}, func(b *testing.B, fx *fixture) {
+		req := &engine.ListRequest{PageSize: 50, PageToken: fx.token(fx.n * depth / 100), Projection: engine.ProjectionLight}
+		benchList(b, fx.store, func(int) *engine.ListRequest { return req })
+	})
 }
 
 // contextRequests are light context-filtered pages of 50, each starting at

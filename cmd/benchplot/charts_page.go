@@ -214,6 +214,10 @@ func wireLatency(r *run, _ []*run) (*chart, error) {
 	return &chart{p, vg.Length(3.6+1.3*float64(len(cats))) * vg.Inch, 4.5 * vg.Inch, "low points, p99 close to p50 (a short tail)"}, nil
 }
 
+// historyRunWidth is a run's share of the history chart's x axis: 10 pt
+// labels at 60° stay apart above 14 pt.
+const historyRunWidth = vg.Length(18) // points
+
 // historyChart: the µs figures of figures marked Chart, at historyN, one
 // point per run that has them (x = run, oldest first).
 func historyChart(_ *run, runs []*run) (*chart, error) {
@@ -242,11 +246,14 @@ func historyChart(_ *run, runs []*run) (*chart, error) {
 	}
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.5, float64(len(runs))-0.5
-	// Slanted, each label ends at its run: labels wider than a run's
-	// share of the axis do not run into each other.
-	p.X.Tick.Label.Rotation = math.Pi / 6
+	// Steep, each label ends at its run: a run's share of the axis (at
+	// least historyRunWidth) parts neighbouring labels by more than their
+	// height, however many runs, and the picture keeps a page's width.
+	p.X.Tick.Label.Rotation = math.Pi / 3
 	p.X.Tick.Label.XAlign = text.XRight
 	p.X.Tick.Label.YAlign = text.YTop
+	p.X.Padding = vg.Points(4)
 	logAxis(&p.Y, false)
-	return &chart{p, vg.Length(math.Max(6, 0.9*float64(len(runs)))+2.4) * vg.Inch, 5 * vg.Inch, "lines flat or falling from run to run; a rise is a regression to explain"}, nil
+	w := min(max(8*vg.Inch, vg.Length(len(runs))*historyRunWidth+4.5*vg.Inch), 14*vg.Inch)
+	return &chart{p, w, max(6.5*vg.Inch, w/2), "lines flat or falling from run to run; a rise is a regression to explain"}, nil
 }

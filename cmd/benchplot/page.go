@@ -97,7 +97,7 @@ func saveChart(ch *chart, dir, file string, png bool) error {
 var alsoPNG bool
 
 // sectionNames are the generated sections every page must hold.
-var sectionNames = []string{"headline", "run", "peers", "server", "cpu", "loadgen", "history", "charts"}
+var sectionNames = []string{"headline", "run", "peers", "server", "cpu", "loadgen", "history", "charts", "scale"}
 
 // generatePage writes everything of the page mode into out; it returns the
 // files written (relative to out).
@@ -122,6 +122,17 @@ func generatePage(runsDir, out string) ([]string, error) {
 		written = append(written, c.file)
 		charts = append(charts, c)
 	}
+	scaleRun, err := readScaleRun(runsDir)
+	if err != nil {
+		return nil, err
+	}
+	scaleText, scaleCharts, err := scaleSection(scaleRun, out)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range scaleCharts {
+		written = append(written, c.file)
+	}
 	if newest.Bench != nil {
 		var buf bytes.Buffer
 		summary(&buf, newest.Bench, rel+"/bench.txt")
@@ -143,6 +154,7 @@ func generatePage(runsDir, out string) ([]string, error) {
 		"retention": retentionSection(newest),
 		"history":   historySection(runs, out),
 		"charts":    chartsSection(charts),
+		"scale":     scaleText,
 	}
 	readme := filepath.Join(out, "README.md")
 	page, err := os.ReadFile(readme)
