@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
 	"github.com/a2astore/a2astore/engine/storetest"
 	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/internal/pgtest"
@@ -583,10 +584,12 @@ func TestImportAllOrNothing(t *testing.T) {
 		return engine.StoredTask{Record: engine.Record{Task: task, Revision: rev, Cursor: engine.Cursor{UpdatedAt: at, ID: task.ID}, Owner: "o"},
 			Log: []engine.LogEntry{l}}
 	}
-	for _, backend := range []string{"pebble", "pg"} {
+	for _, backend := range []string{"memory", "pebble", "pg"} {
 		t.Run("backend="+backend, func(t *testing.T) {
 			var s copyStore
 			switch backend {
+			case "memory":
+				s = memstore.New(memstore.Options{Log: true})
 			case "pebble":
 				ps, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Log: true, Logger: pebblelog.Quiet{}})
 				if err != nil {

@@ -31,6 +31,11 @@
 //     range, and owner+context+state, which scans that owner's tasks in the
 //     context.
 //   - Count and page are read under one shared lock (L8).
+//   - Store is an engine.Exporter and engine.Importer (X1): Import checks
+//     and encodes a batch before it takes the write lock, then writes it
+//     whole or not at all, O(log n) per task and index; it also refuses a
+//     log the store could not have kept (not consecutive revisions ending
+//     at the task's revision, time and state).
 //   - Tasks are stored encoded (taskcodec's binary form), so the garbage
 //     collector scans no task internals, a task passed in is never retained,
 //     and every returned task is a fresh copy (L9).
