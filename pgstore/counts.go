@@ -401,7 +401,10 @@ func foldTake(ledger, columns string) string {
 const bulkRows = 64
 
 // countAppend is a statement trigger's append: the rows of transition
-// table {rows}, grouped, each group counting {sign}count(*).
+// table {rows}, grouped, each group counting {sign}count(*). A statement
+// of fewer than bulkRows rows costs one SQL statement (issue 53: the
+// size test is the INSERT's one-time filter, not a query of its own);
+// one of more, or of none, inserts nothing there and goes on to the base.
 var countAppend = `
 DECLARE
 	zk smallint[];
@@ -409,10 +412,11 @@ DECLARE
 	zs text[];
 	zh smallint[];
 BEGIN
-	IF (SELECT count(*) FROM (SELECT FROM {rows} LIMIT ` + strconv.Itoa(bulkRows) + `) AS b) < ` + strconv.Itoa(bulkRows) + ` THEN
-		INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
-		SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
-		FROM {rows} GROUP BY 1, 2, 3, 4;
+	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
+	SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
+	FROM {rows} WHERE (SELECT count(*) FROM (SELECT FROM {rows} LIMIT ` + strconv.Itoa(bulkRows) + `) AS b) < ` + strconv.Itoa(bulkRows) + `
+	GROUP BY 1, 2, 3, 4;
+	IF FOUND THEN
 		RETURN NULL;
 	END IF;` + replaceAll(baseUpsert, "{before}", `WITH g AS (
 		SELECT `+countShardSQL+` AS shard, state, context_id, owner, {sign}count(*) AS d
@@ -434,16 +438,13 @@ var countFunctions = []struct{ name, body string }{
 BEGIN
 	IF OLD.context_id IS NOT DISTINCT FROM NEW.context_id AND OLD.owner IS NOT DISTINCT FROM NEW.owner
 			AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
-		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
-			RETURN NULL;
-		END IF;
 		INSERT INTO {schema}.a2a_task_count_moves (shard, old_state, new_state, context_id, owner) VALUES
 			({shard(NEW.id)}, OLD.state, NEW.state, NEW.context_id, NEW.owner);
-		RETURN NULL;
+	ELSE
+		INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
+			({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
+			({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	END IF;
-	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
-		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
-		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 `},
@@ -470,17 +471,33 @@ var countTriggers = []struct {
 	tgtype             int16  // pg_trigger.tgtype
 	oldTable, newTable string // transition tables
 	columns            []string
+	when               string // the WHEN condition as the server deparses it ("": none)
 }{
 	{"a2a_task_counts_insert", "a2a_task_counts_on_insert",
-		"AFTER INSERT ON {schema}.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT", tgInsert, "", "new_rows", nil},
+		"AFTER INSERT ON {schema}.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT", tgInsert, "", "new_rows", nil, ""},
 	{"a2a_task_counts_delete", "a2a_task_counts_on_delete",
-		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil},
+		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil, ""},
 	{"a2a_task_counts_update", "a2a_task_counts_on_update",
-		"AFTER UPDATE OF id, state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW", tgRow | tgUpdate, "", "",
-		[]string{"id", "state", "context_id", "owner"}},
+		"AFTER UPDATE OF id, state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW WHEN (" + countedChangeSQL + ")", tgRow | tgUpdate, "", "",
+		[]string{"id", "state", "context_id", "owner"}, countedChangeDeparsed},
 	{"a2a_task_counts_truncate", "a2a_task_counts_on_truncate",
-		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil},
+		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil, ""},
 }
+
+// countedChangeSQL is the update trigger's WHEN condition (issue 53): a
+// counted column changed. An update that sets one of them to the value
+// it had (a Replace that keeps state and context, as a lifecycle's
+// artifact) queues no trigger event and calls no function. It is true
+// whenever the function would append anything, so the counts are as
+// exact as without it; startup accepts this condition and no other
+// (countedChangeDeparsed).
+const countedChangeSQL = `OLD.id IS DISTINCT FROM NEW.id OR OLD.state IS DISTINCT FROM NEW.state` +
+	` OR OLD.context_id IS DISTINCT FROM NEW.context_id OR OLD.owner IS DISTINCT FROM NEW.owner`
+
+// countedChangeDeparsed is countedChangeSQL as pg_get_triggerdef writes
+// it back (PostgreSQL 15), between "WHEN (" and ") EXECUTE".
+const countedChangeDeparsed = `((old.id IS DISTINCT FROM new.id) OR (old.state IS DISTINCT FROM new.state)` +
+	` OR (old.context_id IS DISTINCT FROM new.context_id) OR (old.owner IS DISTINCT FROM new.owner))`
 
 // pg_trigger.tgtype bits (AFTER is the absence of tgBefore and tgInstead).
 const (
