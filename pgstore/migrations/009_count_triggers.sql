@@ -12,7 +12,7 @@
 -- different. The managed schema (the default) runs the same statements at
 -- startup.
 --
--- What changes from 007 (tables, indexes, fold and recount are the same):
+-- What changes from 007 (tables, indexes, totals and recount are the same):
 --
 --   * The update trigger gets a WHEN condition: it fires only when id,
 --     state, context_id or owner changes value. An UPDATE that sets them
@@ -24,10 +24,16 @@
 --   * The insert and delete functions append a statement of fewer than
 --     64 rows in one SQL statement (the size test is the INSERT's
 --     one-time filter) instead of a size query and then the INSERT.
+--   * The fold deletes the rows it takes by one bitmap read of the xact
+--     index (its range and the last fold's running transactions), so it
+--     visits each heap page of its batch once; before, an index scan
+--     collected the rows' ctids and a TID scan visited them again. It
+--     takes the same rows and writes the same watermark.
 --
 -- Ledger rows mean what they meant: a row appended by the functions of
--- 007 and one appended by these are folded and read alike, so rows
--- pending at the upgrade stay pending and are counted exactly once.
+-- 007 and one appended by these are folded and read alike; 007's fold and
+-- this one take the same rows, under the same lock, and may run on one
+-- database in turn.
 --
 -- Mixed versions: totals stay exact in every mix (the ledgers are the
 -- same; an update trigger without the WHEN, 007's, with this file's
@@ -223,18 +229,12 @@ BEGIN
 		 WHERE l.xact >= old_upto ORDER BY l.xact OFFSET 10000 - 1 LIMIT 1));
 	SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO new_running FROM (SELECT pg_snapshot_xip(snap) UNION SELECT pg_current_xact_id_if_assigned()) AS r (x) WHERE x < new_upto;
 	WITH gone AS (
-		DELETE FROM public.a2a_task_count_deltas
-		WHERE ctid = ANY (ARRAY(
-			SELECT l.ctid FROM public.a2a_task_count_deltas AS l WHERE l.xact >= old_upto AND l.xact < new_upto AND l.xact <> ALL (new_running)
-			UNION ALL
-			SELECT l.ctid FROM public.a2a_task_count_deltas AS l WHERE l.xact = ANY (old_running) AND l.xact <> ALL (new_running)))
+		DELETE FROM public.a2a_task_count_deltas AS l
+		WHERE (l.xact >= old_upto AND l.xact < new_upto OR l.xact = ANY (old_running)) AND l.xact <> ALL (new_running)
 		RETURNING shard, state, context_id, owner, d
 	), moved AS (
-		DELETE FROM public.a2a_task_count_moves
-		WHERE ctid = ANY (ARRAY(
-			SELECT l.ctid FROM public.a2a_task_count_moves AS l WHERE l.xact >= old_upto AND l.xact < new_upto AND l.xact <> ALL (new_running)
-			UNION ALL
-			SELECT l.ctid FROM public.a2a_task_count_moves AS l WHERE l.xact = ANY (old_running) AND l.xact <> ALL (new_running)))
+		DELETE FROM public.a2a_task_count_moves AS l
+		WHERE (l.xact >= old_upto AND l.xact < new_upto OR l.xact = ANY (old_running)) AND l.xact <> ALL (new_running)
 		RETURNING shard, old_state, new_state, context_id, owner
 	), net AS (
 		SELECT shard, state, context_id, owner, sum(d) AS d
