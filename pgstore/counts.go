@@ -80,16 +80,18 @@ import (
 //
 //	a2a_task_counts_insert   AFTER INSERT, FOR EACH STATEMENT, transition table
 //	a2a_task_counts_delete   AFTER DELETE, FOR EACH STATEMENT, transition table
-//	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW
+//	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW,
+//	                         WHEN one of them changes value (countedChangeSQL)
 //	a2a_task_counts_truncate AFTER TRUNCATE, FOR EACH STATEMENT
 //
 // INSERT (COPY included) and DELETE append one multi-row INSERT per
 // statement, grouped. UPDATE is per row because a statement-level UPDATE
 // trigger cannot name columns: with UPDATE OF, an update that sets none of
 // id, state, context_id and owner (AppendHistory) fires nothing at all,
-// and the function returns at once when the values it sets are unchanged
-// (a Replace that keeps state and context); a change of state alone goes
-// to the moves ledger. (The store never changes an
+// and the WHEN condition keeps one that sets them to the values they had
+// (a Replace that keeps state and context) from calling the function
+// (issue 53; before, it was called and returned at once); a change of
+// state alone goes to the moves ledger. (The store never changes an
 // ID; hand-written SQL that does appends a -1 and a +1 that cancel out
 // with one shard, and would move the task's counts to its new shard with
 // several.) TRUNCATE empties base and ledgers by TRUNCATE too, not
