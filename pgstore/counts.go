@@ -80,16 +80,18 @@ import (
 //
 //	a2a_task_counts_insert   AFTER INSERT, FOR EACH STATEMENT, transition table
 //	a2a_task_counts_delete   AFTER DELETE, FOR EACH STATEMENT, transition table
-//	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW
+//	a2a_task_counts_update   AFTER UPDATE OF id, state, context_id, owner, FOR EACH ROW,
+//	                         WHEN one of them changes value (countedChangeSQL)
 //	a2a_task_counts_truncate AFTER TRUNCATE, FOR EACH STATEMENT
 //
 // INSERT (COPY included) and DELETE append one multi-row INSERT per
 // statement, grouped. UPDATE is per row because a statement-level UPDATE
 // trigger cannot name columns: with UPDATE OF, an update that sets none of
 // id, state, context_id and owner (AppendHistory) fires nothing at all,
-// and the function returns at once when the values it sets are unchanged
-// (a Replace that keeps state and context); a change of state alone goes
-// to the moves ledger. (The store never changes an
+// and the WHEN condition keeps one that sets them to the values they had
+// (a Replace that keeps state and context) from calling the function
+// (issue 53; before, it was called and returned at once); a change of
+// state alone goes to the moves ledger. (The store never changes an
 // ID; hand-written SQL that does appends a -1 and a +1 that cancel out
 // with one shard, and would move the task's counts to its new shard with
 // several.) TRUNCATE empties base and ledgers by TRUNCATE too, not
@@ -381,15 +383,17 @@ END
 `
 
 // foldTake is the fold's delete of the rows of ledger that the fold
-// takes (see foldBody), returning their shard and columns. Each of its
-// two reads is an index range read on xact from the last watermark up.
+// takes (see foldBody), returning their shard and columns. Its two index
+// conditions on xact — the range from the last watermark up, and the
+// last fold's running transactions, which lie below that range, so no
+// row meets both — are read as one bitmap (seqscan off), so each heap
+// page of the batch is visited once, by the delete itself (issue 53:
+// before, an index scan collected the rows' ctids and a TID scan visited
+// each again).
 func foldTake(ledger, columns string) string {
 	return replaceAll(`
-		DELETE FROM {schema}.{ledger}
-		WHERE ctid = ANY (ARRAY(
-			SELECT l.ctid FROM {schema}.{ledger} AS l WHERE l.xact >= old_upto AND l.xact < new_upto AND l.xact <> ALL (new_running)
-			UNION ALL
-			SELECT l.ctid FROM {schema}.{ledger} AS l WHERE l.xact = ANY (old_running) AND l.xact <> ALL (new_running)))
+		DELETE FROM {schema}.{ledger} AS l
+		WHERE (l.xact >= old_upto AND l.xact < new_upto OR l.xact = ANY (old_running)) AND l.xact <> ALL (new_running)
 		RETURNING shard, {columns}`, "{ledger}", ledger, "{columns}", columns)
 }
 
@@ -401,7 +405,10 @@ func foldTake(ledger, columns string) string {
 const bulkRows = 64
 
 // countAppend is a statement trigger's append: the rows of transition
-// table {rows}, grouped, each group counting {sign}count(*).
+// table {rows}, grouped, each group counting {sign}count(*). A statement
+// of fewer than bulkRows rows costs one SQL statement (issue 53: the
+// size test is the INSERT's one-time filter, not a query of its own);
+// one of more, or of none, inserts nothing there and goes on to the base.
 var countAppend = `
 DECLARE
 	zk smallint[];
@@ -409,10 +416,11 @@ DECLARE
 	zs text[];
 	zh smallint[];
 BEGIN
-	IF (SELECT count(*) FROM (SELECT FROM {rows} LIMIT ` + strconv.Itoa(bulkRows) + `) AS b) < ` + strconv.Itoa(bulkRows) + ` THEN
-		INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
-		SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
-		FROM {rows} GROUP BY 1, 2, 3, 4;
+	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d)
+	SELECT ` + countShardSQL + `, state, context_id, owner, {sign}count(*)
+	FROM {rows} WHERE (SELECT count(*) FROM (SELECT FROM {rows} LIMIT ` + strconv.Itoa(bulkRows) + `) AS b) < ` + strconv.Itoa(bulkRows) + `
+	GROUP BY 1, 2, 3, 4;
+	IF FOUND THEN
 		RETURN NULL;
 	END IF;` + replaceAll(baseUpsert, "{before}", `WITH g AS (
 		SELECT `+countShardSQL+` AS shard, state, context_id, owner, {sign}count(*) AS d
@@ -434,16 +442,13 @@ var countFunctions = []struct{ name, body string }{
 BEGIN
 	IF OLD.context_id IS NOT DISTINCT FROM NEW.context_id AND OLD.owner IS NOT DISTINCT FROM NEW.owner
 			AND OLD.id IS NOT DISTINCT FROM NEW.id THEN
-		IF OLD.state IS NOT DISTINCT FROM NEW.state THEN
-			RETURN NULL;
-		END IF;
 		INSERT INTO {schema}.a2a_task_count_moves (shard, old_state, new_state, context_id, owner) VALUES
 			({shard(NEW.id)}, OLD.state, NEW.state, NEW.context_id, NEW.owner);
-		RETURN NULL;
+	ELSE
+		INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
+			({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
+			({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	END IF;
-	INSERT INTO {schema}.a2a_task_count_deltas (shard, state, context_id, owner, d) VALUES
-		({shard(OLD.id)}, OLD.state, OLD.context_id, OLD.owner, -1),
-		({shard(NEW.id)}, NEW.state, NEW.context_id, NEW.owner, 1);
 	RETURN NULL;
 END
 `},
@@ -470,17 +475,33 @@ var countTriggers = []struct {
 	tgtype             int16  // pg_trigger.tgtype
 	oldTable, newTable string // transition tables
 	columns            []string
+	when               string // the WHEN condition as the server deparses it ("": none)
 }{
 	{"a2a_task_counts_insert", "a2a_task_counts_on_insert",
-		"AFTER INSERT ON {schema}.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT", tgInsert, "", "new_rows", nil},
+		"AFTER INSERT ON {schema}.a2a_tasks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT", tgInsert, "", "new_rows", nil, ""},
 	{"a2a_task_counts_delete", "a2a_task_counts_on_delete",
-		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil},
+		"AFTER DELETE ON {schema}.a2a_tasks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT", tgDelete, "old_rows", "", nil, ""},
 	{"a2a_task_counts_update", "a2a_task_counts_on_update",
-		"AFTER UPDATE OF id, state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW", tgRow | tgUpdate, "", "",
-		[]string{"id", "state", "context_id", "owner"}},
+		"AFTER UPDATE OF id, state, context_id, owner ON {schema}.a2a_tasks FOR EACH ROW WHEN (" + countedChangeSQL + ")", tgRow | tgUpdate, "", "",
+		[]string{"id", "state", "context_id", "owner"}, countedChangeDeparsed},
 	{"a2a_task_counts_truncate", "a2a_task_counts_on_truncate",
-		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil},
+		"AFTER TRUNCATE ON {schema}.a2a_tasks FOR EACH STATEMENT", tgTruncate, "", "", nil, ""},
 }
+
+// countedChangeSQL is the update trigger's WHEN condition (issue 53): a
+// counted column changed. An update that sets one of them to the value
+// it had (a Replace that keeps state and context, as a lifecycle's
+// artifact) queues no trigger event and calls no function. It is true
+// whenever the function would append anything, so the counts are as
+// exact as without it; startup accepts this condition and no other
+// (countedChangeDeparsed).
+const countedChangeSQL = `OLD.id IS DISTINCT FROM NEW.id OR OLD.state IS DISTINCT FROM NEW.state` +
+	` OR OLD.context_id IS DISTINCT FROM NEW.context_id OR OLD.owner IS DISTINCT FROM NEW.owner`
+
+// countedChangeDeparsed is countedChangeSQL as pg_get_triggerdef writes
+// it back (PostgreSQL 15), between "WHEN (" and ") EXECUTE".
+const countedChangeDeparsed = `((old.id IS DISTINCT FROM new.id) OR (old.state IS DISTINCT FROM new.state)` +
+	` OR (old.context_id IS DISTINCT FROM new.context_id) OR (old.owner IS DISTINCT FROM new.owner))`
 
 // pg_trigger.tgtype bits (AFTER is the absence of tgBefore and tgInstead).
 const (

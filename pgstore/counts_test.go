@@ -202,7 +202,8 @@ WHEN NOT MATCHED THEN INSERT (id, context_id, revision, state, owner) VALUES (v.
 }
 
 // The counters' guards: a write that bypasses one trigger (dropped,
-// disabled, enabled for replicas only, or given a WHEN condition), an
+// disabled, enabled for replicas only, or given a WHEN condition other
+// than the update trigger's own, issue 53), an
 // altered trigger function, or a write with triggers switched off is
 // caught — by the startup check (naming the migration file) or by the
 // drift check. A managed startup reinstalls a broken guard with a
@@ -227,6 +228,9 @@ FOR EACH ROW EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SE
 REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION a2a_task_counts_on_insert()`, ins},
 		{"update trigger WHEN owner unchanged", `CREATE OR REPLACE TRIGGER a2a_task_counts_update AFTER UPDATE OF state, context_id, owner ON a2a_tasks
 FOR EACH ROW WHEN (OLD.owner = NEW.owner) EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SET owner = 'o2'`},
+		{"update trigger WHEN blind to owner", `CREATE OR REPLACE TRIGGER a2a_task_counts_update AFTER UPDATE OF id, state, context_id, owner ON a2a_tasks
+FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.state IS DISTINCT FROM NEW.state OR OLD.context_id IS DISTINCT FROM NEW.context_id)
+EXECUTE FUNCTION a2a_task_counts_on_update()`, `UPDATE a2a_tasks SET owner = 'o2'`},
 		{"function body", `CREATE OR REPLACE FUNCTION a2a_task_counts_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`,
 			`DELETE FROM a2a_tasks`},
 		{"counter table written", ``, `UPDATE a2a_task_counts SET n = n + 1 WHERE kind = 1`},

@@ -53,16 +53,17 @@
 // names, that the owner column is text NOT NULL, and that the counter
 // table, its trigger functions (their bodies as this release writes them)
 // and triggers are in place — each trigger of its type, without a WHEN
-// condition, enabled as CREATE TRIGGER enables it or ENABLE ALWAYS (not
+// condition but the update trigger's own (issue 53), enabled as CREATE TRIGGER enables it or ENABLE ALWAYS (not
 // disabled, not ENABLE REPLICA) — and otherwise fails naming the
 // migration file to run: pgstore/migrations/001_ordering_indexes.sql,
 // which holds exactly the statements of P2, then
 // pgstore/migrations/003_owner_and_counts.sql, which holds the statements
 // of the three steps above for schema public, its locking written at its
-// top, then pgstore/migrations/007_count_watermark.sql, which holds every
+// top, then pgstore/migrations/009_count_triggers.sql, which holds every
 // counter statement this release runs (the ledger of issue 20,
 // pgstore/migrations/004_count_ledger.sql, read by index above the folds'
-// watermark, issue 53).
+// watermark of pgstore/migrations/007_count_watermark.sql, with the
+// cheaper triggers of issue 53).
 //
 // # Totals (L5, L8, C4, C5)
 //

@@ -30,6 +30,14 @@ const CountLedgerMigrationFile = "pgstore/migrations/004_count_ledger.sql"
 // change's) needs nothing.
 const CountWatermarkMigrationFile = "pgstore/migrations/007_count_watermark.sql"
 
+// CountTriggersMigrationFile is the migration an externally managed
+// schema runs after CountWatermarkMigrationFile (or after
+// OwnerCountsMigrationFile alone: it too holds every counter statement
+// the managed schema runs) to get the cheaper counting triggers of
+// issue 53: the update trigger's WHEN condition and one statement per
+// small insert or delete. Startup errors about the counters name it.
+const CountTriggersMigrationFile = "pgstore/migrations/009_count_triggers.sql"
+
 // The owner column and the counters are installed in three steps, each
 // its own transaction under the schema's advisory lock (the one
 // ensureSchema takes), each skipped when the catalog shows it done:
@@ -208,16 +216,18 @@ WHERE n.nspname = $1 AND p.proname LIKE 'a2a\_task\_counts\_%' AND p.pronargs = 
 
 // inspectCountTriggers checks that there is exactly one trigger per
 // function, of the right type (and, for UPDATE, firing on at least state,
-// context_id, owner), without a WHEN condition, firing for ordinary
+// context_id, owner), without a WHEN condition but the update trigger's,
+// which must be exactly countedChangeSQL (issue 53), firing for ordinary
 // sessions: enabled as CREATE TRIGGER enables it ('O', fires unless
 // session_replication_role is replica) or ENABLE ALWAYS ('A', fires for
 // every session, replica role included, which keeps the counters exact for
 // even more writers). Disabled ('D') and ENABLE REPLICA ('R', fires only
 // in replica role) triggers do not count ordinary writes; neither does one
-// whose WHEN condition can be false.
+// whose WHEN condition can be false when a counted column changes.
 func (s *Store) inspectCountTriggers(ctx context.Context, db queryer) ([]string, error) {
 	rows, err := db.Query(ctx, `
-SELECT p.proname::text, t.tgtype, t.tgenabled IN ('O', 'A') AND t.tgqual IS NULL,
+SELECT p.proname::text, t.tgtype, t.tgenabled IN ('O', 'A'),
+       CASE WHEN t.tgqual IS NULL THEN '' ELSE coalesce(substring(pg_get_triggerdef(t.oid) FROM ' WHEN \((.*)\) EXECUTE '), '?') END,
        coalesce(t.tgoldtable::text, ''), coalesce(t.tgnewtable::text, ''),
        ARRAY(SELECT a.attname::text FROM unnest(t.tgattr::int2[]) k(attnum)
              JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = k.attnum)
@@ -232,14 +242,15 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.n
 	}
 	type trig struct {
 		tgtype           int16
-		enabled          bool // fires for ordinary sessions, unconditionally
+		enabled          bool   // fires for ordinary sessions
+		when             string // its WHEN condition, deparsed ("": none)
 		oldTable, newTab string
 		cols             []string
 	}
 	trigs := map[string][]trig{}
 	var fn string
 	var tg trig
-	if _, err := pgx.ForEachRow(rows, []any{&fn, &tg.tgtype, &tg.enabled, &tg.oldTable, &tg.newTab, &tg.cols}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&fn, &tg.tgtype, &tg.enabled, &tg.when, &tg.oldTable, &tg.newTab, &tg.cols}, func() error {
 		trigs[fn] = append(trigs[fn], tg)
 		return nil
 	}); err != nil {
@@ -248,7 +259,7 @@ WHERE n.nspname = $1 AND c.relname = 'a2a_tasks' AND NOT t.tgisinternal AND pn.n
 	var problems []string
 	for _, want := range countTriggers {
 		got := trigs[want.function]
-		ok := len(got) == 1 && got[0].enabled && got[0].tgtype == want.tgtype &&
+		ok := len(got) == 1 && got[0].enabled && got[0].when == want.when && got[0].tgtype == want.tgtype &&
 			got[0].oldTable == want.oldTable && got[0].newTab == want.newTable
 		if ok && len(got[0].cols) > 0 {
 			for _, c := range want.columns {
@@ -309,7 +320,7 @@ func (s *Store) checkExtras(ctx context.Context) error {
 		return fmt.Errorf("pgstore: check schema: %w", err)
 	}
 	if !st.complete() {
-		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s, then %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile, CountWatermarkMigrationFile)
+		return fmt.Errorf("%w: %s.a2a_tasks lacks %s; run %s, then %s", ErrSchema, s.schema, st.problems(), OwnerCountsMigrationFile, CountTriggersMigrationFile)
 	}
 	return nil
 }

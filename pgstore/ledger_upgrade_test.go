@@ -100,18 +100,18 @@ SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM 
 }
 
 // upgradeCounts checks that an external schema's startup on the counters
-// of an earlier release fails, naming migration 007, then upgrades: by
-// running 007 and opening the external schema, or (managed) by opening
+// of an earlier release fails, naming migration 009, then upgrades: by
+// running 009 and opening the external schema, or (managed) by opening
 // the store. The store returned folds only when asked; t closes it.
 func upgradeCounts(t *testing.T, dsn string, conn *pgx.Conn, managed bool) *pgstore.Store {
 	t.Helper()
 	ctx := context.Background()
 	_, err := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true})
-	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.CountWatermarkMigrationFile) {
+	if !errors.Is(err, pgstore.ErrSchema) || !strings.Contains(err.Error(), pgstore.CountTriggersMigrationFile) {
 		t.Fatalf("external startup on the counters of an earlier release: %v", err)
 	}
 	if !managed {
-		b, err := os.ReadFile(migration007)
+		b, err := os.ReadFile(migration009)
 		if err != nil {
 			t.Fatal(err)
 		}

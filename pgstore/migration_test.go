@@ -41,15 +41,16 @@ func testRand(t testing.TB) (uint64, *rand.Rand) {
 const (
 	migration004 = "migrations/004_count_ledger.sql"
 	migration007 = "migrations/007_count_watermark.sql"
+	migration009 = "migrations/009_count_triggers.sql"
 )
 
-// runMigration003 runs the shipped migration files 003, 004 and 007 on conn,
+// runMigration003 runs the shipped migration files 003, 004, 007 and 009 on conn,
 // the way psql -f would run them (their statements in order, their own
 // BEGIN/COMMIT), then 006 (runMigration006): what an externally managed
 // schema of the release before owners runs to be current.
 func runMigration003(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
-	for _, f := range []string{migration003, migration004, migration007} {
+	for _, f := range []string{migration003, migration004, migration007, migration009} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +108,7 @@ func TestMigration003HoldsTheManagedStatements(t *testing.T) {
 	for _, c := range []struct {
 		file  string
 		stmts []string
-	}{{migration003, append(owner, indexes...)}, {migration007, counts}} {
+	}{{migration003, append(owner, indexes...)}, {migration009, counts}} {
 		b, err := os.ReadFile(c.file)
 		if err != nil {
 			t.Fatal(err)
@@ -130,6 +131,9 @@ func TestMigration003HoldsTheManagedStatements(t *testing.T) {
 	}
 	if filepath.Base(pgstore.CountWatermarkMigrationFile) != filepath.Base(migration007) {
 		t.Fatalf("CountWatermarkMigrationFile = %q", pgstore.CountWatermarkMigrationFile)
+	}
+	if filepath.Base(pgstore.CountTriggersMigrationFile) != filepath.Base(migration009) {
+		t.Fatalf("CountTriggersMigrationFile = %q", pgstore.CountTriggersMigrationFile)
 	}
 }
 
@@ -297,7 +301,7 @@ func TestMigration003WithPsql(t *testing.T) {
 	psql := needPsql(t)
 	dsn, conn, cases := oldReleaseWithOwners(t)
 	for range 2 {
-		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, dsn)
+		cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, "-f", migration009, dsn)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("psql: %v\n%s", err, out)
 		}
@@ -414,7 +418,7 @@ func TestUpgradeOwnerKey(t *testing.T) {
 		t.Run(fmt.Sprintf("psql with PGOPTIONS %q", c.key), func(t *testing.T) {
 			psql := needPsql(t)
 			dsn, conn := rows(t)
-			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, dsn)
+			cmd := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", migration003, "-f", migration004, "-f", migration006, "-f", migration007, "-f", migration009, dsn)
 			cmd.Env = append(os.Environ(), "PGOPTIONS=-c a2astore.upgrade_owner_key="+c.key)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("psql: %v\n%s", err, out)

@@ -77,7 +77,7 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	}
 	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Optional: true},
-		{File: OwnerCountsMigrationFile + " + " + CountWatermarkMigrationFile}, {File: LogMigrationFile, Optional: true},
+		{File: OwnerCountsMigrationFile + " + " + CountTriggersMigrationFile}, {File: LogMigrationFile, Optional: true},
 		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Optional: true}}
 
 	switch err := s.checkTable(ctx); {

@@ -54,7 +54,7 @@ VALUES ($1, 'c', 1, 'TASK_STATE_WORKING', $2::timestamptz)`, id, at)
 func externalTable(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
 	stmts := []string{pgstore.TableDDL("public")}
-	for _, f := range []string{"migrations/001_ordering_indexes.sql", migration003, migration004, migration007} {
+	for _, f := range []string{"migrations/001_ordering_indexes.sql", migration003, migration004, migration007, migration009} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

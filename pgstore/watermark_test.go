@@ -301,6 +301,26 @@ func TestCheckFindsLedgerRowsBelowWatermark(t *testing.T) {
 	}
 }
 
+// oldCounters creates a2a_tasks with migrations 001, 003 and counters
+// (the counter migration of a release before), then writes 30 tasks, a
+// change of state of 11 and a change of context of one under its
+// triggers, which leave ledger rows pending.
+func oldCounters(t testing.TB, conn *pgx.Conn, counters string) {
+	t.Helper()
+	execSQL(t, conn, pgstore.TableDDL("public"))
+	for _, f := range []string{"migrations/001_ordering_indexes.sql", migration003, counters} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		execSQL(t, conn, string(b))
+	}
+	execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
+SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM generate_series(1, 30) i`)
+	execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'old1%'`)
+	execSQL(t, conn, `UPDATE a2a_tasks SET context_id = 'c1' WHERE id = 'old2'`)
+}
+
 // Issue 53's upgrade: a database of the release before — the ledgers of
 // migration 004, without xact, with deltas and moves pending — upgrades,
 // external (refused at startup naming 007, then 007 run) or managed (at
@@ -314,18 +334,7 @@ func TestWatermarkUpgradesLedger(t *testing.T) {
 		t.Run(fmt.Sprint("managed=", managed), func(t *testing.T) {
 			dsn := pgtest.DSN(t)
 			conn := connect(t, dsn)
-			execSQL(t, conn, pgstore.TableDDL("public"))
-			for _, f := range []string{"migrations/001_ordering_indexes.sql", migration003, migration004} {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				execSQL(t, conn, string(b))
-			}
-			execSQL(t, conn, `INSERT INTO a2a_tasks (id, context_id, revision, state, owner)
-SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM generate_series(1, 30) i`)
-			execSQL(t, conn, `UPDATE a2a_tasks SET state = 'TASK_STATE_COMPLETED' WHERE id LIKE 'old1%'`)
-			execSQL(t, conn, `UPDATE a2a_tasks SET context_id = 'c1' WHERE id = 'old2'`)
+			oldCounters(t, conn, migration004)
 			if ledgerRows(t, conn) == 0 {
 				t.Fatal("no pending ledger rows before the upgrade")
 			}
@@ -363,8 +372,8 @@ SELECT 'old' || i, 'c' || (i % 3), 1, 'TASK_STATE_WORKING', 'o' || (i % 2) FROM 
 			checkTotal(t, s, engine.ListRequest{}, recount(t, conn, "true"))
 			checkTotal(t, s, engine.ListRequest{Status: a2a.TaskStateWorking}, recount(t, conn, "state = 'TASK_STATE_WORKING'"))
 			// This release's functions back (a restart of a managed
-			// server, or 007 run again): all of it checks out.
-			b, err = os.ReadFile(migration007)
+			// server, or 009 run again): all of it checks out.
+			b, err = os.ReadFile(migration009)
 			if err != nil {
 				t.Fatal(err)
 			}
