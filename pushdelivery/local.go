@@ -193,6 +193,10 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.taskLocked(r.TaskID)
+	if err := l.dropStaleLocked(t, r); err != nil {
+		l.dropIfEmptyLocked(r.TaskID)
+		return err
+	}
 	cur := t.recs[r.Config.ID]
 	next := *r
 	next.Config.TaskID = r.TaskID
@@ -217,6 +221,29 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 		t.recs[r.Config.ID] = &localRecord{rec: next}
 	}
 	l.mu.dirty[r.TaskID] = struct{}{}
+	l.updatePendingLocked(r.TaskID)
+	return nil
+}
+
+// dropStaleLocked removes the records of r's task saved for an earlier
+// incarnation of it than r (SPEC N1).
+// REQUIRES: l.mu held.
+func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
+	var ids []string
+	for id, lr := range t.recs {
+		if lr.rec.Incarnation < r.Incarnation {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := l.deleteKeysLocked(r.TaskID, ids); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		delete(t.recs, id)
+	}
 	l.updatePendingLocked(r.TaskID)
 	return nil
 }

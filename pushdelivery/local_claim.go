@@ -184,6 +184,23 @@ func (ll *localLease) Commit(ctx context.Context, r *Record) error {
 	return nil
 }
 
+// Drop implements dropper.
+func (ll *localLease) Drop(ctx context.Context) error {
+	l := ll.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ll.heldLocked() == nil {
+		return ErrLeaseLost
+	}
+	if err := l.deleteKeysLocked(ll.rec.TaskID, []string{ll.rec.Config.ID}); err != nil {
+		return err
+	}
+	delete(l.mu.tasks[ll.rec.TaskID].recs, ll.rec.Config.ID)
+	l.updatePendingLocked(ll.rec.TaskID)
+	l.dropIfEmptyLocked(ll.rec.TaskID)
+	return nil
+}
+
 func (ll *localLease) Release(ctx context.Context) {
 	ll.l.mu.Lock()
 	defer ll.l.mu.Unlock()

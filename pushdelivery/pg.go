@@ -159,7 +159,7 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	var config []byte
 	var failing *time.Time
 	dest := append([]any{&r.TaskID, &r.Config.ID, &config, &r.Dest, &r.Created, &r.Delivered,
-		&r.Attempts, &failing, &r.NextAt, &r.LastError, &r.Done}, extra...)
+		&r.Attempts, &failing, &r.NextAt, &r.LastError, &r.Done, &r.Incarnation}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,8 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	return &r, nil
 }
 
-// Save implements Outbox. The count and the upsert run in one
+// Save implements Outbox. The removal of the task's records of an
+// earlier incarnation (SPEC N1), the count and the upsert run in one
 // transaction under a lock on the task, so concurrent saves cannot pass
 // MaxConfigsPerTask together. The transaction is READ COMMITTED whatever
 // the session's default (SPEC N2, N4): the count must see the saves
@@ -190,6 +191,9 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, p.sql.dropStale, r.TaskID, r.Incarnation); err != nil {
+			return err
+		}
 		var n int
 		var exists bool
 		if err := tx.QueryRow(ctx, p.sql.count, r.TaskID, r.Config.ID).Scan(&n, &exists); err != nil {
@@ -199,7 +203,7 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 			return ErrTooMany
 		}
 		_, err := tx.Exec(ctx, p.sql.upsert, r.TaskID, r.Config.ID, config, r.Dest, r.Created,
-			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done, r.Incarnation)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrTooMany) {
@@ -364,6 +368,18 @@ func (l *pgLease) Commit(ctx context.Context, r *Record) error {
 		r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
 	if err != nil {
 		return pgErr("commit", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Drop implements dropper: the row goes if the lease still holds it.
+func (l *pgLease) Drop(ctx context.Context) error {
+	tag, err := l.p.execRC(ctx, l.p.sql.drop, l.rec.TaskID, l.rec.Config.ID, l.token)
+	if err != nil {
+		return pgErr("drop", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrLeaseLost

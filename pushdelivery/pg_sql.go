@@ -9,13 +9,14 @@ import (
 type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
+	dropStale, drop                                       string
 	claim, commit, release, sweep, depth                  string
 	reopenTasks, rescan, rescanRecent                     string
 	hasIdle, backfillIdle, setAside, dueNow               string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
-const pgCols = `task_id, id, config, dest, created_at, delivered, attempts, failing_since, next_at, last_error, done`
+const pgCols = `task_id, id, config, dest, created_at, delivered, attempts, failing_since, next_at, last_error, done, incarnation`
 
 // pgTableSQL defines the table (%[1]s: the quoted schema). No foreign key:
 // a configuration may be saved before its task's first write, and Sweep
@@ -37,6 +38,7 @@ const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
 	lease_until   timestamptz,
 	idle          boolean     NOT NULL DEFAULT false,
 	set_aside     boolean     NOT NULL DEFAULT false,
+	incarnation   bigint      NOT NULL DEFAULT 0,
 	PRIMARY KEY (task_id, id)
 )`
 
@@ -45,11 +47,13 @@ const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
 // delivered its task's last revision when last written (caught up; Done
 // records are idle too), so the claim index leaves it out until a write
 // to its task reopens it (SPEC C6). set_aside: the record does not decode
-// (N4); Save clears it. The claim index of earlier versions indexed every
+// (N4); Save clears it. incarnation: Record.Incarnation (N1; 0 for the
+// records of earlier versions: none). The claim index of earlier versions indexed every
 // record not Done.
 var pgMigrateSQL = []string{
 	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS idle boolean NOT NULL DEFAULT false`,
 	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS set_aside boolean NOT NULL DEFAULT false`,
+	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS incarnation bigint NOT NULL DEFAULT 0`,
 	`CREATE INDEX IF NOT EXISTS a2a_push_configs_claim ON %[1]s.a2a_push_configs (next_at) WHERE NOT idle AND NOT set_aside`,
 	`DROP INDEX IF EXISTS %[1]s.a2a_push_configs_due`,
 }
@@ -194,17 +198,21 @@ WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		// A changed config starts its failure state afresh (Record.afresh);
 		// saving it again clears a set-aside (an undecodable config).
-		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s, idle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s, idle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 	` + pgIdleSQL + `$6)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest, set_aside = false,
 	attempts = CASE WHEN c.config = EXCLUDED.config THEN c.attempts ELSE EXCLUDED.attempts END,
 	failing_since = CASE WHEN c.config = EXCLUDED.config THEN c.failing_since ELSE EXCLUDED.failing_since END,
 	last_error = CASE WHEN c.config = EXCLUDED.config THEN c.last_error ELSE EXCLUDED.last_error END,
 	next_at = CASE WHEN c.config = EXCLUDED.config THEN c.next_at ELSE EXCLUDED.next_at END`),
-		get:          f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:       f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		// $1 task, $2 the incarnation saved: the records of earlier ones.
+		dropStale: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND incarnation < $2`),
+		// $1 task, $2 id, $3 lease token.
+		drop:         f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed),
 		commit:       f(pgCommitSQL),
 		reopenTasks:  fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
