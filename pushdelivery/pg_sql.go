@@ -13,6 +13,7 @@ type pgSQL struct {
 	claim, commit, release, sweep, depth                  string
 	reopenTasks, rescan, rescanRecent                     string
 	hasIdle, backfillIdle, setAside, dueNow               string
+	hasDeletions, sweepDeleted, sweepUnborn               string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -56,6 +57,7 @@ var pgMigrateSQL = []string{
 	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS incarnation bigint NOT NULL DEFAULT 0`,
 	`CREATE INDEX IF NOT EXISTS a2a_push_configs_claim ON %[1]s.a2a_push_configs (next_at) WHERE NOT idle AND NOT set_aside`,
 	`DROP INDEX IF EXISTS %[1]s.a2a_push_configs_due`,
+	`CREATE INDEX IF NOT EXISTS a2a_push_configs_unborn ON %[1]s.a2a_push_configs (created_at) WHERE delivered = 0`,
 }
 
 // pgBackfillIdleSQL marks idle the caught-up records of a table that had
@@ -151,10 +153,37 @@ const pgRescanRecentTail = `SELECT count(DISTINCT w_id), max(w_at),
 
 const pgRescanTail = `SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`
 
-// pgSweepSQL: $1 the cutoff, $2 the limit.
+// pgSweepSQL: $1 the cutoff, $2 the limit. The sweep of a store
+// without deletion marks (no task log): it reads every record older
+// than the cutoff whose task exists.
 const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
 	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
 	WHERE c.created_at < $1
+	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
+	LIMIT $2 FOR UPDATE SKIP LOCKED) d
+WHERE p.task_id = d.task_id AND p.id = d.id`
+
+// pgSweepDeletedSQL: the records saved before the last deletion of
+// their task (incarnation below its mark: SPEC N1, whether or not the
+// task was created again), found from pgstore's deletion marks
+// (a2a_task_deletions, by its index on at) since $1, at most $2 marks
+// and $3 records: the rows read are the deletions since and their
+// records, not the records stored (C6). It returns the records deleted,
+// the marks read and the last mark's time.
+const pgSweepDeletedSQL = `WITH d AS (SELECT task_id, at FROM %[1]s.a2a_task_deletions WHERE at >= $1 ORDER BY at LIMIT $2),
+c AS (SELECT q.task_id, q.id FROM d JOIN %[1]s.a2a_push_configs q ON q.task_id = d.task_id
+	WHERE q.incarnation < (extract(epoch FROM d.at) * 1000000)::bigint
+	LIMIT $3 FOR UPDATE OF q SKIP LOCKED),
+x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1)
+SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM d), (SELECT max(at) FROM d)`
+
+// pgSweepUnbornSQL: the records older than $1 of tasks never created
+// (saved before a first write that never came: Delivered 0, read by the
+// partial index a2a_push_configs_unborn), at most $2. The records of
+// live tasks there are those behind at revision 0: work due.
+const pgSweepUnbornSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
+	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
+	WHERE c.delivered = 0 AND c.created_at < $1
 	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
 	LIMIT $2 FOR UPDATE SKIP LOCKED) d
 WHERE p.task_id = d.task_id AND p.id = d.id`
@@ -220,7 +249,10 @@ ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDE
 		rescanRecent: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanRecentSQL, schema)) + pgRescanRecentTail,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
-		sweep: f(pgSweepSQL),
-		depth: f(pgDepthSQL),
+		sweep:        f(pgSweepSQL),
+		sweepDeleted: f(pgSweepDeletedSQL),
+		sweepUnborn:  f(pgSweepUnbornSQL),
+		hasDeletions: `SELECT to_regclass(quote_ident($1) || '.a2a_task_deletions') IS NOT NULL`,
+		depth:        f(pgDepthSQL),
 	}
 }
