@@ -112,8 +112,10 @@ func drain(t *testing.T, o pushdelivery.Outbox, now time.Time) int {
 	}
 }
 
-// Claim reads from the store the revisions of touched tasks only, and of
-// every task once per Rescan: not one lookup per record per call.
+// Claim reads from the store the revisions of touched tasks only, and
+// once per Rescan of the tasks written since the previous rescan (all
+// ten here: written within the Rescan margin): not one lookup per
+// record per call.
 func TestLocalClaimReadsOnlyDirtyTasks(t *testing.T) {
 	ctx := context.Background()
 	s := &countingStore{Store: memstore.New(memstore.Options{}), gets: map[a2a.TaskID]int{}}
