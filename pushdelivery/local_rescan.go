@@ -2,6 +2,7 @@ package pushdelivery
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/a2astore/a2astore/engine"
 )
@@ -32,6 +33,9 @@ func (l *Local) written(ctx context.Context) error {
 		resp, err := l.store.List(ctx, &req)
 		if err != nil {
 			return err
+		}
+		if len(resp.TaskCursors) != len(resp.Tasks) {
+			return fmt.Errorf("pushdelivery: rescan: the store's list page has %d cursors for %d tasks (engine.ListResponse.TaskCursors)", len(resp.TaskCursors), len(resp.Tasks))
 		}
 		end := resp.NextPageToken == ""
 		for _, c := range resp.TaskCursors {
