@@ -85,12 +85,20 @@ func (c *ConfigStore) save(ctx context.Context, task a2a.TaskID, config *a2a.Pus
 	if err != nil {
 		return nil, err
 	}
+	// The mark first: a task deleted and created again between the two
+	// reads leaves a record of the incarnation deleted (dropped unsent),
+	// never one of the earlier incarnation's mark at the later one's
+	// revision.
+	mark, err := c.mark(ctx, task)
+	if err != nil {
+		return nil, err
+	}
 	rev, err := c.revision(ctx, task)
 	if err != nil {
 		return nil, err
 	}
 	now := c.clock()
-	r := &Record{TaskID: task, Config: cfg, Dest: dest, Created: now, NextAt: now, Delivered: rev}
+	r := &Record{TaskID: task, Config: cfg, Dest: dest, Created: now, NextAt: now, Delivered: rev, Incarnation: mark}
 	if err := c.o.Save(ctx, r); err != nil {
 		if errors.Is(err, ErrTooMany) {
 			return nil, tooMany()
@@ -123,6 +131,9 @@ func (c *ConfigStore) Check(ctx context.Context, task a2a.TaskID, cfg *a2a.PushC
 	if err != nil {
 		return err
 	}
+	if recs, err = c.live(ctx, task, recs); err != nil { // Save removes the others
+		return err
+	}
 	if len(recs) < MaxConfigsPerTask || slices.ContainsFunc(recs, func(r *Record) bool { return r.Config.ID == norm.ID }) {
 		return nil
 	}
@@ -141,6 +152,36 @@ func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, err
 	return rec.Revision, nil
 }
 
+// mark is the store's mark of the task's last deletion (0: none, or a
+// store without a log, which remembers no deletion).
+func (c *ConfigStore) mark(ctx context.Context, task a2a.TaskID) (int64, error) {
+	logs, ok := c.s.(engine.LogStore)
+	if !ok {
+		return 0, nil
+	}
+	m, err := logs.Deleted(ctx, task)
+	if errors.Is(err, engine.ErrLogDisabled) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pushdelivery: read task deletions: %w", err)
+	}
+	return m, nil
+}
+
+// live is recs without the records of a deleted incarnation of task
+// (SPEC N1: they serve no later task of the ID).
+func (c *ConfigStore) live(ctx context.Context, task a2a.TaskID, recs []*Record) ([]*Record, error) {
+	if len(recs) == 0 {
+		return recs, nil
+	}
+	mark, err := c.mark(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(r *Record) bool { return r.stale(mark) }), nil
+}
+
 // Get implements push.ConfigStore.
 func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a.PushConfig, error) {
 	r, err := c.o.Get(ctx, task, id)
@@ -149,6 +190,13 @@ func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a
 	}
 	if err != nil {
 		return nil, err
+	}
+	live, err := c.live(ctx, task, []*Record{r})
+	if err != nil {
+		return nil, err
+	}
+	if len(live) == 0 {
+		return nil, push.ErrPushConfigNotFound
 	}
 	return &r.Config, nil
 }
@@ -205,6 +253,9 @@ func (c *ConfigStore) list(ctx context.Context, task a2a.TaskID, after string, p
 	if len(recs) > pageSize {
 		recs = recs[:pageSize]
 		next = pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(recs[pageSize-1].Config.ID))
+	}
+	if recs, err = c.live(ctx, task, recs); err != nil { // after the token: a page may come short, not end early
+		return nil, "", err
 	}
 	out := make([]*a2a.PushConfig, len(recs))
 	for i, r := range recs {

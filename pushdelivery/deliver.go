@@ -91,7 +91,12 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 		wctx, wcancel = context.WithTimeoutCause(dctx, t, errWindow)
 		defer wcancel()
 	}
-	if err := w.send(dctx, wctx, l.Revision(), &rec, claimed); err != nil && ctx.Err() == nil {
+	err := w.send(dctx, wctx, l.Revision(), &rec, claimed)
+	if errors.Is(err, errStale) {
+		w.drop(ctx, l, &rec)
+		return
+	}
+	if err != nil && ctx.Err() == nil {
 		// The store failed, not the webhook: no attempt counted.
 		w.o.Logger.Warn("pushdelivery: read task", "task", rec.TaskID, "err", err)
 		rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
@@ -107,6 +112,42 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	}
 }
 
+// errStale is send's error for a record whose task was deleted since
+// its configuration was saved (SPEC N1).
+var errStale = errors.New("pushdelivery: the task of the push config was deleted")
+
+// drop deletes the claimed record rec of a deleted incarnation of its
+// task, unsent (SPEC N1); a lease that cannot drop is released.
+func (w *Worker) drop(ctx context.Context, l Lease, rec *Record) {
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	d, ok := l.(dropper)
+	if !ok {
+		l.Release(cctx)
+		return
+	}
+	if err := d.Drop(cctx); err != nil && !errors.Is(err, ErrLeaseLost) {
+		w.o.Logger.Warn("pushdelivery: drop the push config of a deleted task", "task", rec.TaskID, "config", rec.Config.ID, "err", err)
+		return
+	}
+	w.o.Logger.Debug("pushdelivery: push config of a deleted task dropped", "task", rec.TaskID, "config", rec.Config.ID)
+}
+
+// checkLive fails with errStale when the store remembers a deletion of
+// rec's task after rec's configuration was saved. Called after the read
+// of what is to be sent: marks only grow, so a read that came before a
+// mark showing no deletion read the incarnation rec was saved for.
+func (w *Worker) checkLive(ctx context.Context, rec *Record) error {
+	mark, err := w.o.Store.Deleted(ctx, rec.TaskID)
+	if err = late(ctx, err); err != nil {
+		return fmt.Errorf("read task deletions: %w", err)
+	}
+	if rec.stale(mark) {
+		return errStale
+	}
+	return nil
+}
+
 // send delivers rec's log entries after rec.Delivered (at most a batch),
 // updating rec; head is the task's revision at claim time, claimed the
 // claim's time. The first post runs under ctx, the others under wctx.
@@ -114,6 +155,9 @@ func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claime
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
 	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("read log: %w", err)
+	}
+	if err := w.checkLive(ctx, rec); err != nil {
+		return err
 	}
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
 		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
@@ -161,6 +205,9 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	r, err := w.o.Store.Get(ctx, rec.TaskID)
 	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("get task: %w", err)
+	}
+	if err := w.checkLive(ctx, rec); err != nil {
+		return err
 	}
 	payload, err := json.Marshal(a2a.StreamResponse{Event: r.Task})
 	if err != nil {

@@ -12,8 +12,12 @@
 //     answers for a task the caller cannot see before any config is read);
 //     they go with their task (Outbox.Sweep, once the task has been gone
 //     for a grace period: a2a-go saves a SendMessage's config before the
-//     task's first write). ConfigStore.ListPage pages with a token of its
-//     own.
+//     task's first write), and never serve a later task created under
+//     the same ID: a record keeps the incarnation its task had when
+//     saved (Record.Incarnation, the store's deletion mark), and one
+//     whose task was deleted since is dropped unsent, hidden by
+//     ConfigStore and removed by a save for the later task.
+//     ConfigStore.ListPage pages with a token of its own.
 //   - N2 Every logged event of a task is delivered at least once to every
 //     config of the task that existed when it was logged, in log order per
 //     config (a config's cursor starts at its task's revision when saved);

@@ -26,3 +26,9 @@ func (p *PG) Rescanning() bool {
 	defer p.mu.Unlock()
 	return p.mu.scanning
 }
+
+// SweepStatements returns the sweep's statements: over deletion marks,
+// of never-created tasks, and without marks.
+func (p *PG) SweepStatements() (deleted, unborn, all string) {
+	return p.sql.sweepDeleted, p.sql.sweepUnborn, p.sql.sweep
+}

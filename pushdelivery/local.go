@@ -20,10 +20,15 @@ type LocalOptions struct {
 	// Lease is how long a claim lasts before another Claim may take the
 	// record again. Default 30 s.
 	Lease time.Duration
-	// Rescan is how often Claim re-reads the revision of every task with
-	// records, beside the tasks marked by Touch. Default 5 s.
+	// Rescan is how often Claim looks for tasks written without a Touch:
+	// it reads the revisions of the tasks with records written since the
+	// previous rescan (the store's list order, newest first: the writes,
+	// not the records stored; SPEC C6), beside the tasks marked by Touch.
+	// Default 5 s.
 	Rescan time.Duration
-	// Clock gives the time of Sweep's grace. Default time.Now.
+	// Clock gives the time of Sweep's grace and of the rescans' walks
+	// (it must agree with the store's clock to well within Rescan).
+	// Default time.Now.
 	Clock func() time.Time
 	// Logger receives Pebble's messages (OpenPebble only). Default:
 	// pebble.DefaultLogger.
@@ -68,7 +73,8 @@ func (o *LocalOptions) ensureDefaults() {
 //
 // Claim reads task revisions from the store only for the tasks marked
 // dirty: by Touch (the worker calls it when a task gets an event), by
-// Save, at open, and all of them every Rescan.
+// Save, at open, and every Rescan those written since the previous
+// rescan (local_rescan.go).
 type Local struct {
 	store engine.Store
 	opts  LocalOptions
@@ -87,7 +93,11 @@ type Local struct {
 		// looks at (SPEC C6).
 		missing  map[a2a.TaskID]struct{}
 		lastScan time.Time
-		seq      uint64 // lease tokens
+		// watermark: when the last rescan started (µs, Clock;
+		// local_rescan.go); based once a rescan has.
+		watermark int64
+		based     bool
+		seq       uint64 // lease tokens
 	}
 }
 
@@ -96,6 +106,9 @@ type Local struct {
 type localTask struct {
 	recs map[string]*localRecord
 	rev  int64 // 0: missing or not read yet
+	// read: when a refresh or Sweep last found the task in the store
+	// (zero: never); Sweep looks again at tasks not found for its grace.
+	read time.Time
 }
 
 type localRecord struct {
@@ -193,6 +206,10 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.taskLocked(r.TaskID)
+	if err := l.dropStaleLocked(t, r); err != nil {
+		l.dropIfEmptyLocked(r.TaskID)
+		return err
+	}
 	cur := t.recs[r.Config.ID]
 	next := *r
 	next.Config.TaskID = r.TaskID
@@ -217,6 +234,29 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 		t.recs[r.Config.ID] = &localRecord{rec: next}
 	}
 	l.mu.dirty[r.TaskID] = struct{}{}
+	l.updatePendingLocked(r.TaskID)
+	return nil
+}
+
+// dropStaleLocked removes the records of r's task saved for an earlier
+// incarnation of it than r (SPEC N1).
+// REQUIRES: l.mu held.
+func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
+	var ids []string
+	for id, lr := range t.recs {
+		if lr.rec.Incarnation < r.Incarnation {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := l.deleteKeysLocked(r.TaskID, ids); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		delete(t.recs, id)
+	}
 	l.updatePendingLocked(r.TaskID)
 	return nil
 }

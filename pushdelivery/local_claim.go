@@ -31,16 +31,25 @@ func (l *Local) Claim(ctx context.Context, now time.Time, busy []string, skip ..
 	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token, until: lr.until}, nil
 }
 
-// refresh reads the revisions of the dirty tasks, all tasks being dirty
-// once every Rescan.
+// refresh reads the revisions of the dirty tasks, every Rescan the tasks
+// written since the previous rescan being dirty too (written).
 func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
-	if l.mu.lastScan.IsZero() || now.Sub(l.mu.lastScan) >= l.opts.Rescan {
-		for id := range l.mu.tasks {
-			l.mu.dirty[id] = struct{}{}
-		}
+	rescan := l.mu.lastScan.IsZero() || now.Sub(l.mu.lastScan) >= l.opts.Rescan
+	if rescan {
 		l.mu.lastScan = now
 	}
+	l.mu.Unlock()
+	if rescan {
+		if err := l.written(ctx); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("pushdelivery: claim: rescan: %w", err)
+			}
+			// The watermark stays: the next rescan covers this one's window.
+			l.opts.logger().Warn("pushdelivery: rescan failed, the next one covers its writes", "err", err)
+		}
+	}
+	l.mu.Lock()
 	ids := slices.Collect(maps.Keys(l.mu.dirty))
 	clear(l.mu.dirty)
 	l.mu.Unlock()
@@ -77,6 +86,7 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 				l.mu.missing[id] = struct{}{}
 			} else {
 				delete(l.mu.missing, id)
+				t.read = now
 			}
 			l.updatePendingLocked(id)
 		}
@@ -184,6 +194,23 @@ func (ll *localLease) Commit(ctx context.Context, r *Record) error {
 	return nil
 }
 
+// Drop implements dropper.
+func (ll *localLease) Drop(ctx context.Context) error {
+	l := ll.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ll.heldLocked() == nil {
+		return ErrLeaseLost
+	}
+	if err := l.deleteKeysLocked(ll.rec.TaskID, []string{ll.rec.Config.ID}); err != nil {
+		return err
+	}
+	delete(l.mu.tasks[ll.rec.TaskID].recs, ll.rec.Config.ID)
+	l.updatePendingLocked(ll.rec.TaskID)
+	l.dropIfEmptyLocked(ll.rec.TaskID)
+	return nil
+}
+
 func (ll *localLease) Release(ctx context.Context) {
 	ll.l.mu.Lock()
 	defer ll.l.mu.Unlock()
@@ -199,11 +226,11 @@ func (r *Record) setDelivery(src *Record) {
 }
 
 // Sweep implements Outbox. Like Claim it first reads the revisions of
-// the dirty tasks (every task's every Rescan); then the tasks whose last
-// read found them missing, with records older than grace, are looked up
-// in the store again, and the old records of those still missing go. It
-// reads the tasks due for sweeping, not every task with old records
-// (SPEC C6); a task deleted is known missing within Rescan.
+// the dirty tasks; then the tasks whose last read found them missing,
+// and up to limit tasks not found in the store for grace, with records
+// older than grace, are looked up in the store again, and the old
+// records of those missing go. It reads the tasks due for sweeping and
+// a bounded batch, not every task with old records (SPEC C6).
 func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := l.opts.Clock()
 	if err := l.refresh(ctx, now); err != nil {
@@ -212,16 +239,31 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 	cutoff := now.Add(-grace)
 	l.mu.Lock()
 	var ids []a2a.TaskID
-	for id := range l.mu.missing {
-		t := l.mu.tasks[id]
-		if t == nil {
-			continue
-		}
+	oldRecord := func(t *localTask) bool {
 		for _, lr := range t.recs {
 			if lr.rec.Created.Before(cutoff) {
-				ids = append(ids, id)
-				break
+				return true
 			}
+		}
+		return false
+	}
+	for id := range l.mu.missing {
+		if t := l.mu.tasks[id]; t != nil && oldRecord(t) {
+			ids = append(ids, id)
+		}
+	}
+	// A task deleted after its last read is in no rescan (which sees
+	// writes): up to limit tasks not found in the store for grace are
+	// looked up again, so that the records of a deleted task go within
+	// (tasks with records / limit) sweeps.
+	looked := 0
+	for id, t := range l.mu.tasks {
+		if looked >= limit {
+			break
+		}
+		if _, gone := l.mu.missing[id]; !gone && t.read.Before(cutoff) && oldRecord(t) {
+			ids = append(ids, id)
+			looked++
 		}
 	}
 	l.mu.Unlock()
@@ -232,6 +274,11 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 		}
 		_, err := l.store.Get(ctx, id)
 		if err == nil {
+			l.mu.Lock()
+			if t := l.mu.tasks[id]; t != nil {
+				t.read = now
+			}
+			l.mu.Unlock()
 			continue
 		}
 		if !errors.Is(err, engine.ErrNotFound) {

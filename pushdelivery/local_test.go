@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/fakeclock"
 	"github.com/a2astore/a2astore/internal/pebblelog"
 	"github.com/a2astore/a2astore/pushdelivery"
 	"github.com/a2astore/a2astore/pushdelivery/outboxtest"
@@ -44,11 +45,27 @@ func TestPebbleConformance(t *testing.T) {
 	})
 }
 
-// countingStore counts Get calls per task.
+// countingStore counts Get calls per task, and List calls.
 type countingStore struct {
 	engine.Store
-	mu   sync.Mutex
-	gets map[a2a.TaskID]int
+	mu    sync.Mutex
+	gets  map[a2a.TaskID]int
+	lists int
+}
+
+func (c *countingStore) List(ctx context.Context, req *engine.ListRequest) (*engine.ListResponse, error) {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.Store.List(ctx, req)
+}
+
+func (c *countingStore) takeLists() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.lists
+	c.lists = 0
+	return n
 }
 
 func (c *countingStore) Get(ctx context.Context, id a2a.TaskID) (engine.Record, error) {
@@ -95,8 +112,10 @@ func drain(t *testing.T, o pushdelivery.Outbox, now time.Time) int {
 	}
 }
 
-// Claim reads from the store the revisions of touched tasks only, and of
-// every task once per Rescan: not one lookup per record per call.
+// Claim reads from the store the revisions of touched tasks only, and
+// once per Rescan of the tasks written since the previous rescan (all
+// ten here: written within the Rescan margin): not one lookup per
+// record per call.
 func TestLocalClaimReadsOnlyDirtyTasks(t *testing.T) {
 	ctx := context.Background()
 	s := &countingStore{Store: memstore.New(memstore.Options{}), gets: map[a2a.TaskID]int{}}
@@ -282,7 +301,7 @@ func (f *failingStore) fail(ids ...a2a.TaskID) {
 // localKinds opens a memory and a Pebble outbox over s.
 func localKinds(t *testing.T, s engine.Store, opts pushdelivery.LocalOptions) map[string]*pushdelivery.Local {
 	o, err := pushdelivery.OpenPebble(t.TempDir(), s, pushdelivery.LocalOptions{
-		Rescan: opts.Rescan, Metrics: opts.Metrics, Log: opts.Log, Logger: pebblelog.Quiet{}})
+		Rescan: opts.Rescan, Clock: opts.Clock, Metrics: opts.Metrics, Log: opts.Log, Logger: pebblelog.Quiet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +439,96 @@ func TestLocalSweepReadsOnlyMissing(t *testing.T) {
 		if _, err := o.Get(ctx, id, "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
 			t.Fatalf("%s: %v, want swept", id, err)
 		}
+	}
+}
+
+// TestLocalRescanReadsOnlyWritten (SPEC C6): the periodic rescan of the
+// memory and Pebble outboxes reads the tasks written since the previous
+// rescan (one list page here), not every task with a record: the same
+// reads with 10 and 1,000 idle tasks (before: one read per task per
+// rescan, 1,000). A write no Touch announced is still claimed after it.
+func TestLocalRescanReadsOnlyWritten(t *testing.T) {
+	for _, n := range []int{10, 1000} {
+		for _, kind := range []string{"memory", "pebble"} {
+			t.Run(fmt.Sprintf("%s/n=%d", kind, n), func(t *testing.T) {
+				ctx := context.Background()
+				clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+				s := memstore.New(memstore.Options{Clock: clock.Micros})
+				cs := &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
+				o := localKinds(t, cs, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
+				for i := range n + 1 {
+					id := a2a.TaskID(fmt.Sprint("t", i))
+					newTask(t, s, id)
+					if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Delivered: 1}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := drain(t, o, clock.Now()); got != 0 {
+					t.Fatalf("first claim: %d claimed, want none (caught up)", got)
+				}
+				clock.Advance(time.Hour) // a rescan; the tasks idle since
+				drain(t, o, clock.Now())
+				clock.Advance(time.Hour)
+				if _, err := s.Replace(ctx, &a2a.Task{ID: "t0", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, 0); err != nil {
+					t.Fatal(err)
+				}
+				cs.take()
+				cs.takeLists()
+				if got := drain(t, o, clock.Now()); got != 1 {
+					t.Fatalf("rescan after an untouched write: %d claimed, want t0's record", got)
+				}
+				if reads, lists := cs.take(), cs.takeLists(); len(reads) != 1 || reads["t0"] != 1 || lists != 1 {
+					t.Fatalf("rescan read tasks %v with %d list pages; want t0 once, one page", reads, lists)
+				}
+			})
+		}
+	}
+}
+
+// SPEC N1, C6: a task deleted after the outbox last read it is in no
+// rescan (a rescan sees writes), yet its records go: Sweep looks up
+// again at most limit tasks not found in the store for the grace.
+func TestLocalSweepFindsDeletedAfterRead(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
+			cs := &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
+			o := localKinds(t, cs, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
+			const n = 50
+			for i := range n {
+				id := a2a.TaskID(fmt.Sprint("t", i))
+				newTask(t, s, id)
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: clock.Now(), Delivered: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			drain(t, o, clock.Now()) // every task read, none missing
+			if err := s.Delete(ctx, "t7"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Hour)
+			drain(t, o, clock.Now())
+			cs.take()
+			const limit = 20
+			swept := 0
+			for range n / limit * 2 {
+				got, err := o.Sweep(ctx, 10*time.Minute, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				swept += got
+				if reads := cs.take(); len(reads) > limit {
+					t.Fatalf("a sweep read %d tasks, limit %d", len(reads), limit)
+				}
+			}
+			if _, err := o.Get(ctx, "t7", "c"); swept != 1 || !errors.Is(err, pushdelivery.ErrNotFound) {
+				t.Fatalf("swept %d; t7's record: %v; want it swept", swept, err)
+			}
+			if _, err := o.Get(ctx, "t8", "c"); err != nil {
+				t.Fatalf("t8's record: %v", err)
+			}
+		})
 	}
 }

@@ -47,7 +47,22 @@ type Record struct {
 	// task) makes the record due again, Done or not (N2: every logged
 	// event is delivered); an outbox may clear Done then.
 	Done bool
+	// Incarnation is the mark of the last deletion of the task's ID that
+	// the store remembered when the configuration was saved
+	// (engine.LogStore.Deleted; 0: none): the incarnation of the task
+	// the configuration was saved for. A store that since remembers a
+	// later deletion says that task is gone, and the record belongs to
+	// no later task created under the ID (SPEC N1): the worker drops it
+	// unsent (Lease's Drop), ConfigStore shows it no more, and a Save
+	// for a later incarnation removes it.
+	Incarnation int64 `json:",omitempty"`
 }
+
+// stale reports whether r belongs to an incarnation of its task deleted
+// since it was saved, mark being the store's mark of the task's last
+// deletion now (SPEC N1). A mark the store has forgotten (0, after the
+// log retention) is not a deletion.
+func (r *Record) stale(mark int64) bool { return mark > r.Incarnation }
 
 // afresh clears r's failure state, due at nextAt: a save that changes
 // the configuration (another URL, token or credentials) does not inherit
@@ -79,7 +94,9 @@ type Outbox interface {
 	// replacing the configuration of an existing record and keeping its
 	// delivery state (its failure state only when the configuration is
 	// unchanged: a new one starts with no attempts, due at r.NextAt), or
-	// inserting r as given. It fails with ErrTooMany
+	// inserting r as given. It first removes the task's records of an
+	// earlier incarnation (Incarnation below r's, SPEC N1): a record of
+	// the same ID among them is replaced by r as given. It fails with ErrTooMany
 	// when the task would have more than MaxConfigsPerTask.
 	Save(ctx context.Context, r *Record) error
 	// Get returns the record (ErrNotFound when missing).
@@ -134,6 +151,16 @@ type Lease interface {
 	// deleted) it changes nothing and returns ErrLeaseLost.
 	Commit(ctx context.Context, r *Record) error
 	Release(ctx context.Context)
+}
+
+// dropper is implemented by the leases of this package's outboxes: Drop
+// deletes the leased record if the lease still holds it (a record saved
+// again since, for a later incarnation of its task, is not the one
+// leased and stays), ending the lease. The worker drops a record whose
+// task was deleted since its configuration was saved (SPEC N1); with a
+// lease without Drop it releases the record and sends nothing.
+type dropper interface {
+	Drop(ctx context.Context) error
 }
 
 // Toucher is implemented by an Outbox that reads task revisions only for

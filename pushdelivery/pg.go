@@ -81,6 +81,8 @@ type PG struct {
 		recent   bool
 		afterAt  time.Time
 		fullDone bool
+		// sweptAt: the deletion marks before it were swept (Sweep).
+		sweptAt time.Time
 	}
 	batch int // Done records per batch of a rescan
 }
@@ -159,7 +161,7 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	var config []byte
 	var failing *time.Time
 	dest := append([]any{&r.TaskID, &r.Config.ID, &config, &r.Dest, &r.Created, &r.Delivered,
-		&r.Attempts, &failing, &r.NextAt, &r.LastError, &r.Done}, extra...)
+		&r.Attempts, &failing, &r.NextAt, &r.LastError, &r.Done, &r.Incarnation}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -175,7 +177,8 @@ func scanRecord(row pgx.Row, extra ...any) (*Record, error) {
 	return &r, nil
 }
 
-// Save implements Outbox. The count and the upsert run in one
+// Save implements Outbox. The removal of the task's records of an
+// earlier incarnation (SPEC N1), the count and the upsert run in one
 // transaction under a lock on the task, so concurrent saves cannot pass
 // MaxConfigsPerTask together. The transaction is READ COMMITTED whatever
 // the session's default (SPEC N2, N4): the count must see the saves
@@ -190,6 +193,9 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, p.sql.dropStale, r.TaskID, r.Incarnation); err != nil {
+			return err
+		}
 		var n int
 		var exists bool
 		if err := tx.QueryRow(ctx, p.sql.count, r.TaskID, r.Config.ID).Scan(&n, &exists); err != nil {
@@ -199,7 +205,7 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 			return ErrTooMany
 		}
 		_, err := tx.Exec(ctx, p.sql.upsert, r.TaskID, r.Config.ID, config, r.Dest, r.Created,
-			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done)
+			r.Delivered, r.Attempts, nullTime(r.FailingSince), r.NextAt, r.LastError, r.Done, r.Incarnation)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrTooMany) {
@@ -371,6 +377,18 @@ func (l *pgLease) Commit(ctx context.Context, r *Record) error {
 	return nil
 }
 
+// Drop implements dropper: the row goes if the lease still holds it.
+func (l *pgLease) Drop(ctx context.Context) error {
+	tag, err := l.p.execRC(ctx, l.p.sql.drop, l.rec.TaskID, l.rec.Config.ID, l.token)
+	if err != nil {
+		return pgErr("drop", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
 // Release gives the row back (under readCommitted: a row another
 // transaction updated while the release waited for it is released
 // still); on failure the lease simply expires.
@@ -378,14 +396,73 @@ func (l *pgLease) Release(ctx context.Context) {
 	_, _ = l.p.execRC(ctx, l.p.sql.release, l.rec.TaskID, l.rec.Config.ID, l.token)
 }
 
-// Sweep implements Outbox: one bounded DELETE of the rows older than
-// grace whose task is missing.
+// Sweep implements Outbox. Over a store that keeps deletion marks
+// (pgstore with its log): the records saved before their task's last
+// deletion, from the marks since the last sweep (pgSweepDeletedSQL),
+// then the records older than grace of tasks never created
+// (pgSweepUnbornSQL); each bounded, reading the deletions and records
+// due, not the records stored (SPEC C6). Without the marks: one bounded
+// DELETE of the rows older than grace whose task is missing, which
+// reads every record older than grace whose task exists.
 func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
-	tag, err := p.execRC(ctx, p.sql.sweep, p.opts.Clock().Add(-grace), limit)
+	cutoff := p.opts.Clock().Add(-grace)
+	var marks bool
+	if err := p.pool.QueryRow(ctx, p.sql.hasDeletions, p.opts.Schema).Scan(&marks); err != nil {
+		return 0, pgErr("sweep", err)
+	}
+	if !marks {
+		tag, err := p.execRC(ctx, p.sql.sweep, cutoff, limit)
+		if err != nil {
+			return 0, pgErr("sweep", err)
+		}
+		return int(tag.RowsAffected()), nil
+	}
+	n, err := p.sweepDeleted(ctx, limit)
+	if err != nil || n >= limit {
+		return n, err
+	}
+	tag, err := p.execRC(ctx, p.sql.sweepUnborn, cutoff, limit-n)
+	if err != nil {
+		return n, pgErr("sweep", err)
+	}
+	return n + int(tag.RowsAffected()), nil
+}
+
+// sweepMarks bounds the deletion marks one sweep reads; sweepMargin is
+// how far back of the last mark read the next sweep starts when it
+// read them all, for deletions that commit after stamping their mark.
+const (
+	sweepMarks  = 1000
+	sweepMargin = time.Minute
+)
+
+// sweepDeleted deletes up to limit records saved before their task's
+// last deletion, from the marks since the outbox's sweep watermark, and
+// moves the watermark: to the last mark read when the marks filled the
+// batch, to it less sweepMargin when they were all read, nowhere when
+// the records filled limit (some of the marks read may have more).
+func (p *PG) sweepDeleted(ctx context.Context, limit int) (int, error) {
+	p.mu.Lock()
+	from := p.mu.sweptAt
+	p.mu.Unlock()
+	var n, read int
+	var last *time.Time
+	err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, p.sql.sweepDeleted, from, sweepMarks, limit).Scan(&n, &read, &last)
+	})
 	if err != nil {
 		return 0, pgErr("sweep", err)
 	}
-	return int(tag.RowsAffected()), nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case n >= limit || last == nil:
+	case read >= sweepMarks:
+		p.mu.sweptAt = *last
+	default:
+		p.mu.sweptAt = maxTime(p.mu.sweptAt, last.Add(-sweepMargin))
+	}
+	return n, nil
 }
 
 // Depth implements Outbox in one query.

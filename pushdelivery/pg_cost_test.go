@@ -3,6 +3,7 @@ package pushdelivery_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -237,5 +238,67 @@ func TestPGUndecodableSetAside(t *testing.T) {
 	}
 	if l, err := o.Claim(ctx, later.Add(time.Hour), nil); err != nil || l == nil || l.Record().TaskID != "bad" {
 		t.Fatalf("claim after the config is saved again: %v, %v; want bad's record", l, err)
+	}
+}
+
+// SPEC C6, N1: a sweep on PostgreSQL reads the deletions since the last
+// sweep and the records of never-created tasks, not every record whose
+// task exists (before: 1,000 here, each with a task lookup); the orphans
+// still go — a deleted task's, a never-created task's, and one saved
+// before its task was deleted and created again.
+func TestPGSweepCostBoundedByDeletions(t *testing.T) {
+	ctx := context.Background()
+	e := fresh(t, "sweep-cost")
+	now := time.Now()
+	old := now.Add(-time.Hour)
+	const n = 1000
+	save := func(id a2a.TaskID, delivered int64) {
+		t.Helper()
+		mark, err := e.s.Deleted(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: old, NextAt: old,
+			Delivered: delivered, Incarnation: mark}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		id := a2a.TaskID(fmt.Sprintf("t%04d", i))
+		newTask(t, e.s, id)
+		save(id, 1)
+	}
+	save("never", 0)
+	for _, id := range []a2a.TaskID{"gone", "again"} {
+		newTask(t, e.s, id)
+		save(id, 1)
+		if err := e.s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newTask(t, e.s, "again") // created again: its old record serves it not
+	if _, err := e.pool.Exec(ctx, fmt.Sprintf("ANALYZE %s.a2a_push_configs; ANALYZE %s.a2a_tasks; ANALYZE %s.a2a_task_deletions", e.schema, e.schema, e.schema)); err != nil {
+		t.Fatal(err)
+	}
+	deleted, unborn, _ := e.o.SweepStatements()
+	if got := rowsRead(t, e.pool, deleted, time.Time{}, 1000, 100); got > 10 {
+		t.Errorf("the sweep of deleted tasks read %v rows at %d live records, want the 2 deletions and their records", got, n)
+	}
+	if got := rowsRead(t, e.pool, unborn, now.Add(-10*time.Minute), 100); got > 10 {
+		t.Errorf("the sweep of never-created tasks read %v rows at %d live records, want O(1)", got, n)
+	}
+	if got, err := e.o.Sweep(ctx, 10*time.Minute, 100); err != nil || got != 3 {
+		t.Fatalf("sweep: %d, %v; want the 3 orphans", got, err)
+	}
+	for _, id := range []a2a.TaskID{"never", "gone", "again"} {
+		if _, err := e.o.Get(ctx, id, "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
+			t.Errorf("%s: %v, want swept", id, err)
+		}
+	}
+	if _, err := e.o.Get(ctx, "t0007", "c"); err != nil {
+		t.Errorf("a live task's record: %v", err)
+	}
+	if got, err := e.o.Sweep(ctx, 10*time.Minute, 100); err != nil || got != 0 {
+		t.Fatalf("second sweep: %d, %v; want none", got, err)
 	}
 }

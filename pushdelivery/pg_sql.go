@@ -9,13 +9,15 @@ import (
 type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
+	dropStale, drop                                       string
 	claim, commit, release, sweep, depth                  string
 	reopenTasks, rescan, rescanRecent                     string
 	hasIdle, backfillIdle, setAside, dueNow               string
+	hasDeletions, sweepDeleted, sweepUnborn               string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
-const pgCols = `task_id, id, config, dest, created_at, delivered, attempts, failing_since, next_at, last_error, done`
+const pgCols = `task_id, id, config, dest, created_at, delivered, attempts, failing_since, next_at, last_error, done, incarnation`
 
 // pgTableSQL defines the table (%[1]s: the quoted schema). No foreign key:
 // a configuration may be saved before its task's first write, and Sweep
@@ -37,6 +39,7 @@ const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
 	lease_until   timestamptz,
 	idle          boolean     NOT NULL DEFAULT false,
 	set_aside     boolean     NOT NULL DEFAULT false,
+	incarnation   bigint      NOT NULL DEFAULT 0,
 	PRIMARY KEY (task_id, id)
 )`
 
@@ -45,13 +48,16 @@ const pgTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_push_configs (
 // delivered its task's last revision when last written (caught up; Done
 // records are idle too), so the claim index leaves it out until a write
 // to its task reopens it (SPEC C6). set_aside: the record does not decode
-// (N4); Save clears it. The claim index of earlier versions indexed every
+// (N4); Save clears it. incarnation: Record.Incarnation (N1; 0 for the
+// records of earlier versions: none). The claim index of earlier versions indexed every
 // record not Done.
 var pgMigrateSQL = []string{
 	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS idle boolean NOT NULL DEFAULT false`,
 	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS set_aside boolean NOT NULL DEFAULT false`,
+	`ALTER TABLE %[1]s.a2a_push_configs ADD COLUMN IF NOT EXISTS incarnation bigint NOT NULL DEFAULT 0`,
 	`CREATE INDEX IF NOT EXISTS a2a_push_configs_claim ON %[1]s.a2a_push_configs (next_at) WHERE NOT idle AND NOT set_aside`,
 	`DROP INDEX IF EXISTS %[1]s.a2a_push_configs_due`,
+	`CREATE INDEX IF NOT EXISTS a2a_push_configs_unborn ON %[1]s.a2a_push_configs (created_at) WHERE delivered = 0`,
 }
 
 // pgBackfillIdleSQL marks idle the caught-up records of a table that had
@@ -147,10 +153,37 @@ const pgRescanRecentTail = `SELECT count(DISTINCT w_id), max(w_at),
 
 const pgRescanTail = `SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`
 
-// pgSweepSQL: $1 the cutoff, $2 the limit.
+// pgSweepSQL: $1 the cutoff, $2 the limit. The sweep of a store
+// without deletion marks (no task log): it reads every record older
+// than the cutoff whose task exists.
 const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
 	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
 	WHERE c.created_at < $1
+	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
+	LIMIT $2 FOR UPDATE SKIP LOCKED) d
+WHERE p.task_id = d.task_id AND p.id = d.id`
+
+// pgSweepDeletedSQL: the records saved before the last deletion of
+// their task (incarnation below its mark: SPEC N1, whether or not the
+// task was created again), found from pgstore's deletion marks
+// (a2a_task_deletions, by its index on at) since $1, at most $2 marks
+// and $3 records: the rows read are the deletions since and their
+// records, not the records stored (C6). It returns the records deleted,
+// the marks read and the last mark's time.
+const pgSweepDeletedSQL = `WITH d AS (SELECT task_id, at FROM %[1]s.a2a_task_deletions WHERE at >= $1 ORDER BY at LIMIT $2),
+c AS (SELECT q.task_id, q.id FROM d JOIN %[1]s.a2a_push_configs q ON q.task_id = d.task_id
+	WHERE q.incarnation < (extract(epoch FROM d.at) * 1000000)::bigint
+	LIMIT $3 FOR UPDATE OF q SKIP LOCKED),
+x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1)
+SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM d), (SELECT max(at) FROM d)`
+
+// pgSweepUnbornSQL: the records older than $1 of tasks never created
+// (saved before a first write that never came: Delivered 0, read by the
+// partial index a2a_push_configs_unborn), at most $2. The records of
+// live tasks there are those behind at revision 0: work due.
+const pgSweepUnbornSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
+	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
+	WHERE c.delivered = 0 AND c.created_at < $1
 	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
 	LIMIT $2 FOR UPDATE SKIP LOCKED) d
 WHERE p.task_id = d.task_id AND p.id = d.id`
@@ -194,17 +227,21 @@ WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		count:    f(`SELECT count(*), coalesce(bool_or(id = $2), false) FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
 		// A changed config starts its failure state afresh (Record.afresh);
 		// saving it again clears a set-aside (an undecodable config).
-		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s, idle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+		upsert: f(`INSERT INTO %[1]s.a2a_push_configs AS c (%[2]s, idle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 	` + pgIdleSQL + `$6)
 ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDED.dest, set_aside = false,
 	attempts = CASE WHEN c.config = EXCLUDED.config THEN c.attempts ELSE EXCLUDED.attempts END,
 	failing_since = CASE WHEN c.config = EXCLUDED.config THEN c.failing_since ELSE EXCLUDED.failing_since END,
 	last_error = CASE WHEN c.config = EXCLUDED.config THEN c.last_error ELSE EXCLUDED.last_error END,
 	next_at = CASE WHEN c.config = EXCLUDED.config THEN c.next_at ELSE EXCLUDED.next_at END`),
-		get:          f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		list:         f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
-		delete:       f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
-		deleteAll:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		get:       f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
+		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
+		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
+		// $1 task, $2 the incarnation saved: the records of earlier ones.
+		dropStale: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND incarnation < $2`),
+		// $1 task, $2 id, $3 lease token.
+		drop:         f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed),
 		commit:       f(pgCommitSQL),
 		reopenTasks:  fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
@@ -212,7 +249,10 @@ ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDE
 		rescanRecent: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanRecentSQL, schema)) + pgRescanRecentTail,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
-		sweep: f(pgSweepSQL),
-		depth: f(pgDepthSQL),
+		sweep:        f(pgSweepSQL),
+		sweepDeleted: f(pgSweepDeletedSQL),
+		sweepUnborn:  f(pgSweepUnbornSQL),
+		hasDeletions: `SELECT to_regclass(quote_ident($1) || '.a2a_task_deletions') IS NOT NULL`,
+		depth:        f(pgDepthSQL),
 	}
 }
