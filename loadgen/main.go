@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "write the full result as JSON to this file")
 	bench := fs.Bool("bench", false, "also print Go benchmark-format lines (for benchstat)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	fs.DurationVar(&cfg.ProgressInterval, "progress-interval", time.Second, "time between progress lines, each covering its interval (with -rate, p50/p99 from each operation's send and how far the run is behind its schedule)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -654,13 +654,16 @@ func (r *runner) progress() func() {
 	return func() { close(done); wg.Wait() }
 }
 
-// progressLine summarizes the interval just ended.
+// progressLine summarizes the interval just ended. A paced run (Rate)
+// gives its p50/p99 from each operation's send and how far it is behind
+// its schedule: the response times it records count from the schedule,
+// so once behind they would show the lag, the same for every class.
 func (r *runner) progressLine(interval time.Duration) string {
 	var b strings.Builder
 	var ops, errs int64
 	parts := []string{}
 	for _, op := range AllOps {
-		h, e := r.rec[op].takeInterval()
+		h, svc, e := r.rec[op].takeInterval()
 		if h.TotalCount() == 0 {
 			continue
 		}
@@ -668,6 +671,9 @@ func (r *runner) progressLine(interval time.Duration) string {
 			ops += h.TotalCount()
 		}
 		errs += e
+		if r.cfg.Rate > 0 {
+			h = svc
+		}
 		p50, p99 := float64(h.ValueAtQuantile(50))/1e6, float64(h.ValueAtQuantile(99))/1e6
 		parts = append(parts, fmt.Sprintf("%s %s/%s", op, FormatMillis(p50, 1), FormatMillis(p99, 1)))
 	}
@@ -677,6 +683,10 @@ func (r *runner) progressLine(interval time.Duration) string {
 	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d", time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol)
 	if r.push != nil && r.push.book != nil {
 		fmt.Fprintf(&b, "  push %d", r.push.deliveries())
+	}
+	if r.cfg.Rate > 0 {
+		fmt.Fprintf(&b, "  behind %.1fs  p50/p99 ms from send: %s", float64(r.lag.last.Load())/1e9, strings.Join(parts, "  "))
+		return b.String()
 	}
 	fmt.Fprintf(&b, "  p50/p99 ms: %s", strings.Join(parts, "  "))
 	return b.String()
