@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (0 = use -ops)")
 	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many operations (default 10000 when -duration is 0)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed for data and operations (0 = from the clock; printed)")
-	fs.IntVar(&cfg.Initial, "initial", 0, "tasks created before the run (default 2000 embedded, 500 remote; -1 = none)")
+	fs.IntVar(&cfg.Initial, "initial", 0, "tasks written before the run (default 2000 embedded, 500 remote; -1 = none): embedded, through the store's bulk path (Pebble batches, PostgreSQL COPY), resuming a stopped load of the same -seed and shape on a -dir or -dsn; remote, by SendMessage")
 	fs.IntVar(&cfg.Shape.Contexts, "contexts", 0, "distinct context IDs in the data set (default 1000)")
 	fs.Float64Var(&cfg.Shape.Skew, "skew", 0, "Zipf exponent of the context distribution, > 1 (default 1.1)")
 	fs.IntVar(&cfg.Shape.History, "history", 0, "history messages per task (default 3, -1 = none)")
@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "write the full result as JSON to this file")
 	bench := fs.Bool("bench", false, "also print Go benchmark-format lines (for benchstat)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	fs.DurationVar(&cfg.ProgressInterval, "progress-interval", time.Second, "time between progress lines, each covering its interval (with -rate, p50/p99 from each operation's send and how far the run is behind its schedule)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

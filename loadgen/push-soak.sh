@@ -6,10 +6,14 @@
 # webhook receiver, which refuses connections for SOAK_PUSH_DOWN every
 # SOAK_PUSH_EVERY. Every SOAK_KILL_EVERY one instance (a, then b, …) is
 # SIGKILLed and started again on the same ports. Every minute a line:
-# time, loadgen's last progress line (ops/s, errors, violations, push
-# deliveries, and p50/p99 ms by operation over its interval: response
-# times, from each operation's scheduled start), the rows of a2a_tasks, a2a_task_log and a2a_push_configs,
-# the servers' RSS and the push queue depth they report.
+# time, loadgen's progress line for that minute (loadgen runs with
+# -progress-interval 1m: ops/s, errors, violations, push deliveries, how
+# far it is behind its -rate schedule, and p50/p99 ms by operation over
+# the minute, from each operation's send), the rows of a2a_tasks,
+# a2a_task_log and a2a_push_configs, the servers' RSS and the push queue
+# depth they report. The final table counts response times from each
+# operation's scheduled start: a soak that cannot offer SOAK_RATE shows
+# its lag there (see its schedule: line and the minute lines).
 #
 # The verdict is loadgen's: exit 0 when no live-traversal violation, no
 # internal error, no push order violation, malformed delivery or loss
@@ -139,10 +143,14 @@ rows() {
 rss() { local n=$1; ps -o rss= -p "${pid[$n]}" 2>/dev/null | awk '{printf "%.0f", $1/1024}' || echo -; }
 
 # depth: the push queue depth instance a reports (or b's when a is down).
+# The value is printed once: a pipeline whose curl failed after awk had
+# printed (it split the minute line in two) counts as no answer.
 depth() {
+  local v
   for n in a b; do
-    curl -fsS "http://127.0.0.1:${metrics[$n]}/metrics" 2>/dev/null |
-      awk '/^a2astore_push_queue_depth[ {]/ {v=$NF; found=1} END {if (!found) exit 1; print v}' && return 0 # reads it all: no SIGPIPE under pipefail
+    v=$(curl -fsS "http://127.0.0.1:${metrics[$n]}/metrics" 2>/dev/null |
+      awk '/^a2astore_push_queue_depth[ {]/ {v=$NF; found=1} END {if (found) print v}' || true) # reads it all: no SIGPIPE
+    [ -n "$v" ] && { echo "$v"; return 0; }
   done
   echo -
 }
@@ -202,7 +210,7 @@ fi
 "$out/loadgen" -target "http://127.0.0.1:${http[a]},http://127.0.0.1:${http[b]}" "${healthy_args[@]}" \
   -workload "$SOAK_WORKLOAD" -rate "$SOAK_RATE" -duration "$SOAK_DURATION" \
   -push-receiver "$receiver" -push-down "$SOAK_PUSH_DOWN" -push-every "$SOAK_PUSH_EVERY" -push-grace "$SOAK_GRACE" \
-  -metrics-addr "$lgmetrics" -json "$out/loadgen.json" ${LOADGEN_ARGS:-} \
+  -metrics-addr "$lgmetrics" -json "$out/loadgen.json" -progress-interval 1m ${LOADGEN_ARGS:-} \
   >"$out/loadgen.txt" 2>"$out/loadgen.log" &
 lgpid=$!
 

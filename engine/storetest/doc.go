@@ -38,6 +38,13 @@
 // Expectations come from the cursors the store returned, so the clauses
 // run without an injected clock too.
 //
+// Every store also gets the bulk clauses "X1/bulk-load" and, on
+// Harness.OpenLogged's store, "X1-K7/bulk-load-log": a store filled by
+// engine/bulkload (through its engine.Importer when it has one, Create
+// otherwise), with a load stopped and resumed, holds each task once as
+// generated, in order, with exact totals by state, context and owner, the
+// Create log entry of each task, and clean invariants.
+//
 // Besides the clause tests, Run includes:
 //
 //   - "model/random": a model-based randomized test. A deliberately simple

@@ -133,7 +133,8 @@ func (c *clause) run(t testing.TB, h Harness) {
 // clauses_writes.go (S3, S7–S9), clauses_tokens.go (T), clauses_listing.go
 // (L), clauses_filtered.go (C7: status-filtered pages), clauses_limits.go (engine.Limits), clauses_owners.go (O),
 // clauses_conditional.go (If: engine.ConditionalStore, run only on one),
-// clauses_retain.go (R, on an engine.Retainer), random.go and concurrent.go.
+// clauses_retain.go (R, on an engine.Retainer), clauses_bulk.go (X1: a
+// store filled by engine/bulkload), random.go and concurrent.go.
 var clauses = []clause{
 	{name: "S1-S2/time-advances", fn: testTimeAdvances},
 	{name: "S3/rejected-writes", fn: testRejectedWrites},
@@ -205,6 +206,9 @@ var clauses = []clause{
 	{name: "R1/bad-input", fn: testRetainBadInput},
 	{name: "R2/during-traversal", fn: testRetainDuringTraversal},
 	{name: "R2/concurrent-writers", fn: testRetainConcurrentWriters},
+
+	{name: "X1/bulk-load", fn: testBulkLoad},
+	{name: "X1-K7/bulk-load-log", log: true, fn: testBulkLoad},
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},

@@ -168,8 +168,12 @@ type Config struct {
 	// the clock; the seed used is in Result.Seed.
 	Seed uint64
 
-	// Initial is the number of tasks created before the run. Default 2,000
-	// (500 for a remote target). Negative: none.
+	// Initial is the number of tasks written before the run. Default 2,000
+	// (500 for a remote target). Negative: none. An embedded store gets
+	// them through its bulk path (engine/bulkload: the store's
+	// engine.Importer, Create without one), and a store holding a stopped
+	// load of the same Seed and Shape has it completed; a remote target by
+	// SendMessage from the workers.
 	Initial int
 	// Shape of the initial and created tasks (contexts, skew, history and
 	// artifacts); Shape.Seed is derived from Seed when 0.

@@ -32,14 +32,15 @@ type opRecorder struct {
 	mu struct {
 		sync.Mutex
 		all, interval, service *hdrhistogram.Histogram
-		errs                   map[string]int64 // class → count, whole run
+		intervalService        *hdrhistogram.Histogram // the interval's service times
+		errs                   map[string]int64        // class → count, whole run
 		intervalErrs           int64
 	}
 }
 
 func newOpRecorder() *opRecorder {
 	r := &opRecorder{}
-	r.mu.all, r.mu.interval, r.mu.service = newHist(), newHist(), newHist()
+	r.mu.all, r.mu.interval, r.mu.service, r.mu.intervalService = newHist(), newHist(), newHist(), newHist()
 	r.mu.errs = map[string]int64{}
 	return r
 }
@@ -54,20 +55,21 @@ func (r *opRecorder) record(d, svc time.Duration, class string) {
 	_ = r.mu.all.RecordValue(v)
 	_ = r.mu.interval.RecordValue(v)
 	_ = r.mu.service.RecordValue(clampHist(svc))
+	_ = r.mu.intervalService.RecordValue(clampHist(svc))
 	if class != "" {
 		r.mu.errs[class]++
 		r.mu.intervalErrs++
 	}
 }
 
-// takeInterval returns the interval's histogram and error count and starts
-// a new interval.
-func (r *opRecorder) takeInterval() (*hdrhistogram.Histogram, int64) {
+// takeInterval returns the interval's histograms (response and service
+// times) and error count and starts a new interval.
+func (r *opRecorder) takeInterval() (h, svc *hdrhistogram.Histogram, errs int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, e := r.mu.interval, r.mu.intervalErrs
-	r.mu.interval, r.mu.intervalErrs = newHist(), 0
-	return h, e
+	h, svc, errs = r.mu.interval, r.mu.intervalService, r.mu.intervalErrs
+	r.mu.interval, r.mu.intervalService, r.mu.intervalErrs = newHist(), newHist(), 0
+	return h, svc, errs
 }
 
 // OpStats summarizes one operation class. Latencies are in milliseconds.

@@ -121,12 +121,12 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("errors %v, want not_found=100 internal=1", s.Errors)
 	}
 	// The interval starts afresh; the whole-run view keeps everything.
-	h, e := rec.takeInterval()
+	h, _, e := rec.takeInterval()
 	if h.TotalCount() != 10001 || e != 101 {
 		t.Errorf("interval: %d ops %d errors, want 10001 and 101", h.TotalCount(), e)
 	}
 	rec.record(time.Millisecond, time.Millisecond, "")
-	if h, e := rec.takeInterval(); h.TotalCount() != 1 || e != 0 {
+	if h, _, e := rec.takeInterval(); h.TotalCount() != 1 || e != 0 {
 		t.Errorf("second interval: %d ops %d errors, want 1 and 0", h.TotalCount(), e)
 	}
 	if got := rec.snapshot(time.Second).Count; got != 10002 {
@@ -251,6 +251,42 @@ func TestProgressLine(t *testing.T) {
 	}
 	if line := r.progressLine(time.Second); !strings.Contains(line, " 0 ops/s") || strings.Contains(line, "get ") {
 		t.Errorf("second interval should be empty: %q", line)
+	}
+}
+
+// TestPacedProgressLine: a paced run's progress line — the soak's
+// per-minute line — gives each class's p50/p99 from its send and how far
+// the run is behind its schedule, not response times that are all the
+// schedule's lag. The soak of results/raw/2026-12-02c (8 workers, whose
+// traversals walk a growing store) offered 20 of its 50 operations/s, so
+// it fell 0.6 s further behind every second (some 1,080 s at its end),
+// and every percentile of its create, cancel, traverse and total rows
+// read that lag (held at the old 100 s cap: 100,059 ms), while its pages,
+// timed from their own send, read 14 ms at p50.
+func TestPacedProgressLine(t *testing.T) {
+	r := &runner{rec: map[Op]*opRecorder{}, start: time.Now(), cfg: Config{Rate: 50}, tracker: newTracker(), gcStart: readGC()}
+	for _, op := range AllOps {
+		r.rec[op] = newOpRecorder()
+	}
+	r.lag.observe(300 * time.Second)
+	for range 100 {
+		r.rec[OpCreate].record(300*time.Second, 3*time.Millisecond, "")
+		r.rec[OpPage].record(14*time.Millisecond, 14*time.Millisecond, "")
+	}
+	line := r.progressLine(time.Minute)
+	for _, want := range []string{"behind 300.0s", "p50/p99 ms from send: create 3.0/3.0  page 14.0/14.0"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("paced progress line %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "300000") {
+		t.Errorf("paced progress line %q shows the lag as a latency", line)
+	}
+	// The whole run's table keeps response times from the schedule (up to
+	// 2 h: the lag itself, never a cap) and its schedule: line the send.
+	res := r.result(time.Minute)
+	if s := res.Ops[OpCreate]; s.P50Ms < 299e3 || s.P50Ms > 301e3 || s.ServiceP50Ms < 2.99 || s.ServiceP50Ms > 3.01 {
+		t.Errorf("create p50 %v ms from the schedule, %v ms from the send: want 300,000 and 3", s.P50Ms, s.ServiceP50Ms)
 	}
 }
 

@@ -22,6 +22,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, " rate=%.0f/s", r.Rate)
 	}
 	fmt.Fprintf(w, " seed=%d initial=%d page=%d elapsed=%.2fs\n", r.Seed, r.Initial, r.PageSize, r.ElapsedSec)
+	if l := r.Load; l != nil && l.Written+l.Found > 0 {
+		fmt.Fprintf(w, "initial load: %d tasks by %s (%d written, %d found from a stopped load) in %.2fs, %.0f tasks/s\n",
+			l.Written+l.Found, l.Path, l.Written, l.Found, l.Sec, l.TasksPerSec)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tcount\tops/s\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\t")
 	row := func(name string, s OpStats) {

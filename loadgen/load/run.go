@@ -15,12 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/authz"
+	"github.com/a2astore/a2astore/engine/bulkload"
 	"github.com/a2astore/a2astore/engine/storemetrics"
 	"github.com/a2astore/a2astore/internal/backends"
 	"github.com/a2astore/a2astore/internal/pebblelog"
@@ -41,7 +43,9 @@ type Result struct {
 	Rate        float64 `json:"rate,omitempty"`
 	Seed        uint64  `json:"seed"`
 	Initial     int     `json:"initial_tasks"`
-	PageSize    int     `json:"page_size"`
+	// Load is how the initial tasks were written.
+	Load     *LoadStats `json:"load,omitempty"`
+	PageSize int        `json:"page_size"`
 
 	Start      time.Time `json:"start"`
 	ElapsedSec float64   `json:"elapsed_sec"`
@@ -70,6 +74,18 @@ type Result struct {
 	GC *GCStats `json:"gc,omitempty"`
 
 	Machine Machine `json:"machine"`
+}
+
+// LoadStats is how the initial data set was written: embedded, through
+// the store's bulk path (engine/bulkload: its engine.Importer in batches,
+// Create without one), resuming a stopped load of the same data set;
+// remote, by SendMessage from the workers.
+type LoadStats struct {
+	Path        string  `json:"path"` // import, create, or send (remote)
+	Written     int     `json:"written"`
+	Found       int     `json:"found"` // already in the store: a stopped load's
+	Sec         float64 `json:"sec"`
+	TasksPerSec float64 `json:"tasks_per_sec"`
 }
 
 // Machine describes where the run happened.
@@ -111,6 +127,11 @@ type runner struct {
 	metrics *metrics
 	rec     map[Op]*opRecorder
 	push    *pushRun // nil without a push workload
+	// store is the embedded store itself, under the decorators (nil
+	// remote): the initial data goes to it through the bulk path.
+	store  engine.Store
+	ids    *callers
+	loaded *LoadStats
 
 	opsIssued  atomic.Int64 // slots claimed
 	nextID     atomic.Int64 // embedded task numbers
@@ -249,6 +270,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 		rm()
 		return nil, fmt.Errorf("caller identities on target %s: %w", cfg.Target, errNoOwners)
 	}
+	r.store, r.ids = s, ids
 	m := storemetrics.New(s, storemetrics.Options{Backend: cfg.Target})
 	reg.MustRegister(m)
 	r.tgt = storeTarget{s: m, ids: ids}
@@ -265,13 +287,45 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 // does not record task owners (not an engine.OwnerStore).
 var errNoOwners = errors.New("the store does not record task owners (not an engine.OwnerStore)")
 
-// load creates the initial data set with Concurrency workers.
+// load writes the initial data set: embedded, through the bulk path;
+// remote, by creates from Concurrency workers.
 func (r *runner) load(ctx context.Context) error {
-	n := r.cfg.Initial
-	if n < 0 {
-		n = 0
-	}
+	n := max(r.cfg.Initial, 0)
 	r.nextID.Store(int64(n))
+	if r.store != nil {
+		return r.loadBulk(ctx, n)
+	}
+	began := time.Now()
+	err := r.loadRemote(ctx, n)
+	sec := time.Since(began).Seconds()
+	r.loaded = &LoadStats{Path: "send", Written: n, Sec: sec, TasksPerSec: float64(n) / max(sec, 1e-9)}
+	return err
+}
+
+// loadBulk writes task 0..n-1 of the run's data set (one generator, so a
+// run with the same seed and shape makes the same tasks and resumes a
+// stopped load) into the embedded store through engine/bulkload, each
+// owned by the caller of its context, and registers them with the tracker.
+func (r *runner) loadBulk(ctx context.Context, n int) error {
+	gen := taskgen.New(r.shape(1000))
+	res, err := bulkload.Load(ctx, r.store, bulkload.Config{
+		N: n,
+		Task: func(i int) (*a2a.Task, string) {
+			task := gen.Task(i)
+			owner := r.ids.forContext(task.ContextID)
+			r.ids.created(task.ID, owner)
+			r.tracker.added(task.ID, task.ContextID)
+			return task, owner
+		},
+		Progress:      r.cfg.Progress,
+		ProgressEvery: r.cfg.ProgressInterval,
+	})
+	r.loaded = &LoadStats{Path: res.Path, Written: res.Written, Found: res.Found, Sec: res.Elapsed.Seconds(), TasksPerSec: res.Rate()}
+	return err
+}
+
+// loadRemote creates the initial data set with Concurrency workers.
+func (r *runner) loadRemote(ctx context.Context, n int) error {
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -520,7 +574,7 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 func (r *runner) result(elapsed time.Duration) *Result {
 	res := &Result{
 		Target: r.cfg.Target, Workload: r.cfg.Workload, Concurrency: r.cfg.Concurrency, Rate: r.cfg.Rate,
-		Seed: r.seed, Initial: max(r.cfg.Initial, 0), PageSize: r.mix.PageSize,
+		Seed: r.seed, Initial: max(r.cfg.Initial, 0), Load: r.loaded, PageSize: r.mix.PageSize,
 		Start: r.start, ElapsedSec: elapsed.Seconds(), Ops: map[Op]OpStats{},
 		Traversals: r.traversals.Load(), TraversalPages: r.pagesRead.Load(), ExactlyOnce: r.checked.Load(), CursorChecks: r.compared.Load(),
 		LiveTasks: r.tracker.live(), Machine: machine(),
@@ -600,13 +654,16 @@ func (r *runner) progress() func() {
 	return func() { close(done); wg.Wait() }
 }
 
-// progressLine summarizes the interval just ended.
+// progressLine summarizes the interval just ended. A paced run (Rate)
+// gives its p50/p99 from each operation's send and how far it is behind
+// its schedule: the response times it records count from the schedule,
+// so once behind they would show the lag, the same for every class.
 func (r *runner) progressLine(interval time.Duration) string {
 	var b strings.Builder
 	var ops, errs int64
 	parts := []string{}
 	for _, op := range AllOps {
-		h, e := r.rec[op].takeInterval()
+		h, svc, e := r.rec[op].takeInterval()
 		if h.TotalCount() == 0 {
 			continue
 		}
@@ -614,6 +671,9 @@ func (r *runner) progressLine(interval time.Duration) string {
 			ops += h.TotalCount()
 		}
 		errs += e
+		if r.cfg.Rate > 0 {
+			h = svc
+		}
 		p50, p99 := float64(h.ValueAtQuantile(50))/1e6, float64(h.ValueAtQuantile(99))/1e6
 		parts = append(parts, fmt.Sprintf("%s %s/%s", op, FormatMillis(p50, 1), FormatMillis(p99, 1)))
 	}
@@ -623,6 +683,10 @@ func (r *runner) progressLine(interval time.Duration) string {
 	fmt.Fprintf(&b, "%6.1fs %8.0f ops/s  errors %d  violations %d", time.Since(r.start).Seconds(), float64(ops)/interval.Seconds(), errs, viol)
 	if r.push != nil && r.push.book != nil {
 		fmt.Fprintf(&b, "  push %d", r.push.deliveries())
+	}
+	if r.cfg.Rate > 0 {
+		fmt.Fprintf(&b, "  behind %.1fs  p50/p99 ms from send: %s", float64(r.lag.last.Load())/1e9, strings.Join(parts, "  "))
+		return b.String()
 	}
 	fmt.Fprintf(&b, "  p50/p99 ms: %s", strings.Join(parts, "  "))
 	return b.String()
