@@ -98,6 +98,7 @@ type Local struct {
 		watermark int64
 		based     bool
 		seq       uint64 // lease tokens
+		reads     uint64 // refresh read tokens (localTask.readSeq)
 	}
 }
 
@@ -106,6 +107,11 @@ type Local struct {
 type localTask struct {
 	recs map[string]*localRecord
 	rev  int64 // 0: missing or not read yet
+	// readSeq: the token of the read rev came from (l.mu.reads when it
+	// began); a read begun earlier is older and does not apply. Save
+	// takes a token when it drops stale records, so no read begun before
+	// it applies.
+	readSeq uint64
 	// read: when a refresh or Sweep last found the task in the store
 	// (zero: never); Sweep looks again at tasks not found for its grace.
 	read time.Time
@@ -195,7 +201,8 @@ func (l *Local) Touch(task a2a.TaskID) {
 func (l *Local) taskLocked(id a2a.TaskID) *localTask {
 	t := l.mu.tasks[id]
 	if t == nil {
-		t = &localTask{recs: map[string]*localRecord{}}
+		// Reads begun before the entry existed do not apply to it.
+		t = &localTask{recs: map[string]*localRecord{}, readSeq: l.mu.reads}
 		l.mu.tasks[id] = t
 	}
 	return t
@@ -257,6 +264,11 @@ func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
 	for _, id := range ids {
 		delete(t.recs, id)
 	}
+	// The revision read was the deleted incarnation's: the new one
+	// starts again at 1, so the task is read again (SPEC N1, N2).
+	l.mu.reads++
+	t.rev, t.readSeq = 0, l.mu.reads
+	l.mu.dirty[r.TaskID] = struct{}{}
 	l.updatePendingLocked(r.TaskID)
 	return nil
 }

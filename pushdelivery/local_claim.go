@@ -52,6 +52,8 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
 	ids := slices.Collect(maps.Keys(l.mu.dirty))
 	clear(l.mu.dirty)
+	l.mu.reads++
+	seq := l.mu.reads
 	l.mu.Unlock()
 	revs := make(map[a2a.TaskID]int64, len(ids))
 	var failed []a2a.TaskID
@@ -77,11 +79,15 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	l.setAsideLocked(failed, revs, firstErr)
 	for id, rev := range revs {
 		if t := l.mu.tasks[id]; t != nil {
-			// Revisions only grow: a concurrent refresh may have read a
-			// later one. A deleted task has none.
-			if rev == 0 || rev > t.rev {
-				t.rev = rev
+			// The read begun last wins: a concurrent refresh begun later
+			// read a state at least as recent. A revision may go down (a
+			// task deleted, 0, or created again under the ID, from 1:
+			// SPEC N1); kept from an earlier incarnation it would hold
+			// the record due forever.
+			if seq <= t.readSeq {
+				continue
 			}
+			t.rev, t.readSeq = rev, seq
 			if rev == 0 {
 				l.mu.missing[id] = struct{}{}
 			} else {
