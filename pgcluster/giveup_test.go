@@ -350,6 +350,10 @@ func TestFollowUpReaderSkipsPreviousTurn(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("the first turn never ran")
 	}
+	// The task was created INPUT_REQUIRED: the gate's wait for that
+	// state means the first turn's answer only once its WORKING is
+	// stored, which the agent's yield does not wait for.
+	waitState(t, ctx, a, id, a2a.TaskStateWorking)
 	armed.Store(true)
 	msg := &a2a.Message{ID: "m2", Role: a2a.MessageRoleUser, TaskID: id, Parts: a2a.ContentParts{a2a.NewTextPart("done")}}
 	events, done := stream(b.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}))
