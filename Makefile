@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke tidy-check demo loadgen dashboards dashboards-check tck flagref
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke tidy-check demo loadgen dashboards dashboards-check tck flagref capacity
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -145,6 +145,11 @@ loadgen:
 # go test ./cmd/flagref fails until then).
 flagref:
 	$(GO) run ./cmd/flagref
+
+# Regenerate docs/capacity.md's tables from the recorded runs it names
+# (go test ./cmd/capacity fails until then).
+capacity:
+	$(GO) run ./cmd/capacity
 
 # Regenerate dashboards/a2astore.json from the panel table.
 dashboards:

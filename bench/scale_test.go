@@ -141,8 +141,10 @@ func loadProgress(e *env, fx *fixture) func(done int) {
 
 // settleScale brings a loaded scale fixture to rest and records what its
 // load left: PostgreSQL vacuumed, analyzed and checkpointed (settle);
-// Pebble's compaction debt, then its LSM compacted and the write
-// amplification of the load and the compaction; mem's resident bytes.
+// Pebble's compaction debt, then its LSM compacted, the write
+// amplification of the load and the compaction, and its disk usage split
+// into live sstables, write-ahead log and obsolete files (per task);
+// mem's resident bytes.
 func settleScale(ctx context.Context, e *env, fx *fixture) error {
 	if e.pool != nil {
 		for _, stmt := range []string{"VACUUM ANALYZE " + pgTableNamed(fx.key.name()), "CHECKPOINT"} {
@@ -156,8 +158,16 @@ func settleScale(ctx context.Context, e *env, fx *fixture) error {
 		if err := p.Compact(ctx); err != nil {
 			return err
 		}
-		total := p.Metrics().Total()
+		m := p.Metrics()
+		total := m.Total()
 		fx.extra["write-amp"] = total.WriteAmp()
+		// What DiskSpaceUsage (the footprint) is made of: the live
+		// sstables, the write-ahead log (live and kept for recycling),
+		// files compacted away but not yet deleted (docs/capacity.md).
+		n := float64(fx.n)
+		fx.extra["sst-B/task"] = float64(m.Table.Local.LiveSize) / n
+		fx.extra["wal-B/task"] = float64(m.WAL.PhysicalSize+m.WAL.ObsoletePhysicalSize) / n
+		fx.extra["obsolete-B/task"] = float64(m.Table.Local.ObsoleteSize+m.Table.Local.ZombieSize) / n
 	}
 	if e.name == "mem" {
 		fx.extra["rss-B/task"] = float64(residentBytes()-int64(fx.extra["rss-before"])) / float64(fx.n)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPageUpToDate: the generated section of docs/capacity.md is what the
+// model computes from the committed runs (run go run ./cmd/capacity).
+func TestPageUpToDate(t *testing.T) {
+	root := filepath.Join("..", "..")
+	gen, err := generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile(filepath.Join(root, page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := splice(committed, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) == string(committed) {
+		return
+	}
+	w, c := strings.Split(string(want), "\n"), strings.Split(string(committed), "\n")
+	for i := range min(len(w), len(c)) {
+		if w[i] != c[i] {
+			t.Fatalf("%s is out of date (first difference at line %d):\n  committed: %q\n  computed:  %q\nrun: go run ./cmd/capacity", page, i+1, c[i], w[i])
+		}
+	}
+	t.Fatalf("%s is out of date (%d lines committed, %d computed); run: go run ./cmd/capacity", page, len(c), len(w))
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestFitPerTask: a store of fixed + n × each bytes gives those back, and
+// the per-task figure at any n.
+func TestFitPerTask(t *testing.T) {
+	const fixed, each = 5e6, 300.0
+	ns := []int{1e3, 1e4, 1e5}
+	var per []float64
+	for _, n := range ns {
+		per = append(per, each+fixed/float64(n))
+	}
+	m := fitPerTask(ns, per)
+	if !near(m.fixed, fixed) || !near(m.each, each) {
+		t.Fatalf("fit = %+v, want fixed %v each %v", m, fixed, each)
+	}
+	if got, want := m.at(1e6), each+fixed/1e6; !near(got, want) {
+		t.Errorf("at 1e6 = %v, want %v", got, want)
+	}
+}
+
+// TestFitPerRequest: a cost growing by a constant per decade is fitted
+// exactly; a falling one is taken as flat at its mean.
+func TestFitPerRequest(t *testing.T) {
+	ns := []int{1e3, 1e4, 1e5}
+	m := fitPerRequest(ns, []float64{13, 15, 17})
+	if !near(m.base, 7) || !near(m.perDecade, 2) {
+		t.Fatalf("rising fit = %+v, want base 7, 2 per decade", m)
+	}
+	if got := m.at(1e6); !near(got, 19) {
+		t.Errorf("rising at 1e6 = %v, want 19", got)
+	}
+	m = fitPerRequest(ns, []float64{30, 20, 25})
+	if m.perDecade != 0 || !near(m.base, 25) {
+		t.Fatalf("falling fit = %+v, want flat at the mean 25", m)
+	}
+}
+
+func TestSig(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {1.2345, "1.23"}, {0.012345, "0.0123"}, {12.345, "12.3"}, {1234.5, "1,230"},
+		{1066, "1,070"}, {1234567, "1,230,000"}, {-45.67, "-45.7"}, {999.6, "1,000"},
+	} {
+		if got := sig(c.v); got != c.want {
+			t.Errorf("sig(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestSpliceNeedsMarkers: a page without its markers is an error, not a
+// page silently left as it was.
+func TestSpliceNeedsMarkers(t *testing.T) {
+	if _, err := splice([]byte("no markers\n"), []byte("x\n")); err == nil {
+		t.Error("splice of a page without markers succeeded")
+	}
+	if _, err := splice([]byte(beginMarker+"\nold\n"), []byte("x\n")); err == nil {
+		t.Error("splice of a page without the end marker succeeded")
+	}
+	got, err := splice([]byte("a\n"+beginMarker+"\nold\n"+endMarker+"\nb\n"), []byte("new\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + beginMarker + "\nnew\n" + endMarker + "\nb\n"; string(got) != want {
+		t.Errorf("splice = %q, want %q", got, want)
+	}
+}
