@@ -98,3 +98,16 @@ func ValidateStoredTask(st *StoredTask, lim Limits) error {
 	}
 	return nil
 }
+
+// TrimFrom is where a LogStore's TrimLog walk, which goes on from the
+// last task it trimmed (from; nil: the oldest task) towards newer ones,
+// goes on after tasks were imported: nil when one of them is older than
+// from, whose log it would pass over for good otherwise (K7, X1).
+func TrimFrom(from *Cursor, tasks []StoredTask) *Cursor {
+	for i := range tasks {
+		if from != nil && tasks[i].Cursor.Compare(*from) > 0 {
+			return nil
+		}
+	}
+	return from
+}

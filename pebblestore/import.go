@@ -175,6 +175,9 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) (err erro
 	if err := s.commitCounted(b, &counters); err != nil {
 		return fmt.Errorf("pebblestore: import: %w", err)
 	}
+	s.trim.Lock()
+	s.trim.cursor = engine.TrimFrom(s.trim.cursor, tasks)
+	s.trim.Unlock()
 	for i := range tasks {
 		s.wake(tasks[i].Task.ID)
 	}

@@ -160,6 +160,11 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 		return translate(ctx, "import", err)
 	}
 	s.rollup.wrote(int64(len(rows)))
+	// This store value's TrimLog walk only (another process's goes on
+	// past these tasks until it restarts: docs/postgres.md).
+	s.trim.Lock()
+	s.trim.cursor = engine.TrimFrom(s.trim.cursor, tasks)
+	s.trim.Unlock()
 	for i := range tasks {
 		s.wake(tasks[i].Task.ID)
 	}

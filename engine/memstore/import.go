@@ -134,6 +134,7 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 	for i := range batch {
 		s.importLocked(&batch[i])
 	}
+	s.mu.trimmed = engine.TrimFrom(s.mu.trimmed, tasks)
 	s.mu.Unlock()
 	for i := range batch {
 		s.wake(batch[i].st.Task.ID)

@@ -275,6 +275,45 @@ func testLogTrim(t testing.TB, e *env) {
 	}
 }
 
+// testLogTrimImportedOlder: K7 with X1's Importer. TrimLog goes on from
+// the last task it trimmed towards newer ones; a task imported older than
+// that (a copy or a bulk load into a live store) must not be passed over
+// for good: the next TrimLog whose cutoff it falls before trims its log.
+func testLogTrimImportedOlder(t testing.TB, e *env) {
+	imp, ok := e.s.(engine.Importer)
+	if !ok {
+		t.Skip("the store has no Importer")
+	}
+	old := e.mustCreate(t, task("k7-trimmed", "c"))
+	e.tick(1000)
+	young := e.mustCreate(t, task("k7-young", "c"))
+	cutoff := young.Cursor.UpdatedAt
+	if n, err := e.l.TrimLog(e.ctx, cutoff, 10); err != nil || n != 1 {
+		t.Fatalf("TrimLog(before the young task) = %d, %v; want 1 log trimmed", n, err)
+	}
+	tk := task("k7-imported", "c")
+	entry, err := engine.NewLogEntry(tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := old.Cursor.UpdatedAt - 10 // older than where TrimLog goes on
+	entry.Revision, entry.Time = 1, at
+	st := engine.StoredTask{Record: engine.Record{Task: tk, Revision: 1, Cursor: engine.Cursor{UpdatedAt: at, ID: tk.ID}}, Log: []engine.LogEntry{entry}}
+	if err := imp.Import(e.ctx, []engine.StoredTask{st}); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if log := e.readLog(t, "k7-imported"); len(log) != 1 {
+		t.Fatalf("imported log: %d entries, want 1", len(log))
+	}
+	if _, err := e.l.TrimLog(e.ctx, cutoff, 10); err != nil {
+		t.Fatalf("TrimLog after the import: %v", err)
+	}
+	if log := e.readLog(t, "k7-imported"); len(log) != 0 {
+		t.Fatalf("the log of a task imported older than the last trimmed one was never trimmed: %d entries", len(log))
+	}
+	e.checkLog(t, "k7-young", young)
+}
+
 func testLogRandom(t testing.TB, e *env) {
 	testRandom(t, e)
 	e.checkAllLogs(t)

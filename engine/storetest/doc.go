@@ -43,7 +43,9 @@
 // engine/bulkload (through its engine.Importer when it has one, Create
 // otherwise), with a load stopped and resumed, holds each task once as
 // generated, in order, with exact totals by state, context and owner, the
-// Create log entry of each task, and clean invariants.
+// Create log entry of each task, and clean invariants; and, on an
+// Importer keeping a log, "X1-K7/trim-imported-older": a task imported
+// older than where TrimLog goes on has its log trimmed by the next pass.
 //
 // Besides the clause tests, Run includes:
 //

@@ -209,6 +209,7 @@ var clauses = []clause{
 
 	{name: "X1/bulk-load", fn: testBulkLoad},
 	{name: "X1-K7/bulk-load-log", log: true, fn: testBulkLoad},
+	{name: "X1-K7/trim-imported-older", log: true, fn: testLogTrimImportedOlder},
 
 	{name: "model/random", fn: testRandom},
 	{name: "L7-L8/concurrent", fn: testConcurrent},
