@@ -251,7 +251,7 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
 	var ids []string
 	for id, lr := range t.recs {
-		if lr.rec.Incarnation < r.Incarnation {
+		if lr.rec.stale(r.Incarnation) {
 			ids = append(ids, id)
 		}
 	}
