@@ -91,7 +91,12 @@ type Local struct {
 		// missing: tasks with records whose last read found no task
 		// (deleted, retained away, or not created yet): all that Sweep
 		// looks at (SPEC C6).
-		missing  map[a2a.TaskID]struct{}
+		missing map[a2a.TaskID]struct{}
+		// marks: tasks with records written since the previous rescan
+		// (a task created again is written), whose deletion mark the
+		// next refresh reads to remove their stale records (SPEC N1),
+		// before the store forgets the deletion.
+		marks    map[a2a.TaskID]struct{}
 		lastScan time.Time
 		// watermark: when the last rescan started (µs, Clock;
 		// local_rescan.go); based once a rescan has.
@@ -140,6 +145,7 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 	l.mu.pending = map[a2a.TaskID]struct{}{}
 	l.mu.unreadable = map[a2a.TaskID]struct{}{}
 	l.mu.missing = map[a2a.TaskID]struct{}{}
+	l.mu.marks = map[a2a.TaskID]struct{}{}
 	return l
 }
 
@@ -282,6 +288,7 @@ func (l *Local) dropIfEmptyLocked(id a2a.TaskID) {
 		delete(l.mu.pending, id)
 		delete(l.mu.unreadable, id)
 		delete(l.mu.missing, id)
+		delete(l.mu.marks, id)
 	}
 }
 

@@ -52,6 +52,8 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
 	ids := slices.Collect(maps.Keys(l.mu.dirty))
 	clear(l.mu.dirty)
+	checks := slices.Collect(maps.Keys(l.mu.marks))
+	clear(l.mu.marks)
 	l.mu.reads++
 	seq := l.mu.reads
 	l.mu.Unlock()
@@ -63,6 +65,7 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			if ctx.Err() != nil {
 				l.markDirty(ids) // none of them applied: all read again
+				l.markChecks(checks)
 				return fmt.Errorf("pushdelivery: claim: read task: %w", err)
 			}
 			// SPEC N4: one unreadable task is set aside, never blocking
@@ -73,6 +76,11 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			continue
 		}
 		revs[id] = rec.Revision // 0 when not found
+	}
+	marks, err := l.readMarks(ctx, checks)
+	if err != nil {
+		l.markDirty(ids) // none of them applied: all read again
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -97,7 +105,84 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			l.updatePendingLocked(id)
 		}
 	}
+	l.dropStaleMarkedLocked(marks)
 	return nil
+}
+
+// readMarks reads the deletion marks of tasks (SPEC N1; none from a
+// store without a log). A task whose mark cannot be read is checked
+// again at the next refresh; a cancelled ctx fails.
+func (l *Local) readMarks(ctx context.Context, tasks []a2a.TaskID) (map[a2a.TaskID]int64, error) {
+	logs, ok := l.store.(engine.LogStore)
+	if !ok || len(tasks) == 0 {
+		return nil, nil
+	}
+	marks := make(map[a2a.TaskID]int64, len(tasks))
+	var again []a2a.TaskID
+	for _, id := range tasks {
+		m, err := logs.Deleted(ctx, id)
+		switch {
+		case errors.Is(err, engine.ErrLogDisabled):
+			return nil, nil
+		case err != nil && ctx.Err() != nil:
+			l.markChecks(tasks) // none applied
+			return nil, fmt.Errorf("pushdelivery: claim: read task deletions: %w", err)
+		case err != nil:
+			again = append(again, id)
+		case m > 0:
+			marks[id] = m
+		}
+	}
+	l.markChecks(again)
+	return marks, nil
+}
+
+// markChecks has the next refresh read the deletion marks of tasks.
+func (l *Local) markChecks(tasks []a2a.TaskID) {
+	if len(tasks) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range tasks {
+		if _, ok := l.mu.tasks[id]; ok {
+			l.mu.marks[id] = struct{}{}
+		}
+	}
+}
+
+// dropStaleMarkedLocked removes the records stale against their task's
+// deletion mark in marks (Record.stale: saved for an incarnation deleted
+// since, SPEC N1), so that none comes back to serve a task created again
+// under the ID once the store forgets the deletion (its log retention).
+// A task whose records cannot be deleted is checked again later.
+// REQUIRES: l.mu held.
+func (l *Local) dropStaleMarkedLocked(marks map[a2a.TaskID]int64) {
+	for id, mark := range marks {
+		t := l.mu.tasks[id]
+		if t == nil {
+			continue
+		}
+		var stale []string
+		for cid, lr := range t.recs {
+			if lr.rec.stale(mark) {
+				stale = append(stale, cid)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		if err := l.deleteKeysLocked(id, stale); err != nil {
+			l.mu.marks[id] = struct{}{}
+			l.opts.logger().Warn("pushdelivery: remove the push configs of a deleted task", "task", id, "err", err)
+			continue
+		}
+		for _, cid := range stale {
+			delete(t.recs, cid)
+		}
+		l.updatePendingLocked(id)
+		l.dropIfEmptyLocked(id)
+	}
 }
 
 // setAsideLocked keeps the unreadable tasks failed dirty (read again at

@@ -492,10 +492,11 @@ func TestLocalSweepFindsDeletedAfterRead(t *testing.T) {
 	for _, kind := range []string{"memory", "pebble"} {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
-			cs := &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
-			o := localKinds(t, cs, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
+			var cs *countingStore
+			clock, s, o := clockedLocal(t, kind, func(s *memstore.Store) engine.Store {
+				cs = &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
+				return cs
+			})
 			const n = 50
 			for i := range n {
 				id := a2a.TaskID(fmt.Sprint("t", i))
@@ -531,4 +532,88 @@ func TestLocalSweepFindsDeletedAfterRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// SPEC N1: a config of a task deleted and created again, not due for the
+// new task (its cursor at the new task's revision), goes at the next
+// rescan, which reads the deletion marks of the tasks written since: it
+// does not come back to serve the new task once the store forgets the
+// deletion (the log retention). Before, it stayed, hidden only while the
+// mark was remembered. A config of the new task stays, its task's mark
+// read again.
+func TestLocalRescanDropsRecordsOfDeletedIncarnation(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			clock, s, o := clockedLocal(t, kind, nil)
+			save := func(id string) {
+				t.Helper()
+				inc, err := pushdelivery.Incarnation(ctx, s, "t1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: id},
+					Created: clock.Now(), NextAt: clock.Now(), Delivered: 1, Incarnation: inc}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			newTask(t, s, "t1")
+			save("old")
+			drain(t, o, clock.Now()) // read: caught up
+			clock.Advance(time.Second)
+			if err := s.Delete(ctx, "t1"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			newTask(t, s, "t1") // revision 1 again
+			clock.Advance(time.Hour)
+			if got := drain(t, o, clock.Now()); got != 0 {
+				t.Fatalf("rescan: %d claimed, want none", got)
+			}
+			if _, err := o.Get(ctx, "t1", "old"); !errors.Is(err, pushdelivery.ErrNotFound) {
+				t.Fatalf("the deleted task's record after a rescan: %v, want removed", err)
+			}
+			save("new")
+			// The task written again: the next rescan reads its mark once
+			// more, and keeps the record saved for its incarnation.
+			r, err := s.Get(ctx, "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Task.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted}
+			if _, err := s.Replace(ctx, r.Task, r.Revision); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Hour)
+			drain(t, o, clock.Now())
+			if _, err := o.Get(ctx, "t1", "new"); err != nil {
+				t.Fatalf("the new task's record after a rescan: %v, want kept", err)
+			}
+			// The store forgets the deletion: nothing of the first task
+			// serves the second.
+			if _, err := s.TrimLog(ctx, clock.Now().UnixMicro(), 100); err != nil {
+				t.Fatal(err)
+			}
+			cfgs, err := pushdelivery.NewConfigStore(o, s).List(ctx, "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfgs) != 1 || cfgs[0].ID != "new" {
+				t.Fatalf("configs of the task created again: %v, want only new", cfgs)
+			}
+		})
+	}
+}
+
+// clockedLocal returns a fake clock, a memstore with a log on it, and the
+// Local outbox of kind (Rescan 5 s, on the clock) over the store, or over
+// wrap(store) when wrap is not nil.
+func clockedLocal(t *testing.T, kind string, wrap func(*memstore.Store) engine.Store) (*fakeclock.Clock, *memstore.Store, *pushdelivery.Local) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
+	var over engine.Store = s
+	if wrap != nil {
+		over = wrap(s)
+	}
+	return clock, s, localKinds(t, over, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
 }
