@@ -175,7 +175,11 @@ func (l *Local) Close() error {
 	return l.db.Close()
 }
 
-// load reads every record of the database into memory, every task dirty.
+// load reads every record of the database into memory, every task dirty
+// and its deletion mark to read (SPEC N1: a task deleted and created
+// again while no outbox ran is in no rescan, which sees only the writes
+// after the first; its stale records go at the first refresh). That is
+// one mark read per task with records, once, beside the revision read.
 func (l *Local) load() error {
 	it, err := l.db.NewIter(nil)
 	if err != nil {
@@ -189,6 +193,7 @@ func (l *Local) load() error {
 		}
 		l.taskLocked(r.TaskID).recs[r.Config.ID] = &localRecord{rec: *r}
 		l.mu.dirty[r.TaskID] = struct{}{}
+		l.mu.marks[r.TaskID] = struct{}{}
 	}
 	return it.Error()
 }

@@ -617,3 +617,68 @@ func clockedLocal(t *testing.T, kind string, wrap func(*memstore.Store) engine.S
 	}
 	return clock, s, localKinds(t, over, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
 }
+
+// SPEC N1: a Pebble outbox reopened reads the deletion marks of the tasks
+// it loads: a record of a task deleted and created again while no outbox
+// ran goes at the first refresh (before: the first rescan only takes
+// its start, and the task, written before it, was in no later one: the
+// record stayed, to serve the new task once the store forgot the
+// deletion). The new task's record stays.
+func TestPebbleReopenDropsRecordsOfDeletedIncarnation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
+	open := func() *pushdelivery.Local {
+		t.Helper()
+		o, err := pushdelivery.OpenPebble(dir, s, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	save := func(o *pushdelivery.Local, task a2a.TaskID) {
+		t.Helper()
+		inc, err := pushdelivery.Incarnation(ctx, s, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: task, Config: a2a.PushConfig{ID: "c"},
+			Created: clock.Now(), NextAt: clock.Now(), Delivered: 1, Incarnation: inc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := open()
+	newTask(t, s, "again")
+	save(o, "again")
+	newTask(t, s, "kept")
+	clock.Advance(time.Second)
+	if err := s.Delete(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	newTask(t, s, "kept")
+	save(o, "kept") // for the new incarnation
+	drain(t, o, clock.Now())
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := s.Delete(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	newTask(t, s, "again")
+	o = open()
+	defer o.Close()
+	clock.Advance(time.Hour)
+	if got := drain(t, o, clock.Now()); got != 0 {
+		t.Fatalf("after reopening: %d claimed, want none", got)
+	}
+	if _, err := o.Get(ctx, "again", "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
+		t.Fatalf("the deleted task's record after reopening: %v, want removed", err)
+	}
+	if _, err := o.Get(ctx, "kept", "c"); err != nil {
+		t.Fatalf("the new task's record after reopening: %v, want kept", err)
+	}
+}
