@@ -1,6 +1,7 @@
 package pushdelivery
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"log/slog"
@@ -96,7 +97,13 @@ type Local struct {
 		// (a task created again is written), whose deletion mark the
 		// next refresh reads to remove their stale records (SPEC N1),
 		// before the store forgets the deletion.
-		marks    map[a2a.TaskID]struct{}
+		marks map[a2a.TaskID]struct{}
+		// found: the tasks whose last read found them in the store (not
+		// missing), least recently found first: Sweep looks again at
+		// those not found for its grace from the front, reading only
+		// those due (SPEC C6). looked counts the tasks it went through.
+		found    *list.List
+		looked   int
 		lastScan time.Time
 		// watermark: when the last rescan started (µs, Clock;
 		// local_rescan.go); based once a rescan has.
@@ -119,7 +126,9 @@ type localTask struct {
 	readSeq uint64
 	// read: when a refresh or Sweep last found the task in the store
 	// (zero: never); Sweep looks again at tasks not found for its grace.
-	read time.Time
+	// found: its place in Local's found list (nil: not in it).
+	read  time.Time
+	found *list.Element
 }
 
 type localRecord struct {
@@ -146,6 +155,7 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 	l.mu.unreadable = map[a2a.TaskID]struct{}{}
 	l.mu.missing = map[a2a.TaskID]struct{}{}
 	l.mu.marks = map[a2a.TaskID]struct{}{}
+	l.mu.found = list.New()
 	return l
 }
 
@@ -288,12 +298,35 @@ func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
 // REQUIRES: l.mu held.
 func (l *Local) dropIfEmptyLocked(id a2a.TaskID) {
 	if t := l.mu.tasks[id]; t != nil && len(t.recs) == 0 {
+		l.unfoundLocked(t)
 		delete(l.mu.tasks, id)
 		delete(l.mu.dirty, id)
 		delete(l.mu.pending, id)
 		delete(l.mu.unreadable, id)
 		delete(l.mu.missing, id)
 		delete(l.mu.marks, id)
+	}
+}
+
+// foundLocked notes that task id (t) was found in the store at now: it
+// goes last in the order Sweep looks again in.
+// REQUIRES: l.mu held.
+func (l *Local) foundLocked(id a2a.TaskID, t *localTask, now time.Time) {
+	t.read = now
+	if t.found == nil {
+		t.found = l.mu.found.PushBack(id)
+	} else {
+		l.mu.found.MoveToBack(t.found)
+	}
+}
+
+// unfoundLocked takes t out of the found list (its task missing, or its
+// records gone).
+// REQUIRES: l.mu held.
+func (l *Local) unfoundLocked(t *localTask) {
+	if t.found != nil {
+		l.mu.found.Remove(t.found)
+		t.found = nil
 	}
 }
 

@@ -98,9 +98,10 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			t.rev, t.readSeq = rev, seq
 			if rev == 0 {
 				l.mu.missing[id] = struct{}{}
+				l.unfoundLocked(t)
 			} else {
 				delete(l.mu.missing, id)
-				t.read = now
+				l.foundLocked(id, t, now)
 			}
 			l.updatePendingLocked(id)
 		}
@@ -321,7 +322,9 @@ func (r *Record) setDelivery(src *Record) {
 // and up to limit tasks not found in the store for grace, with records
 // older than grace, are looked up in the store again, and the old
 // records of those missing go. It reads the tasks due for sweeping and
-// a bounded batch, not every task with old records (SPEC C6).
+// a bounded batch, not every task with old records, and goes through
+// those due only (Local's found list), not every task with records
+// (SPEC C6).
 func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := l.opts.Clock()
 	if err := l.refresh(ctx, now); err != nil {
@@ -345,17 +348,26 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 	}
 	// A task deleted after its last read is in no rescan (which sees
 	// writes): up to limit tasks not found in the store for grace are
-	// looked up again, so that the records of a deleted task go within
-	// (tasks with records / limit) sweeps.
+	// looked up again, the least recently found first, so that the
+	// records of a deleted task go within (tasks with records / limit)
+	// sweeps. It goes through those due only: the found list is in the
+	// order of the reads (a task without an old record goes to its back).
 	looked := 0
-	for id, t := range l.mu.tasks {
-		if looked >= limit {
+	for e := l.mu.found.Front(); e != nil && looked < limit; {
+		next := e.Next()
+		l.mu.looked++
+		id := e.Value.(a2a.TaskID)
+		t := l.mu.tasks[id]
+		if !t.read.Before(cutoff) {
 			break
 		}
-		if _, gone := l.mu.missing[id]; !gone && t.read.Before(cutoff) && oldRecord(t) {
+		looked++
+		if oldRecord(t) {
 			ids = append(ids, id)
-			looked++
+		} else {
+			l.mu.found.MoveToBack(e)
 		}
+		e = next
 	}
 	l.mu.Unlock()
 	n := 0
@@ -366,8 +378,10 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 		_, err := l.store.Get(ctx, id)
 		if err == nil {
 			l.mu.Lock()
-			if t := l.mu.tasks[id]; t != nil {
-				t.read = now
+			if t := l.mu.tasks[id]; t != nil && t.found != nil {
+				l.foundLocked(id, t, now)
+			} else if t != nil {
+				t.read = now // missing at the last refresh: it settles that
 			}
 			l.mu.Unlock()
 			continue
