@@ -184,3 +184,23 @@ func TestPGSweepMarksOfOneTimeAndCutPages(t *testing.T) {
 		t.Errorf("swept %d records, want %d", swept, len(stale))
 	}
 }
+
+// SPEC C6: a page of the sweep reads its marks, not every mark since
+// the sweep's key: the (at, task_id) order comes from the index on at
+// (sorted within a time), whatever the marks stored past the page.
+func TestPGSweepPageCostBoundedByPage(t *testing.T) {
+	ctx := context.Background()
+	e := fresh(t, "sweep-page-cost")
+	// 20,000 marks, in runs of 10 of one time.
+	if _, err := e.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.a2a_task_deletions (task_id, at)
+		SELECT 'm' || g, now() - interval '1 hour' + (g / 10) * interval '1 millisecond' FROM generate_series(1, 20000) g`, e.schema)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, fmt.Sprintf(`ANALYZE %s.a2a_task_deletions`, e.schema)); err != nil {
+		t.Fatal(err)
+	}
+	deleted, _, _ := e.o.SweepStatements()
+	if got := rowsRead(t, e.pool, deleted, time.Time{}, "", time.Now(), 1000, 100); got > 1100 {
+		t.Errorf("a page of 1000 marks read %v rows of 20000 marks", got)
+	}
+}
