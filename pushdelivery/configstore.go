@@ -155,7 +155,21 @@ func (c *ConfigStore) revision(ctx context.Context, task a2a.TaskID) (int64, err
 // mark is the store's mark of the task's last deletion (0: none, or a
 // store without a log, which remembers no deletion).
 func (c *ConfigStore) mark(ctx context.Context, task a2a.TaskID) (int64, error) {
-	logs, ok := c.s.(engine.LogStore)
+	return Incarnation(ctx, c.s, task)
+}
+
+// live is recs without the records of a deleted incarnation of task
+// (SPEC N1: they serve no later task of the ID).
+func (c *ConfigStore) live(ctx context.Context, task a2a.TaskID, recs []*Record) ([]*Record, error) {
+	return Live(ctx, c.s, task, recs)
+}
+
+// Incarnation returns the incarnation of task in store that a record
+// saved now belongs to (Record.Incarnation): the store's mark of the
+// task's last deletion (engine.LogStore.Deleted), 0 when it remembers
+// none or keeps no log (SPEC N1).
+func Incarnation(ctx context.Context, store engine.Store, task a2a.TaskID) (int64, error) {
+	logs, ok := store.(engine.LogStore)
 	if !ok {
 		return 0, nil
 	}
@@ -169,13 +183,16 @@ func (c *ConfigStore) mark(ctx context.Context, task a2a.TaskID) (int64, error) 
 	return m, nil
 }
 
-// live is recs without the records of a deleted incarnation of task
-// (SPEC N1: they serve no later task of the ID).
-func (c *ConfigStore) live(ctx context.Context, task a2a.TaskID, recs []*Record) ([]*Record, error) {
+// Live returns recs, records of task in an outbox over store, without
+// those of an incarnation of task that store remembers deleted since
+// they were saved (SPEC N1): what serves the task now. An outbox's List
+// returns them all until they are removed (by a Save for the task, the
+// worker, or Sweep). It reuses recs' array.
+func Live(ctx context.Context, store engine.Store, task a2a.TaskID, recs []*Record) ([]*Record, error) {
 	if len(recs) == 0 {
 		return recs, nil
 	}
-	mark, err := c.mark(ctx, task)
+	mark, err := Incarnation(ctx, store, task)
 	if err != nil {
 		return nil, err
 	}

@@ -32,3 +32,7 @@ func (p *PG) Rescanning() bool {
 func (p *PG) SweepStatements() (deleted, unborn, all string) {
 	return p.sql.sweepDeleted, p.sql.sweepUnborn, p.sql.sweep
 }
+
+// SweepWalkStatement returns the statement of one step of the sweep's
+// walk over the records by key.
+func (p *PG) SweepWalkStatement() string { return p.sql.sweepWalk }

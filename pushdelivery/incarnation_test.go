@@ -123,33 +123,99 @@ func TestConfigOfDeletedTaskServesNoLaterTask(t *testing.T) {
 // incarnation once the task is created again, and a save on the new
 // incarnation removes it, before any worker ran.
 func TestConfigStoreHidesDeletedIncarnation(t *testing.T) {
+	forConfigStores(t, func(t *testing.T, e *benchEnv, cs *pushdelivery.ConfigStore) {
+		ctx := context.Background()
+		const task = a2a.TaskID("t1")
+		e.event(t, task)
+		if _, err := cs.Save(ctx, task, &a2a.PushConfig{ID: "old", URL: "https://example.com/old"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.Delete(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		e.event(t, task)
+		if _, err := cs.Get(ctx, task, "old"); err == nil {
+			t.Fatal("Get serves the deleted task's config to the new task")
+		}
+		if cfgs, err := cs.List(ctx, task); err != nil || len(cfgs) != 0 {
+			t.Fatalf("List = %v, %v; want none", cfgs, err)
+		}
+		if _, err := cs.Save(ctx, task, &a2a.PushConfig{ID: "new", URL: "https://example.com/new"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.outbox.Get(ctx, task, "old"); !errors.Is(err, pushdelivery.ErrNotFound) {
+			t.Fatalf("the old record after a save on the new task: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// SPEC N1 (upgrade): a record saved by the release before incarnations
+// has Incarnation 0, which says nothing of the incarnation it was saved
+// for. Of a task deleted and created again while the deletion is still
+// remembered, such a record saved after the deletion serves the new
+// task: ConfigStore gets and lists it and a save on the task keeps it
+// (before: 0 below the mark made it stale: hidden, and removed by the
+// save); one saved before the deletion is still stale.
+func TestLegacyRecordOfRecreatedTaskLives(t *testing.T) {
+	forConfigStores(t, func(t *testing.T, e *benchEnv, cs *pushdelivery.ConfigStore) {
+		ctx := context.Background()
+		const task = a2a.TaskID("t1")
+		// As the earlier release saved it, created at skew from now
+		// (clear of the deletion's mark).
+		legacy := func(id string, rev int64, skew time.Duration) {
+			t.Helper()
+			now := time.Now().Add(skew)
+			if err := e.outbox.Save(ctx, &pushdelivery.Record{TaskID: task, Config: a2a.PushConfig{TaskID: task, ID: id, URL: "https://example.com/" + id},
+				Dest: "https://example.com:443", Created: now, NextAt: now, Delivered: rev}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		legacy("before", e.event(t, task), -time.Millisecond)
+		if err := e.store.Delete(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		legacy("after", e.event(t, task), time.Millisecond) // the task created again, then the config
+		if _, err := cs.Get(ctx, task, "after"); err != nil {
+			t.Fatalf("Get of the new task's config: %v", err)
+		}
+		if _, err := cs.Get(ctx, task, "before"); err == nil {
+			t.Fatal("Get serves the deleted task's config")
+		}
+		list := func() []string {
+			t.Helper()
+			cfgs, err := cs.List(ctx, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, c := range cfgs {
+				ids = append(ids, c.ID)
+			}
+			return ids
+		}
+		if got := list(); len(got) != 1 || got[0] != "after" {
+			t.Fatalf("List = %v, want [after]", got)
+		}
+		if _, err := cs.Save(ctx, task, &a2a.PushConfig{ID: "new", URL: "https://example.com/new"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(); len(got) != 2 || got[0] != "after" || got[1] != "new" {
+			t.Fatalf("List after a save = %v, want [after new]", got)
+		}
+		if _, err := e.outbox.Get(ctx, task, "before"); !errors.Is(err, pushdelivery.ErrNotFound) {
+			t.Fatalf("the deleted task's record after a save: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// forConfigStores runs body on each backend with a ConfigStore over its
+// outbox and store, and a worker that polls once an hour.
+func forConfigStores(t *testing.T, body func(t *testing.T, e *benchEnv, cs *pushdelivery.ConfigStore)) {
 	for _, backend := range []string{"mem", "pebble", "pg"} {
 		t.Run(backend, func(t *testing.T) {
-			ctx := context.Background()
 			e := openBenchEnv(t, backend, nil, pushdelivery.Options{Workers: 1, Poll: time.Hour})
 			t.Cleanup(func() { _ = e.w.Close(context.Background()) })
-			cs := pushdelivery.NewConfigStore(e.outbox, e.store)
-			const task = a2a.TaskID("t1")
-			e.event(t, task)
-			if _, err := cs.Save(ctx, task, &a2a.PushConfig{ID: "old", URL: "https://example.com/old"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.store.Delete(ctx, task); err != nil {
-				t.Fatal(err)
-			}
-			e.event(t, task)
-			if _, err := cs.Get(ctx, task, "old"); err == nil {
-				t.Fatal("Get serves the deleted task's config to the new task")
-			}
-			if cfgs, err := cs.List(ctx, task); err != nil || len(cfgs) != 0 {
-				t.Fatalf("List = %v, %v; want none", cfgs, err)
-			}
-			if _, err := cs.Save(ctx, task, &a2a.PushConfig{ID: "new", URL: "https://example.com/new"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.outbox.Get(ctx, task, "old"); !errors.Is(err, pushdelivery.ErrNotFound) {
-				t.Fatalf("the old record after a save on the new task: %v, want ErrNotFound", err)
-			}
+			body(t, e, pushdelivery.NewConfigStore(e.outbox, e.store))
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package pushdelivery
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"log/slog"
@@ -91,7 +92,18 @@ type Local struct {
 		// missing: tasks with records whose last read found no task
 		// (deleted, retained away, or not created yet): all that Sweep
 		// looks at (SPEC C6).
-		missing  map[a2a.TaskID]struct{}
+		missing map[a2a.TaskID]struct{}
+		// marks: tasks with records written since the previous rescan
+		// (a task created again is written), whose deletion mark the
+		// next refresh reads to remove their stale records (SPEC N1),
+		// before the store forgets the deletion.
+		marks map[a2a.TaskID]struct{}
+		// found: the tasks whose last read found them in the store (not
+		// missing), least recently found first: Sweep looks again at
+		// those not found for its grace from the front, reading only
+		// those due (SPEC C6). looked counts the tasks it went through.
+		found    *list.List
+		looked   int
 		lastScan time.Time
 		// watermark: when the last rescan started (µs, Clock;
 		// local_rescan.go); based once a rescan has.
@@ -114,7 +126,9 @@ type localTask struct {
 	readSeq uint64
 	// read: when a refresh or Sweep last found the task in the store
 	// (zero: never); Sweep looks again at tasks not found for its grace.
-	read time.Time
+	// found: its place in Local's found list (nil: not in it).
+	read  time.Time
+	found *list.Element
 }
 
 type localRecord struct {
@@ -140,6 +154,8 @@ func NewMemory(store engine.Store, opts LocalOptions) *Local {
 	l.mu.pending = map[a2a.TaskID]struct{}{}
 	l.mu.unreadable = map[a2a.TaskID]struct{}{}
 	l.mu.missing = map[a2a.TaskID]struct{}{}
+	l.mu.marks = map[a2a.TaskID]struct{}{}
+	l.mu.found = list.New()
 	return l
 }
 
@@ -169,7 +185,11 @@ func (l *Local) Close() error {
 	return l.db.Close()
 }
 
-// load reads every record of the database into memory, every task dirty.
+// load reads every record of the database into memory, every task dirty
+// and its deletion mark to read (SPEC N1: a task deleted and created
+// again while no outbox ran is in no rescan, which sees only the writes
+// after the first; its stale records go at the first refresh). That is
+// one mark read per task with records, once, beside the revision read.
 func (l *Local) load() error {
 	it, err := l.db.NewIter(nil)
 	if err != nil {
@@ -183,6 +203,7 @@ func (l *Local) load() error {
 		}
 		l.taskLocked(r.TaskID).recs[r.Config.ID] = &localRecord{rec: *r}
 		l.mu.dirty[r.TaskID] = struct{}{}
+		l.mu.marks[r.TaskID] = struct{}{}
 	}
 	return it.Error()
 }
@@ -251,7 +272,7 @@ func (l *Local) Save(ctx context.Context, r *Record) error {
 func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
 	var ids []string
 	for id, lr := range t.recs {
-		if lr.rec.Incarnation < r.Incarnation {
+		if lr.rec.stale(r.Incarnation) {
 			ids = append(ids, id)
 		}
 	}
@@ -277,11 +298,35 @@ func (l *Local) dropStaleLocked(t *localTask, r *Record) error {
 // REQUIRES: l.mu held.
 func (l *Local) dropIfEmptyLocked(id a2a.TaskID) {
 	if t := l.mu.tasks[id]; t != nil && len(t.recs) == 0 {
+		l.unfoundLocked(t)
 		delete(l.mu.tasks, id)
 		delete(l.mu.dirty, id)
 		delete(l.mu.pending, id)
 		delete(l.mu.unreadable, id)
 		delete(l.mu.missing, id)
+		delete(l.mu.marks, id)
+	}
+}
+
+// foundLocked notes that task id (t) was found in the store at now: it
+// goes last in the order Sweep looks again in.
+// REQUIRES: l.mu held.
+func (l *Local) foundLocked(id a2a.TaskID, t *localTask, now time.Time) {
+	t.read = now
+	if t.found == nil {
+		t.found = l.mu.found.PushBack(id)
+	} else {
+		l.mu.found.MoveToBack(t.found)
+	}
+}
+
+// unfoundLocked takes t out of the found list (its task missing, or its
+// records gone).
+// REQUIRES: l.mu held.
+func (l *Local) unfoundLocked(t *localTask) {
+	if t.found != nil {
+		l.mu.found.Remove(t.found)
+		t.found = nil
 	}
 }
 

@@ -52,6 +52,8 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
 	ids := slices.Collect(maps.Keys(l.mu.dirty))
 	clear(l.mu.dirty)
+	checks := slices.Collect(maps.Keys(l.mu.marks))
+	clear(l.mu.marks)
 	l.mu.reads++
 	seq := l.mu.reads
 	l.mu.Unlock()
@@ -63,6 +65,7 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			if ctx.Err() != nil {
 				l.markDirty(ids) // none of them applied: all read again
+				l.markChecks(checks)
 				return fmt.Errorf("pushdelivery: claim: read task: %w", err)
 			}
 			// SPEC N4: one unreadable task is set aside, never blocking
@@ -73,6 +76,11 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			continue
 		}
 		revs[id] = rec.Revision // 0 when not found
+	}
+	marks, err := l.readMarks(ctx, checks)
+	if err != nil {
+		l.markDirty(ids) // none of them applied: all read again
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -90,14 +98,92 @@ func (l *Local) refresh(ctx context.Context, now time.Time) error {
 			t.rev, t.readSeq = rev, seq
 			if rev == 0 {
 				l.mu.missing[id] = struct{}{}
+				l.unfoundLocked(t)
 			} else {
 				delete(l.mu.missing, id)
-				t.read = now
+				l.foundLocked(id, t, now)
 			}
 			l.updatePendingLocked(id)
 		}
 	}
+	l.dropStaleMarkedLocked(marks)
 	return nil
+}
+
+// readMarks reads the deletion marks of tasks (SPEC N1; none from a
+// store without a log). A task whose mark cannot be read is checked
+// again at the next refresh; a cancelled ctx fails.
+func (l *Local) readMarks(ctx context.Context, tasks []a2a.TaskID) (map[a2a.TaskID]int64, error) {
+	logs, ok := l.store.(engine.LogStore)
+	if !ok || len(tasks) == 0 {
+		return nil, nil
+	}
+	marks := make(map[a2a.TaskID]int64, len(tasks))
+	var again []a2a.TaskID
+	for _, id := range tasks {
+		m, err := logs.Deleted(ctx, id)
+		switch {
+		case errors.Is(err, engine.ErrLogDisabled):
+			return nil, nil
+		case err != nil && ctx.Err() != nil:
+			l.markChecks(tasks) // none applied
+			return nil, fmt.Errorf("pushdelivery: claim: read task deletions: %w", err)
+		case err != nil:
+			again = append(again, id)
+		case m > 0:
+			marks[id] = m
+		}
+	}
+	l.markChecks(again)
+	return marks, nil
+}
+
+// markChecks has the next refresh read the deletion marks of tasks.
+func (l *Local) markChecks(tasks []a2a.TaskID) {
+	if len(tasks) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range tasks {
+		if _, ok := l.mu.tasks[id]; ok {
+			l.mu.marks[id] = struct{}{}
+		}
+	}
+}
+
+// dropStaleMarkedLocked removes the records stale against their task's
+// deletion mark in marks (Record.stale: saved for an incarnation deleted
+// since, SPEC N1), so that none comes back to serve a task created again
+// under the ID once the store forgets the deletion (its log retention).
+// A task whose records cannot be deleted is checked again later.
+// REQUIRES: l.mu held.
+func (l *Local) dropStaleMarkedLocked(marks map[a2a.TaskID]int64) {
+	for id, mark := range marks {
+		t := l.mu.tasks[id]
+		if t == nil {
+			continue
+		}
+		var stale []string
+		for cid, lr := range t.recs {
+			if lr.rec.stale(mark) {
+				stale = append(stale, cid)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		if err := l.deleteKeysLocked(id, stale); err != nil {
+			l.mu.marks[id] = struct{}{}
+			l.opts.logger().Warn("pushdelivery: remove the push configs of a deleted task", "task", id, "err", err)
+			continue
+		}
+		for _, cid := range stale {
+			delete(t.recs, cid)
+		}
+		l.updatePendingLocked(id)
+		l.dropIfEmptyLocked(id)
+	}
 }
 
 // setAsideLocked keeps the unreadable tasks failed dirty (read again at
@@ -236,7 +322,9 @@ func (r *Record) setDelivery(src *Record) {
 // and up to limit tasks not found in the store for grace, with records
 // older than grace, are looked up in the store again, and the old
 // records of those missing go. It reads the tasks due for sweeping and
-// a bounded batch, not every task with old records (SPEC C6).
+// a bounded batch, not every task with old records, and goes through
+// those due only (Local's found list), not every task with records
+// (SPEC C6).
 func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
 	now := l.opts.Clock()
 	if err := l.refresh(ctx, now); err != nil {
@@ -260,17 +348,26 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 	}
 	// A task deleted after its last read is in no rescan (which sees
 	// writes): up to limit tasks not found in the store for grace are
-	// looked up again, so that the records of a deleted task go within
-	// (tasks with records / limit) sweeps.
+	// looked up again, the least recently found first, so that the
+	// records of a deleted task go within (tasks with records / limit)
+	// sweeps. It goes through those due only: the found list is in the
+	// order of the reads (a task without an old record goes to its back).
 	looked := 0
-	for id, t := range l.mu.tasks {
-		if looked >= limit {
+	for e := l.mu.found.Front(); e != nil && looked < limit; {
+		next := e.Next()
+		l.mu.looked++
+		id := e.Value.(a2a.TaskID)
+		t := l.mu.tasks[id]
+		if !t.read.Before(cutoff) {
 			break
 		}
-		if _, gone := l.mu.missing[id]; !gone && t.read.Before(cutoff) && oldRecord(t) {
+		looked++
+		if oldRecord(t) {
 			ids = append(ids, id)
-			looked++
+		} else {
+			l.mu.found.MoveToBack(e)
 		}
+		e = next
 	}
 	l.mu.Unlock()
 	n := 0
@@ -281,8 +378,10 @@ func (l *Local) Sweep(ctx context.Context, grace time.Duration, limit int) (int,
 		_, err := l.store.Get(ctx, id)
 		if err == nil {
 			l.mu.Lock()
-			if t := l.mu.tasks[id]; t != nil {
-				t.read = now
+			if t := l.mu.tasks[id]; t != nil && t.found != nil {
+				l.foundLocked(id, t, now)
+			} else if t != nil {
+				t.read = now // missing at the last refresh: it settles that
 			}
 			l.mu.Unlock()
 			continue

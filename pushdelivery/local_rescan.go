@@ -11,17 +11,19 @@ import (
 const rescanPage = 100
 
 // written marks dirty the tasks with records that were written since
-// the previous rescan (SPEC C6): it walks the store's list order (newest
-// storage update time first, one page at a time) down to the time the
-// previous walk started, less the Rescan period as a margin for writes
-// that commit after stamping their time and for the skew between the
-// store's clock and Clock, and no further. Its store reads are the
-// tasks written in that window plus one page: not one per task with
-// records, and nothing at all for tasks idle since. The first walk only
-// takes its start (every task with records is dirty then: loaded, or
-// saved). A failed walk leaves the watermark where it was, so the next
-// one covers its window. The store's clock and Clock must agree to well
-// within Rescan.
+// the previous rescan (SPEC C6), and has the refresh read their
+// deletion marks (a task created again under its ID is written: its
+// records of the deleted incarnation go, N1). It walks the store's list
+// order (newest storage update time first, one page at a time) down to
+// the time the previous walk started, less the Rescan period as a
+// margin for writes that commit after stamping their time and for the
+// skew between the store's clock and Clock, and no further. Its store
+// reads are the tasks written in that window (and their marks) plus one
+// page: not one per task with records, and nothing at all for tasks
+// idle since. The first walk only takes its start (every task with
+// records is dirty then: loaded, or saved). A failed walk leaves the
+// watermark where it was, so the next one covers its window. The
+// store's clock and Clock must agree to well within Rescan.
 func (l *Local) written(ctx context.Context) error {
 	start := l.opts.Clock().UnixMicro()
 	l.mu.Lock()
@@ -56,6 +58,7 @@ func (l *Local) written(ctx context.Context) error {
 	for _, c := range ids {
 		if _, ok := l.mu.tasks[c.ID]; ok {
 			l.mu.dirty[c.ID] = struct{}{}
+			l.mu.marks[c.ID] = struct{}{}
 		}
 	}
 	return nil

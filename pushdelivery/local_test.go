@@ -492,18 +492,8 @@ func TestLocalSweepFindsDeletedAfterRead(t *testing.T) {
 	for _, kind := range []string{"memory", "pebble"} {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
-			cs := &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
-			o := localKinds(t, cs, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
 			const n = 50
-			for i := range n {
-				id := a2a.TaskID(fmt.Sprint("t", i))
-				newTask(t, s, id)
-				if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: clock.Now(), Delivered: 1}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			clock, s, cs, o := countedLocalWithTasks(t, kind, n)
 			drain(t, o, clock.Now()) // every task read, none missing
 			if err := s.Delete(ctx, "t7"); err != nil {
 				t.Fatal(err)
@@ -531,4 +521,273 @@ func TestLocalSweepFindsDeletedAfterRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// SPEC N1: a config of a task deleted and created again, not due for the
+// new task (its cursor at the new task's revision), goes at the next
+// rescan, which reads the deletion marks of the tasks written since: it
+// does not come back to serve the new task once the store forgets the
+// deletion (the log retention). Before, it stayed, hidden only while the
+// mark was remembered. A config of the new task stays, its task's mark
+// read again.
+func TestLocalRescanDropsRecordsOfDeletedIncarnation(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			clock, s, o := clockedLocal(t, kind, nil)
+			save := func(id string) {
+				t.Helper()
+				inc, err := pushdelivery.Incarnation(ctx, s, "t1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: "t1", Config: a2a.PushConfig{ID: id},
+					Created: clock.Now(), NextAt: clock.Now(), Delivered: 1, Incarnation: inc}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			newTask(t, s, "t1")
+			save("old")
+			drain(t, o, clock.Now()) // read: caught up
+			clock.Advance(time.Second)
+			if err := s.Delete(ctx, "t1"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Second)
+			newTask(t, s, "t1") // revision 1 again
+			clock.Advance(time.Hour)
+			if got := drain(t, o, clock.Now()); got != 0 {
+				t.Fatalf("rescan: %d claimed, want none", got)
+			}
+			if _, err := o.Get(ctx, "t1", "old"); !errors.Is(err, pushdelivery.ErrNotFound) {
+				t.Fatalf("the deleted task's record after a rescan: %v, want removed", err)
+			}
+			save("new")
+			// The task written again: the next rescan reads its mark once
+			// more, and keeps the record saved for its incarnation.
+			r, err := s.Get(ctx, "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Task.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted}
+			if _, err := s.Replace(ctx, r.Task, r.Revision); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Hour)
+			drain(t, o, clock.Now())
+			if _, err := o.Get(ctx, "t1", "new"); err != nil {
+				t.Fatalf("the new task's record after a rescan: %v, want kept", err)
+			}
+			// The store forgets the deletion: nothing of the first task
+			// serves the second.
+			if _, err := s.TrimLog(ctx, clock.Now().UnixMicro(), 100); err != nil {
+				t.Fatal(err)
+			}
+			cfgs, err := pushdelivery.NewConfigStore(o, s).List(ctx, "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfgs) != 1 || cfgs[0].ID != "new" {
+				t.Fatalf("configs of the task created again: %v, want only new", cfgs)
+			}
+		})
+	}
+}
+
+// clockedLocal returns a fake clock, a memstore with a log on it, and the
+// Local outbox of kind (Rescan 5 s, on the clock) over the store, or over
+// wrap(store) when wrap is not nil.
+func clockedLocal(t *testing.T, kind string, wrap func(*memstore.Store) engine.Store) (*fakeclock.Clock, *memstore.Store, *pushdelivery.Local) {
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
+	var over engine.Store = s
+	if wrap != nil {
+		over = wrap(s)
+	}
+	return clock, s, localKinds(t, over, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now})[kind]
+}
+
+// SPEC N1: a Pebble outbox reopened reads the deletion marks of the tasks
+// it loads: a record of a task deleted and created again while no outbox
+// ran goes at the first refresh (before: the first rescan only takes
+// its start, and the task, written before it, was in no later one: the
+// record stayed, to serve the new task once the store forgot the
+// deletion). The new task's record stays.
+func TestPebbleReopenDropsRecordsOfDeletedIncarnation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clock := fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Log: true, Clock: clock.Micros})
+	open := func() *pushdelivery.Local {
+		t.Helper()
+		o, err := pushdelivery.OpenPebble(dir, s, pushdelivery.LocalOptions{Rescan: 5 * time.Second, Clock: clock.Now, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	save := func(o *pushdelivery.Local, task a2a.TaskID) {
+		t.Helper()
+		inc, err := pushdelivery.Incarnation(ctx, s, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Save(ctx, &pushdelivery.Record{TaskID: task, Config: a2a.PushConfig{ID: "c"},
+			Created: clock.Now(), NextAt: clock.Now(), Delivered: 1, Incarnation: inc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := open()
+	newTask(t, s, "again")
+	save(o, "again")
+	newTask(t, s, "kept")
+	clock.Advance(time.Second)
+	if err := s.Delete(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	newTask(t, s, "kept")
+	save(o, "kept") // for the new incarnation
+	drain(t, o, clock.Now())
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := s.Delete(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	newTask(t, s, "again")
+	o = open()
+	defer o.Close()
+	clock.Advance(time.Hour)
+	if got := drain(t, o, clock.Now()); got != 0 {
+		t.Fatalf("after reopening: %d claimed, want none", got)
+	}
+	if _, err := o.Get(ctx, "again", "c"); !errors.Is(err, pushdelivery.ErrNotFound) {
+		t.Fatalf("the deleted task's record after reopening: %v, want removed", err)
+	}
+	if _, err := o.Get(ctx, "kept", "c"); err != nil {
+		t.Fatalf("the new task's record after reopening: %v, want kept", err)
+	}
+}
+
+// SPEC C6: Sweep's look again at tasks not found for the grace goes
+// through the tasks due only, least recently found first: with every
+// task found within the grace it visits one entry and reads nothing
+// (before: it went through every task with records, under the lock);
+// once they are all due, each sweep reads limit of them, and every task
+// is read once in (tasks / limit) sweeps.
+func TestLocalSweepLooksAgainAtDueOnly(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			const n, limit, grace = 200, 20, 10 * time.Minute
+			clock, _, cs, o := countedLocalWithTasks(t, kind, n)
+			// Every task found, and the rescans past their writes (the
+			// second one's window still holds them).
+			for range 3 {
+				drain(t, o, clock.Now())
+				clock.Advance(6 * time.Second)
+			}
+			sweep := func() (looked int, reads map[a2a.TaskID]int) {
+				t.Helper()
+				before := o.SweepLooked()
+				cs.take()
+				if got, err := o.Sweep(ctx, grace, limit); err != nil || got != 0 {
+					t.Fatalf("sweep: %d, %v; want nothing swept", got, err)
+				}
+				return o.SweepLooked() - before, cs.take()
+			}
+			clock.Advance(grace / 2)
+			if looked, reads := sweep(); looked > 1 || len(reads) != 0 {
+				t.Fatalf("nothing due: the sweep went through %d tasks and read %d, want 1 and none", looked, len(reads))
+			}
+			clock.Advance(time.Hour)
+			all := map[a2a.TaskID]int{}
+			for range n / limit {
+				looked, reads := sweep()
+				if looked > limit || len(reads) > limit {
+					t.Fatalf("the sweep went through %d tasks and read %d, limit %d", looked, len(reads), limit)
+				}
+				for id, k := range reads {
+					all[id] += k
+				}
+			}
+			if len(all) != n {
+				t.Fatalf("%d sweeps read %d tasks again, want all %d", n/limit, len(all), n)
+			}
+			if looked, reads := sweep(); looked > 1 || len(reads) != 0 {
+				t.Fatalf("every task found again: the sweep went through %d tasks and read %d, want 1 and none", looked, len(reads))
+			}
+		})
+	}
+}
+
+// SPEC N1, C6: a task due for a look again but without a record older
+// than the grace (records saved since its last read, when the reads
+// after failed: set aside, N4; here records created in the future) goes
+// to the back of the order, so that such tasks never hold up the look
+// again at the others: the records of a task deleted after its last
+// read, found last, still go within (tasks / limit) sweeps.
+func TestLocalSweepPassesTasksWithoutOldRecords(t *testing.T) {
+	for _, kind := range []string{"memory", "pebble"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			clock, s, o := clockedLocal(t, kind, nil)
+			const n, limit, grace = 60, 10, 10 * time.Minute
+			save := func(id a2a.TaskID, created time.Time) {
+				t.Helper()
+				newTask(t, s, id)
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: created, Delivered: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range n {
+				save(a2a.TaskID(fmt.Sprint("t", i)), clock.Now().Add(24*time.Hour)) // never older than the grace here
+			}
+			save("x", clock.Now())
+			for range 3 {
+				drain(t, o, clock.Now())
+				clock.Advance(6 * time.Second)
+			}
+			o.Touch("x") // found last
+			drain(t, o, clock.Now())
+			if err := s.Delete(ctx, "x"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Hour)
+			swept := 0
+			for range (n+1)/limit + 1 {
+				got, err := o.Sweep(ctx, grace, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				swept += got
+			}
+			if _, err := o.Get(ctx, "x", "c"); swept != 1 || !errors.Is(err, pushdelivery.ErrNotFound) {
+				t.Fatalf("swept %d; x's record: %v; want it swept", swept, err)
+			}
+		})
+	}
+}
+
+// countedLocalWithTasks is clockedLocal over a countingStore, with n
+// tasks t0, t1, ... created, each with a record "c" created now and
+// delivered up to revision 1.
+func countedLocalWithTasks(t *testing.T, kind string, n int) (*fakeclock.Clock, *memstore.Store, *countingStore, *pushdelivery.Local) {
+	t.Helper()
+	var cs *countingStore
+	clock, s, o := clockedLocal(t, kind, func(s *memstore.Store) engine.Store {
+		cs = &countingStore{Store: s, gets: map[a2a.TaskID]int{}}
+		return cs
+	})
+	for i := range n {
+		id := a2a.TaskID(fmt.Sprint("t", i))
+		newTask(t, s, id)
+		if err := o.Save(context.Background(), &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c"}, Created: clock.Now(), Delivered: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return clock, s, cs, o
 }

@@ -54,15 +54,26 @@ type Record struct {
 	// later deletion says that task is gone, and the record belongs to
 	// no later task created under the ID (SPEC N1): the worker drops it
 	// unsent (Lease's Drop), ConfigStore shows it no more, and a Save
-	// for a later incarnation removes it.
+	// for a later incarnation removes it. 0 is unknown as well as none
+	// (a record saved by an earlier release): such a record belongs to a
+	// deleted task only if the deletion's mark is after its Created
+	// (Record.stale).
 	Incarnation int64 `json:",omitempty"`
 }
 
 // stale reports whether r belongs to an incarnation of its task deleted
 // since it was saved, mark being the store's mark of the task's last
 // deletion now (SPEC N1). A mark the store has forgotten (0, after the
-// log retention) is not a deletion.
-func (r *Record) stale(mark int64) bool { return mark > r.Incarnation }
+// log retention) is not a deletion. Incarnation 0 is unknown for a
+// record saved by a release before incarnations (or before any
+// deletion): such a record is stale only if the deletion came after it
+// was created (mark, a time on the store's clock, after Created).
+func (r *Record) stale(mark int64) bool {
+	if r.Incarnation == 0 {
+		return mark > 0 && mark > r.Created.UnixMicro()
+	}
+	return mark > r.Incarnation
+}
 
 // afresh clears r's failure state, due at nextAt: a save that changes
 // the configuration (another URL, token or credentials) does not inherit
@@ -95,7 +106,8 @@ type Outbox interface {
 	// delivery state (its failure state only when the configuration is
 	// unchanged: a new one starts with no attempts, due at r.NextAt), or
 	// inserting r as given. It first removes the task's records of an
-	// earlier incarnation (Incarnation below r's, SPEC N1): a record of
+	// earlier incarnation (stale against r's Incarnation as a mark:
+	// Record.stale, SPEC N1): a record of
 	// the same ID among them is replaced by r as given. It fails with ErrTooMany
 	// when the task would have more than MaxConfigsPerTask.
 	Save(ctx context.Context, r *Record) error

@@ -81,8 +81,13 @@ type PG struct {
 		recent   bool
 		afterAt  time.Time
 		fullDone bool
-		// sweptAt: the deletion marks before it were swept (Sweep).
-		sweptAt time.Time
+		// sweptAt, sweptTask: the key of the last deletion mark swept
+		// (Sweep: the marks up to it are done).
+		sweptAt   time.Time
+		sweptTask string
+		// walked: the key of the last record the backstop walk of
+		// Sweep read (empty: start again from the first).
+		walked [2]string
 	}
 	batch int // Done records per batch of a rescan
 }
@@ -193,7 +198,7 @@ func (p *PG) Save(ctx context.Context, r *Record) error {
 		if _, err := tx.Exec(ctx, p.sql.lockTask, p.opts.Schema, r.TaskID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, p.sql.dropStale, r.TaskID, r.Incarnation); err != nil {
+		if _, err := tx.Exec(ctx, p.sql.dropStale, r.TaskID, r.Incarnation, time.UnixMicro(r.Incarnation)); err != nil {
 			return err
 		}
 		var n int
@@ -398,14 +403,18 @@ func (l *pgLease) Release(ctx context.Context) {
 
 // Sweep implements Outbox. Over a store that keeps deletion marks
 // (pgstore with its log): the records saved before their task's last
-// deletion, from the marks since the last sweep (pgSweepDeletedSQL),
-// then the records older than grace of tasks never created
-// (pgSweepUnbornSQL); each bounded, reading the deletions and records
-// due, not the records stored (SPEC C6). Without the marks: one bounded
-// DELETE of the rows older than grace whose task is missing, which
-// reads every record older than grace whose task exists.
+// deletion, from the marks settled since the last sweep
+// (pgSweepDeletedSQL), then the records older than grace of tasks never
+// created (pgSweepUnbornSQL), then one bounded step of a walk over the
+// records by key for those of tasks deleted without a mark
+// (pgSweepWalkSQL); each bounded by limit, reading the deletions and
+// records due and at most limit records of the walk, not the records
+// stored (SPEC C6). Without the marks: one bounded DELETE of the rows
+// older than grace whose task is missing, which reads every record
+// older than grace whose task exists.
 func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, error) {
-	cutoff := p.opts.Clock().Add(-grace)
+	now := p.opts.Clock()
+	cutoff := now.Add(-grace)
 	var marks bool
 	if err := p.pool.QueryRow(ctx, p.sql.hasDeletions, p.opts.Schema).Scan(&marks); err != nil {
 		return 0, pgErr("sweep", err)
@@ -417,7 +426,7 @@ func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, er
 		}
 		return int(tag.RowsAffected()), nil
 	}
-	n, err := p.sweepDeleted(ctx, limit)
+	n, err := p.sweepDeleted(ctx, now, limit)
 	if err != nil || n >= limit {
 		return n, err
 	}
@@ -425,44 +434,94 @@ func (p *PG) Sweep(ctx context.Context, grace time.Duration, limit int) (int, er
 	if err != nil {
 		return n, pgErr("sweep", err)
 	}
-	return n + int(tag.RowsAffected()), nil
+	n += int(tag.RowsAffected())
+	if n >= limit {
+		return n, nil
+	}
+	k, err := p.sweepWalk(ctx, cutoff, limit-n)
+	return n + k, err
 }
 
-// sweepMarks bounds the deletion marks one sweep reads; sweepMargin is
-// how far back of the last mark read the next sweep starts when it
-// read them all, for deletions that commit after stamping their mark.
+// sweepMarks bounds the deletion marks one page of a sweep reads, and
+// sweepPages the pages of one sweep. sweepMargin is how long before the
+// outbox's clock now a mark must be to be read: a deletion stamps its
+// mark inside its statement and commits later, so a mark newer than
+// that may not be visible yet while later ones are; the sweep reads the
+// marks in order up to that horizon only, so that it never passes over
+// one still to commit (a deletion that takes longer than sweepMargin to
+// commit, or a clock ahead of the database's by as much, may be missed:
+// the walk, or the worker's drop, takes its records then).
 const (
 	sweepMarks  = 1000
+	sweepPages  = 10
 	sweepMargin = time.Minute
 )
 
 // sweepDeleted deletes up to limit records saved before their task's
-// last deletion, from the marks since the outbox's sweep watermark, and
-// moves the watermark: to the last mark read when the marks filled the
-// batch, to it less sweepMargin when they were all read, nowhere when
-// the records filled limit (some of the marks read may have more).
-func (p *PG) sweepDeleted(ctx context.Context, limit int) (int, error) {
+// last deletion, from the marks after the outbox's sweep key and before
+// now less sweepMargin, a page of sweepMarks at a time while pages come
+// full (at most sweepPages), and moves the key to the last mark of each
+// page whose stale records all went: a page with some left (the limit,
+// or a row locked) is read again by the next sweep.
+func (p *PG) sweepDeleted(ctx context.Context, now time.Time, limit int) (int, error) {
+	horizon := now.Add(-sweepMargin)
+	n := 0
+	for range sweepPages {
+		p.mu.Lock()
+		fromAt, fromTask := p.mu.sweptAt, p.mu.sweptTask
+		p.mu.Unlock()
+		var deleted, stale, read int
+		var lastAt *time.Time
+		var lastTask string
+		err := p.readCommitted(ctx, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, p.sql.sweepDeleted, fromAt, fromTask, horizon, sweepMarks, limit-n).
+				Scan(&deleted, &stale, &read, &lastAt, &lastTask)
+		})
+		if err != nil {
+			return n, pgErr("sweep", err)
+		}
+		n += deleted
+		if deleted < stale || lastAt == nil {
+			return n, nil
+		}
+		p.mu.Lock()
+		if p.mu.sweptAt.Equal(fromAt) && p.mu.sweptTask == fromTask { // else a concurrent sweep moved it
+			p.mu.sweptAt, p.mu.sweptTask = *lastAt, lastTask
+		}
+		p.mu.Unlock()
+		if read < sweepMarks || n >= limit {
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// sweepWalk takes one step of the walk over the records by key: it
+// reads the limit records after the last one the previous step read
+// (from the first again once a step reaches the end) and deletes those
+// older than cutoff whose task is missing. Every record is read once
+// per (records / limit) sweeps, so the records of a task deleted
+// without a mark go within that many (SPEC N1), at a bounded cost per
+// sweep (C6).
+func (p *PG) sweepWalk(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	p.mu.Lock()
-	from := p.mu.sweptAt
+	after := p.mu.walked
 	p.mu.Unlock()
-	var n, read int
-	var last *time.Time
+	var deleted, read int
+	var last [2]string
 	err := p.readCommitted(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, p.sql.sweepDeleted, from, sweepMarks, limit).Scan(&n, &read, &last)
+		return tx.QueryRow(ctx, p.sql.sweepWalk, after[0], after[1], limit, cutoff).Scan(&deleted, &read, &last[0], &last[1])
 	})
 	if err != nil {
 		return 0, pgErr("sweep", err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case n >= limit || last == nil:
-	case read >= sweepMarks:
-		p.mu.sweptAt = *last
-	default:
-		p.mu.sweptAt = maxTime(p.mu.sweptAt, last.Add(-sweepMargin))
+	if read < limit {
+		last = [2]string{}
 	}
-	return n, nil
+	p.mu.Lock()
+	p.mu.walked = last
+	p.mu.Unlock()
+	return deleted, nil
 }
 
 // Depth implements Outbox in one query.

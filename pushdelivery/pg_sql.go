@@ -13,7 +13,7 @@ type pgSQL struct {
 	claim, commit, release, sweep, depth                  string
 	reopenTasks, rescan, rescanRecent                     string
 	hasIdle, backfillIdle, setAside, dueNow               string
-	hasDeletions, sweepDeleted, sweepUnborn               string
+	hasDeletions, sweepDeleted, sweepUnborn, sweepWalk    string
 }
 
 // pgCols are the columns scanRecord reads, in its order.
@@ -164,18 +164,43 @@ const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
 WHERE p.task_id = d.task_id AND p.id = d.id`
 
 // pgSweepDeletedSQL: the records saved before the last deletion of
-// their task (incarnation below its mark: SPEC N1, whether or not the
+// their task (Record.stale against its mark: SPEC N1, whether or not the
 // task was created again), found from pgstore's deletion marks
-// (a2a_task_deletions, by its index on at) since $1, at most $2 marks
-// and $3 records: the rows read are the deletions since and their
-// records, not the records stored (C6). It returns the records deleted,
-// the marks read and the last mark's time.
-const pgSweepDeletedSQL = `WITH d AS (SELECT task_id, at FROM %[1]s.a2a_task_deletions WHERE at >= $1 ORDER BY at LIMIT $2),
-c AS (SELECT q.task_id, q.id FROM d JOIN %[1]s.a2a_push_configs q ON q.task_id = d.task_id
-	WHERE q.incarnation < (extract(epoch FROM d.at) * 1000000)::bigint
-	LIMIT $3 FOR UPDATE OF q SKIP LOCKED),
-x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1)
-SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM d), (SELECT max(at) FROM d)`
+// (a2a_task_deletions, by its index on at) after ($1 at, $2 task) and
+// before $3 (the settled horizon), at most $4 marks in (at, task_id)
+// order and $5 records: the rows read are the deletions in the window
+// and their records, not the records stored (C6). It returns the
+// records deleted, the stale records found (more than deleted: some
+// were left, by the limit or a lock), the marks read and the last
+// mark's key.
+const pgSweepDeletedSQL = `WITH d AS (SELECT task_id, at FROM %[1]s.a2a_task_deletions
+	WHERE at >= $1::timestamptz AND (at, task_id) > ($1::timestamptz, $2::text) AND at < $3
+	ORDER BY at, task_id LIMIT $4),
+s AS (SELECT q.task_id, q.id FROM d JOIN %[1]s.a2a_push_configs q ON q.task_id = d.task_id
+	WHERE q.incarnation < (extract(epoch FROM d.at) * 1000000)::bigint AND (q.incarnation > 0 OR q.created_at < d.at)),
+c AS (SELECT q.task_id, q.id FROM s JOIN %[1]s.a2a_push_configs q ON q.task_id = s.task_id AND q.id = s.id
+	LIMIT $5 FOR UPDATE OF q SKIP LOCKED),
+x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1),
+l AS (SELECT at, task_id FROM d ORDER BY at DESC, task_id DESC LIMIT 1)
+SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM s), (SELECT count(*) FROM d),
+	(SELECT at FROM l), coalesce((SELECT task_id FROM l), '')`
+
+// pgSweepWalkSQL: the backstop for the records of tasks deleted without
+// a mark (a DELETE by hand, a TRUNCATE, a store whose log was off, or a
+// mark forgotten before a sweep read it): the next $3 records after
+// ($1 task, $2 id) in key order, by the primary key, those older than
+// $4 whose task is missing deleted. It returns the records deleted,
+// the records read and the last one's key: one bounded step of a walk
+// over the whole table (SPEC C6, N1).
+const pgSweepWalkSQL = `WITH w AS (SELECT q.task_id, q.id, q.created_at FROM %[1]s.a2a_push_configs q
+	WHERE (q.task_id, q.id) > ($1::text, $2::text) ORDER BY q.task_id, q.id LIMIT $3),
+c AS (SELECT q.task_id, q.id FROM w JOIN %[1]s.a2a_push_configs q ON q.task_id = w.task_id AND q.id = w.id
+	WHERE w.created_at < $4 AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = w.task_id)
+	FOR UPDATE OF q SKIP LOCKED),
+x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1),
+l AS (SELECT task_id, id FROM w ORDER BY task_id DESC, id DESC LIMIT 1)
+SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM w),
+	coalesce((SELECT task_id FROM l), ''), coalesce((SELECT id FROM l), '')`
 
 // pgSweepUnbornSQL: the records older than $1 of tasks never created
 // (saved before a first write that never came: Delivered 0, read by the
@@ -238,8 +263,11 @@ ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDE
 		list:      f(`SELECT %[2]s FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`),
 		delete:    f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2`),
 		deleteAll: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1`),
-		// $1 task, $2 the incarnation saved: the records of earlier ones.
-		dropStale: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND incarnation < $2`),
+		// $1 task, $2 the incarnation saved, $3 its time: the records of
+		// earlier ones (Record.stale: incarnation 0 is unknown, earlier
+		// only if created before the mark).
+		dropStale: f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND incarnation < $2
+	AND (incarnation > 0 OR created_at < $3)`),
 		// $1 task, $2 id, $3 lease token.
 		drop:         f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed),
@@ -252,6 +280,7 @@ WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
 		sweep:        f(pgSweepSQL),
 		sweepDeleted: f(pgSweepDeletedSQL),
 		sweepUnborn:  f(pgSweepUnbornSQL),
+		sweepWalk:    f(pgSweepWalkSQL),
 		hasDeletions: `SELECT to_regclass(quote_ident($1) || '.a2a_task_deletions') IS NOT NULL`,
 		depth:        f(pgDepthSQL),
 	}

@@ -267,10 +267,16 @@ type pgEnv struct {
 // fresh opens a pgEnv whose pool's sessions are of application app.
 func fresh(t testing.TB, app string) *pgEnv {
 	t.Helper()
+	return freshAt(t, app, time.Now)
+}
+
+// freshAt is fresh with the outbox on clock.
+func freshAt(t testing.TB, app string, clock func() time.Time) *pgEnv {
+	t.Helper()
 	e := &pgEnv{dsn: pgtest.DSN(t)}
 	e.schema = pgtest.Schema(t, e.dsn)
 	e.pool = newPool(t, e.dsn, app)
-	e.o, e.s = openPG(t, e.pool, e.schema, time.Now)
+	e.o, e.s = openPG(t, e.pool, e.schema, clock)
 	return e
 }
 

@@ -576,17 +576,28 @@ func (c *copier) stillQuiet(ctx context.Context) error {
 
 // copyConfigs saves the push configurations of tasks in the target, with
 // their delivery state (Save keeps an existing record's); with redo it
-// saves only those the target does not hold as they are.
+// saves only those the target does not hold as they are. Only the
+// configurations that serve the task in the source go: not those of an
+// earlier incarnation of its ID not removed yet (SPEC N1; the target
+// has no mark of that deletion, so they would serve the task there).
+// Each is saved for the task's incarnation in the target.
 func (c *copier) copyConfigs(ctx context.Context, tasks []engine.StoredTask, redo bool) error {
 	if c.src.outbox == nil {
 		return nil
 	}
 	for i := range tasks {
-		recs, err := c.src.outbox.List(ctx, tasks[i].Task.ID, "", pushdelivery.MaxConfigsPerTask)
+		recs, err := liveConfigs(ctx, c.src, tasks[i].Task.ID)
 		if err != nil {
-			return fmt.Errorf("read the source's push configs: %w", err)
+			return err
+		}
+		var inc int64
+		if len(recs) > 0 {
+			if inc, err = pushdelivery.Incarnation(ctx, c.dst.store, tasks[i].Task.ID); err != nil {
+				return fmt.Errorf("target: %w", err)
+			}
 		}
 		for _, r := range recs {
+			r.Incarnation = inc
 			if redo {
 				if had, err := c.dst.outbox.Get(ctx, r.TaskID, r.Config.ID); err == nil && canonRecord(had) == canonRecord(r) {
 					continue
@@ -777,9 +788,9 @@ func (c *copier) sameConfigs(ctx context.Context, task a2a.TaskID) (string, erro
 		if s.outbox == nil {
 			return nil, nil
 		}
-		recs, err := s.outbox.List(ctx, task, "", pushdelivery.MaxConfigsPerTask)
+		recs, err := liveConfigs(ctx, s, task)
 		if err != nil {
-			return nil, fmt.Errorf("verify: read the %s's push configs: %w", s.what, err)
+			return nil, fmt.Errorf("verify: %w", err)
 		}
 		return recs, nil
 	}
@@ -802,8 +813,24 @@ func (c *copier) sameConfigs(ctx context.Context, task a2a.TaskID) (string, erro
 	return "", nil
 }
 
+// liveConfigs returns the push records of task in s's outbox that serve
+// the task there: without those of a deleted incarnation of its ID
+// (pushdelivery.Live, SPEC N1).
+func liveConfigs(ctx context.Context, s *side, task a2a.TaskID) ([]*pushdelivery.Record, error) {
+	recs, err := s.outbox.List(ctx, task, "", pushdelivery.MaxConfigsPerTask)
+	if err != nil {
+		return nil, fmt.Errorf("read the %s's push configs: %w", s.what, err)
+	}
+	if recs, err = pushdelivery.Live(ctx, s.store, task, recs); err != nil {
+		return nil, fmt.Errorf("read the %s's push configs: %w", s.what, err)
+	}
+	return recs, nil
+}
+
 // canonRecord is a push record in a comparable form: its configuration
-// and delivery state, times in µs (what PostgreSQL keeps).
+// and delivery state, times in µs (what PostgreSQL keeps). Not its
+// Incarnation: a mark of the store it is in (the configurations compared
+// are those that serve their task in each: liveConfigs).
 func canonRecord(r *pushdelivery.Record) string {
 	cfg, _ := json.Marshal(r.Config)
 	us := func(t time.Time) int64 {

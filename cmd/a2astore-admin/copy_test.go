@@ -647,3 +647,88 @@ func TestImportAllOrNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCopySkipsConfigsOfDeletedIncarnation (SPEC N1, X1): a push config
+// of a task deleted and created again under its ID, not removed yet (no
+// worker ran), serves nothing of the new task in the source; copy leaves
+// it out, so it serves nothing in the target either (which has no mark
+// of the deletion), and verifies. The configs that serve their task are
+// copied, saved for its incarnation in the target.
+// (Before: copy copied the records as stored, the stale one became live
+// in the target, and verify, comparing the records as stored, agreed.)
+func TestCopySkipsConfigsOfDeletedIncarnation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	create := func(s *pebblestore.Store, id a2a.TaskID) {
+		t.Helper()
+		if _, err := s.Create(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withPebble(t, src, pebblestore.Options{}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		for _, id := range []a2a.TaskID{"again", "kept"} {
+			create(s, id)
+			inc, err := pushdelivery.Incarnation(ctx, s, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().Add(-time.Second)
+			if err := ob.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "old", URL: "https://hooks.example/old"},
+				Dest: "https://hooks.example:443", Created: at, NextAt: at, Delivered: 1, Incarnation: inc}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Delete(ctx, "again"); err != nil {
+			t.Fatal(err)
+		}
+		create(s, "again")
+		// Another task deleted and created again, with a config saved for
+		// its new incarnation in the source (which removed the old one's).
+		create(s, "redone")
+		if err := s.Delete(ctx, "redone"); err != nil {
+			t.Fatal(err)
+		}
+		create(s, "redone")
+		inc, err := pushdelivery.Incarnation(ctx, s, "redone")
+		if err != nil || inc == 0 {
+			t.Fatalf("the source's incarnation of the task created again: %d, %v", inc, err)
+		}
+		at := time.Now()
+		if err := ob.Save(ctx, &pushdelivery.Record{TaskID: "redone", Config: a2a.PushConfig{ID: "new", URL: "https://hooks.example/new"},
+			Dest: "https://hooks.example:443", Created: at, NextAt: at, Delivered: 1, Incarnation: inc}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	out := mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst)
+	if !strings.Contains(out, "verified: 3 tasks") {
+		t.Fatalf("copy says:\n%s", out)
+	}
+	withPebble(t, dst, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		for task, want := range map[a2a.TaskID]string{"again": "", "redone": "new", "kept": "old"} {
+			recs, err := ob.List(ctx, task, "", pushdelivery.MaxConfigsPerTask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == "" {
+				if len(recs) != 0 {
+					t.Errorf("the target's push configs of %s: %d, want none", task, len(recs))
+				}
+				continue
+			}
+			if len(recs) != 1 || recs[0].Config.ID != want {
+				t.Errorf("the target's push configs of %s: %d, want only %s", task, len(recs), want)
+				continue
+			}
+			// Saved for the task's incarnation in the target, not the
+			// source's (a mark of the source's clock and deletions).
+			inc, err := pushdelivery.Incarnation(ctx, s, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recs[0].Incarnation != inc {
+				t.Errorf("the target's push config of %s: incarnation %d, want the target's %d", task, recs[0].Incarnation, inc)
+			}
+		}
+	})
+}

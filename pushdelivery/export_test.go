@@ -1,0 +1,9 @@
+package pushdelivery
+
+// SweepLooked returns how many tasks Sweep's look again went through, in
+// all (the found list's entries it visited).
+func (l *Local) SweepLooked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.looked
+}
