@@ -52,7 +52,7 @@ func ParseTraceParent(s string) (trace.SpanContext, bool) {
 	if len(s) != TraceParentLen || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
 		return trace.SpanContext{}, false
 	}
-	tid, err := trace.TraceIDFromHex(s[3:35])
+	tid, err := trace.TraceIDFromHex(s[3:35]) // lowercase hex, not all zero
 	if err != nil {
 		return trace.SpanContext{}, false
 	}
@@ -68,11 +68,7 @@ func ParseTraceParent(s string) (trace.SpanContext, bool) {
 	default:
 		return trace.SpanContext{}, false
 	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
-	if !sc.IsValid() || formatTraceParent(sc) != s { // uppercase hex parses too
-		return trace.SpanContext{}, false
-	}
-	return sc, true
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
 }
 
 // ValidTraceParent reports whether s is "" or a traceparent
