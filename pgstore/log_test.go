@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2astore/a2astore/engine"
@@ -129,6 +130,35 @@ func TestLogExternalSchema(t *testing.T) {
 		t.Fatalf("Open with Log on an external schema after a managed Open added the trace column: %v", err)
 	}
 	s.Close()
+	// InspectSchema (a2astore-admin migrate status) tells the column.
+	traceMigration := func() pgstore.Migration {
+		t.Helper()
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		migs, err := pgstore.InspectSchema(ctx, pool, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range migs {
+			if m.File == pgstore.LogTraceMigrationFile {
+				return m
+			}
+		}
+		t.Fatalf("InspectSchema lists no %s: %+v", pgstore.LogTraceMigrationFile, migs)
+		return pgstore.Migration{}
+	}
+	if m := traceMigration(); !m.Applied || !m.Optional {
+		t.Errorf("with the trace column: %+v, want applied (optional: the log's)", m)
+	}
+	if _, err := conn.Exec(ctx, `ALTER TABLE a2a_task_log DROP COLUMN trace`); err != nil {
+		t.Fatal(err)
+	}
+	if m := traceMigration(); m.Applied || m.Missing != "column a2a_task_log.trace" {
+		t.Errorf("without the trace column: %+v", m)
+	}
 }
 
 // requireMigration undoes a migration of the log with undo, then checks
