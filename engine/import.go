@@ -61,7 +61,8 @@ func ValidateExport(limit int) error {
 // under an owner that is valid (O1), its cursor's ID the task's, a time
 // in 0..math.MaxInt64 (S5), a revision of at least 1 (S7), and log entries
 // of known kinds and states in strictly increasing revisions up to the
-// task's, none later than the task's time (K7).
+// task's, none later than the task's time (K7), each with a trace that
+// is a traceparent or nothing (H2, ValidTraceParent).
 func ValidateStoredTask(st *StoredTask, lim Limits) error {
 	t := st.Task
 	if err := lim.ValidateTask(t); err != nil {
@@ -93,6 +94,8 @@ func ValidateStoredTask(st *StoredTask, lim Limits) error {
 			return bad("log entry %d of kind %d", l.Revision, l.Kind)
 		case !KnownState(l.State):
 			return bad("log entry %d in state %q", l.Revision, l.State)
+		case !ValidTraceParent(l.Trace): // H2: a traceparent or nothing
+			return bad("log entry %d with a malformed trace", l.Revision)
 		}
 		prev = l.Revision
 	}

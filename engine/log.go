@@ -155,6 +155,12 @@ type LogEntry struct {
 	Kind     LogKind       // what Body holds
 	State    a2a.TaskState // the task's state after the write
 	Body     []byte
+	// Trace is the W3C traceparent of the write's span when it was made
+	// under a sampled span context (TraceParent), else "": the trace a
+	// delivery of the entry's event carries on, on whichever instance
+	// (SPEC H2). Never task content; a store returns "" for a stored
+	// value ParseTraceParent refuses.
+	Trace string
 }
 
 // Event decodes the entry of task id into the A2A event it records; nil

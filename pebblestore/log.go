@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/cockroachdb/pebble/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/pebblestore/internal/desckey"
@@ -17,9 +18,15 @@ import (
 // The task log (engine.LogStore, K7): with Options.Log, each revision's
 // entry is a key
 //
-//	l ‖ asc(id) ‖ revision (8 bytes, big-endian) → time (8 bytes) ‖ kind ‖ uvarint(len(state)) ‖ state ‖ body
+//	l ‖ asc(id) ‖ revision (8 bytes, big-endian) → time (8 bytes) ‖ kind ‖ uvarint(len(state)) ‖ state ‖ [trace] ‖ body
 //
-// set in the very batch that writes the revision, so both commit or
+// where an entry with a trace (engine.LogEntry.Trace, H2) has the high
+// bit of its kind byte set (logTraced) and the trace is its traceparent's
+// binary form: trace ID (16 bytes) ‖ span ID (8) ‖ flags (1). Entries
+// without one are encoded as before the trace existed, so a store
+// written by an earlier release reads as it did (its entries have no
+// trace); a release before the trace would refuse an entry that has one
+// (a kind it does not know). The entry is set in the very batch that writes the revision, so both commit or
 // neither; Delete and retention range-delete the task's l keys in their
 // batch. asc is prefix-free, so one task's entries are one key range in
 // revision order. TrimLog range-deletes the logs of idle tasks, walking
@@ -37,12 +44,50 @@ func logKey(id a2a.TaskID, rev int64) []byte {
 	return binary.BigEndian.AppendUint64(logPrefix(id), uint64(rev))
 }
 
+// logTraced marks, in an entry's kind byte, an entry with a trace.
+const logTraced = 0x80
+
+// traceLen is the length of a trace's binary form.
+const traceLen = 16 + 8 + 1
+
 func encodeLogValue(l *engine.LogEntry) []byte {
-	v := binary.BigEndian.AppendUint64(make([]byte, 0, 10+len(l.State)+len(l.Body)), uint64(l.Time))
-	v = append(v, byte(l.Kind))
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 10+len(l.State)+traceLen+len(l.Body)), uint64(l.Time))
+	sc, traced := engine.ParseTraceParent(l.Trace)
+	if traced {
+		v = append(v, byte(l.Kind)|logTraced)
+	} else {
+		v = append(v, byte(l.Kind))
+	}
 	v = binary.AppendUvarint(v, uint64(len(l.State)))
 	v = append(v, l.State...)
+	if traced {
+		tid, sid := sc.TraceID(), sc.SpanID()
+		v = append(append(append(v, tid[:]...), sid[:]...), byte(sc.TraceFlags()))
+	}
 	return append(v, l.Body...)
+}
+
+// decodeTrace is the traceparent of a trace's binary form b, "" when it
+// is none ParseTraceParent accepts (never trusted into a span, H2).
+func decodeTrace(b []byte) string {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	copy(tid[:], b[:16])
+	copy(sid[:], b[16:24])
+	var flags string
+	switch b[24] {
+	case 0:
+		flags = "00"
+	case byte(trace.FlagsSampled):
+		flags = "01"
+	default:
+		return ""
+	}
+	tp := "00-" + tid.String() + "-" + sid.String() + "-" + flags
+	if !engine.ValidTraceParent(tp) {
+		return ""
+	}
+	return tp
 }
 
 // decodeLog decodes an entry; key is its full key.
@@ -51,13 +96,21 @@ func decodeLog(key, value []byte) (a2a.TaskID, engine.LogEntry, error) {
 	if err != nil || len(rest) != 8 || len(value) < 10 {
 		return "", engine.LogEntry{}, fmt.Errorf("pebblestore: log key %x: malformed: %w", key, engine.ErrInternal)
 	}
-	l := engine.LogEntry{Revision: int64(binary.BigEndian.Uint64(rest)), Time: int64(binary.BigEndian.Uint64(value)), Kind: engine.LogKind(value[8])}
+	kind := value[8]
+	l := engine.LogEntry{Revision: int64(binary.BigEndian.Uint64(rest)), Time: int64(binary.BigEndian.Uint64(value)), Kind: engine.LogKind(kind &^ logTraced)}
 	n, k := binary.Uvarint(value[9:])
 	if k <= 0 || uint64(len(value)-9-k) < n {
 		return "", engine.LogEntry{}, fmt.Errorf("pebblestore: log entry %x: malformed: %w", key, engine.ErrInternal)
 	}
 	l.State = a2a.TaskState(value[9+k : 9+k+int(n)])
-	l.Body = bytes.Clone(value[9+k+int(n):])
+	body := value[9+k+int(n):]
+	if kind&logTraced != 0 {
+		if len(body) < traceLen {
+			return "", engine.LogEntry{}, fmt.Errorf("pebblestore: log entry %x: malformed trace: %w", key, engine.ErrInternal)
+		}
+		l.Trace, body = decodeTrace(body[:traceLen]), body[traceLen:]
+	}
+	l.Body = bytes.Clone(body)
 	return a2a.TaskID(id), l, nil
 }
 
@@ -78,13 +131,14 @@ func (s *Store) deleteLog(b *pebble.Batch, id a2a.TaskID) {
 	}
 }
 
-// newLogEntry is the entry of a write storing task because of ev (nil
-// without the log).
-func (s *Store) newLogEntry(task *a2a.Task, ev a2a.Event) (*engine.LogEntry, error) {
+// newLogEntry is the entry of a write storing task because of ev under
+// ctx, whose traceparent it keeps (nil without the log).
+func (s *Store) newLogEntry(ctx context.Context, task *a2a.Task, ev a2a.Event) (*engine.LogEntry, error) {
 	if !s.log {
 		return nil, nil
 	}
 	l, err := engine.NewLogEntry(task, ev)
+	l.Trace = engine.TraceParent(ctx) // H2
 	return &l, err
 }
 

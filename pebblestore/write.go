@@ -152,7 +152,7 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
-	l, err := s.newLogEntry(task, nil)
+	l, err := s.newLogEntry(ctx, task, nil)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -174,7 +174,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
-	l, err := s.newLogEntry(task, engine.EventFrom(ctx))
+	l, err := s.newLogEntry(ctx, task, engine.EventFrom(ctx))
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -245,6 +245,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 		var l *engine.LogEntry
 		if s.log {
 			c := engine.CanceledEntry(t.ContextID)
+			c.Trace = engine.TraceParent(ctx)
 			l = &c
 		}
 		return s.put(old, t, "", now, l, true)
@@ -288,6 +289,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 			if err != nil {
 				return engine.Record{}, err
 			}
+			m.Trace = engine.TraceParent(ctx)
 			l = &m
 		}
 		return s.put(old, t, "", now, l, true)

@@ -16,7 +16,9 @@
 // shared by the instances; the release before kept them in
 // a2a_cluster_push_configs, which nothing reads any more). SchemaSQL is
 // the same DDL for deployments that manage the schema themselves. The
-// task log is the store's (pgstore.LogMigrationFile).
+// task log is the store's (pgstore.LogMigrationFile); each entry keeps
+// the traceparent of the write that made it (pgstore.LogTraceMigrationFile,
+// SPEC H2), so an instance that delivers another's events joins its trace.
 //
 // Upgrading from the release before the task log: stop every instance of
 // the old release, then start the new ones (a mixed cluster is not

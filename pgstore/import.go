@@ -30,7 +30,7 @@ var importColumns = []string{"id", "context_id", "updated_at", "revision", "stat
 	"status_msg", "metadata", "artifacts", "history", "msg_ids", "owner"}
 
 // logColumns are the log table's columns, in the order of Import's rows.
-var logColumns = []string{"task_id", "revision", "at", "kind", "state", "body"}
+var logColumns = []string{"task_id", "revision", "at", "kind", "state", "body", "trace"}
 
 // Export implements engine.Exporter: one page of the ordering index and
 // the log rows of its tasks, read in one REPEATABLE READ transaction.
@@ -87,7 +87,7 @@ func (s *Store) Export(ctx context.Context, after *engine.Cursor, limit int) ([]
 // exportLogs reads the log rows of the tasks ids, each task's oldest
 // first, passing each to add.
 func (s *Store) exportLogs(ctx context.Context, tx pgx.Tx, ids []string, add func(id string, l engine.LogEntry)) error {
-	rows, err := tx.Query(ctx, `SELECT task_id, revision, at, kind, state, body FROM `+s.logTable()+`
+	rows, err := tx.Query(ctx, `SELECT task_id, revision, at, kind, state, body, trace FROM `+s.logTable()+`
 WHERE task_id = ANY($1::text[]) ORDER BY task_id, revision`, ids)
 	if err != nil {
 		return err
@@ -96,8 +96,9 @@ WHERE task_id = ANY($1::text[]) ORDER BY task_id, revision`, ids)
 	var l engine.LogEntry
 	var at time.Time
 	var kind int16
-	_, err = pgx.ForEachRow(rows, []any{&id, &l.Revision, &at, &kind, &state, &l.Body}, func() error {
-		l.Time, l.Kind, l.State = at.UnixMicro(), engine.LogKind(kind), a2a.TaskState(state)
+	var tp *string
+	_, err = pgx.ForEachRow(rows, []any{&id, &l.Revision, &at, &kind, &state, &l.Body, &tp}, func() error {
+		l.Time, l.Kind, l.State, l.Trace = at.UnixMicro(), engine.LogKind(kind), a2a.TaskState(state), storedTrace(tp)
 		add(id, l)
 		l.Body = nil
 		return nil
@@ -140,7 +141,11 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 			continue
 		}
 		for _, l := range st.Log {
-			logRows = append(logRows, []any{string(st.Task.ID), l.Revision, time.UnixMicro(l.Time).UTC(), int16(l.Kind), string(l.State), l.Body})
+			var tp any // NULL for ""; ValidateStoredTask checked the rest
+			if l.Trace != "" {
+				tp = l.Trace
+			}
+			logRows = append(logRows, []any{string(st.Task.ID), l.Revision, time.UnixMicro(l.Time).UTC(), int16(l.Kind), string(l.State), l.Body, tp})
 		}
 	}
 	if len(rows) == 0 {

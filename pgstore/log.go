@@ -30,6 +30,11 @@ var _ engine.LogStore = (*Store)(nil)
 // whose store runs with Options.Log.
 const LogMigrationFile = "pgstore/migrations/005_task_log.sql"
 
+// LogTraceMigrationFile adds the trace column to the log table
+// (engine.LogEntry.Trace, H2) for an externally managed schema whose
+// store runs with Options.Log.
+const LogTraceMigrationFile = "pgstore/migrations/010_task_log_trace.sql"
+
 // DeletionsMigrationFile creates the table of the deletions the log
 // remembers (engine.LogStore.Deleted) for an externally managed schema
 // whose store runs with Options.Log.
@@ -69,15 +74,20 @@ const logTableSQL = `CREATE TABLE IF NOT EXISTS %[1]s.a2a_task_log (
 	PRIMARY KEY (task_id, revision)
 )`
 
+// logTraceSQL adds the log table's trace column (LogTraceMigrationFile);
+// %[1]s is the quoted schema. The column holds the traceparent of the
+// write that made the entry (engine.TraceParent), NULL when it had none.
+const logTraceSQL = `ALTER TABLE %[1]s.a2a_task_log ADD COLUMN IF NOT EXISTS trace text`
+
 // logged wraps a statement that returns the written task row (at least
-// writtenColumns' names) so that it also inserts the revision's log row, with kind and
-// body the SQL of its kind and body, and, when notify is not "", runs it
-// (a pg_notify call) once the row is in.
-func logged(stmt, table, kind, body, notify string) string {
+// writtenColumns' names) so that it also inserts the revision's log row, with kind,
+// body and trace the SQL of its kind, body and trace (H2), and, when
+// notify is not "", runs it (a pg_notify call) once the row is in.
+func logged(stmt, table, kind, body, trace, notify string) string {
 	logTable := strings.TrimSuffix(table, `"a2a_tasks"`) + `"a2a_task_log"`
 	q := `WITH t AS (` + stmt + `),
-l AS (INSERT INTO ` + logTable + ` (task_id, revision, at, kind, state, body)
-  SELECT id, revision, updated_at, ` + kind + `, state, ` + body + ` FROM t RETURNING 1)
+l AS (INSERT INTO ` + logTable + ` (task_id, revision, at, kind, state, body, trace)
+  SELECT id, revision, updated_at, ` + kind + `, state, ` + body + `, ` + trace + ` FROM t RETURNING 1)
 SELECT t.* FROM t`
 	if notify != "" {
 		q += `, (SELECT ` + notify + ` FROM l) n`
@@ -90,7 +100,8 @@ func param(n int) string { return "$" + strconv.Itoa(n) }
 
 // logStatements turns the write statements into their logged forms. The
 // placeholders after a statement's own: kind and body (create and
-// replace), body (append), then the notification's channel and payload.
+// replace), body (append), then the trace, then the notification's
+// channel and payload.
 func (sql *statements) logStatements(notify bool) {
 	note := func(n int) string {
 		if !notify {
@@ -98,10 +109,10 @@ func (sql *statements) logStatements(notify bool) {
 		}
 		return "pg_notify(" + param(n) + ", " + param(n+1) + ")"
 	}
-	sql.create = logged(sql.create, sql.table, "$12::smallint", "$13::bytea", note(14))
-	sql.replace = logged(sql.replace, sql.table, "$12::smallint", "$13::bytea", note(14))
-	sql.cancel = logged(sql.cancel, sql.table, strconv.Itoa(int(engine.LogCanceled)), "convert_to(context_id, 'UTF8')", note(3))
-	sql.appendHistory = logged(sql.appendHistory, sql.table, strconv.Itoa(int(engine.LogMessage)), "$5::bytea", note(6))
+	sql.create = logged(sql.create, sql.table, "$12::smallint", "$13::bytea", "$14::text", note(15))
+	sql.replace = logged(sql.replace, sql.table, "$12::smallint", "$13::bytea", "$14::text", note(15))
+	sql.cancel = logged(sql.cancel, sql.table, strconv.Itoa(int(engine.LogCanceled)), "convert_to(context_id, 'UTF8')", "$3::text", note(4))
+	sql.appendHistory = logged(sql.appendHistory, sql.table, strconv.Itoa(int(engine.LogMessage)), "$5::bytea", "$6::text", note(7))
 	logTable := strings.TrimSuffix(sql.table, `"a2a_tasks"`) + `"a2a_task_log"`
 	deletions := strings.TrimSuffix(sql.table, `"a2a_tasks"`) + `"a2a_task_deletions"`
 	sql.delete = remembered(sql.delete, sql.table)
@@ -112,7 +123,7 @@ func (sql *statements) logStatements(notify bool) {
 	sql.forgetDeletions = `WITH f AS (DELETE FROM ` + deletions + ` WHERE at < $1 AND task_id IN (
   SELECT task_id FROM ` + deletions + ` WHERE at < $1 ORDER BY at LIMIT $2) RETURNING 1)
 SELECT count(*) FROM f`
-	sql.readLog = `SELECT revision, at, kind, state, body FROM ` + logTable + `
+	sql.readLog = `SELECT revision, at, kind, state, body, trace FROM ` + logTable + `
 WHERE task_id = $1 AND revision > $2 ORDER BY revision LIMIT $3`
 	// trimLog drops the logs of up to $4 tasks idle since $1, oldest
 	// first after the cursor ($2, $3), and returns the last one it
@@ -125,8 +136,10 @@ SELECT count(*) OVER (), id, updated_at FROM v ORDER BY updated_at DESC, id COLL
 }
 
 // logArgs are the placeholders a logged statement takes after its own:
-// the entry's kind and body when withEntry, then the notification's.
-func (s *Store) logArgs(id a2a.TaskID, l engine.LogEntry, withEntry bool) []any {
+// the entry's kind and body when withEntry (its body alone when it has
+// one otherwise), the traceparent of ctx's span (NULL without a sampled
+// one: engine.TraceParent, H2), then the notification's.
+func (s *Store) logArgs(ctx context.Context, id a2a.TaskID, l engine.LogEntry, withEntry bool) []any {
 	if !s.log {
 		return nil
 	}
@@ -135,6 +148,11 @@ func (s *Store) logArgs(id a2a.TaskID, l engine.LogEntry, withEntry bool) []any 
 		args = append(args, int16(l.Kind), l.Body)
 	} else if l.Body != nil {
 		args = append(args, l.Body)
+	}
+	if tp := engine.TraceParent(ctx); tp != "" {
+		args = append(args, tp)
+	} else {
+		args = append(args, nil)
 	}
 	if s.logNotify != "" {
 		args = append(args, s.logNotify, NotifyPayload('e', id))
@@ -206,8 +224,9 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 		var at time.Time
 		var kind int16
 		var state string
-		_, err = pgx.ForEachRow(rows, []any{&l.Revision, &at, &kind, &state, &l.Body}, func() error {
-			l.Time, l.Kind, l.State = at.UnixMicro(), engine.LogKind(kind), a2a.TaskState(state)
+		var tp *string
+		_, err = pgx.ForEachRow(rows, []any{&l.Revision, &at, &kind, &state, &l.Body, &tp}, func() error {
+			l.Time, l.Kind, l.State, l.Trace = at.UnixMicro(), engine.LogKind(kind), a2a.TaskState(state), storedTrace(tp)
 			out = append(out, l)
 			l.Body = nil
 			return nil
@@ -218,6 +237,16 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 		return nil, translate(ctx, "read log", err)
 	}
 	return out, nil
+}
+
+// storedTrace is a log row's trace column as LogEntry.Trace: "" for
+// NULL and for a value that is no traceparent engine.ParseTraceParent
+// accepts (written by hand, or damaged), which is never trusted (H2).
+func storedTrace(tp *string) string {
+	if tp == nil || !engine.ValidTraceParent(*tp) {
+		return ""
+	}
+	return *tp
 }
 
 // WatchLog implements engine.LogStore: this process's writes wake it, and
@@ -312,6 +341,16 @@ func (s *Store) ensureLog(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(logTableSQL, pgx.Identifier{s.schema}.Sanitize())); err != nil {
 			return err
 		}
+		// Only when missing: the ALTER locks the table (ACCESS
+		// EXCLUSIVE) even when the column exists.
+		switch ok, err := s.hasLogTrace(ctx, tx); {
+		case err != nil:
+			return err
+		case !ok:
+			if _, err := tx.Exec(ctx, fmt.Sprintf(logTraceSQL, pgx.Identifier{s.schema}.Sanitize())); err != nil {
+				return err
+			}
+		}
 		_, err := tx.Exec(ctx, fmt.Sprintf(deletionsTableSQL, pgx.Identifier{s.schema}.Sanitize()))
 		return err
 	})
@@ -329,6 +368,32 @@ func (s *Store) checkLog(ctx context.Context) error {
 		return fmt.Errorf("%w: %s.a2a_task_log is missing (Options.Log); run %s", ErrSchema, s.schema, LogMigrationFile)
 	}
 	return nil
+}
+
+// checkLogTrace fails with ErrSchema, naming LogTraceMigrationFile, when
+// the log table lacks its trace column (H2).
+// REQUIRES: the log table exists (checkLog).
+func (s *Store) checkLogTrace(ctx context.Context) error {
+	ok, err := s.hasLogTrace(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("pgstore: check schema: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s.a2a_task_log has no trace column (Options.Log); run %s", ErrSchema, s.schema, LogTraceMigrationFile)
+	}
+	return nil
+}
+
+// hasLogTrace reports whether the log table has its trace column, of
+// type text.
+func (s *Store) hasLogTrace(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname = 'trace' AND NOT attisdropped AND atttypid = 'text'::regtype)`,
+		pgx.Identifier{s.schema, "a2a_task_log"}.Sanitize()).Scan(&ok)
+	return ok, err
 }
 
 // checkDeletions fails with ErrSchema, naming DeletionsMigrationFile,

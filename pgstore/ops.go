@@ -34,6 +34,9 @@ func (s *Store) Ready(ctx context.Context) error {
 		if err := s.checkLog(ctx); err != nil {
 			return err
 		}
+		if err := s.checkLogTrace(ctx); err != nil {
+			return err
+		}
 		return s.checkDeletions(ctx)
 	}
 	return nil
@@ -78,7 +81,7 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 	}
 	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Optional: true},
 		{File: OwnerCountsMigrationFile + " + " + CountTriggersMigrationFile}, {File: LogMigrationFile, Optional: true},
-		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Optional: true}}
+		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Optional: true}, {File: LogTraceMigrationFile, Optional: true}}
 
 	switch err := s.checkTable(ctx); {
 	case errors.Is(err, ErrSchema):
@@ -112,10 +115,19 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 	switch err := s.checkLog(ctx); {
 	case errors.Is(err, ErrSchema):
 		out[3].Missing = "table a2a_task_log"
+		out[6].Missing = "table a2a_task_log"
 	case err != nil:
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	default:
 		out[3].Applied = true
+		switch err := s.checkLogTrace(ctx); {
+		case errors.Is(err, ErrSchema):
+			out[6].Missing = "column a2a_task_log.trace"
+		case err != nil:
+			return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
+		default:
+			out[6].Applied = true
+		}
 	}
 	switch err := s.checkDeletions(ctx); {
 	case errors.Is(err, ErrSchema):

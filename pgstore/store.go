@@ -62,7 +62,9 @@ type Options struct {
 	// exact, and get slower).
 	CountRollupInterval time.Duration
 	// Log keeps the task log (engine.LogStore, K7) in a2a_task_log,
-	// created with the table (ExternalSchema: LogMigrationFile). Default
+	// created with the table (ExternalSchema: LogMigrationFile,
+	// DeletionsMigrationFile and LogTraceMigrationFile, the entries'
+	// trace context, H2). Default
 	// false: ReadLog fails with engine.ErrLogDisabled and writes insert
 	// no log row.
 	Log bool
@@ -398,6 +400,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		if err := s.checkLog(ctx); err != nil {
 			return nil, err
 		}
+		if err := s.checkLogTrace(ctx); err != nil {
+			return nil, err
+		}
 		if err := s.checkDeletions(ctx); err != nil {
 			return nil, err
 		}
@@ -447,7 +452,7 @@ func (s *Store) create(ctx context.Context, task *a2a.Task, owner string) (engin
 		return engine.Record{}, err
 	}
 	args := append([]any{string(task.ID), f.contextID, f.state,
-		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner}, s.logArgs(task.ID, l, true)...)
+		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, owner}, s.logArgs(ctx, task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
 		x, err = scanWritten(s.pool.QueryRow(ctx, s.sql.create, args...), &f)
@@ -522,7 +527,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		return engine.Record{}, err
 	}
 	args := append([]any{string(task.ID), f.contextID, f.state,
-		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision}, s.logArgs(task.ID, l, true)...)
+		f.statusTS, f.statusNS, f.statusMsg, f.metadata, f.artifacts, f.history, f.msgIDs, expectedRevision}, s.logArgs(ctx, task.ID, l, true)...)
 	var x row
 	err = retry(ctx, func() (err error) {
 		x, err = scanWritten(s.pool.QueryRow(ctx, s.sql.replace, args...), &f)
@@ -577,7 +582,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if err := validateConditional(id, expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
-	args := append([]any{string(id), expectedRevision}, s.logArgs(id, engine.LogEntry{}, false)...)
+	args := append([]any{string(id), expectedRevision}, s.logArgs(ctx, id, engine.LogEntry{}, false)...)
 	var x row
 	err := retry(ctx, func() (err error) {
 		for range maxAttempts {
@@ -645,7 +650,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 			return engine.Record{}, err
 		}
 	}
-	args := append([]any{string(id), b, []byte(msg.ID), expectedRevision}, s.logArgs(id, l, false)...)
+	args := append([]any{string(id), b, []byte(msg.ID), expectedRevision}, s.logArgs(ctx, id, l, false)...)
 	for attempt := 1; ; attempt++ {
 		rec, err := s.appendOnce(ctx, id, args)
 		if !errors.Is(err, pgx.ErrNoRows) {

@@ -181,7 +181,7 @@ func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claime
 			payload = nil
 		}
 		last := end && i == len(entries)-1 // a terminal entry with more after it is not the end
-		if !w.step(ctx, rec, e.Revision, payload, e.Time, last && e.State.Terminal()) {
+		if !w.step(ctx, rec, e.Revision, e.Trace, payload, e.Time, last && e.State.Terminal()) {
 			return nil
 		}
 	}
@@ -213,17 +213,18 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode task: %w", err)
 	}
-	w.step(ctx, rec, r.Revision, payload, 0, r.Task.Status.State.Terminal())
+	w.step(ctx, rec, r.Revision, "", payload, 0, r.Task.Status.State.Terminal())
 	return nil
 }
 
-// step delivers one entry at revision rev (payload nil: nothing to send,
-// it is passed over) committed at µs at (0: unknown); done: the entry is
+// step delivers one entry at revision rev, written under the traceparent
+// written ("" when unknown, engine.LogEntry.Trace) (payload nil: nothing
+// to send, it is passed over) committed at µs at (0: unknown); done: the entry is
 // terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
-func (w *Worker) step(ctx context.Context, rec *Record, rev int64, payload []byte, at int64, done bool) bool {
+func (w *Worker) step(ctx context.Context, rec *Record, rev int64, written string, payload []byte, at int64, done bool) bool {
 	if payload != nil {
-		status, err := w.post(ctx, rec, rev, payload)
+		status, err := w.post(ctx, rec, rev, written, payload)
 		reason := classify(status, err)
 		if ctx.Err() == nil || context.Cause(ctx) == errPostBy {
 			if w.observe(rec.Dest, reason) { // the destination is back
@@ -280,11 +281,12 @@ func (w *Worker) fail(rec *Record, reason string, status int) bool {
 	return false
 }
 
-// post sends one notification and returns the response's status. With
+// post sends one notification of the entry at revision rev, written
+// under the traceparent written, and returns the response's status. With
 // Options.Tracer it is a span, whose traceparent the request carries
 // (trace.go).
-func (w *Worker) post(ctx context.Context, rec *Record, rev int64, payload []byte) (status int, err error) {
-	ctx, span := w.startAttempt(ctx, rec, rev)
+func (w *Worker) post(ctx context.Context, rec *Record, rev int64, written string, payload []byte) (status int, err error) {
+	ctx, span := w.startAttempt(ctx, rec, rev, written)
 	defer func() { endAttempt(span, status, err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.Config.URL, bytes.NewReader(payload))
 	if err != nil {

@@ -51,8 +51,9 @@
 //     row); a claimer that dies loses its records when the lease ends.
 //
 // With Options.Tracer each POST is a span, a child of the span that
-// wrote the event (as the Sender saw it, in this process), and carries its
-// W3C traceparent to the webhook (trace.go; SPEC H2).
+// wrote the event (the traceparent its log entry keeps, on whichever
+// instance wrote it; else as the Sender saw it, in this process), and
+// carries its W3C traceparent to the webhook (trace.go; SPEC H2).
 //
 // Every outbox passes outboxtest.Run. ConfigStore is a2a-go's
 // push.ConfigStore over any of them: it validates configurations and

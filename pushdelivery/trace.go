@@ -10,18 +10,35 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2astore/a2astore/engine"
 )
 
 // Tracing of deliveries (SPEC H2). Each POST to a webhook is a client
-// span, a child of the span of the write that produced the task's latest
-// event (what a2a-go's push sender was called under: the call's, or in
-// cluster mode the execution's), so that the client's trace runs on to
-// the webhook; the POST carries the attempt's W3C traceparent, so the
-// webhook's own spans join it too. The producer is known in the process
-// whose write woke the worker (Sender); an attempt made by another
-// process (a PostgreSQL outbox is shared by the instances) or after a
-// restart starts a trace of its own. A span never carries the webhook's
-// URL past its host, the token, the credentials or an error's text.
+// span, a child of the span of the write that produced the event, so
+// that the client's trace runs on to the webhook; the POST carries the
+// attempt's W3C traceparent, so the webhook's own spans join it too.
+// The parent is, first, the traceparent the store kept with the
+// delivered log entry (engine.LogEntry.Trace: the span of the store
+// write that made that very revision, on whichever instance), as a
+// remote parent; failing that, what a2a-go's push sender was called
+// under in this process (the call's span, or in cluster mode the
+// execution's), noted by Sender for the task's latest event. The entry's
+// comes first because it is exact: the noted span is the latest event's,
+// which for an older entry of a batch, or one another instance wrote
+// after this one noted a write of its own, is another write's. So an
+// attempt made by another process (a PostgreSQL outbox is shared by the
+// instances) or after a restart joins the writer's trace too. A child,
+// not a link: an entry has exactly one write that produced it, and the
+// delivery is that write's work carried on (as pgcluster makes an
+// execution the child of its call), so the trace reads the same
+// whichever instance delivers. An attempt starts a trace of its own only
+// when neither is known: the write was not sampled, the log entry was
+// written before its store kept traces, the log was trimmed past the
+// cursor (the task itself is sent), or the stored value is no valid
+// traceparent (ignored, never trusted). A span never carries the
+// webhook's URL past its host, the token, the credentials or an error's
+// text.
 
 // traceContext is the propagation format of the POSTs.
 var traceContext = propagation.TraceContext{}
@@ -78,13 +95,16 @@ func (w *Worker) producer(task a2a.TaskID) trace.SpanContext {
 }
 
 // startAttempt starts the span of a POST of rec's entry at revision rev,
-// a child of the span that produced the task's latest event when known;
-// nil without Options.Tracer.
-func (w *Worker) startAttempt(ctx context.Context, rec *Record, rev int64) (context.Context, trace.Span) {
+// written under the traceparent written: a child of written when it is
+// a valid traceparent, else of the span that produced the task's latest
+// event when this process knows it; nil without Options.Tracer.
+func (w *Worker) startAttempt(ctx context.Context, rec *Record, rev int64, written string) (context.Context, trace.Span) {
 	if w.o.Tracer == nil {
 		return ctx, nil
 	}
-	if sc := w.producer(rec.TaskID); sc.IsValid() {
+	if sc, ok := engine.ParseTraceParent(written); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	} else if sc := w.producer(rec.TaskID); sc.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, sc)
 	}
 	ctx, span := w.o.Tracer.Start(ctx, "a2a.push.deliver", trace.WithSpanKind(trace.SpanKindClient))

@@ -761,6 +761,9 @@ func sameTask(a, b *engine.StoredTask) string {
 			return fmt.Sprintf("log entry %d differs (revision %d, time %d, kind %d, state %s in the source; %d, %d, %d, %s in the target)",
 				i, x.Revision, x.Time, x.Kind, x.State, y.Revision, y.Time, y.Kind, y.State)
 		}
+		if x.Trace != y.Trace { // the log's trace context is copied too (X1, H2)
+			return fmt.Sprintf("log entry %d: trace %q in the source, %q in the target", i, x.Trace, y.Trace)
+		}
 	}
 	return ""
 }

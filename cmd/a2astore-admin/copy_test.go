@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/memstore"
@@ -54,9 +55,10 @@ var (
 // push configurations into ob: owners and none, several contexts and
 // states, history, artifacts, metadata, tasks sharing a storage time
 // (ordered by ID), and for many tasks later revisions of every log kind
-// (a Replace, one carrying a status event, an append, a cancel), some
-// tasks deleted and the logs of the oldest trimmed. It returns the
-// number of tasks left.
+// (a Replace, one carrying a status event, an append, a cancel), every
+// third task's writes made under a sampled span (their log entries keep
+// its traceparent, H2), some tasks deleted and the logs of the oldest
+// trimmed. It returns the number of tasks left.
 func fillRich(t testing.TB, s *pebblestore.Store, clock *storetest.ManualClock, ob pushdelivery.Outbox, n int, seed uint64) int {
 	t.Helper()
 	ctx := context.Background()
@@ -64,6 +66,11 @@ func fillRich(t testing.TB, s *pebblestore.Store, clock *storetest.ManualClock, 
 	gen := taskgen.New(taskgen.Shape{Contexts: copyContexts, History: 2, Artifacts: 2, ArtifactBytes: 48, Seed: seed + 1})
 	left := 0
 	for i := range n {
+		ctx := context.Background()
+		if i%3 == 0 {
+			ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{0: 1, 15: byte(i)}, SpanID: trace.SpanID{0: 2, 7: byte(i)}, TraceFlags: trace.FlagsSampled}))
+		}
 		clock.Advance(int64(rng.IntN(3))) // 0: the same time as the task before
 		task := gen.Task(i)
 		task.Metadata = map[string]any{"i": float64(i), "tags": []any{"a", float64(i % 5)}, "nested": map[string]any{"ok": i%2 == 0}}
@@ -192,7 +199,7 @@ func dumpStore(t testing.TB, s engine.Store, ob pushdelivery.Outbox) string {
 				t.Fatal(err)
 			}
 			for _, l := range logs {
-				fmt.Fprintf(&b, "  log %d at %d kind %d state %s %q\n", l.Revision, l.Time, l.Kind, l.State, l.Body)
+				fmt.Fprintf(&b, "  log %d at %d kind %d state %s trace %q %q\n", l.Revision, l.Time, l.Kind, l.State, l.Trace, l.Body)
 			}
 			if ob != nil {
 				recs, err := ob.List(ctx, task.ID, "", pushdelivery.MaxConfigsPerTask)
@@ -314,6 +321,9 @@ func TestCopyPebblePGPebble(t *testing.T) {
 	src, back := filepath.Join(dir, "src"), filepath.Join(dir, "back")
 	left := makeRichPebble(t, src, n, 56)
 	want := dumpPebble(t, src)
+	if !strings.Contains(want, `trace "00-`) || !strings.Contains(want, `trace ""`) {
+		t.Fatal("the source holds no log entry with a trace, or none without")
+	}
 	dsn := pgtest.DSN(t)
 
 	out := mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pg", "-to-pg-dsn", dsn, "-batch", "64")

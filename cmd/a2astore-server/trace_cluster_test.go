@@ -48,8 +48,24 @@ type hookHeaders struct{ traceparent, token, authorization string }
 // values, the webhook's path and query, its token and its credentials are
 // planted with "SECRET"; the webhook receives the token and credentials
 // (they did flow), and no span of either instance — name, attribute,
-// event, status or link — carries any of them.
-func TestTraceAcrossCluster(t *testing.T) {
+// event, status or link — carries any of them. Each delivery's parent is
+// the store write that made its log entry (the traceparent the entry
+// keeps).
+func TestTraceAcrossCluster(t *testing.T) { traceAcrossCluster(t, "b") }
+
+// TestTraceDeliveredByAnotherInstance (H2): as TestTraceAcrossCluster,
+// but the events b writes are delivered by a, which took the call and
+// executed nothing (b's push worker is stopped, the PostgreSQL outbox is
+// shared): a never saw the writes, so each attempt's parent comes from
+// the log entry it delivers, which keeps the traceparent of b's store
+// write. The trace still runs from the client through a's call, b's
+// execution and store writes, to a's deliveries and the webhook.
+func TestTraceDeliveredByAnotherInstance(t *testing.T) { traceAcrossCluster(t, "a") }
+
+// traceAcrossCluster is TestTraceAcrossCluster with the deliveries made
+// by instance deliverer ("a", which takes the call, or "b", which
+// executes it).
+func traceAcrossCluster(t *testing.T, deliverer string) {
 	if testing.Short() {
 		t.Skip("two cluster servers on PostgreSQL")
 	}
@@ -68,11 +84,12 @@ func TestTraceAcrossCluster(t *testing.T) {
 			Tracing: tracingConfig{Provider: provider(instance)}})
 	}
 	a := start("a")
-	start("b") // the instance that executes and delivers
-	// a takes calls only: b claims the work and delivers its events (the
-	// producing span of an event is known in the process that wrote it).
+	b := start("b") // the instance that executes
+	// a takes calls only: b claims the work; the deliverer's push worker
+	// alone delivers its events.
 	a.cluster.StopWork()
-	if err := a.pusher.Close(t.Context()); err != nil {
+	idle := map[string]*testServer{"a": b, "b": a}[deliverer]
+	if err := idle.pusher.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -112,6 +129,11 @@ func TestTraceAcrossCluster(t *testing.T) {
 	task, ok := res.(*a2a.Task)
 	if !ok || task.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("SendMessage answered %T %+v, want the completed task", res, res)
+	}
+	if deliverer == "a" {
+		// a hears of b's writes at its outbox's next rescan (a minute):
+		// touch the task now, as a wake-up from b would.
+		a.pusher.Wake(task.ID)
 	}
 	delivered := recv.deliveriesOf(t, task.ID)
 	traceID := clientSpan.SpanContext().TraceID()
@@ -188,8 +210,11 @@ func TestTraceAcrossCluster(t *testing.T) {
 	deliverSpans := map[trace.SpanID]bool{}
 	for _, s := range ours {
 		if s.Name() == "a2a.push.deliver" {
-			if instanceOf(s) != "b" || !below(byID, s, exec) {
-				t.Errorf("delivery span of %s not below b's execution", instanceOf(s))
+			if instanceOf(s) != deliverer || !below(byID, s, exec) {
+				t.Errorf("delivery span of %s not below b's execution (deliverer %s)", instanceOf(s), deliverer)
+			}
+			if p := byID[s.Parent().SpanID()]; p == nil || !strings.HasPrefix(p.Name(), "store.") || instanceOf(p) != "b" {
+				t.Errorf("delivery span of %s has parent %v, want one of b's store writes (the log entry's trace)", instanceOf(s), s.Parent())
 			}
 			deliverSpans[s.SpanContext().SpanID()] = true
 		}

@@ -17,12 +17,15 @@ import (
 var _ engine.LogStore = (*Store)(nil)
 
 // newLogEntry is the entry of a write storing task because of ev, made
-// outside the lock; nothing without the log.
-func (s *Store) newLogEntry(task *a2a.Task, ev a2a.Event) (engine.LogEntry, error) {
+// outside the lock under ctx, whose traceparent it keeps (H2); nothing
+// without the log.
+func (s *Store) newLogEntry(ctx context.Context, task *a2a.Task, ev a2a.Event) (engine.LogEntry, error) {
 	if !s.log {
 		return engine.LogEntry{}, nil
 	}
-	return engine.NewLogEntry(task, ev)
+	l, err := engine.NewLogEntry(task, ev)
+	l.Trace = engine.TraceParent(ctx)
+	return l, err
 }
 
 // logLocked appends l, completed with e's new revision and time, to e's

@@ -215,7 +215,7 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 	if err := engine.ValidateOwner(owner); err != nil {
 		return engine.Record{}, err
 	}
-	logged, err := s.newLogEntry(task, nil)
+	logged, err := s.newLogEntry(ctx, task, nil)
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -354,7 +354,7 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
-	logged, err := s.newLogEntry(task, engine.EventFrom(ctx))
+	logged, err := s.newLogEntry(ctx, task, engine.EventFrom(ctx))
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -403,8 +403,8 @@ var modifyEdited func()
 // first, modify starts over on the new content. A nonzero expected is the
 // revision the task must have (engine.ConditionalStore), compared before
 // edit runs. With the log on, logged makes the revision's entry from the
-// edited task.
-func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error),
+// edited task, which keeps the traceparent of ctx's span (H2).
+func (s *Store) modify(ctx context.Context, id a2a.TaskID, expected int64, edit func(t *a2a.Task, at int64) (changed bool, err error),
 	logged func(t *a2a.Task) (engine.LogEntry, error)) (engine.Record, error) {
 	for {
 		e, gen, rec, c, err := s.read(id)
@@ -435,6 +435,7 @@ func (s *Store) modify(id a2a.TaskID, expected int64, edit func(t *a2a.Task, at 
 			if l, err = logged(cur.Task); err != nil {
 				return engine.Record{}, err
 			}
+			l.Trace = engine.TraceParent(ctx)
 		}
 		if modifyEdited != nil {
 			modifyEdited()
@@ -466,7 +467,7 @@ func (s *Store) CancelIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
-	return s.modify(id, expectedRevision, func(t *a2a.Task, at int64) (bool, error) {
+	return s.modify(ctx, id, expectedRevision, func(t *a2a.Task, at int64) (bool, error) {
 		if t.Status.State.Terminal() {
 			return false, fmt.Errorf("memstore: cancel: %w", engine.ErrNotCancelable)
 		}
@@ -489,7 +490,7 @@ func (s *Store) AppendHistoryIf(ctx context.Context, id a2a.TaskID, msg *a2a.Mes
 	if err := engine.ValidateExpectedRevision(expectedRevision); err != nil {
 		return engine.Record{}, err
 	}
-	return s.modify(id, expectedRevision, func(t *a2a.Task, _ int64) (bool, error) {
+	return s.modify(ctx, id, expectedRevision, func(t *a2a.Task, _ int64) (bool, error) {
 		for _, m := range t.History {
 			if m != nil && m.ID == msg.ID {
 				return false, nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2astore/a2astore/engine"
 	"github.com/a2astore/a2astore/engine/tasklog"
 	"github.com/a2astore/a2astore/taskiter"
@@ -564,5 +566,45 @@ func testLogTailDeletedUnseen(t testing.TB, e *env) {
 	}
 	if m := mark("k7-unseen"); m != 0 {
 		t.Fatalf("deletion mark %d kept past TrimLog's cutoff %d", m, second+1)
+	}
+}
+
+// H2: each logged write (Create, Replace, AppendHistory, Cancel) made
+// under a sampled span keeps a traceparent of that span's trace with its
+// entry (LogEntry.Trace: the write's span, or a decorator's child of it);
+// under no span, or an unsampled one, the entry keeps none.
+func testLogTrace(t testing.TB, e *env) {
+	tid, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	under := func(sid byte, flags trace.TraceFlags) context.Context {
+		return trace.ContextWithSpanContext(e.ctx, trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: tid, SpanID: trace.SpanID{7: sid}, TraceFlags: flags}))
+	}
+	tk := task("h2-trace", "ctx")
+	rec, err := e.s.Create(under(1, trace.FlagsSampled), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = e.s.Replace(under(2, 0), tk, rec.Revision); err != nil { // unsampled
+		t.Fatal(err)
+	}
+	if rec, err = e.s.Replace(e.ctx, tk, rec.Revision); err != nil { // no span
+		t.Fatal(err)
+	}
+	if _, err = e.s.AppendHistory(under(4, trace.FlagsSampled), tk.ID, newMessage("m-h2")); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = e.s.Cancel(under(5, trace.FlagsSampled), tk.ID); err != nil {
+		t.Fatal(err)
+	}
+	log := e.checkLog(t, tk.ID, rec)
+	for i, traced := range []bool{true, false, false, true, true} {
+		l := log[i]
+		sc, ok := engine.ParseTraceParent(l.Trace)
+		switch {
+		case traced && (!ok || sc.TraceID() != tid || !sc.IsSampled()):
+			t.Errorf("entry %d: trace %q, want a sampled traceparent of trace %s", l.Revision, l.Trace, tid)
+		case !traced && l.Trace != "":
+			t.Errorf("entry %d: trace %q, want none (no sampled span)", l.Revision, l.Trace)
+		}
 	}
 }

@@ -227,6 +227,7 @@ var clauses = []clause{
 	{name: "K7/tail-incarnation", log: true, fn: testLogTailIncarnation},
 	{name: "K7/tail-message-moves-state", log: true, fn: testLogTailMessageMoves},
 	{name: "K7/tail-deleted-before-first-read", log: true, fn: testLogTailDeletedUnseen},
+	{name: "H2/log-trace", log: true, fn: testLogTrace},
 }
 
 // env is one clause's fresh store and, with ClockInjection, its clock.
