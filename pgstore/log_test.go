@@ -150,8 +150,8 @@ func TestLogExternalSchema(t *testing.T) {
 		t.Fatalf("InspectSchema lists no %s: %+v", pgstore.LogTraceMigrationFile, migs)
 		return pgstore.Migration{}
 	}
-	if m := traceMigration(); !m.Applied || !m.Optional {
-		t.Errorf("with the trace column: %+v, want applied (optional: the log's)", m)
+	if m := traceMigration(); !m.Applied || m.Need != pgstore.NeedLog || !m.Required(true) || m.Required(false) {
+		t.Errorf("with the trace column: %+v, want applied, required by a store with the log only", m)
 	}
 	if _, err := conn.Exec(ctx, `ALTER TABLE a2a_task_log DROP COLUMN trace`); err != nil {
 		t.Fatal(err)

@@ -59,17 +59,41 @@ func (s *Store) RebuildCounts(ctx context.Context) error {
 // Migration is what the catalog says about one migration file of an
 // externally managed schema (InspectSchema).
 type Migration struct {
-	File     string // the migration, relative to the module's top directory
-	Applied  bool   // the catalog shows everything it installs
-	Optional bool   // Open does not require it
+	File    string // the migration, relative to the module's top directory
+	Applied bool   // the catalog shows everything it installs
+	// Need says which stores refuse to start (Open) and report not ready
+	// (Ready) without it; Required tells for one store.
+	Need Need
 	// Missing says what the catalog lacks when Applied is false.
 	Missing string
 }
 
+// Need is which stores a migration is required by (SPEC H1: a store is
+// ready only on the schema it expects).
+type Need int
+
+const (
+	// NeedAlways: every store.
+	NeedAlways Need = iota
+	// NeedLog: a store with Options.Log — every a2astore-server opens
+	// its store so — and no other: the task log's migrations.
+	NeedLog
+	// NeedNone: no store; a managed store adds it (the CHECK constraint
+	// of 002, which Open does not look for).
+	NeedNone
+)
+
+// Required reports whether a store with Options.Log = log refuses to
+// start without m (Open fails with ErrSchema naming m.File).
+func (m Migration) Required(log bool) bool {
+	return m.Need == NeedAlways || m.Need == NeedLog && log
+}
+
 // InspectSchema reads, from the catalog only (it changes nothing and reads
 // no task), which of the store's migrations schema ("" = "public") holds,
-// in order. A managed store (Options.ExternalSchema false) applies every
-// one on Open, the log's only with Options.Log.
+// in order, and which stores need each (Migration.Required). A managed
+// store (Options.ExternalSchema false) applies every one on Open, the
+// log's only with Options.Log.
 func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Migration, error) {
 	if schema == "" {
 		schema = "public"
@@ -79,9 +103,9 @@ func InspectSchema(ctx context.Context, pool *pgxpool.Pool, schema string) ([]Mi
 	if s.qschema, err = quoteSchema(ctx, pool, schema); err != nil {
 		return nil, fmt.Errorf("pgstore: inspect schema: %w", err)
 	}
-	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Optional: true},
-		{File: OwnerCountsMigrationFile + " + " + CountTriggersMigrationFile}, {File: LogMigrationFile, Optional: true},
-		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Optional: true}, {File: LogTraceMigrationFile, Optional: true}}
+	out := []Migration{{File: MigrationFile}, {File: timeRangeMigrationFile, Need: NeedNone},
+		{File: OwnerCountsMigrationFile + " + " + CountTriggersMigrationFile}, {File: LogMigrationFile, Need: NeedLog},
+		{File: StatusIndexesMigrationFile}, {File: DeletionsMigrationFile, Need: NeedLog}, {File: LogTraceMigrationFile, Need: NeedLog}}
 
 	switch err := s.checkTable(ctx); {
 	case errors.Is(err, ErrSchema):

@@ -292,3 +292,74 @@ func TestPGMigrateCheckCounts(t *testing.T) {
 		t.Fatalf("check with an old orphan push config: %d\n%s", code, out)
 	}
 }
+
+// TestMigrateStatusTellsOpen (H1): with each migration that migrate
+// status lists undone in turn, status calls the schema ready (exit 0)
+// exactly when a store of the kind it judges starts on it as an
+// externally managed schema, and marks the migration missing exactly when
+// that store refuses to start: by default a store with the task log, as
+// every a2astore-server opens (so 005, 008 and 010 are missing, never
+// optional); with -log=false one without. check, which opens the store
+// with the log when the table is there, fails on the log's migrations
+// then.
+func TestMigrateStatusTellsOpen(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	logged := map[string]bool{pgstore.LogMigrationFile: true, pgstore.DeletionsMigrationFile: true, pgstore.LogTraceMigrationFile: true}
+	for _, c := range []struct{ file, undo string }{
+		{pgstore.MigrationFile, `DROP INDEX idx_a2a_tasks_updated`},
+		{"pgstore/migrations/002_updated_at_range.sql", `ALTER TABLE a2a_tasks DROP CONSTRAINT a2a_tasks_updated_at_range`},
+		{pgstore.CountTriggersMigrationFile, `DROP TRIGGER a2a_task_counts_update ON a2a_tasks`},
+		{pgstore.LogMigrationFile, `DROP TABLE a2a_task_log`},
+		{pgstore.StatusIndexesMigrationFile, `DROP INDEX idx_a2a_tasks_state_updated`},
+		{pgstore.DeletionsMigrationFile, `DROP TABLE a2a_task_deletions`},
+		{pgstore.LogTraceMigrationFile, `ALTER TABLE a2a_task_log DROP COLUMN trace`},
+	} {
+		if code, out, errOut := admin(t, "migrate", "up", "-pg-dsn", dsn); code != exitOK {
+			t.Fatalf("migrate up: %d\n%s%s", code, out, errOut)
+		}
+		if code, out, errOut := admin(t, "migrate", "status", "-pg-dsn", dsn); code != exitOK {
+			t.Fatalf("status after up: %d\n%s%s", code, out, errOut)
+		}
+		if _, err := conn.Exec(ctx, c.undo); err != nil {
+			t.Fatal(err)
+		}
+		for _, log := range []bool{true, false} {
+			s, openErr := pgstore.Open(ctx, dsn, pgstore.Options{ExternalSchema: true, Log: log, CountRollupInterval: -1})
+			if openErr == nil {
+				s.Close()
+			}
+			args := []string{"migrate", "status", "-pg-dsn", dsn}
+			if !log {
+				args = append(args, "-log=false")
+			}
+			code, out, errOut := admin(t, args...)
+			var line string
+			for l := range strings.Lines(out) {
+				if strings.Contains(l, c.file) {
+					line = strings.TrimSpace(l)
+				}
+			}
+			switch {
+			case (openErr == nil) != (code == exitOK):
+				t.Errorf("after %q, a store with Log=%v opens: %v; status (-log=%v) exits %d:\n%s%s", c.undo, log, openErr, log, code, out, errOut)
+			case openErr != nil && !strings.HasPrefix(line, "missing "):
+				t.Errorf("after %q, a store with Log=%v refuses to start (%v); status (-log=%v) says %q", c.undo, log, openErr, log, line)
+			case openErr == nil && strings.HasPrefix(line, "missing "):
+				t.Errorf("after %q, a store with Log=%v starts; status (-log=%v) says %q", c.undo, log, log, line)
+			case log && logged[c.file] && !strings.Contains(line, "task log"):
+				t.Errorf("status says %q: want why (the task log)", line)
+			}
+		}
+		if c.file == pgstore.DeletionsMigrationFile || c.file == pgstore.LogTraceMigrationFile {
+			if code, out, _ := admin(t, "check", "-backend", "pg", "-pg-dsn", dsn); code != exitProblems || !strings.Contains(out, "FAIL  migration "+c.file) {
+				t.Errorf("check with the log table, after %q: %d\n%s", c.undo, code, out)
+			}
+		}
+	}
+}

@@ -94,10 +94,13 @@ func pgFlags(fs *flag.FlagSet, o *options) {
 
 var commands = []command{
 	{"check", "verify every invariant the backend can; exit 1 with a report when one fails", backendFlags, runCheck},
-	{"migrate status", "PostgreSQL: which migrations the schema holds; exit 1 when one this build requires is missing", pgFlags, runMigrateStatus},
+	{"migrate status", "PostgreSQL: which migrations the schema holds; exit 1 when one that a store of this build requires is missing (with -log, the default: every a2astore-server's, which keeps the task log)", func(fs *flag.FlagSet, o *options) {
+		pgFlags(fs, o)
+		fs.BoolVar(&o.log, "log", true, "judge the schema for a store with the task log, as every a2astore-server opens (false: a program opening pgstore without Options.Log)")
+	}, runMigrateStatus},
 	{"migrate up", "PostgreSQL: apply every missing migration (what a server does on start)", func(fs *flag.FlagSet, o *options) {
 		pgFlags(fs, o)
-		fs.BoolVar(&o.log, "log", true, "create the task log table too (the server keeps the log)")
+		fs.BoolVar(&o.log, "log", true, "create the task log's table, deletions and trace column too (005, 008, 010: every a2astore-server keeps the log)")
 	}, runMigrateUp},
 	{"counts rebuild", "PostgreSQL: recount every task counter from the table (the repair of a counter drift)", pgFlags, runCountsRebuild},
 	{"backup", "Pebble: a consistent checkpoint, of a directory no server holds (-pebble-dir, -to) or of a running server (-server); the push outbox goes beside it, in the backup's directory with .push appended", func(fs *flag.FlagSet, o *options) {

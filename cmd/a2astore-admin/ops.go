@@ -91,21 +91,42 @@ func pgPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 }
 
 // openPG opens the store on pool without changing the schema, with the log
-// when the schema has its table, and no roll-up; it fails when a required
-// migration is missing.
+// when the schema has its table, and no roll-up; it fails when a migration
+// that store requires is missing (with the log: the log's 008 and 010 too).
 func openPG(ctx context.Context, pool *pgxpool.Pool, schema string) (*pgstore.Store, []pgstore.Migration, error) {
 	migs, err := pgstore.InspectSchema(ctx, pool, schema)
 	if err != nil {
 		return nil, nil, err
 	}
+	log := logApplied(migs)
 	for _, m := range migs {
-		if !m.Applied && !m.Optional {
+		if !m.Applied && m.Required(log) {
 			return nil, migs, fmt.Errorf("schema %s lacks %s (%s): run migrate up", schema, m.File, m.Missing)
 		}
 	}
 	s, err := pgstore.New(ctx, pool, pgstore.Options{Schema: schema, ExternalSchema: true,
-		Log: logApplied(migs), CountRollupInterval: -1})
+		Log: log, CountRollupInterval: -1})
 	return s, migs, err
+}
+
+// migrationState is what status and check say of m for a store with the
+// task log (log) or without (SPEC H1): "applied"; "missing" when that
+// store refuses to start without it (pgstore.Migration.Required); else
+// "optional" when no store needs it, or "not used" when only a store with
+// the log does. why is what the catalog lacks, and why it matters.
+func migrationState(m pgstore.Migration, log bool) (state, why string) {
+	switch {
+	case m.Applied:
+		return "applied", ""
+	case m.Required(log) && m.Need == pgstore.NeedLog:
+		return "missing", m.Missing + " (needed with the task log, which every a2astore-server keeps)"
+	case m.Required(log):
+		return "missing", m.Missing
+	case m.Need == pgstore.NeedLog:
+		return "not used", m.Missing + " (needed only with the task log; every a2astore-server keeps it)"
+	default:
+		return "optional", m.Missing + " (no store needs it; a store that manages its schema adds it)"
+	}
 }
 
 // taskCount is the store's number of tasks.
@@ -142,13 +163,13 @@ func runCheck(ctx context.Context, o *options, out io.Writer) error {
 		fmt.Fprintf(out, "pg schema %s\n", o.pgSchema)
 		s, migs, err := openPG(ctx, pool, o.pgSchema)
 		for _, m := range migs {
-			switch {
-			case m.Applied:
+			switch state, why := migrationState(m, logApplied(migs)); state {
+			case "applied":
 				r.ok("migration %s", m.File)
-			case m.Optional:
-				fmt.Fprintf(out, "-     migration %s not applied (optional): %s\n", m.File, m.Missing)
+			case "missing":
+				r.fail("migration %s: %s", m.File, why)
 			default:
-				r.fail("migration %s: %s", m.File, m.Missing)
+				fmt.Fprintf(out, "-     migration %s not applied, %s: %s\n", m.File, state, why)
 			}
 		}
 		if err != nil {
@@ -215,17 +236,19 @@ FROM `+push+` p WHERE NOT EXISTS (SELECT 1 FROM `+pgx.Identifier{schema, "a2a_ta
 	return nil
 }
 
-func printMigrations(out io.Writer, migs []pgstore.Migration) (missing int) {
+// printMigrations writes a line per migration (migrationState) for a
+// store with the task log (log) or without, and counts those missing.
+func printMigrations(out io.Writer, migs []pgstore.Migration, log bool) (missing int) {
 	for _, m := range migs {
-		switch {
-		case m.Applied:
+		state, why := migrationState(m, log)
+		if state == "applied" {
 			fmt.Fprintf(out, "applied   %s\n", m.File)
-		case m.Optional:
-			fmt.Fprintf(out, "optional  %s: %s\n", m.File, m.Missing)
-		default:
-			missing++
-			fmt.Fprintf(out, "missing   %s: %s\n", m.File, m.Missing)
+			continue
 		}
+		if state == "missing" {
+			missing++
+		}
+		fmt.Fprintf(out, "%-9s %s: %s\n", state, m.File, why)
 	}
 	return missing
 }
@@ -240,8 +263,12 @@ func runMigrateStatus(ctx context.Context, o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if n := printMigrations(out, migs); n > 0 {
-		return fmt.Errorf("%d required migration(s) missing: run migrate up", n)
+	if n := printMigrations(out, migs, o.log); n > 0 {
+		store := "a store with the task log (every a2astore-server)"
+		if !o.log {
+			store = "a store without the task log"
+		}
+		return fmt.Errorf("%d migration(s) missing that %s requires: run migrate up, or the files", n, store)
 	}
 	return nil
 }
@@ -261,7 +288,7 @@ func runMigrateUp(ctx context.Context, o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printMigrations(out, migs)
+	printMigrations(out, migs, o.log)
 	return nil
 }
 
