@@ -405,7 +405,7 @@ func (l *pgLease) Release(ctx context.Context) {
 // (pgstore with its log): the records saved before their task's last
 // deletion, from the marks settled since the last sweep
 // (pgSweepDeletedSQL), then the records older than grace of tasks never
-// created (pgSweepUnbornSQL), then one bounded step of a walk over the
+// created (pgSweepOrphansSQL, pgSweepUnbornCond), then one bounded step of a walk over the
 // records by key for those of tasks deleted without a mark
 // (pgSweepWalkSQL); each bounded by limit, reading the deletions and
 // records due and at most limit records of the walk, not the records

@@ -153,15 +153,31 @@ const pgRescanRecentTail = `SELECT count(DISTINCT w_id), max(w_at),
 
 const pgRescanTail = `SELECT count(*), coalesce(max(task_id), ''), coalesce((array_agg(id ORDER BY task_id DESC, id DESC))[1], '') FROM s`
 
-// pgSweepSQL: $1 the cutoff, $2 the limit. The sweep of a store
-// without deletion marks (no task log): it reads every record older
-// than the cutoff whose task exists.
-const pgSweepSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
-	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
-	WHERE c.created_at < $1
-	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
-	LIMIT $2 FOR UPDATE SKIP LOCKED) d
-WHERE p.task_id = d.task_id AND p.id = d.id`
+// pgSweepOrphansSQL: %[2]s the condition on a record (aliased c) that,
+// with its task missing, has it deleted; $2 the limit. The records found
+// in the statement's snapshot (w) are deleted only if the row locked is
+// the version judged (its xmin) and still meets the condition: under
+// READ COMMITTED a row written by a transaction that committed after
+// the snapshot is locked in its new version and only the conditions on
+// it are checked again, the task's absence staying that of the snapshot
+// — a task created and its config saved again in between would lose the
+// config (SPEC N1, N2: no acknowledged save is lost). Every save writes
+// the row, so a record saved since the snapshot is left for the next
+// sweep; one not written since is deleted as of the snapshot (a task
+// created after it does not change that: the deletion comes first). A
+// candidate locked elsewhere is skipped and counts against the limit.
+const pgSweepOrphansSQL = `WITH w AS (SELECT c.task_id, c.id, c.xmin AS v FROM %[1]s.a2a_push_configs c
+	WHERE %[2]s AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
+	LIMIT $2),
+d AS (SELECT c.task_id, c.id FROM w JOIN %[1]s.a2a_push_configs c ON c.task_id = w.task_id AND c.id = w.id
+	WHERE c.xmin = w.v AND %[2]s
+	FOR UPDATE OF c SKIP LOCKED)
+DELETE FROM %[1]s.a2a_push_configs p USING d WHERE p.task_id = d.task_id AND p.id = d.id`
+
+// pgSweepAllCond: the sweep of a store without deletion marks (no task
+// log), $1 the cutoff: it reads every record older than the cutoff whose
+// task exists.
+const pgSweepAllCond = `c.created_at < $1`
 
 // pgSweepDeletedSQL: the records saved before the last deletion of
 // their task (Record.stale against its mark: SPEC N1, whether or not the
@@ -176,14 +192,22 @@ WHERE p.task_id = d.task_id AND p.id = d.id`
 const pgSweepDeletedSQL = `WITH d AS (SELECT task_id, at FROM %[1]s.a2a_task_deletions
 	WHERE at >= $1::timestamptz AND (at, task_id) > ($1::timestamptz, $2::text) AND at < $3
 	ORDER BY at, task_id LIMIT $4),
-s AS (SELECT q.task_id, q.id FROM d JOIN %[1]s.a2a_push_configs q ON q.task_id = d.task_id
-	WHERE q.incarnation < (extract(epoch FROM d.at) * 1000000)::bigint AND (q.incarnation > 0 OR q.created_at < d.at)),
-c AS (SELECT q.task_id, q.id FROM s JOIN %[1]s.a2a_push_configs q ON q.task_id = s.task_id AND q.id = s.id
+s AS (SELECT q.task_id, q.id, m.at FROM d m JOIN %[1]s.a2a_push_configs q ON q.task_id = m.task_id
+	WHERE ` + pgStaleBeforeMark + `),
+c AS (SELECT q.task_id, q.id FROM s m JOIN %[1]s.a2a_push_configs q ON q.task_id = m.task_id AND q.id = m.id
+	WHERE ` + pgStaleBeforeMark + `
 	LIMIT $5 FOR UPDATE OF q SKIP LOCKED),
 x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1),
 l AS (SELECT at, task_id FROM d ORDER BY at DESC, task_id DESC LIMIT 1)
 SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM s), (SELECT count(*) FROM d),
 	(SELECT at FROM l), coalesce((SELECT task_id FROM l), '')`
+
+// pgStaleBeforeMark: the record (aliased q) was saved before the
+// deletion m.at of its task (Record.stale). pgSweepDeletedSQL checks it
+// again on the row it locks, which a save may have written since the
+// statement's snapshot (SPEC N2); a save for a later incarnation
+// replaces the row (Save's dropStale), so the lock finds it gone.
+const pgStaleBeforeMark = `q.incarnation < (extract(epoch FROM m.at) * 1000000)::bigint AND (q.incarnation > 0 OR q.created_at < m.at)`
 
 // pgSweepWalkSQL: the backstop for the records of tasks deleted without
 // a mark (a DELETE by hand, a TRUNCATE, a store whose log was off, or a
@@ -191,27 +215,24 @@ SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM s), (SELECT count(*) FROM
 // ($1 task, $2 id) in key order, by the primary key, those older than
 // $4 whose task is missing deleted. It returns the records deleted,
 // the records read and the last one's key: one bounded step of a walk
-// over the whole table (SPEC C6, N1).
-const pgSweepWalkSQL = `WITH w AS (SELECT q.task_id, q.id, q.created_at FROM %[1]s.a2a_push_configs q
+// over the whole table (SPEC C6, N1). A record is deleted only in the
+// version the step read (its xmin), as in pgSweepOrphansSQL (N2);
+// created_at no save changes.
+const pgSweepWalkSQL = `WITH w AS (SELECT q.task_id, q.id, q.created_at, q.xmin AS v FROM %[1]s.a2a_push_configs q
 	WHERE (q.task_id, q.id) > ($1::text, $2::text) ORDER BY q.task_id, q.id LIMIT $3),
 c AS (SELECT q.task_id, q.id FROM w JOIN %[1]s.a2a_push_configs q ON q.task_id = w.task_id AND q.id = w.id
-	WHERE w.created_at < $4 AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = w.task_id)
+	WHERE w.created_at < $4 AND q.xmin = w.v AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = w.task_id)
 	FOR UPDATE OF q SKIP LOCKED),
 x AS (DELETE FROM %[1]s.a2a_push_configs p USING c WHERE p.task_id = c.task_id AND p.id = c.id RETURNING 1),
 l AS (SELECT task_id, id FROM w ORDER BY task_id DESC, id DESC LIMIT 1)
 SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM w),
 	coalesce((SELECT task_id FROM l), ''), coalesce((SELECT id FROM l), '')`
 
-// pgSweepUnbornSQL: the records older than $1 of tasks never created
+// pgSweepUnbornCond: the records older than $1 of tasks never created
 // (saved before a first write that never came: Delivered 0, read by the
-// partial index a2a_push_configs_unborn), at most $2. The records of
-// live tasks there are those behind at revision 0: work due.
-const pgSweepUnbornSQL = `DELETE FROM %[1]s.a2a_push_configs p USING (
-	SELECT c.task_id, c.id FROM %[1]s.a2a_push_configs c
-	WHERE c.delivered = 0 AND c.created_at < $1
-	  AND NOT EXISTS (SELECT 1 FROM %[1]s.a2a_tasks t WHERE t.id = c.task_id)
-	LIMIT $2 FOR UPDATE SKIP LOCKED) d
-WHERE p.task_id = d.task_id AND p.id = d.id`
+// partial index a2a_push_configs_unborn). The records of live tasks
+// there are those behind at revision 0: work due.
+const pgSweepUnbornCond = `c.delivered = 0 AND c.created_at < $1`
 
 // pgDepthSQL: $1 now.
 // A due record has waited since its first undelivered entry was logged
@@ -277,9 +298,9 @@ ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDE
 		rescanRecent: fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanRecentSQL, schema)) + pgRescanRecentTail,
 		release: f(`UPDATE %[1]s.a2a_push_configs SET lease_token = NULL, lease_until = NULL
 WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
-		sweep:        f(pgSweepSQL),
+		sweep:        fmt.Sprintf(pgSweepOrphansSQL, schema, pgSweepAllCond),
 		sweepDeleted: f(pgSweepDeletedSQL),
-		sweepUnborn:  f(pgSweepUnbornSQL),
+		sweepUnborn:  fmt.Sprintf(pgSweepOrphansSQL, schema, pgSweepUnbornCond),
 		sweepWalk:    f(pgSweepWalkSQL),
 		hasDeletions: `SELECT to_regclass(quote_ident($1) || '.a2a_task_deletions') IS NOT NULL`,
 		depth:        f(pgDepthSQL),
