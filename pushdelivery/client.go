@@ -33,7 +33,13 @@ type ClientOptions struct {
 	MaxConns int
 	// IdleTimeout is how long an idle connection is kept. Default 30s.
 	IdleTimeout time.Duration
+
+	// wrapDial, for tests, wraps the dialer beneath the connection cap:
+	// the connections it returns are the client's sockets.
+	wrapDial func(dialFunc) dialFunc
 }
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // DefaultMaxConns is ClientOptions.MaxConns's default.
 const DefaultMaxConns = 64
@@ -115,7 +121,11 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 			MaxReceiveBufferPerStream:     maxH2Buffer,
 		},
 	}
-	tr.DialContext = (&connCap{slots: make(chan struct{}, o.MaxConns), dial: d.DialContext, idle: tr.CloseIdleConnections}).DialContext
+	dial := d.DialContext
+	if o.wrapDial != nil {
+		dial = o.wrapDial(dial)
+	}
+	tr.DialContext = (&connCap{slots: make(chan struct{}, o.MaxConns), dial: dial, idle: tr.CloseIdleConnections}).DialContext
 	return &http.Client{
 		Transport:     &limitBody{next: tr, max: o.MaxBody},
 		Timeout:       o.Timeout,
@@ -223,6 +233,15 @@ func (l *limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the transport's idle connections, so the
+// client's CloseIdleConnections reaches them (http.Client calls it only on
+// a RoundTripper that has it).
+func (l *limitBody) CloseIdleConnections() {
+	if c, ok := l.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 type limitedBody struct {
 	r io.Reader
 	c io.Closer
@@ -277,7 +296,7 @@ func classify(status int, err error) string {
 // from its dial until it is closed.
 type connCap struct {
 	slots chan struct{}
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	dial  dialFunc
 	idle  func() // closes the transport's idle connections
 }
 
