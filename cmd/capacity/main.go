@@ -2,7 +2,7 @@
 // capacity model (#55), from benchmark runs recorded on a quiet machine:
 // it fits the model's per-task and per-request coefficients on the scale
 // run's n = 1e3, 1e4 and 1e5 only, predicts every figure at n = 1e6 and
-// sets the prediction beside the figure measured there. Run it from the
+// 1e7 and sets each prediction beside the figure measured there. Run it from the
 // repository's top directory:
 //
 //	go run ./cmd/capacity
@@ -31,13 +31,13 @@ import (
 
 // The recorded runs the model reads, relative to the top directory.
 const (
-	// scaleRun is `make results-scale` at 25a018f (BenchmarkScale, one
-	// sample per figure, n = 1e3 … 1e6 on every backend).
-	scaleRun = "results/runs-scale/25a018f23c27"
+	// scaleRun is `make results-scale` at e1f0ca1 (BenchmarkScale, one
+	// sample per figure, n = 1e3 … 1e7 on every backend).
+	scaleRun = "results/runs-scale/e1f0ca1a3d67"
 	// fullRun is `make results` at the same commit: BenchmarkMemHeap by
 	// task shape, and the server rows with their CPU ticks.
-	fullRun = "results/runs/25a018f23c27"
-	// pushClaim holds BenchmarkClaimNothingDue at the same commit.
+	fullRun = "results/runs/e1f0ca1a3d67"
+	// pushClaim holds BenchmarkClaimNothingDue (25a018f).
 	pushClaim = "results/raw/quiet-25a018f-push-claim.txt"
 	// pushRecovery holds BenchmarkBacklogRecovery (f47810a).
 	pushRecovery = "results/raw/quiet-f47810a-push-recovery.txt"
@@ -51,14 +51,15 @@ const (
 	endMarker   = "<!-- capacity: end of the generated section -->"
 )
 
-// fitSizes are the store sizes the coefficients are fitted on; checkSize
-// is the size they predict, where a measured figure exists to compare.
-var fitSizes = []int{1e3, 1e4, 1e5}
-
-const (
-	checkSize = 1e6
-	tolerance = 0.30 // #55: within 30 %
+// fitSizes are the store sizes the coefficients are fitted on;
+// checkSizes are the sizes they predict, where the scale run measured
+// every figure too, each checked in a table of its own.
+var (
+	fitSizes   = []int{1e3, 1e4, 1e5}
+	checkSizes = []int{1e6, 1e7}
 )
+
+const tolerance = 0.30 // #55: within 30 %
 
 // The worked example: a deployment of exampleTasks tasks taking
 // exampleWrites SendMessage and examplePages ListTasks a second over
@@ -229,6 +230,7 @@ var footprints = []struct{ backend, unit, what string }{
 	{"mem", "bytes/task", "live heap"},
 	{"mem", "rss-B/task", "resident set (RSS)"},
 	{"pebble", "bytes/task", "disk after compaction (Pebble's DiskSpaceUsage)"},
+	{"pebble", "sst-B/task", "live sstables after compaction (the part of the disk that grows with n)"},
 	{"pg", "bytes/task", "disk: a2a_tasks table, TOAST and indexes"},
 }
 
@@ -250,8 +252,9 @@ var requests = []struct{ op, what string }{
 
 var backendNames = []string{"mem", "pebble", "pg"}
 
-// check is one prediction at checkSize beside its measurement.
+// check is one prediction at n tasks beside its measurement.
 type check struct {
+	n                   int
 	backend, what, unit string
 	fitted              []float64 // at fitSizes
 	model               string
@@ -264,7 +267,7 @@ func (c check) within() bool { return math.Abs(relErr(c.predicted, c.measured)) 
 type model struct {
 	checks    []check
 	footprint map[string]perTask    // "backend unit"
-	measured  map[string]float64    // "backend unit": per task at checkSize
+	measured  map[string]float64    // "backend unit": per task at exampleTasks
 	request   map[string]perRequest // "backend op"
 	served    []servedRow
 }
@@ -275,17 +278,20 @@ func scaleName(backend, op string, n int) string {
 
 func fit(scale results) (*model, error) {
 	m := &model{footprint: map[string]perTask{}, measured: map[string]float64{}, request: map[string]perRequest{}}
-	values := func(name func(n int) string, unit string) ([]float64, float64, error) {
-		var ys []float64
-		for _, n := range fitSizes {
+	// values returns name's figures at fitSizes and at checkSizes.
+	values := func(name func(n int) string, unit string) (fitted, measured []float64, err error) {
+		for _, n := range append(slices.Clone(fitSizes), checkSizes...) {
 			v, err := scale.median(name(n), unit)
 			if err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
-			ys = append(ys, v)
+			if len(fitted) < len(fitSizes) {
+				fitted = append(fitted, v)
+			} else {
+				measured = append(measured, v)
+			}
 		}
-		measured, err := scale.median(name(checkSize), unit)
-		return ys, measured, err
+		return fitted, measured, nil
 	}
 	for _, f := range footprints {
 		ys, measured, err := values(func(n int) string { return scaleName(f.backend, "op=footprint/n=%d", n) }, f.unit)
@@ -294,9 +300,13 @@ func fit(scale results) (*model, error) {
 		}
 		pm := fitPerTask(fitSizes, ys)
 		m.footprint[f.backend+" "+f.unit] = pm
-		m.measured[f.backend+" "+f.unit] = measured
-		m.checks = append(m.checks, check{backend: f.backend, what: f.what, unit: "B/task", fitted: ys,
-			model: sig(pm.each) + signed(pm.fixed) + " / n", predicted: pm.at(checkSize), measured: measured})
+		for i, n := range checkSizes {
+			if n == exampleTasks {
+				m.measured[f.backend+" "+f.unit] = measured[i]
+			}
+			m.checks = append(m.checks, check{n: n, backend: f.backend, what: f.what, unit: "B/task", fitted: ys,
+				model: sig(pm.each) + signed(pm.fixed) + " / n", predicted: pm.at(float64(n)), measured: measured[i]})
+		}
 	}
 	for _, be := range backendNames {
 		for _, r := range requests {
@@ -309,12 +319,14 @@ func fit(scale results) (*model, error) {
 			}
 			pm := fitPerRequest(fitSizes, ys)
 			m.request[be+" "+r.op] = pm
-			c := check{backend: be, what: r.what, unit: "µs", fitted: ys,
-				model: sig(pm.base), predicted: pm.at(checkSize), measured: measured * 1e6}
+			formula := sig(pm.base)
 			if pm.perDecade > 0 {
-				c.model = sig(pm.base) + signed(pm.perDecade) + "·lg n"
+				formula = sig(pm.base) + signed(pm.perDecade) + "·lg n"
 			}
-			m.checks = append(m.checks, c)
+			for i, n := range checkSizes {
+				m.checks = append(m.checks, check{n: n, backend: be, what: r.what, unit: "µs", fitted: ys,
+					model: formula, predicted: pm.at(float64(n)), measured: measured[i] * 1e6})
+			}
 		}
 	}
 	return m, nil
@@ -427,7 +439,9 @@ func generate(root string) ([]byte, error) {
 		return nil, err
 	}
 	var b strings.Builder
-	writeCheck(&b, m)
+	for _, n := range checkSizes {
+		writeCheck(&b, m, n)
+	}
 	if err := writeExample(&b, m); err != nil {
 		return nil, err
 	}
@@ -444,24 +458,30 @@ func generate(root string) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-func writeCheck(b *strings.Builder, m *model) {
-	within := 0
+// writeCheck writes the table of the predictions at n tasks.
+func writeCheck(b *strings.Builder, m *model, n int) {
+	var cs []check
 	for _, c := range m.checks {
-		if c.within() {
-			within++
+		if c.n == n {
+			cs = append(cs, c)
 		}
 	}
-	fmt.Fprintf(b, "\n### The check at n = 1e6\n\n")
-	fmt.Fprintf(b, "Fitted on n = 1e3, 1e4, 1e5 of [`%s/bench.txt`](../%s/bench.txt); predicted and measured at n = 1e6 (same file). "+
+	within := count(cs, "B/task", true) + count(cs, "µs", true)
+	at := sig(float64(n))
+	if n >= 1e6 {
+		at = fmt.Sprintf("1e%d", int(math.Round(math.Log10(float64(n)))))
+	}
+	fmt.Fprintf(b, "\n### The check at n = %s\n\n", at)
+	fmt.Fprintf(b, "Fitted on n = 1e3, 1e4, 1e5 of [`%s/bench.txt`](../%s/bench.txt); predicted and measured at n = %s (same file). "+
 		"**%d of %d predictions are within %.0f %%** of the measured figure (footprints: %d of %d; requests: %d of %d). "+
 		"Error = (predicted − measured) / measured; lg n = log10 n. For requests, the last column is 1,000,000 / the measured µs: "+
-		"requests a second one core serves at 1e6 (on pg, client and PostgreSQL together, the round trip's wall time taken as their CPU).\n\n",
-		scaleRun, scaleRun, within, len(m.checks), tolerance*100,
-		count(m.checks, "B/task", true), count(m.checks, "B/task", false)+count(m.checks, "B/task", true),
-		count(m.checks, "µs", true), count(m.checks, "µs", false)+count(m.checks, "µs", true))
-	b.WriteString("| backend | figure | 1e3 | 1e4 | 1e5 | model (n tasks) | predicted 1e6 | measured 1e6 | error | within 30 % | per core at 1e6, req/s |\n")
+		"requests a second one core serves at %s (on pg, client and PostgreSQL together, the round trip's wall time taken as their CPU).\n\n",
+		scaleRun, scaleRun, at, within, len(cs), tolerance*100,
+		count(cs, "B/task", true), count(cs, "B/task", false)+count(cs, "B/task", true),
+		count(cs, "µs", true), count(cs, "µs", false)+count(cs, "µs", true), at)
+	fmt.Fprintf(b, "| backend | figure | 1e3 | 1e4 | 1e5 | model (n tasks) | predicted %s | measured %s | error | within 30 %% | per core at %s, req/s |\n", at, at, at)
 	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|\n")
-	for _, c := range m.checks {
+	for _, c := range cs {
 		ok := "no"
 		if c.within() {
 			ok = "yes"
@@ -506,8 +526,8 @@ func writeExample(b *strings.Builder, m *model) error {
 		ram, disk := "not measured", "none (memory only)"
 		gibAt := func(key string) string {
 			cell := sig(m.footprint[key].at(exampleTasks)*exampleTasks/gib) + " GiB"
-			if measured, ok := m.measured[key]; ok && exampleTasks == checkSize {
-				cell += fmt.Sprintf(" (measured at %s: %s)", sig(checkSize), sig(measured*checkSize/gib))
+			if measured, ok := m.measured[key]; ok {
+				cell += fmt.Sprintf(" (measured at %s: %s)", sig(exampleTasks), sig(measured*exampleTasks/gib))
 			}
 			return cell
 		}
@@ -516,7 +536,7 @@ func writeExample(b *strings.Builder, m *model) error {
 			ram = fmt.Sprintf("RSS at rest %s; live heap %s, so up to %s GiB between collections at GOGC=100",
 				gibAt("mem rss-B/task"), gibAt("mem bytes/task"), sig(2*m.footprint["mem bytes/task"].at(exampleTasks)*exampleTasks/gib))
 		case "pebble":
-			disk = gibAt("pebble bytes/task")
+			disk = gibAt("pebble sst-B/task") + " of sstables, and about 25 MB of write-ahead log"
 		case "pg":
 			disk = gibAt("pg bytes/task") + ", the tasks table only"
 		}
