@@ -10,8 +10,8 @@
 # -progress-interval 1m: ops/s, errors, violations, push deliveries, how
 # far it is behind its -rate schedule, and p50/p99 ms by operation over
 # the minute, from each operation's send), the rows of a2a_tasks,
-# a2a_task_log and a2a_push_configs, the servers' RSS and the push queue
-# depth they report. The final table counts response times from each
+# a2a_task_log and a2a_push_configs, the servers' RSS and open sockets,
+# and the push queue depth they report. The final table counts response times from each
 # operation's scheduled start: a soak that cannot offer SOAK_RATE shows
 # its lag there (see its schedule: line and the minute lines).
 #
@@ -142,6 +142,10 @@ rows() {
 # rss N: instance N's resident set in MiB.
 rss() { local n=$1; ps -o rss= -p "${pid[$n]}" 2>/dev/null | awk '{printf "%.0f", $1/1024}' || echo -; }
 
+# socks N: instance N's open sockets (its listeners, database
+# connections, webhook connections, clients' connections).
+socks() { local n=$1; find "/proc/${pid[$n]}/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
 # depth: the push queue depth instance a reports (or b's when a is down).
 # The value is printed once: a pipeline whose curl failed after awk had
 # printed (it split the minute line in two) counts as no answer.
@@ -159,7 +163,7 @@ status() {
   local lg
   lg=$(grep -E '^ *[0-9.]+s ' "$out/loadgen.log" 2>/dev/null | tail -1 | sed -E 's/^ +//' || true)
   local mem=""
-  for n in a b; do mem+=" rss_$n=$(rss "$n")MiB"; done
+  for n in a b; do mem+=" rss_$n=$(rss "$n")MiB socks_$n=$(socks "$n")"; done
   echo "$(date -u +%H:%M:%S) loadgen[${lg:--}] tasks=$(rows a2a_tasks) log=$(rows a2a_task_log) push_configs=$(rows a2a_push_configs) depth=$(depth)$mem"
 }
 
