@@ -178,6 +178,9 @@ type Cluster struct {
 	// afterHandOverLook, when set (tests), is called by HandOver once it
 	// has taken its list of running executions.
 	afterHandOverLook atomic.Pointer[func()]
+	// awaitingCancel, when set (tests), is called when an execution
+	// waits for a cancelation of its task running here (awaitCancel).
+	awaitingCancel atomic.Pointer[func(a2a.TaskID)]
 }
 
 // now is the clock of the lease checks (K4): the time since epoch on the

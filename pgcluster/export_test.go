@@ -48,3 +48,7 @@ func (c *Cluster) BeforeExecution(f func(id a2a.TaskID)) { c.beforeExecution.Sto
 // AfterHandOverLook makes HandOver call f once it has listed the running
 // executions.
 func (c *Cluster) AfterHandOverLook(f func()) { c.afterHandOverLook.Store(&f) }
+
+// AwaitingCancel makes c call f when an execution of task id waits for
+// the cancelation of id running on c.
+func (c *Cluster) AwaitingCancel(f func(id a2a.TaskID)) { c.awaitingCancel.Store(&f) }

@@ -24,6 +24,9 @@ var ErrHandedOver = errors.New("pgcluster: execution handed over to another inst
 // execution claimed before but not yet started (a claim in flight, an
 // item between its claim and its start) is handed over the same way
 // before its agent starts: when HandOver returns, no item is held here.
+// An execution whose task has a cancelation running here goes back only
+// once that cancelation has ended, so that its CANCELED write does not
+// land just after another instance decided to run the message again.
 // It returns how many running executions it stopped, once every item
 // this instance claimed is completed or returned (Settle), or ctx's
 // error. A server shutting down calls it, after StopWork, for the

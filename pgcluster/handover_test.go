@@ -12,6 +12,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // blankingConfigs blanks the token of the config a2a-go saves, as
@@ -125,5 +127,126 @@ func TestHandOverCoversLateClaim(t *testing.T) {
 		}
 	case <-time.After(waitFor):
 		t.Fatal("the stream did not end after the terminal event")
+	}
+}
+
+// cancelGate is a pgx tracer that holds the statement writing a task
+// CANCELED: it reports the write on writing and lets it run once let is
+// closed (or after waitFor).
+type cancelGate struct {
+	writing chan struct{}
+	let     chan struct{}
+	once    sync.Once
+}
+
+func (g *cancelGate) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(data.SQL, "UPDATE") && len(data.Args) > 2 && fmt.Sprint(data.Args[2]) == string(a2a.TaskStateCanceled) {
+		g.once.Do(func() {
+			close(g.writing)
+			select {
+			case <-g.let:
+			case <-time.After(waitFor):
+			}
+		})
+	}
+	return ctx
+}
+
+func (*cancelGate) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// An execution handed over or claimed again waits for the cancelation
+// of its task running on the same instance before it decides to run its
+// message (K8). With the CANCELED write held in flight, a hands over the
+// execution it runs; the cancelation runs on a ("handing over": the item
+// goes back only once it ended) or on c, which claims the item
+// ("claiming": the answered check waits for it). Either way c finds the
+// task canceled and never runs the message again. Before, the item went
+// back and was checked at once, and c ran the message while the CANCELED
+// write was landing (TestFaultSweep's handover mode failed so in CI, once
+// in many runs).
+func TestHandOverAwaitsCancelRunningHere(t *testing.T) {
+	for _, where := range []string{"handing over", "claiming"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			canceler := map[string]string{"handing over": "a", "claiming": "c"}[where]
+			testAwaitsCancel(t, canceler)
+		})
+	}
+}
+
+// testAwaitsCancel runs TestHandOverAwaitsCancelRunningHere with the
+// cancelation on instance canceler ("a" or "c").
+func testAwaitsCancel(t *testing.T, canceler string) {
+	h := newHarness(t)
+	gate := &cancelGate{writing: make(chan struct{}), let: make(chan struct{})}
+	h.poolConfig = func(name string, cfg *pgxpool.Config) {
+		if name == canceler {
+			cfg.ConnConfig.Tracer = gate
+		}
+	}
+	agent := newTurnAgent(true)
+	a := h.start(t, "a", agent)
+	b := h.start(t, "b", agent)
+	b.cluster.StopWork() // a executes; b answers the calls
+	ctx, cancel := context.WithTimeout(t.Context(), 2*waitFor)
+	defer cancel()
+	res, err := send(ctx, b, "", "m1", "nohold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	go func() { _, _ = send(ctx, b, id, "m2", "hold") }()
+	for range 2 { // m1's turn, then m2's, running on a
+		select {
+		case <-agent.working:
+		case <-ctx.Done():
+			t.Fatal("m2 did not start")
+		}
+	}
+	ranOnC, awaiting := make(chan struct{}, 1), make(chan struct{}, 1)
+	var c *instance
+	startC := func() {
+		c = h.start(t, "c", agent)
+		c.cluster.BeforeExecution(func(a2a.TaskID) { ranOnC <- struct{}{} })
+	}
+	if canceler == "c" {
+		a.cluster.StopWork() // c runs the cancelation, then claims m2's item
+		startC()
+		c.cluster.AwaitingCancel(func(a2a.TaskID) { awaiting <- struct{}{} })
+	} else {
+		a.cluster.AwaitingCancel(func(a2a.TaskID) { awaiting <- struct{}{} })
+	}
+	go func() { _, _ = b.handler.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id}) }()
+	select {
+	case <-gate.writing:
+	case <-ctx.Done():
+		t.Fatal("the cancelation did not write")
+	}
+	if c == nil {
+		startC() // after a claimed the cancelation: c claims m2's item
+	}
+	handedOver := make(chan error, 1)
+	go func() {
+		a.cluster.StopWork()
+		_, err := a.cluster.HandOver(ctx)
+		handedOver <- err
+	}()
+	select {
+	case <-awaiting:
+		close(gate.let)
+	case <-ranOnC:
+		close(gate.let)
+		t.Fatal("the execution was decided on while its task's CANCELED write was in flight: c ran m2 again")
+	case <-ctx.Done():
+		t.Fatal("neither waited for the cancelation nor handed over")
+	}
+	if err := <-handedOver; err != nil {
+		t.Fatalf("HandOver: %v", err)
+	}
+	if st := waitTerminal(t, ctx, b, id); st != a2a.TaskStateCanceled {
+		t.Fatalf("task ended %s, want CANCELED", st)
+	}
+	if n := agent.ran("m2"); n != 1 {
+		t.Fatalf("m2 ran %d times, want 1", n)
 	}
 }

@@ -39,6 +39,9 @@ type workQueue struct {
 		// claims nothing, and an execution that reaches
 		// beforeExecution is handed over before it starts.
 		handingOver bool
+		// cancels are the cancelations this instance runs, by task
+		// (at most one per task: the work table's unique index).
+		cancels map[a2a.TaskID]*message
 	}
 }
 
@@ -47,6 +50,7 @@ var _ workqueue.ReadWriter = (*workQueue)(nil)
 func newWorkQueue(c *Cluster) *workQueue {
 	q := &workQueue{c: c, wake: make(chan struct{}, 1)}
 	q.mu.executions = make(map[a2a.TaskID]*message)
+	q.mu.cancels = make(map[a2a.TaskID]*message)
 	q.mu.settled = make(chan struct{})
 	return q
 }
@@ -277,7 +281,9 @@ func (q *workQueue) claim(ctx context.Context) (*message, error) {
 	}
 	if (m.attempt > 1 || claims > 1) && m.payload.Type == workqueue.PayloadTypeExecute {
 		// Claimed before (retried, taken over or handed over): an
-		// earlier claim may have answered the message (K8).
+		// earlier claim may have answered the message (K8), or a
+		// cancelation running here may be about to.
+		q.awaitCancel(ctx, m.taskID)
 		switch done, err := q.c.answered(ctx, m.payload); {
 		case err != nil:
 			// Not known: neither run the message nor finish it; the
@@ -370,6 +376,10 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 	m := msg.(*message)
 	ctx = context.WithValue(q.startWorkSpan(ctx, m), leaseKey{}, m)
 	if m.payload.Type != workqueue.PayloadTypeExecute {
+		m.ran = make(chan struct{})
+		q.mu.Lock()
+		q.mu.cancels[m.taskID] = m
+		q.mu.Unlock()
 		return ctx, nil
 	}
 	if f := q.c.beforeExecution.Load(); f != nil {
@@ -391,6 +401,7 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 		defer m.settle()
 		cancel(ErrHandedOver)
 		m.handedOver.Store(true)
+		q.awaitCancel(ctx, m.taskID)
 		if err := m.release(context.WithoutCancel(ctx)); err != nil {
 			q.c.opts.Logger.Warn("pgcluster: handing over a late claim failed; its lease will expire", "task", m.taskID, "error", err)
 		}
@@ -404,6 +415,14 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 func (q *workQueue) afterExecution(ctx context.Context, msg workqueue.Message, _ a2a.SendMessageResult, err error) error {
 	endWorkSpan(ctx, err)
 	m := msg.(*message)
+	if m.ran != nil {
+		q.mu.Lock()
+		if q.mu.cancels[m.taskID] == m {
+			delete(q.mu.cancels, m.taskID)
+		}
+		q.mu.Unlock()
+		close(m.ran)
+	}
 	if m.cancel == nil {
 		return nil
 	}
@@ -424,6 +443,34 @@ func (q *workQueue) cancelLocal(taskID a2a.TaskID) {
 	if m != nil {
 		q.c.stats.CanceledHere.Add(1)
 		m.cancel(ErrCanceled)
+	}
+}
+
+// awaitCancel waits, for at most a lease timeout, until the cancelation
+// of task id that this instance runs, if any, has ended: its CANCELED
+// write committed or failed. An execution of the task handed over or
+// claimed again decides whether to run its message (the answered check,
+// K8) only after it, so that a CANCELED write in flight here does not
+// commit just after the decision and the message run again on a task
+// canceled. (A cancelation running on another instance is not waited
+// for: the execution then learns of the cancel as any running execution
+// does, within one heartbeat.)
+func (q *workQueue) awaitCancel(ctx context.Context, id a2a.TaskID) {
+	q.mu.Lock()
+	c := q.mu.cancels[id]
+	q.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if f := q.c.awaitingCancel.Load(); f != nil {
+		(*f)(id)
+	}
+	t := time.NewTimer(q.c.opts.LeaseTimeout)
+	defer t.Stop()
+	select {
+	case <-c.ran:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -454,6 +501,7 @@ type message struct {
 	// failed save blanked (pushdelivery.ConfigStore.Save).
 	body   []byte
 	cancel context.CancelCauseFunc // executions only
+	ran    chan struct{}           // cancelations only: closed when the run ended
 	// handedOver is set by HandOver: the execution was stopped for
 	// another instance to take it over, and Return releases the lease.
 	handedOver atomic.Bool
@@ -611,6 +659,9 @@ func (m *message) Return(ctx context.Context, cause error) error {
 	defer m.settle()
 	ctx = context.WithoutCancel(ctx)
 	c := m.q.c
+	if m.handedOver.Load() {
+		m.q.awaitCancel(ctx, m.taskID)
+	}
 	if st, err := c.opts.TaskStore.Get(ctx, m.taskID); err == nil && st.Task != nil && st.Task.Status.State.Terminal() {
 		return m.complete(ctx, "task ended")
 	}
