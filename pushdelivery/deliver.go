@@ -223,6 +223,23 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 // terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
 func (w *Worker) step(ctx context.Context, rec *Record, rev int64, written string, payload []byte, at int64, done bool) bool {
+	if since, reason, ok := w.setAside(rec.Dest); ok && payload != nil && at > 0 {
+		// Set aside past the deadline (fair.go): an entry older than the
+		// deadline is dropped unsent; a younger one waits until it is
+		// that old, or until a probe finds the destination back (DueNow).
+		now := w.o.Clock()
+		if old := time.UnixMicro(at).Add(w.o.Deadline); now.Before(old) {
+			rec.NextAt = old
+			return false
+		}
+		if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
+			rec.FailingSince = since
+		}
+		payload = nil
+		if !w.fail(rec, reason, 0) {
+			return false
+		}
+	}
 	if payload != nil {
 		status, err := w.post(ctx, rec, rev, written, payload)
 		reason := classify(status, err)

@@ -22,9 +22,10 @@
 //     config of the task that existed when it was logged, in log order per
 //     config (a config's cursor starts at its task's revision when saved);
 //     failures are retried with exponential backoff and full jitter until
-//     Options.Deadline, then the event is dropped and counted. A delivery
-//     is repeated only when its lease was lost (a crash, a claim that ran
-//     past the lease) before the commit.
+//     Options.Deadline, then the event is dropped and counted (so are,
+//     unsent, the events of a destination set aside past it: fair.go).
+//     A delivery is repeated only when its lease was lost (a crash, a
+//     claim that ran past the lease) before the commit.
 //   - N3 NewClient connects only to allowed addresses, checked on the
 //     address actually dialed (after DNS): no loopback, private,
 //     link-local, metadata, CGNAT, multicast or unspecified address, nor

@@ -32,6 +32,15 @@ import (
 //     (half-open), and a 2xx closes the breaker and makes the
 //     destination's waiting records due at once (recovery in seconds, not
 //     after each record's backoff).
+//   - A destination set aside for longer than Options.Deadline since its
+//     failures began: its records are claimed again, once nothing else is
+//     due, and their entries logged more than the deadline ago dropped
+//     unsent (counted as dropped, with the destination's last failure as
+//     the reason); a younger entry waits until it is that old, or until
+//     a probe finds the destination back. Without it a set-aside
+//     destination's records never reached their deadline (they were never
+//     claimed) and the due records a claim passes over grew with every
+//     task created for it.
 //
 // Hence the bound: an owner's due record waits for a free slot at most
 // one client timeout (plus a log read and a commit) when other owners
@@ -58,6 +67,8 @@ const maxClaimTries = 8
 
 // breaker is the state of a failing destination.
 type breaker struct {
+	since     time.Time     // when the failures began
+	reason    string        // the last failure's (classify)
 	fails     int           // failures in a row
 	openUntil time.Time     // zero: not opened yet; after it, half-open
 	cool      time.Duration // the last cool-down
@@ -116,7 +127,10 @@ func (w *Worker) skips(now time.Time, fair bool) (busy []string, tasks []a2a.Tas
 	}
 	for d, b := range w.mu.breakers {
 		switch {
-		case fair, now.Before(b.openUntil): // failing, or set aside
+		case fair: // failing
+		case w.expired(b, now): // set aside past the deadline: claimed to drop
+			continue
+		case now.Before(b.openUntil): // set aside
 		case !b.openUntil.IsZero() && w.mu.dests[d] > 0: // half-open: one probe at a time
 		default:
 			continue
@@ -142,7 +156,7 @@ func (w *Worker) admit(key, dest string, now time.Time) bool {
 	if w.mu.keys[key] >= w.o.PerOwner {
 		return false
 	}
-	if b := w.mu.breakers[dest]; b != nil && (now.Before(b.openUntil) || !b.openUntil.IsZero() && w.mu.dests[dest] > 0) {
+	if b := w.mu.breakers[dest]; b != nil && !w.expired(b, now) && (now.Before(b.openUntil) || !b.openUntil.IsZero() && w.mu.dests[dest] > 0) {
 		return false
 	}
 	w.mu.keys[key]++
@@ -177,15 +191,35 @@ func (w *Worker) observe(dest, reason string) bool {
 		if len(w.mu.breakers) >= maxBreakers {
 			return false
 		}
-		b = &breaker{}
+		b = &breaker{since: now}
 		w.mu.breakers[dest] = b
 	}
 	b.fails++
+	b.reason = reason
 	if reason == ReasonTimeout || b.fails >= breakerFailures || !b.openUntil.IsZero() {
 		b.cool = min(max(2*b.cool, w.o.MinBackoff), w.o.MaxBackoff)
 		b.openUntil = now.Add(b.cool)
 	}
 	return false
+}
+
+// expired reports whether b's destination is set aside at now and has
+// been failing for the deadline: its records' entries are dropped unsent
+// (w.mu held).
+func (w *Worker) expired(b *breaker, now time.Time) bool {
+	return now.Before(b.openUntil) && now.Sub(b.since) >= w.o.Deadline
+}
+
+// setAside returns when dest's failures began and the last one's reason
+// if dest is set aside past the deadline (expired).
+func (w *Worker) setAside(dest string) (since time.Time, reason string, ok bool) {
+	now := w.o.Clock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b := w.mu.breakers[dest]; b != nil && w.expired(b, now) {
+		return b.since, b.reason, true
+	}
+	return time.Time{}, "", false
 }
 
 // Recoverer is implemented by an Outbox that can make a destination's

@@ -164,3 +164,71 @@ func TestFailedCommitRetried(t *testing.T) {
 		t.Fatalf("record %+v, %d failures left: want delivered 1, every failure tried past", r, h.outbox.failCommits.Load())
 	}
 }
+
+// TestSetAsideDestinationDropsPastDeadline (SPEC N4, bounded queues): the
+// records of a destination set aside by its breaker for longer than the
+// deadline since its failures began are claimed again once nothing else
+// is due and their entries older than the deadline dropped unsent and
+// counted; a younger entry waits until it is that old. Before, they were
+// never claimed while the destination was set aside, so never reached
+// their deadline: the outbox kept a record for every task created for a
+// hanging webhook (push-soak's queue depth grew ~375 a minute under
+// -push-deadline 10m as under 1h).
+func TestSetAsideDestinationDropsPastDeadline(t *testing.T) {
+	rc := newReceiver(t, func(*http.Request, int) int { return http.StatusServiceUnavailable })
+	h := newHarness(t, func(o *Options) {
+		o.Deadline = 10 * time.Minute
+		o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour // set aside for an hour
+	})
+	ids := func(from, to int) []a2a.TaskID {
+		var s []a2a.TaskID
+		for i := from; i < to; i++ {
+			s = append(s, a2a.TaskID(fmt.Sprint("t", i)))
+		}
+		return s
+	}
+	for _, id := range ids(0, breakerFailures) { // fail until the breaker opens
+		h.config(id, "c", rc.srv.URL)
+		h.create(id)
+		h.settle()
+	}
+	if n := rc.requests(); n != breakerFailures {
+		t.Fatalf("%d requests before the breaker opened, want %d", n, breakerFailures)
+	}
+	later := ids(breakerFailures, breakerFailures+5)
+	for _, id := range later { // created while the destination is set aside
+		h.config(id, "c", rc.srv.URL)
+		h.create(id)
+	}
+	h.settle()
+	behind := func() (n int) {
+		for _, id := range later {
+			if r := h.outbox.rec(id, "c"); r.Delivered < 1 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := behind(); n != len(later) {
+		t.Fatalf("%d of %d records past their entry within the deadline, want none", len(later)-n, len(later))
+	}
+	dropped := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped))
+	h.clock.Advance(11 * time.Minute) // past the deadline, still set aside
+	h.settle()
+	if n := behind(); n != 0 {
+		t.Fatalf("%d of %d records of a destination set aside past the deadline still waiting", n, len(later))
+	}
+	if got := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)) - dropped; got != float64(len(later)) {
+		t.Fatalf("%v entries counted dropped, want %d", got, len(later))
+	}
+	if n := rc.requests(); n != breakerFailures {
+		t.Fatalf("%d requests, want %d: entries of a destination set aside are dropped unsent", n, breakerFailures)
+	}
+	young := a2a.TaskID("young") // logged now: waits for its own deadline
+	h.config(young, "c", rc.srv.URL)
+	h.create(young)
+	h.settle()
+	if r := h.outbox.rec(young, "c"); r.Delivered != 0 || !r.NextAt.Equal(h.clock.Now().Add(10*time.Minute)) {
+		t.Fatalf("an entry younger than the deadline: %+v, want it waiting until it is 10 min old", r)
+	}
+}

@@ -763,6 +763,13 @@ func TestCutOffStopsTheClaim(t *testing.T) {
 	}
 	h.settle() // revision 1 cut off: a timeout
 	h.clock.Advance(2 * time.Minute)
+	// As after a restart: the worker forgets the destination's failures
+	// (the record keeps its own), so the destination is not set aside
+	// past the deadline, where later entries would wait rather than be
+	// posted (fair.go) whether or not the claim went on.
+	h.w.mu.Lock()
+	clear(h.w.mu.breakers)
+	h.w.mu.Unlock()
 	h.settle() // cut off again, past the deadline: dropped
 	// The destination timed out: set aside for its cool-down; then 2-4.
 	h.clock.Advance(h.w.o.MaxBackoff)
