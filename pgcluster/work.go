@@ -401,7 +401,7 @@ func (q *workQueue) beforeExecution(ctx context.Context, msg workqueue.Message) 
 		defer m.settle()
 		cancel(ErrHandedOver)
 		m.handedOver.Store(true)
-		q.awaitCancel(ctx, m.taskID)
+		q.awaitCancel(context.WithoutCancel(ctx), m.taskID) // ctx is canceled just above
 		if err := m.release(context.WithoutCancel(ctx)); err != nil {
 			q.c.opts.Logger.Warn("pgcluster: handing over a late claim failed; its lease will expire", "task", m.taskID, "error", err)
 		}

@@ -223,21 +223,12 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 // terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
 func (w *Worker) step(ctx context.Context, rec *Record, rev int64, written string, payload []byte, at int64, done bool) bool {
-	if since, reason, ok := w.setAside(rec.Dest); ok && payload != nil && at > 0 {
-		// Set aside past the deadline (fair.go): an entry older than the
-		// deadline is dropped unsent; a younger one waits until it is
-		// that old, or until a probe finds the destination back (DueNow).
-		now := w.o.Clock()
-		if old := time.UnixMicro(at).Add(w.o.Deadline); now.Before(old) {
-			rec.NextAt = old
+	if payload != nil && at > 0 {
+		switch w.setAsideEntry(rec, at) {
+		case entryWaits:
 			return false
-		}
-		if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
-			rec.FailingSince = since
-		}
-		payload = nil
-		if !w.fail(rec, reason, 0) {
-			return false
+		case entryDropped:
+			payload = nil
 		}
 	}
 	if payload != nil {
@@ -268,6 +259,34 @@ func (w *Worker) step(ctx context.Context, rec *Record, rev int64, written strin
 	// be taken again and again ahead of the others).
 	rec.Delivered, rec.Done, rec.NextAt = rev, done, w.o.Clock()
 	return true
+}
+
+// Outcomes of setAsideEntry.
+const (
+	entryPosts = iota
+	entryWaits
+	entryDropped
+)
+
+// setAsideEntry decides an entry committed at µs at for rec, whose
+// destination may be set aside past the deadline (fair.go): such an
+// entry older than the deadline is dropped unsent and counted; a younger
+// one waits until it is that old (rec.NextAt), or until a probe finds
+// the destination back (DueNow). Otherwise it posts.
+func (w *Worker) setAsideEntry(rec *Record, at int64) int {
+	since, reason, ok := w.setAside(rec.Dest)
+	if !ok {
+		return entryPosts
+	}
+	if old := time.UnixMicro(at).Add(w.o.Deadline); w.o.Clock().Before(old) {
+		rec.NextAt = old
+		return entryWaits
+	}
+	if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
+		rec.FailingSince = since
+	}
+	w.fail(rec, reason, 0) // past the deadline since since: a drop
+	return entryDropped
 }
 
 // fail records a failed attempt of the entry after rec.Delivered: a
