@@ -165,6 +165,30 @@ func TestForeignStore(t *testing.T) {
 	}
 }
 
+// TestForeignStoreMatchingEnds: another data set whose batches' first and
+// last tasks happen to match the load's (as another seed draws the same
+// context for them now and then) is still refused, not counted as found.
+func TestForeignStoreMatchingEnds(t *testing.T) {
+	ctx := context.Background()
+	s := openPebble(t, vfs.NewMem())
+	const n, batch = 800, 400
+	if _, err := bulkload.Load(ctx, s, bulkload.Config{N: n, Task: source(), Batch: batch}); err != nil {
+		t.Fatal(err)
+	}
+	mine := source()
+	other := func(i int) (*a2a.Task, string) {
+		task, owner := mine(i)
+		if i%batch != 0 && i%batch != batch-1 {
+			task.ContextID += "-elsewhere"
+		}
+		return task, owner
+	}
+	res, err := bulkload.Load(ctx, s, bulkload.Config{N: n, Task: other, Batch: batch})
+	if !errors.Is(err, engine.ErrAlreadyExists) || res.Written != 0 || res.Found != 0 {
+		t.Fatalf("load over a data set matching at the batches' ends: %+v, %v; want ErrAlreadyExists, nothing written or found", res, err)
+	}
+}
+
 // createOnly is a store without an Importer (whatever the memstore
 // under it has).
 type createOnly struct{ engine.OwnerStore }
