@@ -62,7 +62,7 @@ func postBy(claimed, until time.Time) time.Time {
 // deliver delivers the entries of the claimed record after its cursor, in
 // log order, stopping at the first failure, and commits the new cursor.
 // A delivery that Close cancels commits what it delivered before.
-// claimed is the time of the claim, from which ClaimBudget runs.
+// d.claimed is the time of the claim, from which ClaimBudget runs.
 //
 // No post outlives the lease (SPEC N2): past it another worker may claim
 // the record and post the same entries. A claim that returned past its
@@ -71,9 +71,9 @@ func postBy(claimed, until time.Time) time.Time {
 // that ends at that time. A post it cuts off is a timeout, like one the
 // client's Timeout ends; a read it cuts off, a store failure. The commit
 // runs under its own context, within the lease's margin.
-func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
+func (w *Worker) deliver(ctx context.Context, l Lease, d delivery) {
 	rec := *l.Record()
-	left := postBy(claimed, l.Until()).Sub(w.o.Clock())
+	left := postBy(d.claimed, l.Until()).Sub(w.o.Clock())
 	if left <= 0 {
 		w.o.Metrics.lostLease()
 		w.o.Logger.Warn("pushdelivery: claim returned too late to post within its lease; claimed again later",
@@ -91,7 +91,7 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 		wctx, wcancel = context.WithTimeoutCause(dctx, t, errWindow)
 		defer wcancel()
 	}
-	err := w.send(dctx, wctx, l.Revision(), &rec, claimed)
+	err := w.send(dctx, wctx, l.Revision(), &rec, d)
 	if errors.Is(err, errStale) {
 		w.drop(ctx, l, &rec)
 		return
@@ -110,6 +110,15 @@ func (w *Worker) deliver(ctx context.Context, l Lease, claimed time.Time) {
 	case err != nil:
 		w.o.Logger.Warn("pushdelivery: commit", "task", rec.TaskID, "config", rec.Config.ID, "err", err)
 	}
+}
+
+// delivery is how a record was claimed: at claimed, and drain when as a
+// record of a destination set aside past the deadline, outside its
+// owner's limit (Worker.next): such a delivery drops the entries past
+// the deadline and posts nothing.
+type delivery struct {
+	claimed time.Time
+	drain   bool
 }
 
 // errStale is send's error for a record whose task was deleted since
@@ -149,9 +158,9 @@ func (w *Worker) checkLive(ctx context.Context, rec *Record) error {
 }
 
 // send delivers rec's log entries after rec.Delivered (at most a batch),
-// updating rec; head is the task's revision at claim time, claimed the
-// claim's time. The first post runs under ctx, the others under wctx.
-func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claimed time.Time) error {
+// updating rec; head is the task's revision at claim time. The first
+// post runs under ctx, the others under wctx.
+func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, d delivery) error {
 	entries, err := w.o.Store.ReadLog(ctx, rec.TaskID, rec.Delivered, w.o.Batch)
 	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("read log: %w", err)
@@ -160,7 +169,7 @@ func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claime
 		return err
 	}
 	if len(entries) == 0 && head > rec.Delivered || len(entries) > 0 && entries[0].Revision > rec.Delivered+1 {
-		return w.sendTask(ctx, rec) // trimmed: the entries after the cursor are gone
+		return w.sendTask(ctx, rec, d) // trimmed: the entries after the cursor are gone
 	}
 	// The read reached the log's last entry (at claim time at least).
 	end := len(entries) < w.o.Batch || len(entries) > 0 && entries[len(entries)-1].Revision >= head
@@ -168,7 +177,7 @@ func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claime
 		if i > 0 {
 			ctx = wctx
 		}
-		if i > 0 && w.o.Clock().Sub(claimed) >= w.o.ClaimBudget || ctx.Err() != nil {
+		if i > 0 && w.o.Clock().Sub(d.claimed) >= w.o.ClaimBudget || ctx.Err() != nil {
 			// The rest in the next claim, within its lease: past the
 			// post-by time a post would fail at once and, for a webhook
 			// failing past the deadline, be dropped unsent.
@@ -181,7 +190,7 @@ func (w *Worker) send(ctx, wctx context.Context, head int64, rec *Record, claime
 			payload = nil
 		}
 		last := end && i == len(entries)-1 // a terminal entry with more after it is not the end
-		if !w.step(ctx, rec, e.Revision, e.Trace, payload, e.Time, last && e.State.Terminal()) {
+		if !w.step(ctx, rec, d, e.Revision, e.Trace, payload, e.Time, last && e.State.Terminal()) {
 			return nil
 		}
 	}
@@ -201,7 +210,7 @@ func late(ctx context.Context, err error) error {
 
 // sendTask delivers the task itself at its current revision, for a log
 // trimmed past rec's cursor.
-func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
+func (w *Worker) sendTask(ctx context.Context, rec *Record, d delivery) error {
 	r, err := w.o.Store.Get(ctx, rec.TaskID)
 	if err = late(ctx, err); err != nil {
 		return fmt.Errorf("get task: %w", err)
@@ -213,7 +222,7 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("encode task: %w", err)
 	}
-	w.step(ctx, rec, r.Revision, "", payload, 0, r.Task.Status.State.Terminal())
+	w.step(ctx, rec, d, r.Revision, "", payload, 0, r.Task.Status.State.Terminal())
 	return nil
 }
 
@@ -222,13 +231,18 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record) error {
 // to send, it is passed over) committed at µs at (0: unknown); done: the entry is
 // terminal and the log's last, so the record is Done past it. It reports whether the cursor moved past it (delivered,
 // dropped or passed over); false stops the delivery there.
-func (w *Worker) step(ctx context.Context, rec *Record, rev int64, written string, payload []byte, at int64, done bool) bool {
-	if payload != nil && at > 0 {
+func (w *Worker) step(ctx context.Context, rec *Record, d delivery, rev int64, written string, payload []byte, at int64, done bool) bool {
+	if payload != nil {
 		switch w.setAsideEntry(rec, at) {
 		case entryWaits:
 			return false
 		case entryDropped:
 			payload = nil
+		case entryPosts:
+			if d.drain { // a drain posts nothing: the rest for a claim within the limits
+				rec.NextAt = w.o.Clock().Add(w.o.MinBackoff)
+				return false
+			}
 		}
 	}
 	if payload != nil {
@@ -268,12 +282,16 @@ const (
 	entryDropped
 )
 
-// setAsideEntry decides an entry committed at µs at for rec, whose
-// destination may be set aside past the deadline (fair.go): such an
-// entry older than the deadline is dropped unsent and counted; a younger
-// one waits until it is that old (rec.NextAt), or until a probe finds
-// the destination back (DueNow). Otherwise it posts.
+// setAsideEntry decides an entry committed at µs at (0: unknown) for
+// rec, whose destination may be set aside past the deadline (fair.go):
+// such an entry older than the deadline is dropped unsent and counted; a
+// younger one waits until it is that old (rec.NextAt), or until a probe
+// finds the destination back (DueNow). Otherwise (or its age unknown) it
+// posts.
 func (w *Worker) setAsideEntry(rec *Record, at int64) int {
+	if at <= 0 {
+		return entryPosts
+	}
 	since, reason, ok := w.setAside(rec.Dest)
 	if !ok {
 		return entryPosts

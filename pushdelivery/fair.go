@@ -33,14 +33,18 @@ import (
 //     destination's waiting records due at once (recovery in seconds, not
 //     after each record's backoff).
 //   - A destination set aside for longer than Options.Deadline since its
-//     failures began: its records are claimed again, once nothing else is
-//     due, and their entries logged more than the deadline ago dropped
-//     unsent (counted as dropped, with the destination's last failure as
-//     the reason); a younger entry waits until it is that old, or until
-//     a probe finds the destination back. Without it a set-aside
-//     destination's records never reached their deadline (they were never
-//     claimed) and the due records a claim passes over grew with every
-//     task created for it.
+//     failures began: its records are drained — claimed after the owners
+//     with nothing in flight, whatever their own owner has in flight
+//     (Drainer; on an outbox without it, once nothing else is due and
+//     within the owner's limit) — and their entries logged more than the
+//     deadline ago dropped unsent (counted as dropped, with the
+//     destination's last failure as the reason); a younger entry waits
+//     until it is that old, or until a probe finds the destination back.
+//     A drain posts nothing, so it takes no owner's slot. Without it a
+//     set-aside destination's records never reached their deadline (they
+//     were never claimed), nor did those of an owner whose slow webhooks
+//     hold its slots, and the queue grew with every task created for
+//     them.
 //
 // Hence the bound: an owner's due record waits for a free slot at most
 // one client timeout (plus a log read and a commit) when other owners
@@ -208,6 +212,20 @@ func (w *Worker) observe(dest, reason string) bool {
 // (w.mu held).
 func (w *Worker) expired(b *breaker, now time.Time) bool {
 	return now.Before(b.openUntil) && now.Sub(b.since) >= w.o.Deadline
+}
+
+// expiredDests returns the destinations set aside past the deadline at
+// now (expired), whose records a drain claims.
+func (w *Worker) expiredDests(now time.Time) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var dests []string
+	for d, b := range w.mu.breakers {
+		if w.expired(b, now) {
+			dests = append(dests, d)
+		}
+	}
+	return dests
 }
 
 // setAside returns when dest's failures began and the last one's reason

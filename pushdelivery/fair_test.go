@@ -232,3 +232,85 @@ func TestSetAsideDestinationDropsPastDeadline(t *testing.T) {
 		t.Fatalf("an entry younger than the deadline: %+v, want it waiting until it is 10 min old", r)
 	}
 }
+
+// TestDrainPastOwnerLimit (SPEC N4, C6): the records of a destination set
+// aside past the deadline are drained — their old entries dropped unsent —
+// while their owner's slow webhooks hold all its slots. Before, the claim
+// passed over every task of an owner at its limit, so the records of its
+// dead destination never reached their deadline: the hostile push-soak's
+// queue grew ~385 records a minute under -push-deadline 5m.
+func TestDrainPastOwnerLimit(t *testing.T) {
+	dead := newReceiver(t, func(*http.Request, int) int { return http.StatusServiceUnavailable })
+	release := make(chan struct{})
+	slow := newReceiver(t, func(r *http.Request, _ int) int {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return 0
+	})
+	h := newHarness(t, func(o *Options) {
+		o.Client = NewClient(ClientOptions{AllowPrivate: true, Timeout: time.Hour})
+		o.Workers, o.PerOwner, o.PerDest = 4, 2, 4
+		o.Deadline = 10 * time.Minute
+		o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour // set aside for an hour
+	})
+	t.Cleanup(func() { close(release) }) // before the worker and the receivers close
+	const owner = "mallory"
+	var later []a2a.TaskID
+	for i := range breakerFailures + 5 {
+		id := a2a.TaskID(fmt.Sprint("d", i))
+		h.config(id, "c", dead.srv.URL)
+		h.createOwned(id, owner)
+		if i < breakerFailures { // fail until the breaker opens
+			h.settle()
+		} else { // created while the destination is set aside
+			later = append(later, id)
+		}
+	}
+	h.settle()
+	for _, id := range []a2a.TaskID{"s0", "s1"} {
+		h.config(id, "c", slow.srv.URL)
+		h.createOwned(id, owner)
+	}
+	h.w.Wake("")
+	eventually(t, "the owner's two slow posts hanging", func() bool { return slow.requests() == 2 })
+	inFlight := func() int {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		return h.w.mu.keys[ownerKey("", owner)]
+	}
+	dropped := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped))
+	h.clock.Advance(11 * time.Minute) // past the deadline, still set aside
+	h.w.Wake("")
+	eventually(t, "the dead destination's records drained", func() bool {
+		if n := inFlight(); n != 2 {
+			t.Fatalf("the owner has %d deliveries in flight, want its 2 slow posts", n)
+		}
+		for _, id := range later {
+			if h.outbox.rec(id, "c").Delivered < 1 || h.outbox.leased(id, "c") {
+				return false
+			}
+		}
+		return true
+	})
+	if got := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)) - dropped; got != float64(len(later)) {
+		t.Fatalf("%v entries counted dropped, want %d", got, len(later))
+	}
+	// A record whose log was trimmed past its cursor would post the task
+	// itself (an entry of unknown age): a drain leaves it for a claim
+	// within the limits, an hour on (MinBackoff).
+	h.config("x", "c", dead.srv.URL)
+	h.createOwned("x", owner)
+	h.clock.Advance(time.Minute)
+	if _, err := h.store.TrimLog(h.ctx, h.clock.Micros(), 100); err != nil {
+		t.Fatal(err)
+	}
+	h.w.Wake("x")
+	eventually(t, "the trimmed record passed over by a drain", func() bool {
+		return h.outbox.rec("x", "c").NextAt.Equal(h.clock.Now().Add(time.Hour)) && !h.outbox.leased("x", "c")
+	})
+	if n := dead.requests(); n != breakerFailures {
+		t.Fatalf("%d requests to the dead destination, want %d: a drain posts nothing", n, breakerFailures)
+	}
+}

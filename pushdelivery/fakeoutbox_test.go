@@ -87,11 +87,19 @@ func (o *fakeOutbox) DeleteAll(context.Context, a2a.TaskID) error {
 }
 
 func (o *fakeOutbox) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
+	return o.claim(ctx, now, func(r *Record) bool { return !slices.Contains(busy, r.Dest) && !slices.Contains(skip, r.TaskID) })
+}
+
+// ClaimAmong implements Drainer.
+func (o *fakeOutbox) ClaimAmong(ctx context.Context, now time.Time, dests []string) (Lease, error) {
+	return o.claim(ctx, now, func(r *Record) bool { return slices.Contains(dests, r.Dest) })
+}
+
+func (o *fakeOutbox) claim(ctx context.Context, now time.Time, take func(*Record) bool) (Lease, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, f := range o.mu.recs {
-		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || slices.Contains(busy, f.r.Dest) ||
-			slices.Contains(skip, f.r.TaskID) {
+		if f.r.NextAt.After(now) || (f.token != 0 && f.until.After(now)) || !take(&f.r) {
 			continue
 		}
 		t, err := o.store.Get(ctx, f.r.TaskID)

@@ -98,6 +98,14 @@ func (o *firstClaim) DueNow(ctx context.Context, dest string, now time.Time) (in
 	return 0, nil
 }
 
+// ClaimAmong passes a drain on, when the outbox takes it.
+func (o *firstClaim) ClaimAmong(ctx context.Context, now time.Time, dests []string) (Lease, error) {
+	if d, ok := o.Outbox.(Drainer); ok {
+		return d.ClaimAmong(ctx, now, dests)
+	}
+	return nil, nil
+}
+
 func (o *firstClaim) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
 	l, err := o.Outbox.Claim(ctx, now, busy, skip...)
 	o.once.Do(func() { close(o.done) })

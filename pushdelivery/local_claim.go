@@ -20,15 +20,47 @@ func (l *Local) Claim(ctx context.Context, now time.Time, busy []string, skip ..
 	if err := l.refresh(ctx, now); err != nil {
 		return nil, err
 	}
+	busySet, skipSet := setOf(busy), setOf(skip)
+	return l.claimWhere(now, func(id a2a.TaskID, r *Record) bool {
+		_, b := busySet[r.Dest]
+		_, s := skipSet[id]
+		return !b && !s
+	}), nil
+}
+
+// ClaimAmong implements Drainer.
+func (l *Local) ClaimAmong(ctx context.Context, now time.Time, dests []string) (Lease, error) {
+	if err := l.refresh(ctx, now); err != nil {
+		return nil, err
+	}
+	among := setOf(dests)
+	return l.claimWhere(now, func(_ a2a.TaskID, r *Record) bool {
+		_, ok := among[r.Dest]
+		return ok
+	}), nil
+}
+
+// claimWhere leases the due record first by NextAt among those take
+// accepts (nil when none).
+func (l *Local) claimWhere(now time.Time, take func(a2a.TaskID, *Record) bool) Lease {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, lr := l.pickLocked(now, busy, skip)
+	t, lr := l.pickLocked(now, take)
 	if lr == nil {
-		return nil, nil
+		return nil
 	}
 	l.mu.seq++
 	lr.token, lr.until = l.mu.seq, now.Add(l.opts.Lease)
-	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token, until: lr.until}, nil
+	return &localLease{l: l, rec: lr.rec, rev: t.rev, token: lr.token, until: lr.until}
+}
+
+// setOf is the set of s's elements.
+func setOf[T comparable](s []T) map[T]struct{} {
+	m := make(map[T]struct{}, len(s))
+	for _, v := range s {
+		m[v] = struct{}{}
+	}
+	return m
 }
 
 // refresh reads the revisions of the dirty tasks, every Rescan the tasks
@@ -217,20 +249,18 @@ func (l *Local) markDirty(ids []a2a.TaskID) {
 	}
 }
 
-// pickLocked returns the claimable record due first, or nil.
+// pickLocked returns the claimable record due first among those take
+// accepts, or nil.
 // REQUIRES: l.mu held.
-func (l *Local) pickLocked(now time.Time, busy []string, skip []a2a.TaskID) (*localTask, *localRecord) {
+func (l *Local) pickLocked(now time.Time, take func(a2a.TaskID, *Record) bool) (*localTask, *localRecord) {
 	var bt *localTask
 	var best *localRecord
 	for id := range l.mu.pending {
-		if slices.Contains(skip, id) {
-			continue
-		}
 		t := l.mu.tasks[id]
 		for _, lr := range t.recs {
 			r := &lr.rec
 			if r.NextAt.After(now) || t.rev <= r.Delivered ||
-				(lr.token != 0 && !now.After(lr.until)) || slices.Contains(busy, r.Dest) {
+				(lr.token != 0 && !now.After(lr.until)) || !take(id, r) {
 				continue
 			}
 			if best == nil || r.NextAt.Before(best.rec.NextAt) {

@@ -185,6 +185,18 @@ type Toucher interface {
 	Touch(task a2a.TaskID)
 }
 
+// Drainer is implemented by an Outbox that can claim among the records
+// of given destinations only: the worker drains the records of
+// destinations set aside past the deadline, whose entries are dropped
+// unsent, whatever their owners have in flight (SPEC N4: a hostile
+// owner's slow webhooks hold its slots; without it the records of its
+// dead ones were never claimed and the queue grew with every event).
+type Drainer interface {
+	// ClaimAmong is Claim among the records whose Dest is in dests, with
+	// no destination busy and no task skipped.
+	ClaimAmong(ctx context.Context, now time.Time, dests []string) (Lease, error)
+}
+
 // Outbox errors.
 var (
 	ErrNotFound  = errors.New("pushdelivery: push config not found")

@@ -272,7 +272,6 @@ func (p *PG) DeleteAll(ctx context.Context, task a2a.TaskID) error {
 // NextAt, its row locked with SKIP LOCKED (concurrent claimers pass over
 // it) and given a fresh lease token and expiry.
 func (p *PG) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2a.TaskID) (Lease, error) {
-	p.reopen(ctx, now)
 	if busy == nil {
 		busy = []string{} // <> ALL(NULL) is never true
 	}
@@ -280,15 +279,30 @@ func (p *PG) Claim(ctx context.Context, now time.Time, busy []string, skip ...a2
 	for i, id := range skip {
 		skipped[i] = string(id)
 	}
+	return p.claim(ctx, now, p.sql.claim, busy, skipped)
+}
+
+// ClaimAmong implements Drainer: Claim's statement with the filter
+// "dest among dests". It walks the claim index by NextAt, so its cost is
+// the due records ahead of the first of those destinations' (the
+// worker asks only when some destination is set aside past the deadline).
+func (p *PG) ClaimAmong(ctx context.Context, now time.Time, dests []string) (Lease, error) {
+	return p.claim(ctx, now, p.sql.claimAmong, dests)
+}
+
+// claim runs a claim statement (pgClaimSQL) with its filter's arguments.
+func (p *PG) claim(ctx context.Context, now time.Time, stmt string, filter ...any) (Lease, error) {
+	p.reopen(ctx, now)
 	until := now.Add(p.opts.Lease)
 	for range maxSetAsidePerClaim {
 		token := rand.Int64() | 1 // never 0
 		var rev int64
 		var r *Record
 		var corrupt error
+		args := append([]any{now, token, until}, filter...)
 		err := p.readCommitted(ctx, func(tx pgx.Tx) error {
 			var err error
-			r, err = scanRecord(tx.QueryRow(ctx, p.sql.claim, now, busy, token, until, skipped), &rev)
+			r, err = scanRecord(tx.QueryRow(ctx, stmt, args...), &rev)
 			if errors.Is(err, errCorrupt) {
 				corrupt, err = err, nil // the claim commits; the record is set aside below
 			}

@@ -95,7 +95,7 @@ func TestPGClaimCostCaughtUp(t *testing.T) {
 	}
 	claim, depth, recent := e.o.Statements()
 	later := now.Add(time.Hour)
-	if got := rowsRead(t, e.pool, claim, later, []string{}, int64(1), later.Add(time.Minute), []string{}); got > 2 {
+	if got := rowsRead(t, e.pool, claim, later, int64(1), later.Add(time.Minute), []string{}, []string{}); got > 2 {
 		t.Errorf("claim with nothing due read %v rows at %d caught-up records, want O(1)", got, n)
 	}
 	if got := rowsRead(t, e.pool, depth, later); got > 2 {

@@ -10,7 +10,7 @@ type pgSQL struct {
 	ddl                                                   []string
 	lockTask, count, upsert, get, list, delete, deleteAll string
 	dropStale, drop                                       string
-	claim, commit, release, sweep, depth                  string
+	claim, claimAmong, commit, release, sweep, depth      string
 	reopenTasks, rescan, rescanRecent                     string
 	hasIdle, backfillIdle, setAside, dueNow               string
 	hasDeletions, sweepDeleted, sweepUnborn, sweepWalk    string
@@ -70,18 +70,26 @@ WHERE NOT q.idle AND (q.done OR q.delivered >= coalesce((SELECT t.revision FROM 
 // revision 0).
 const pgIdleSQL = `coalesce((SELECT t.revision FROM %[1]s.a2a_tasks t WHERE t.id = $1), 0) <= `
 
-// pgClaimSQL: %[2]s the columns prefixed with "p."; $1 now, $2 busy
-// destinations, $3 lease token, $4 lease end, $5 tasks skipped.
+// pgClaimSQL: %[2]s the columns prefixed with "p.", %[3]s the filter
+// (pgClaimFilter or pgAmongFilter, its arguments from $4); $1 now, $2
+// lease token, $3 lease end.
 const pgClaimSQL = `WITH c AS (
 	SELECT p.task_id, p.id, t.revision
 	FROM %[1]s.a2a_push_configs p JOIN %[1]s.a2a_tasks t ON t.id = p.task_id
 	WHERE NOT p.idle AND NOT p.set_aside AND p.next_at <= $1 AND t.revision > p.delivered
-	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND p.dest <> ALL($2) AND p.task_id <> ALL($5::text[])
+	  AND (p.lease_until IS NULL OR p.lease_until < $1) AND %[3]s
 	ORDER BY p.next_at LIMIT 1
 	FOR UPDATE OF p SKIP LOCKED)
-UPDATE %[1]s.a2a_push_configs p SET lease_token = $3, lease_until = $4
+UPDATE %[1]s.a2a_push_configs p SET lease_token = $2, lease_until = $3
 FROM c WHERE p.task_id = c.task_id AND p.id = c.id
 RETURNING %[2]s, c.revision`
+
+// Claim filters: $4 busy destinations and $5 tasks skipped (Claim); $4
+// the destinations to claim among (ClaimAmong).
+const (
+	pgClaimFilter = `p.dest <> ALL($4) AND p.task_id <> ALL($5::text[])`
+	pgAmongFilter = `p.dest = ANY($4)`
+)
 
 // pgCommitSQL: $1 task, $2 id, $3 lease token, $4–$9 the delivery state.
 // A record is stored idle (caught up), and Done, only if its task is
@@ -291,7 +299,8 @@ ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config, dest = EXCLUDE
 	AND (incarnation > 0 OR created_at < $3)`),
 		// $1 task, $2 id, $3 lease token.
 		drop:         f(`DELETE FROM %[1]s.a2a_push_configs WHERE task_id = $1 AND id = $2 AND lease_token = $3`),
-		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed),
+		claim:        fmt.Sprintf(pgClaimSQL, schema, prefixed, pgClaimFilter),
+		claimAmong:   fmt.Sprintf(pgClaimSQL, schema, prefixed, pgAmongFilter),
 		commit:       f(pgCommitSQL),
 		reopenTasks:  fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgReopenTasksSQL, schema)) + pgReopenTasksTail,
 		rescan:       fmt.Sprintf(pgReopenSQL, schema, fmt.Sprintf(pgRescanSQL, schema)) + pgRescanTail,

@@ -259,12 +259,7 @@ func (w *Worker) loop() {
 func (w *Worker) claim() bool {
 	for range maxClaimTries {
 		claimed := w.o.Clock()
-		busy, skip := w.skips(claimed, true)
-		l, err := w.o.Outbox.Claim(w.ctx, claimed, busy, skip...)
-		if err == nil && l == nil {
-			busy, skip = w.skips(claimed, false)
-			l, err = w.o.Outbox.Claim(w.ctx, claimed, busy, skip...)
-		}
+		l, drain, err := w.next(claimed)
 		if err != nil {
 			if w.ctx.Err() == nil {
 				w.o.Logger.Warn("pushdelivery: claim", "err", err)
@@ -274,6 +269,10 @@ func (w *Worker) claim() bool {
 		if l == nil {
 			return false
 		}
+		if drain { // posts nothing: no owner's or destination's slot
+			w.start(func() { w.deliver(w.ctx, l, delivery{claimed: claimed, drain: true}) })
+			return true
+		}
 		rec := l.Record()
 		key, dest := w.key(w.ctx, rec.TaskID), rec.Dest
 		if !w.admit(key, dest, claimed) {
@@ -282,18 +281,48 @@ func (w *Worker) claim() bool {
 			cancel()
 			continue
 		}
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.deliver(w.ctx, l, claimed)
+		w.start(func() {
+			w.deliver(w.ctx, l, delivery{claimed: claimed})
 			w.done(key, dest)
-			<-w.slots
-			w.poke() // a slot and maybe a destination are free again
-		}()
+		})
 		return true
 	}
 	w.poke() // records given back: claim again, knowing their owners now
 	return false
+}
+
+// next claims a record at now by the passes of fair.go: the owners with
+// nothing in flight and the destinations not failing first; then, on an
+// outbox that can (Drainer), a record of a destination set aside past
+// the deadline (drain: its delivery posts nothing, whatever its owner
+// has in flight); then any record within the limits.
+func (w *Worker) next(now time.Time) (l Lease, drain bool, err error) {
+	busy, skip := w.skips(now, true)
+	if l, err = w.o.Outbox.Claim(w.ctx, now, busy, skip...); l != nil || err != nil {
+		return l, false, err
+	}
+	if d, ok := w.o.Outbox.(Drainer); ok {
+		if dests := w.expiredDests(now); len(dests) > 0 {
+			if l, err = d.ClaimAmong(w.ctx, now, dests); l != nil || err != nil {
+				return l, true, err
+			}
+		}
+	}
+	busy, skip = w.skips(now, false)
+	l, err = w.o.Outbox.Claim(w.ctx, now, busy, skip...)
+	return l, false, err
+}
+
+// start runs a delivery in a goroutine holding the slot the caller took,
+// then frees the slot and claims again.
+func (w *Worker) start(deliver func()) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		deliver()
+		<-w.slots
+		w.poke() // a slot and maybe a destination are free again
+	}()
 }
 
 // backoff is the wait after the attempts-th failed attempt of an entry.

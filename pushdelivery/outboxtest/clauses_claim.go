@@ -134,6 +134,45 @@ func testClaimSkipsTasks(t *testing.T, e *env) {
 	e.mustClaim("t1", "a")
 }
 
+// testClaimAmong: ClaimAmong (Drainer) claims the due records of the
+// destinations it is given, first by NextAt, and only those: the worker
+// drains a destination set aside past the deadline (SPEC N4).
+func testClaimAmong(t *testing.T, e *env) {
+	d, ok := e.o.(pushdelivery.Drainer)
+	if !ok {
+		t.Skipf("%T claims among no destinations (no Drainer)", e.o)
+	}
+	e.task("t1")
+	e.task("t2")
+	a, b, c := e.record("t1", "a"), e.record("t2", "b"), e.record("t2", "c")
+	a.Dest, b.Dest, c.Dest = "https://a.example:443", "https://b.example:443", "https://b.example:443"
+	a.NextAt = b.NextAt.Add(-2 * time.Second) // a first, unless not among
+	c.NextAt = b.NextAt.Add(-time.Second)     // then c, then b
+	for _, r := range []*pushdelivery.Record{a, b, c} {
+		e.save(r)
+	}
+	among := func(dests ...string) string {
+		t.Helper()
+		l, err := d.ClaimAmong(e.ctx, e.clk.Now(), dests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			return ""
+		}
+		return l.Record().Config.ID
+	}
+	for i, want := range []string{"c", "b", ""} {
+		if got := among("https://b.example:443", "http://z.example:80"); got != want {
+			t.Fatalf("claim %d among b's destination: %q, want %q", i, got, want)
+		}
+	}
+	if got := among(); got != "" {
+		t.Fatalf("claim among no destination: %q, want none", got)
+	}
+	e.mustClaim("t1", "a")
+}
+
 // testDueNow: DueNow makes due the records to a destination that wait
 // for a later NextAt and are behind their task, and only those (a
 // destination back after failures, SPEC N4).

@@ -61,6 +61,7 @@ var clauses = []struct {
 	{"claim-waits-for-next-at", testClaimWaitsNextAt},
 	{"claim-skips-busy-dests", testClaimSkipsBusy},
 	{"claim-skips-tasks", testClaimSkipsTasks},
+	{"claim-among-dests-takes-only-theirs", testClaimAmong},
 	{"claim-missing-task-is-none", testClaimMissingTask},
 	{"due-now-makes-a-destinations-waiting-records-due", testDueNow},
 	{"lease-revision-is-the-tasks", testLeaseRevision},
