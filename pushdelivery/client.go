@@ -261,10 +261,13 @@ const (
 	ReasonRefused   = "refused"
 	ReasonBlocked   = "blocked"
 	ReasonOther     = "other"
+	// ReasonExpired: no attempt failed; the entry was older than the
+	// deadline when its turn came (Worker.entryFate).
+	ReasonExpired = "expired"
 )
 
 // failureReasons are the reasons a failed attempt can have.
-var failureReasons = []string{Reason3xx, Reason4xx, Reason5xx, ReasonTimeout, ReasonRefused, ReasonBlocked, ReasonOther}
+var failureReasons = []string{Reason3xx, Reason4xx, Reason5xx, ReasonTimeout, ReasonRefused, ReasonBlocked, ReasonOther, ReasonExpired}
 
 // classify names the outcome of a POST: its status class, or the kind of
 // its transport error. It never says more than the reason: no URL, no

@@ -233,7 +233,7 @@ func (w *Worker) sendTask(ctx context.Context, rec *Record, d delivery) error {
 // dropped or passed over); false stops the delivery there.
 func (w *Worker) step(ctx context.Context, rec *Record, d delivery, rev int64, written string, payload []byte, at int64, done bool) bool {
 	if payload != nil {
-		switch w.setAsideEntry(rec, at) {
+		switch w.entryFate(rec, at) {
 		case entryWaits:
 			return false
 		case entryDropped:
@@ -275,36 +275,46 @@ func (w *Worker) step(ctx context.Context, rec *Record, d delivery, rev int64, w
 	return true
 }
 
-// Outcomes of setAsideEntry.
+// Outcomes of entryFate.
 const (
 	entryPosts = iota
 	entryWaits
 	entryDropped
 )
 
-// setAsideEntry decides an entry committed at µs at (0: unknown) for
-// rec, whose destination may be set aside past the deadline (fair.go):
-// such an entry older than the deadline is dropped unsent and counted; a
-// younger one waits until it is that old (rec.NextAt), or until a probe
-// finds the destination back (DueNow). Otherwise (or its age unknown) it
-// posts.
-func (w *Worker) setAsideEntry(rec *Record, at int64) int {
+// entryFate decides an entry committed at µs at (0: unknown) for rec:
+// one older than the deadline is dropped unsent and counted — as its
+// set-aside destination's failure when rec's destination is set aside
+// past the deadline (fair.go), otherwise as expired (ReasonExpired: a
+// destination too slow for its events, or a queue that waited) — so no
+// event is posted later than the deadline after it was logged; a younger
+// entry of a destination set aside past the deadline waits until it is
+// that old (rec.NextAt), or until a probe finds the destination back
+// (DueNow). Otherwise (or its age unknown) it posts.
+func (w *Worker) entryFate(rec *Record, at int64) int {
 	if at <= 0 {
 		return entryPosts
 	}
-	since, reason, ok := w.setAside(rec.Dest)
-	if !ok {
-		return entryPosts
-	}
-	if old := time.UnixMicro(at).Add(w.o.Deadline); w.o.Clock().Before(old) {
+	now, old := w.o.Clock(), time.UnixMicro(at).Add(w.o.Deadline)
+	since, reason, aside := w.setAside(rec.Dest)
+	switch {
+	case aside && now.Before(old):
 		rec.NextAt = old
 		return entryWaits
+	case aside:
+		if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
+			rec.FailingSince = since
+		}
+		w.fail(rec, reason, 0) // past the deadline since since: a drop
+		return entryDropped
+	case !now.Before(old):
+		w.o.Metrics.attempt(ReasonExpired, OutcomeDropped, 0)
+		w.o.Logger.Debug("pushdelivery: entry older than the deadline dropped", "task", rec.TaskID, "config", rec.Config.ID,
+			"host", host(rec.Dest), "age", now.Sub(time.UnixMicro(at)))
+		rec.Attempts = 0
+		return entryDropped
 	}
-	if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
-		rec.FailingSince = since
-	}
-	w.fail(rec, reason, 0) // past the deadline since since: a drop
-	return entryDropped
+	return entryPosts
 }
 
 // fail records a failed attempt of the entry after rec.Delivered: a

@@ -23,7 +23,10 @@
 //     config (a config's cursor starts at its task's revision when saved);
 //     failures are retried with exponential backoff and full jitter until
 //     Options.Deadline, then the event is dropped and counted (so are,
-//     unsent, the events of a destination set aside past it: fair.go).
+//     unsent, the events of a destination set aside past it: fair.go,
+//     and any event whose turn comes more than the deadline after it was
+//     logged: a webhook too slow for its events, or a server that was
+//     down longer; Worker.entryFate).
 //     A delivery is repeated only when its lease was lost (a crash, a
 //     claim that ran past the lease) before the commit.
 //   - N3 NewClient connects only to allowed addresses, checked on the

@@ -45,7 +45,8 @@ type Options struct {
 	// [d/2, d]. Defaults 1s and 60s.
 	MinBackoff, MaxBackoff time.Duration
 	// Deadline: an entry whose webhook has been failing for this long is
-	// dropped (and counted). Default 1h.
+	// dropped (and counted); so is, unsent, an entry whose turn comes
+	// this long after it was logged. Default 1h.
 	Deadline time.Duration
 	// ClaimBudget: a claim posts no further entry once it has run this
 	// long since it was claimed (the log read included), and commits;

@@ -742,27 +742,29 @@ func TestPostBy(t *testing.T) {
 // TestCutOffStopsTheClaim (SPEC N2): a post cut off at the post-by time
 // ends the claim, even when it is dropped (the webhook failing past the
 // deadline). Going on, the claim's later posts failed at once without a
-// request, and were dropped too: revisions 2-4 never reached a webhook
-// that hangs on revision 1 only.
+// request, and were dropped too: revisions 3-5 never reached a webhook
+// that hangs on revisions 1 and 2 only. (Revision 1, older than the
+// deadline at the second claim, is dropped unsent; revision 2, logged
+// since, is tried once: the webhook has been failing since revision 1.)
 func TestCutOffStopsTheClaim(t *testing.T) {
 	rc := newReceiver(t, func(r *http.Request, _ int) int {
-		if r.Header.Get(HeaderRevision) == "1" {
+		if rev := r.Header.Get(HeaderRevision); rev == "1" || rev == "2" {
 			<-r.Context().Done()
 			return http.StatusServiceUnavailable
 		}
 		return 0
 	})
 	h := newHarness(t, func(o *Options) {
-		o.Outbox.(*fakeOutbox).lease = 2 * time.Second // posts until 1.6 s: 2-4 in one window, even under load
-		o.Deadline = time.Minute
+		o.Outbox.(*fakeOutbox).lease = 2 * time.Second // posts until 1.6 s: 3-5 in one window, even under load
+		o.Deadline = 5 * time.Minute
 	})
 	h.config("t1", "c", rc.srv.URL)
 	h.create("t1")
-	for range 3 {
+	h.settle() // revision 1 cut off: a timeout
+	h.clock.Advance(6 * time.Minute)
+	for range 4 { // revisions 2-5, younger than the deadline
 		h.update("t1", a2a.TaskStateWorking)
 	}
-	h.settle() // revision 1 cut off: a timeout
-	h.clock.Advance(2 * time.Minute)
 	// As after a restart: the worker forgets the destination's failures
 	// (the record keeps its own), so the destination is not set aside
 	// past the deadline, where later entries would wait rather than be
@@ -770,16 +772,19 @@ func TestCutOffStopsTheClaim(t *testing.T) {
 	h.w.mu.Lock()
 	clear(h.w.mu.breakers)
 	h.w.mu.Unlock()
-	h.settle() // cut off again, past the deadline: dropped
-	// The destination timed out: set aside for its cool-down; then 2-4.
+	h.settle() // 1 dropped unsent, 2 cut off past the deadline: dropped
+	// The destination timed out: set aside for its cool-down; then 3-5.
 	h.clock.Advance(h.w.o.MaxBackoff)
 	h.settle()
 	r := h.outbox.rec("t1", "c")
-	if got := rc.revs("t1"); !slices.Equal(got, []int64{2, 3, 4}) || r.Delivered != 4 {
-		t.Fatalf("received %v, record %+v: want [2 3 4], delivered 4", got, r)
+	if got := rc.revs("t1"); !slices.Equal(got, []int64{3, 4, 5}) || r.Delivered != 5 {
+		t.Fatalf("received %v, record %+v: want [3 4 5], delivered 5", got, r)
 	}
-	if d := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); d != 1 {
-		t.Fatalf("dropped %v, want 1 (revision 1)", d)
+	if d := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); d != 2 {
+		t.Fatalf("dropped %v, want 2 (revisions 1 and 2)", d)
+	}
+	if n := h.counter(h.metrics.failures.WithLabelValues(ReasonExpired)); n != 1 {
+		t.Fatalf("%v entries dropped as expired, want 1 (revision 1)", n)
 	}
 }
 
@@ -897,5 +902,32 @@ func TestWriteAfterDoneDelivered(t *testing.T) {
 	h.settle()
 	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c1"); !slices.Equal(got, []int64{1, 2, 3, 4}) || !r.Done || r.Delivered != 4 {
 		t.Fatalf("received %v, record %+v; want [1 2 3 4], Done at 4", got, r)
+	}
+}
+
+// TestEntryOlderThanDeadlineDropped (SPEC N2, N4): an entry whose turn
+// comes more than the deadline after it was logged — a webhook that
+// answers, but too slowly for its events, or a queue that waited — is
+// dropped unsent and counted as expired; the entries after it that are
+// younger are posted. Before, only a webhook's failures had a deadline,
+// and a slow webhook's backlog grew without bound (push-soak's hostile
+// owner, a webhook answering after 5 s).
+func TestEntryOlderThanDeadlineDropped(t *testing.T) {
+	rc := newReceiver(t, nil)
+	h := newHarness(t, func(o *Options) { o.Deadline = 5 * time.Minute })
+	h.config("t1", "c", rc.srv.URL)
+	h.create("t1")
+	h.update("t1", a2a.TaskStateWorking)
+	h.clock.Advance(6 * time.Minute) // no claim meanwhile: revisions 1-2 are 6 min old
+	h.update("t1", a2a.TaskStateInputRequired)
+	h.settle()
+	if got, r := rc.revs("t1"), h.outbox.rec("t1", "c"); !slices.Equal(got, []int64{3}) || r.Delivered != 3 {
+		t.Fatalf("received %v, record %+v: want [3], delivered 3", got, r)
+	}
+	if n := h.counter(h.metrics.failures.WithLabelValues(ReasonExpired)); n != 2 {
+		t.Fatalf("%v entries dropped as expired, want 2", n)
+	}
+	if n := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); n != 2 {
+		t.Fatalf("%v entries dropped, want 2", n)
 	}
 }

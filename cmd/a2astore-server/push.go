@@ -46,7 +46,7 @@ const (
 func addPushFlags(fs *flag.FlagSet, c *pushConfig) {
 	fs.BoolVar(&c.Enabled, "push", true, "deliver push notifications: the agent card declares them, the push-config methods work, and each task's events are POSTed to its webhooks at least once, in order, with retries")
 	fs.BoolVar(&c.AllowPrivate, "push-allow-private", false, "let webhooks be on loopback, private, link-local and metadata addresses (staging and tests only: refused by default against SSRF)")
-	fs.DurationVar(&c.Deadline, "push-deadline", time.Hour, "how long an event is retried for a webhook that fails before it is dropped and counted")
+	fs.DurationVar(&c.Deadline, "push-deadline", time.Hour, "how long an event is retried for a webhook that fails before it is dropped and counted; an event not delivered this long after it was logged is dropped unsent")
 	fs.IntVar(&c.Workers, "push-workers", 4, "concurrent deliveries of this server")
 	fs.IntVar(&c.PerDest, "push-per-dest", 2, "concurrent deliveries to one webhook destination (scheme, host and port)")
 	fs.IntVar(&c.PerOwner, "push-per-owner", 0, "concurrent deliveries of one owner's tasks (of one task, without an owner), below -push-workers so that no owner's webhooks hold every worker; 0 = half of -push-workers")
