@@ -45,7 +45,7 @@ func BenchmarkClaimNothingDue(b *testing.B) {
 				}
 			}
 			claim, _, _ := e.o.Statements()
-			rows := rowsRead(b, e.pool, claim, now, []string{}, int64(1), now.Add(time.Minute), []string{})
+			rows := rowsRead(b, e.pool, claim, now, int64(1), now.Add(time.Minute), []string{}, []string{})
 			b.ReportAllocs()
 			for b.Loop() {
 				if l, err := e.o.Claim(ctx, now, nil); err != nil || l != nil {
@@ -139,17 +139,24 @@ func caughtUpLocal(b *testing.B, n int) (*pushdelivery.Local, *countingStore, ti
 // autovacuum would.
 func caughtUpPG(b *testing.B, e *pgEnv, n int, now time.Time) {
 	b.Helper()
-	ctx := context.Background()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO %[1]s.a2a_tasks (id, context_id, revision, state)
+	fillPG(b, e, stmt{`INSERT INTO %[1]s.a2a_tasks (id, context_id, revision, state)
 SELECT 'b' || i, 'c', 1, 'TASK_STATE_WORKING' FROM generate_series(1, $1::int) i`, []any{n}},
-		{`INSERT INTO %[1]s.a2a_push_configs (task_id, id, config, dest, created_at, delivered, next_at, idle)
+		stmt{`INSERT INTO %[1]s.a2a_push_configs (task_id, id, config, dest, created_at, delivered, next_at, idle)
 SELECT 'b' || i, 'c', convert_to('{"id":"c","url":"http://h.example/"}', 'UTF8'), 'http://h.example', $2, 1, $2, true
-FROM generate_series(1, $1::int) i`, []any{n, now}},
-	} {
+FROM generate_series(1, $1::int) i`, []any{n, now}})
+}
+
+// stmt is a statement of fillPG, %[1]s the schema.
+type stmt struct {
+	sql  string
+	args []any
+}
+
+// fillPG runs stmts in e's schema, then ANALYZE, as autovacuum would.
+func fillPG(b *testing.B, e *pgEnv, stmts ...stmt) {
+	b.Helper()
+	ctx := context.Background()
+	for _, q := range stmts {
 		if _, err := e.pool.Exec(ctx, fmt.Sprintf(q.sql, e.schema), q.args...); err != nil {
 			b.Fatal(err)
 		}
@@ -157,4 +164,77 @@ FROM generate_series(1, $1::int) i`, []any{n, now}},
 	if _, err := e.pool.Exec(ctx, fmt.Sprintf("ANALYZE %[1]s.a2a_push_configs; ANALYZE %[1]s.a2a_tasks", e.schema)); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkClaimOwnerAtLimit (SPEC C6, N4): one Claim passing over the
+// tasks of an owner at its limit — the worker's skip list, n tasks each
+// with a due record — to take the one record of another owner, then its
+// Release: what a saturated owner (push-soak's hostile one, its slow
+// webhook holding its slots) adds to every claim. backend=mem: the Local
+// outbox (Pebble's claim is the same code).
+func BenchmarkClaimOwnerAtLimit(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("backend=pg/n=%d", n), func(b *testing.B) {
+			e := fresh(b, "claim-bench")
+			ctx := context.Background()
+			now := time.Now()
+			skip := duePG(b, e, n, now)
+			want := a2a.TaskID("b" + strconv.Itoa(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := e.o.Claim(ctx, now, nil, skip...)
+				if err != nil || l == nil || l.Record().TaskID != want {
+					b.Fatalf("claim: %v, %v; want %s's record", l, err, want)
+				}
+				l.Release(ctx)
+			}
+		})
+		b.Run(fmt.Sprintf("backend=mem/n=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			now := time.Now()
+			s := memstore.New(memstore.Options{Log: true})
+			b.Cleanup(func() { s.Close() })
+			o := pushdelivery.NewMemory(s, pushdelivery.LocalOptions{Rescan: time.Hour, Clock: func() time.Time { return now }})
+			skip := make([]a2a.TaskID, 0, n)
+			for i := range n + 1 {
+				id := a2a.TaskID("b" + strconv.Itoa(i))
+				newTask(b, s, id)
+				if err := o.Save(ctx, &pushdelivery.Record{TaskID: id, Config: a2a.PushConfig{ID: "c", URL: "http://h.example/"},
+					Dest: "http://h.example", NextAt: now.Add(-time.Second)}); err != nil {
+					b.Fatal(err)
+				}
+				if i < n {
+					skip = append(skip, id)
+				}
+				o.Touch(id)
+			}
+			want := a2a.TaskID("b" + strconv.Itoa(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := o.Claim(ctx, now, nil, skip...)
+				if err != nil || l == nil || l.Record().TaskID != want {
+					b.Fatalf("claim: %v, %v; want %s's record", l, err, want)
+				}
+				l.Release(ctx)
+			}
+		})
+	}
+}
+
+// duePG inserts, by SQL in e's schema, n+1 working tasks (revision 1)
+// each with one record due and behind (delivered 0), tasks b0..b(n-1)
+// due first, and returns those n: BenchmarkClaimOwnerAtLimit's skip list.
+func duePG(b *testing.B, e *pgEnv, n int, now time.Time) []a2a.TaskID {
+	b.Helper()
+	fillPG(b, e, stmt{`INSERT INTO %[1]s.a2a_tasks (id, context_id, revision, state)
+SELECT 'b' || i, 'c', 1, 'TASK_STATE_WORKING' FROM generate_series(0, $1::int) i`, []any{n}},
+		stmt{`INSERT INTO %[1]s.a2a_push_configs (task_id, id, config, dest, created_at, delivered, next_at)
+SELECT 'b' || i, 'c', convert_to('{"id":"c","url":"http://h.example/"}', 'UTF8'), 'http://h.example', $2::timestamptz,
+	0, CASE WHEN i < $1::int THEN $2::timestamptz ELSE $3::timestamptz END
+FROM generate_series(0, $1::int) i`, []any{n, now.Add(-2 * time.Second), now.Add(-time.Second)}})
+	skip := make([]a2a.TaskID, n)
+	for i := range skip {
+		skip[i] = a2a.TaskID("b" + strconv.Itoa(i))
+	}
+	return skip
 }

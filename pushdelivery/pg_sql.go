@@ -85,9 +85,12 @@ FROM c WHERE p.task_id = c.task_id AND p.id = c.id
 RETURNING %[2]s, c.revision`
 
 // Claim filters: $4 busy destinations and $5 tasks skipped (Claim); $4
-// the destinations to claim among (ClaimAmong).
+// the destinations to claim among (ClaimAmong). The skip list (the tasks
+// of the owners at their limit, up to 16k) is a hashed subplan, one hash
+// probe per record passed over: `<> ALL($5)` scanned the list for each
+// (TestPGClaimSkipIsHashed).
 const (
-	pgClaimFilter = `p.dest <> ALL($4) AND p.task_id <> ALL($5::text[])`
+	pgClaimFilter = `p.dest <> ALL($4) AND p.task_id NOT IN (SELECT unnest($5::text[]))`
 	pgAmongFilter = `p.dest = ANY($4)`
 )
 
