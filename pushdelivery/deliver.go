@@ -301,20 +301,21 @@ func (w *Worker) entryFate(rec *Record, at int64) int {
 	case aside && now.Before(old):
 		rec.NextAt = old
 		return entryWaits
-	case aside:
+	case aside: // failing past the deadline since since
 		if rec.FailingSince.IsZero() || since.Before(rec.FailingSince) {
 			rec.FailingSince = since
 		}
-		w.fail(rec, reason, 0) // past the deadline since since: a drop
-		return entryDropped
-	case !now.Before(old):
-		w.o.Metrics.attempt(ReasonExpired, OutcomeDropped, 0)
-		w.o.Logger.Debug("pushdelivery: entry older than the deadline dropped", "task", rec.TaskID, "config", rec.Config.ID,
-			"host", host(rec.Dest), "age", now.Sub(time.UnixMicro(at)))
-		rec.Attempts = 0
-		return entryDropped
+		rec.LastError = reason
+	case now.Before(old):
+		return entryPosts
+	default:
+		reason = ReasonExpired
 	}
-	return entryPosts
+	w.o.Metrics.unsent(reason)
+	w.o.Logger.Debug("pushdelivery: entry dropped unsent", "task", rec.TaskID, "config", rec.Config.ID,
+		"host", host(rec.Dest), "reason", reason, "age", now.Sub(time.UnixMicro(at)))
+	rec.Attempts = 0
+	return entryDropped
 }
 
 // fail records a failed attempt of the entry after rec.Delivered: a

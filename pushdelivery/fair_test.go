@@ -224,6 +224,9 @@ func TestSetAsideDestinationDropsPastDeadline(t *testing.T) {
 	if n := rc.requests(); n != breakerFailures {
 		t.Fatalf("%d requests, want %d: entries of a destination set aside are dropped unsent", n, breakerFailures)
 	}
+	if n := h.counter(h.metrics.attempts); n != breakerFailures {
+		t.Fatalf("%v attempts counted, want %d: an entry dropped unsent is no attempt", n, breakerFailures)
+	}
 	young := a2a.TaskID("young") // logged now: waits for its own deadline
 	h.config(young, "c", rc.srv.URL)
 	h.create(young)

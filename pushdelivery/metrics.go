@@ -45,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "a2astore_push_deliveries_total",
-			Help: "Push delivery attempts by outcome: delivered (2xx), failed (to be retried), dropped (failing past the deadline).",
+			Help: "Push deliveries by outcome: delivered (2xx), failed (to be retried), dropped (failing past the deadline, or unsent: older than the deadline, or its destination set aside past it).",
 		}, []string{"outcome"}),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "a2astore_push_attempts_total",
@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer, depth func() (int, time.Duration)) *M
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "a2astore_push_failures_total",
-			Help: "Failed push attempts by reason: status_3xx, status_4xx, status_5xx, timeout, refused, blocked (SSRF), other.",
+			Help: "Failed push attempts by reason: status_3xx, status_4xx, status_5xx, timeout, refused, blocked (SSRF), other; and entries dropped unsent: expired (older than the deadline), or their destination's last reason.",
 		}, []string{"reason"}),
 		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "a2astore_push_lease_lost_total",
@@ -100,6 +100,16 @@ func (m *Metrics) attempt(reason, outcome string, latency time.Duration) {
 		return
 	}
 	m.failures.WithLabelValues(reason).Inc()
+}
+
+// unsent counts an entry dropped unsent (for its age, ReasonExpired, or
+// its destination's failures past the deadline, their last reason): a
+// delivery dropped and a failure, not an attempt (no POST).
+func (m *Metrics) unsent(reason string) {
+	if m != nil {
+		m.deliveries.WithLabelValues(OutcomeDropped).Inc()
+		m.failures.WithLabelValues(reason).Inc()
+	}
 }
 
 func (m *Metrics) setAside(kind string) {

@@ -120,10 +120,14 @@ func TestDeadlineDrops(t *testing.T) {
 	if got := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); got != 3 {
 		t.Fatalf("dropped %v, want 3", got)
 	}
-	// Entries 2 and 3 came after the deadline had passed: one attempt each.
+	// Entries 2 and 3, logged with 1, were older than the deadline when
+	// their turn came: dropped unsent (expired), no attempt.
 	failed := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeFailed))
-	if attempts := h.counter(h.metrics.attempts); attempts != failed+3+3 {
-		t.Fatalf("attempts %v, failed %v: want failed + 3 dropped + 3 delivered", attempts, failed)
+	if attempts := h.counter(h.metrics.attempts); attempts != failed+1+3 {
+		t.Fatalf("attempts %v, failed %v: want failed + 1 dropped + 3 delivered", attempts, failed)
+	}
+	if n := h.counter(h.metrics.failures.WithLabelValues(ReasonExpired)); n != 2 {
+		t.Fatalf("%v entries dropped as expired, want 2", n)
 	}
 }
 
@@ -929,5 +933,8 @@ func TestEntryOlderThanDeadlineDropped(t *testing.T) {
 	}
 	if n := h.counter(h.metrics.deliveries.WithLabelValues(OutcomeDropped)); n != 2 {
 		t.Fatalf("%v entries dropped, want 2", n)
+	}
+	if n := h.counter(h.metrics.attempts); n != 1 {
+		t.Fatalf("%v attempts counted, want 1: an entry dropped unsent is no attempt", n)
 	}
 }
