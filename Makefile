@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke tidy-check demo loadgen dashboards dashboards-check tck flagref capacity
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke capacity-check tidy-check demo loadgen dashboards dashboards-check tck flagref capacity
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -130,6 +130,13 @@ results-scale:
 
 results-scale-smoke:
 	SCALE_SMOKE=1 bash results/scale.sh
+
+# `make capacity-check` (#55): the capacity model against two running
+# deployments, each predicted before it runs (results/capacity-check.sh;
+# about 8 minutes on a quiet machine) into
+# results/raw/capacity-check-<commit>/. Not in CI.
+capacity-check:
+	bash results/capacity-check.sh
 
 results-page:
 	$(GO) run ./cmd/benchplot -runs results/runs -o results

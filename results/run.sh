@@ -114,7 +114,7 @@ work=$(mktemp -d)
 chmod 755 "$work"
 server_pid=""
 pgdata=""
-asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+. results/lib.sh # asuser, cputicks, pgticks, pgstart
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
@@ -167,12 +167,8 @@ pgstep pgstore-totals 'TotalUnderWriters/backend=pg/op=first_page/n=[0-9]*/write
 fi
 
 # A PostgreSQL cluster for loadgen and the server.
-mkdir -p "$work/pg"
-[ "$(id -u)" = 0 ] && chown postgres "$work/pg"
 pgdata=$work/pg/data
-asuser "$PGBIN/initdb" -D "$pgdata" -A trust -U postgres >"$work/initdb.log" 2>&1
-asuser "$PGBIN/pg_ctl" -D "$pgdata" -l "$work/pg/log" -w -o "-p $PGPORT -k $work/pg -c listen_addresses=''" start >/dev/null
-DSN="host=$work/pg port=$PGPORT user=postgres dbname=postgres"
+DSN=$(pgstart "$work/pg" "$PGPORT")
 resetdb() {
   PGOPTIONS='-c client_min_messages=warning' asuser "$PGBIN/psql" -q -h "$work/pg" -p "$PGPORT" -U postgres -d postgres \
     -c 'DROP SCHEMA public CASCADE' -c 'CREATE SCHEMA public' >/dev/null
@@ -190,17 +186,6 @@ if [ "$MODE" = full ]; then
 fi
 
 # 4. The server with an echo agent, per backend and transport.
-cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
-# pgticks: CPU of the whole PostgreSQL cluster: the postmaster's own and its
-# reaped children's (utime + stime + cutime + cstime), plus its live children.
-pgticks() {
-  local pm; pm=$(head -1 "$pgdata/postmaster.pid")
-  local t; t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
-  for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do
-    t=$(( t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0) ))
-  done
-  echo "$t"
-}
 hz=$(getconf CLK_TCK)
 # A CPU profile covers the row but its first and last second (loadgen's
 # connections opening, its last calls draining): whole seconds, at least 1.
@@ -228,17 +213,9 @@ serve() {
   "$work/a2astore-server" -backend "$backend" "$@" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
     -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$work/server-$name.log" &
   server_pid=$!
-  local addr=""
-  for _ in $(seq 300); do
-    # (the log may not exist yet: the shell opens it in the child)
-    addr=$(sed -n 's/.*msg=serving.* http=\([0-9.:]*\).*/\1/p' "$work/server-$name.log" 2>/dev/null || true)
-    [ -n "$addr" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server-$name.log" >&2; return 1; }
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { log "server $name did not start"; cat "$work/server-$name.log" >&2; return 1; }
-  local url=http://$addr
-  maddr=$(sed -n 's/.*msg=serving.* metrics=http:\/\/\([0-9.:]*\)\/metrics.*/\1/p' "$work/server-$name.log")
+  local addrs; addrs=$(awaitserving "$work/server-$name.log" "$server_pid") || { log "server $name did not start"; return 1; }
+  local url=http://${addrs% *}
+  maddr=${addrs#* }
   printf '%s\n' "a2astore-server -backend $backend $* -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0" >>"$out/commands.txt"
   # Tasks for ListTasks to page over, created before any measured run.
   step "server-$name-seed" "$work/loadgen" -target "$url" -workload send-only -initial -1 -ops "$SEED_TASKS" -concurrency 8 -seed 7 -quiet >/dev/null
@@ -249,11 +226,11 @@ serve() {
       if [ "$transport" = jsonrpc ] && [ "$backend" != pebble ]; then profiled=$f.pprof; profile_start "$profiled"; fi
       local before; before=$(cputicks "$server_pid")
       local dbbefore=""
-      if [ "$backend" = pg ]; then dbbefore=$(pgticks); fi
+      if [ "$backend" = pg ]; then dbbefore=$(pgticks "$pgdata"); fi
       step "server-$name-$transport-$workload" "$work/loadgen" -target "$url" -transport "$transport" -workload "$workload" \
         -initial -1 -duration "$SERVER_FOR" -concurrency "$SERVER_WORKERS" -seed 42 -quiet -json "$f.json" >/dev/null
       echo "$before $(cputicks "$server_pid") $hz" >"$f.cpu"
-      if [ "$backend" = pg ]; then echo "$dbbefore $(pgticks) $hz" >"$f.dbcpu"; fi
+      if [ "$backend" = pg ]; then echo "$dbbefore $(pgticks "$pgdata") $hz" >"$f.dbcpu"; fi
       if [ -n "$profiled" ]; then profile_end "$profiled"; fi
     done
   done

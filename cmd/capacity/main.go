@@ -17,7 +17,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,11 +73,60 @@ const (
 )
 
 func main() {
+	var d deployment
+	predictOnly := flag.Bool("predict", false, "print what the model predicts for the deployment the other flags describe, and write nothing")
+	flag.StringVar(&d.backend, "backend", "pebble", "-predict: mem, pebble or pg")
+	flag.Float64Var(&d.tasks, "tasks", 1e6, "-predict: tasks in the store")
+	flag.Float64Var(&d.sends, "sends", exampleWrites, "-predict: SendMessage calls a second (JSON-RPC)")
+	flag.Float64Var(&d.lists, "lists", examplePages, "-predict: ListTasks calls a second (page of 50, JSON-RPC)")
+	flag.Parse()
+	if *predictOnly {
+		if err := printPrediction(os.Stdout, ".", d); err != nil {
+			fmt.Fprintln(os.Stderr, "capacity:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := rewrite("."); err != nil {
 		fmt.Fprintln(os.Stderr, "capacity:", err)
 		os.Exit(1)
 	}
 	fmt.Println("capacity: wrote", page)
+}
+
+// load fits the model on the recorded runs under root.
+func load(root string) (*model, error) {
+	scale, err := readResults(filepath.Join(root, scaleRun, "bench.txt"))
+	if err != nil {
+		return nil, err
+	}
+	m, err := fit(scale)
+	if err != nil {
+		return nil, err
+	}
+	if m.served, err = readServed(root); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// printPrediction writes the model's prediction for d as one line of
+// key=value fields (bytes, and CPU-seconds a second).
+func printPrediction(w io.Writer, root string, d deployment) error {
+	if d.tasks < 1 || d.sends < 0 || d.lists < 0 {
+		return fmt.Errorf("want -tasks ≥ 1 and rates ≥ 0, got %g, %g, %g", d.tasks, d.sends, d.lists)
+	}
+	m, err := load(root)
+	if err != nil {
+		return err
+	}
+	p, err := m.predict(d)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "predict backend=%s tasks=%.0f sends=%g lists=%g rss-bytes=%.0f heap-bytes=%.0f disk-bytes=%.0f cores=%.4f\n",
+		d.backend, d.tasks, d.sends, d.lists, p.rss, p.heap, p.disk, p.cores())
+	return err
 }
 
 // rewrite replaces the generated section of root's page with what the
@@ -415,15 +466,8 @@ func (m *model) servedCPU(backend, transport, workload string) (servedRow, error
 
 // generate returns the page's generated section.
 func generate(root string) ([]byte, error) {
-	scale, err := readResults(filepath.Join(root, scaleRun, "bench.txt"))
+	m, err := load(root)
 	if err != nil {
-		return nil, err
-	}
-	m, err := fit(scale)
-	if err != nil {
-		return nil, err
-	}
-	if m.served, err = readServed(root); err != nil {
 		return nil, err
 	}
 	full, err := readResults(filepath.Join(root, fullRun, "bench.txt"))
@@ -507,6 +551,55 @@ func count(cs []check, unit string, within bool) int {
 	return k
 }
 
+// deployment is what an operator sizes: a store of tasks tasks taking
+// sends SendMessage and lists ListTasks (page of 50) a second over
+// JSON-RPC.
+type deployment struct {
+	backend             string
+	tasks, sends, lists float64
+}
+
+// prediction is what the model says a deployment takes.
+type prediction struct {
+	rss, heap        float64 // mem: resident set at rest and live heap, bytes
+	disk             float64 // pebble: sstables and log; pg: the tasks table; bytes
+	send, list       servedRow
+	sendCPU, listCPU float64 // CPU-s per second
+}
+
+func (p prediction) cores() float64 { return p.sendCPU + p.listCPU }
+
+// pebbleLog is the write-ahead log Pebble keeps, about the same from 1e5
+// tasks on (see "Reading the check" on the page).
+const pebbleLog = 25e6
+
+// predict sizes d: footprints from the models fitted on 1e3–1e5, CPU from
+// the served rows (server process, and the PostgreSQL cluster on pg).
+func (m *model) predict(d deployment) (prediction, error) {
+	var p prediction
+	if !slices.Contains(backendNames, d.backend) {
+		return p, fmt.Errorf("no backend %q (mem, pebble, pg)", d.backend)
+	}
+	var err error
+	if p.send, err = m.servedCPU(d.backend, "jsonrpc", "send-only"); err != nil {
+		return p, err
+	}
+	if p.list, err = m.servedCPU(d.backend, "jsonrpc", "list-only"); err != nil {
+		return p, err
+	}
+	p.sendCPU, p.listCPU = d.sends*p.send.cpuMicros()/1e6, d.lists*p.list.cpuMicros()/1e6
+	at := func(key string) float64 { return m.footprint[key].at(d.tasks) * d.tasks }
+	switch d.backend {
+	case "mem":
+		p.rss, p.heap = at("mem rss-B/task"), at("mem bytes/task")
+	case "pebble":
+		p.disk = at("pebble sst-B/task") + pebbleLog
+	case "pg":
+		p.disk = at("pg bytes/task")
+	}
+	return p, nil
+}
+
 func writeExample(b *strings.Builder, m *model) error {
 	fmt.Fprintf(b, "\n### Worked example: %s tasks, %d writes/s, %d pages/s\n\n", sig(exampleTasks), exampleWrites, examplePages)
 	fmt.Fprintf(b, "Writes are SendMessage and pages ListTasks (page of 50), both over JSON-RPC; CPU from the served rows below "+
@@ -515,17 +608,13 @@ func writeExample(b *strings.Builder, m *model) error {
 	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	const gib = 1 << 30
 	for _, be := range backendNames {
-		send, err := m.servedCPU(be, "jsonrpc", "send-only")
-		if err != nil {
-			return err
-		}
-		list, err := m.servedCPU(be, "jsonrpc", "list-only")
+		p, err := m.predict(deployment{backend: be, tasks: exampleTasks, sends: exampleWrites, lists: examplePages})
 		if err != nil {
 			return err
 		}
 		ram, disk := "not measured", "none (memory only)"
-		gibAt := func(key string) string {
-			cell := sig(m.footprint[key].at(exampleTasks)*exampleTasks/gib) + " GiB"
+		gibAt := func(v float64, key string) string {
+			cell := sig(v/gib) + " GiB"
 			if measured, ok := m.measured[key]; ok {
 				cell += fmt.Sprintf(" (measured at %s: %s)", sig(exampleTasks), sig(measured*exampleTasks/gib))
 			}
@@ -534,16 +623,14 @@ func writeExample(b *strings.Builder, m *model) error {
 		switch be {
 		case "mem":
 			ram = fmt.Sprintf("RSS at rest %s; live heap %s, so up to %s GiB between collections at GOGC=100",
-				gibAt("mem rss-B/task"), gibAt("mem bytes/task"), sig(2*m.footprint["mem bytes/task"].at(exampleTasks)*exampleTasks/gib))
+				gibAt(p.rss, "mem rss-B/task"), gibAt(p.heap, "mem bytes/task"), sig(2*p.heap/gib))
 		case "pebble":
-			disk = gibAt("pebble sst-B/task") + " of sstables, and about 25 MB of write-ahead log"
+			disk = gibAt(p.disk-pebbleLog, "pebble sst-B/task") + " of sstables, and about 25 MB of write-ahead log"
 		case "pg":
-			disk = gibAt("pg bytes/task") + ", the tasks table only"
+			disk = gibAt(p.disk, "pg bytes/task") + ", the tasks table only"
 		}
-		w := exampleWrites * send.cpuMicros() / 1e6
-		p := examplePages * list.cpuMicros() / 1e6
 		fmt.Fprintf(b, "| %s | %s | %s | %d × %s µs = %s | %d × %s µs = %s | %s |\n", be, ram, disk,
-			exampleWrites, sig(send.cpuMicros()), sig(w), examplePages, sig(list.cpuMicros()), sig(p), sig(w+p))
+			exampleWrites, sig(p.send.cpuMicros()), sig(p.sendCPU), examplePages, sig(p.list.cpuMicros()), sig(p.listCPU), sig(p.cores()))
 	}
 	return nil
 }

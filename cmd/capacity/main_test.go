@@ -104,3 +104,32 @@ func TestSpliceNeedsMarkers(t *testing.T) {
 		t.Errorf("splice = %q, want %q", got, want)
 	}
 }
+
+// TestPredict: a deployment's cores add up its calls' served CPU, Pebble's
+// disk is its sstables' model plus the log it keeps, and a backend the
+// model does not know is refused.
+func TestPredict(t *testing.T) {
+	m, err := load(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deployment{backend: "pebble", tasks: 2e6, sends: 10, lists: 40}
+	p, err := m.predict(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (10*p.send.cpuMicros() + 40*p.list.cpuMicros()) / 1e6
+	if !near(p.cores(), want) || p.cores() <= 0 {
+		t.Errorf("cores %g, want %g", p.cores(), want)
+	}
+	if want := m.footprint["pebble sst-B/task"].at(2e6)*2e6 + pebbleLog; !near(p.disk, want) {
+		t.Errorf("disk %g, want %g", p.disk, want)
+	}
+	d.sends, d.lists = 20, 80
+	if q, err := m.predict(d); err != nil || !near(q.cores(), 2*p.cores()) {
+		t.Errorf("twice the calls: %g cores (%v), want %g", q.cores(), err, 2*p.cores())
+	}
+	if _, err := m.predict(deployment{backend: "sqlite", tasks: 1}); err == nil {
+		t.Error("an unknown backend predicted")
+	}
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# make capacity-check (#55): the capacity model (docs/capacity.md) checked
+# against running deployments. For each deployment below, the model's
+# prediction is written first (go run ./cmd/capacity -predict), then the
+# deployment is run and measured:
+#
+#   1. loadgen bulk-loads the store (embedded, taskgen's realistic tasks,
+#      1,000 contexts with one owner each: the scale run's shape);
+#   2. a2astore-server serves it with the echo agent of the model's served
+#      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0);
+#      the script waits until the server (and PostgreSQL) are idle, so the
+#      load's own flushes, compactions and autovacuum are not measured;
+#   3. two paced loadgens (open loop) call SendMessage and ListTasks over
+#      JSON-RPC at the deployment's rates for CHECK_FOR seconds; the
+#      server's CPU (and the PostgreSQL cluster's) from /proc over that
+#      window, divided by its wall time, is the measured cores;
+#   4. the store's disk as an operator sees it right after: `du` of the
+#      Pebble directory, pg_total_relation_size of a2a_tasks.
+#
+# Output: results/raw/capacity-check-<commit>/ (summary.txt, which
+# cmd/capacity reads; each deployment's prediction, loadgen reports and
+# server log; steps.log with the load average at every step). Needs a
+# quiet machine; about 8 minutes. PostgreSQL 15 server binaries (PGBIN).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. results/lib.sh
+
+FOR=${CHECK_FOR:-60}
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PGPORT=${CHECK_PGPORT:-15451}
+# backend tasks SendMessage/s ListTasks/s
+DEPLOYMENTS=${CHECK_DEPLOYMENTS:-"pebble 1000000 50 200;pg 200000 20 100"}
+
+commit=$(git rev-parse --short=12 HEAD)
+[ -z "$(git status --porcelain)" ] || commit=$commit-dirty
+out=results/raw/capacity-check-$commit
+rm -rf "$out"; mkdir -p "$out"
+work=$(mktemp -d); chmod 755 "$work"
+server_pid=""; pgdata=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+note() { echo "$(date -u +%FT%TZ) load=$(cut -d' ' -f1-3 /proc/loadavg) $*" | tee -a "$out/steps.log" >&2; }
+
+note "building"
+go build -o "$work/loadgen" ./loadgen
+go build -o "$work/a2astore-server" ./cmd/a2astore-server
+go build -o "$work/capacity" ./cmd/capacity
+hz=$(getconf CLK_TCK)
+
+# ticks: CPU of the server and, on pg, of the PostgreSQL cluster, in ticks.
+ticks() {
+  local t; t=$(cputicks "$server_pid")
+  if [ -n "$pgdata" ]; then t="$t $(pgticks "$pgdata")"; else t="$t 0"; fi
+  echo "$t"
+}
+
+# settle: waits until the server (and PostgreSQL) used under 2 % of a core
+# over 5 s, at most 3 minutes; logs how long it took.
+settle() {
+  local start=$SECONDS a b
+  while [ $((SECONDS - start)) -lt 180 ]; do
+    a=$(ticks); sleep 5; b=$(ticks)
+    read -r s0 d0 <<<"$a"; read -r s1 d1 <<<"$b"
+    if [ $(( (s1 - s0 + d1 - d0) * 100 )) -lt $(( 2 * 5 * hz )) ]; then
+      note "settled after $((SECONDS - start)) s"; return 0
+    fi
+  done
+  note "not idle after 180 s: measuring anyway"
+}
+
+: >"$out/summary.txt"
+IFS=';' read -ra deployments <<<"$DEPLOYMENTS"
+for d in "${deployments[@]}"; do
+  read -r backend tasks sends lists <<<"$d"
+  name=$backend-$tasks
+  # The tasks at the end of the window: the store's and one per SendMessage.
+  final=$(( tasks + sends * FOR ))
+  "$work/capacity" -predict -backend "$backend" -tasks "$final" -sends "$sends" -lists "$lists" | tee "$out/$name.predict"
+  note "$name: predicted before the run (above)"
+
+  store=(); lgstore=()
+  case $backend in
+  pebble) store=(-pebble-dir "$work/pebble"); lgstore=(-target pebble -dir "$work/pebble") ;;
+  pg)
+    pgdata=$work/pg/data
+    dsn=$(pgstart "$work/pg" "$PGPORT")
+    store=(-pg-dsn "$dsn"); lgstore=(-target pg -dsn "$dsn") ;;
+  esac
+  note "$name: bulk load"
+  "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
+
+  "$work/a2astore-server" -backend "$backend" "${store[@]}" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
+    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$out/$name-server.log" &
+  server_pid=$!
+  addrs=$(awaitserving "$out/$name-server.log" "$server_pid")
+  url=http://${addrs% *}
+  note "$name: serving at $url; waiting for idle"
+  settle
+
+  note "$name: $sends SendMessage/s and $lists ListTasks/s for $FOR s"
+  before=$(ticks); t0=$(date +%s.%N)
+  "$work/loadgen" -target "$url" -workload send-only -initial -1 -rate "$sends" -duration "${FOR}s" -concurrency 16 -seed 42 -quiet -json "$out/$name-send.json" >"$out/$name-send.txt" &
+  send_pid=$!
+  "$work/loadgen" -target "$url" -workload list-only -initial -1 -rate "$lists" -duration "${FOR}s" -concurrency 16 -seed 43 -quiet -json "$out/$name-list.json" >"$out/$name-list.txt"
+  wait "$send_pid"
+  after=$(ticks); t1=$(date +%s.%N)
+  note "$name: window ended"
+
+  case $backend in
+  pebble) disk=$(du -sb "$work/pebble" | cut -f1) ;;
+  pg) disk=$(asuser "$PGBIN/psql" -h "$work/pg" -p "$PGPORT" -U postgres -d postgres -Atc "SELECT pg_total_relation_size('a2a_tasks')") ;;
+  esac
+  rss=$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$server_pid/status")
+  read -r s0 d0 <<<"$before"; read -r s1 d1 <<<"$after"
+  printf 'run backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
+    "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
+    "$(jq .total.count "$out/$name-send.json")" "$(jq .total.count "$out/$name-list.json")" \
+    "$(echo "scale=3; ($s1 - $s0) / $hz" | bc)" "$(echo "scale=3; ($d1 - $d0) / $hz" | bc)" \
+    "$disk" "$rss" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)" | tee -a "$out/summary.txt"
+
+  kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""
+  if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null; pgdata=""; fi
+  rm -rf "$work/pebble" "$work/pg"
+done
+note "done: $out"
