@@ -7,7 +7,10 @@
 #   1. loadgen bulk-loads the store (embedded, taskgen's realistic tasks,
 #      1,000 contexts with one owner each: the scale run's shape);
 #   2. a2astore-server serves it with the echo agent of the model's served
-#      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0);
+#      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0), and
+#      -finish-abandoned=false: the loaded tasks in working states are a
+#      data set, not work a previous run of this server left (it would fail
+#      each of them before serving: 40 % of the store, minutes at 1e6);
 #      the script waits until the server (and PostgreSQL) are idle, so the
 #      load's own flushes, compactions and autovacuum are not measured;
 #   3. two paced loadgens (open loop) call SendMessage and ListTasks over
@@ -94,7 +97,7 @@ for d in "${deployments[@]}"; do
   "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
 
   "$work/a2astore-server" -backend "$backend" "${store[@]}" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
-    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 2>"$out/$name-server.log" &
+    -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 -finish-abandoned=false 2>"$out/$name-server.log" &
   server_pid=$!
   addrs=$(awaitserving "$out/$name-server.log" "$server_pid")
   url=http://${addrs% *}
