@@ -10,7 +10,7 @@
 #      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0), and
 #      -finish-abandoned=false: the loaded tasks in working states are a
 #      data set, not work a previous run of this server left (it would fail
-#      each of them before serving: 40 % of the store, minutes at 1e6);
+#      each of them before serving: still at it after 30 s at 1e6);
 #      the script waits until the server (and PostgreSQL) are idle, so the
 #      load's own flushes, compactions and autovacuum are not measured;
 #   3. two paced loadgens (open loop) call SendMessage and ListTasks over
@@ -33,10 +33,13 @@ PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGPORT=${CHECK_PGPORT:-15451}
 # backend tasks SendMessage/s ListTasks/s
 DEPLOYMENTS=${CHECK_DEPLOYMENTS:-"pebble 1000000 50 200;pg 200000 20 100"}
+# loadgen's task shape flags for the load (default: taskgen's realistic
+# mix), e.g. "-history -1 -artifacts -1" for light tasks.
+SHAPE=${CHECK_SHAPE:-}
 
 commit=$(git rev-parse --short=12 HEAD)
 [ -z "$(git status --porcelain)" ] || commit=$commit-dirty
-out=results/raw/capacity-check-$commit
+out=results/raw/capacity-check-$commit${CHECK_SUFFIX:+-$CHECK_SUFFIX}
 rm -rf "$out"; mkdir -p "$out"
 work=$(mktemp -d); chmod 755 "$work"
 server_pid=""; pgdata=""
@@ -94,7 +97,8 @@ for d in "${deployments[@]}"; do
     store=(-pg-dsn "$dsn"); lgstore=(-target pg -dsn "$dsn") ;;
   esac
   note "$name: bulk load"
-  "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
+  # shellcheck disable=SC2086 # SHAPE is flags
+  "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 $SHAPE -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
 
   "$work/a2astore-server" -backend "$backend" "${store[@]}" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
     -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 -finish-abandoned=false 2>"$out/$name-server.log" &
@@ -119,8 +123,8 @@ for d in "${deployments[@]}"; do
   esac
   rss=$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$server_pid/status")
   read -r s0 d0 <<<"$before"; read -r s1 d1 <<<"$after"
-  printf 'run backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
-    "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
+  printf 'run shape=%s backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
+    "$(echo "${SHAPE:-realistic}" | tr " " _)" "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
     "$(jq .total.count "$out/$name-send.json")" "$(jq .total.count "$out/$name-list.json")" \
     "$(echo "scale=3; ($s1 - $s0) / $hz" | bc)" "$(echo "scale=3; ($d1 - $d0) / $hz" | bc)" \
     "$disk" "$rss" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)" | tee -a "$out/summary.txt"
