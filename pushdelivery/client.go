@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"sync"
 	"syscall"
@@ -125,7 +126,7 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 	if o.wrapDial != nil {
 		dial = o.wrapDial(dial)
 	}
-	tr.DialContext = (&connCap{slots: make(chan struct{}, o.MaxConns), dial: dial, idle: tr.CloseIdleConnections}).DialContext
+	tr.DialContext = newConnCap(o.MaxConns, o.DialTimeout, dial).DialContext
 	return &http.Client{
 		Transport:     &limitBody{next: tr, max: o.MaxBody},
 		Timeout:       o.Timeout,
@@ -224,12 +225,32 @@ type limitBody struct {
 	max  int64
 }
 
+// RoundTrip counts the request on the connection it gets (connCap's
+// closeIdle leaves that connection open) until it fails or its response
+// body is closed.
 func (l *limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := l.next.RoundTrip(r)
+	var mu sync.Mutex
+	var dones []func()
+	done := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range dones {
+			d()
+		}
+	}
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if cc := cappedOf(info.Conn); cc != nil {
+			mu.Lock()
+			dones = append(dones, cc.use()) // a retried request gets another
+			mu.Unlock()
+		}
+	}}
+	resp, err := l.next.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
 	if err != nil {
+		done()
 		return nil, err
 	}
-	resp.Body = &limitedBody{r: io.LimitReader(resp.Body, l.max), c: resp.Body}
+	resp.Body = &limitedBody{r: io.LimitReader(resp.Body, l.max), c: resp.Body, done: done}
 	return resp, nil
 }
 
@@ -243,12 +264,18 @@ func (l *limitBody) CloseIdleConnections() {
 }
 
 type limitedBody struct {
-	r io.Reader
-	c io.Closer
+	r    io.Reader
+	c    io.Closer
+	done func() // the request no longer uses its connection
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *limitedBody) Close() error               { return b.c.Close() }
+
+func (b *limitedBody) Close() error {
+	err := b.c.Close()
+	b.done()
+	return err
+}
 
 // Reasons of a delivery attempt's outcome (the reason label of
 // a2astore_push_failures_total).
@@ -296,18 +323,26 @@ func classify(status int, err error) string {
 }
 
 // connCap bounds the open connections of a transport: each holds a slot
-// from its dial until it is closed.
+// from its dial until it is closed. A dial past the cap closes the
+// connections no request is using (see closeIdle), then waits for a slot.
 type connCap struct {
 	slots chan struct{}
 	dial  dialFunc
-	idle  func() // closes the transport's idle connections
+	setup time.Duration // a connection's dial to its first use at most (the TLS handshake's timeout)
+
+	mu    sync.Mutex
+	conns map[*cappedConn]struct{} // open
+}
+
+func newConnCap(max int, setup time.Duration, dial dialFunc) *connCap {
+	return &connCap{slots: make(chan struct{}, max), dial: dial, setup: setup, conns: map[*cappedConn]struct{}{}}
 }
 
 func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	select {
 	case c.slots <- struct{}{}:
 	default:
-		c.idle() // their slots come back as they close
+		c.closeIdle() // their slots come back as they close
 		select {
 		case c.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -319,18 +354,111 @@ func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Co
 		<-c.slots
 		return nil, err
 	}
-	return &cappedConn{Conn: conn, release: func() { <-c.slots }}, nil
+	cc := &cappedConn{Conn: conn, cap: c, setup: time.Now().Add(c.setup)}
+	c.mu.Lock()
+	c.conns[cc] = struct{}{}
+	c.mu.Unlock()
+	return cc, nil
 }
 
-// cappedConn gives its slot back when first closed.
+// closeIdle closes the connections no request is using. It does not call
+// the transport's CloseIdleConnections: that closes a connection the
+// transport has put back in its pool just before handing its request the
+// response (a response without a body), and the request then fails,
+// "connection broken: http: CloseIdleConnections called", though the
+// webhook answered — its delivery would be retried and posted twice. A
+// connection counts as used from its dial until its first request's
+// GotConn, or for the TLS handshake's timeout when none comes (the
+// transport gave the request another connection and pooled this one), and
+// from each request's GotConn until its response body is closed (or the
+// request fails). One closed here just before a request takes it from
+// the pool fails that request's first write with nothing written (Write
+// refuses once it is closing), which the transport retries on another
+// connection.
+func (c *connCap) closeIdle() {
+	c.mu.Lock()
+	conns := make([]*cappedConn, 0, len(c.conns))
+	for cc := range c.conns {
+		conns = append(conns, cc)
+	}
+	c.mu.Unlock()
+	for _, cc := range conns {
+		cc.closeIfUnused()
+	}
+}
+
+// cappedConn is a connection under a connCap: it gives its slot back when
+// first closed, and counts the requests using it.
 type cappedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	cap  *connCap
+	once sync.Once
+
+	mu      sync.Mutex
+	used    int       // requests between their GotConn and their end (HTTP/2: several)
+	setup   time.Time // until then, if no request has used it yet, it is being set up for one
+	closing bool      // closed as unused: no request may write on it
+}
+
+// use counts a request on c until the returned function is called.
+func (c *cappedConn) use() (done func()) {
+	c.mu.Lock()
+	c.used++
+	c.setup = time.Time{}
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.used--
+			c.mu.Unlock()
+		})
+	}
+}
+
+func (c *cappedConn) closeIfUnused() {
+	c.mu.Lock()
+	unused := c.used == 0 && !c.closing && time.Now().After(c.setup)
+	c.closing = c.closing || unused
+	c.mu.Unlock()
+	if unused {
+		_ = c.Close()
+	}
+}
+
+func (c *cappedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *cappedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.cap.mu.Lock()
+		delete(c.cap.conns, c)
+		c.cap.mu.Unlock()
+		<-c.cap.slots
+	})
 	return err
+}
+
+// cappedOf returns the cappedConn beneath conn (a TLS connection's
+// underlying one), or nil.
+func cappedOf(conn net.Conn) *cappedConn {
+	for conn != nil {
+		if cc, ok := conn.(*cappedConn); ok {
+			return cc
+		}
+		u, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		conn = u.NetConn()
+	}
+	return nil
 }

@@ -52,6 +52,46 @@ func TestClientCapsOpenConnections(t *testing.T) {
 		open.Load(), peak.Load(), sockets.peak.Load(), maxConns)
 }
 
+// SPEC N2, N4: a post the webhook answered is never failed by the cap's
+// closing of idle connections. Many posts to more destinations than the
+// cap, each answered 200 without a body, so every dial past the cap
+// closes idle connections while other posts' answers are being handed
+// over. Before, the cap called the transport's CloseIdleConnections,
+// which closed a connection the transport had pooled just before handing
+// its request the answer: "connection broken: http: CloseIdleConnections
+// called" (CI, TestClientCapsOpenConnections), and a retry of a delivery
+// the webhook had taken.
+func TestClientCapKeepsAnsweredPosts(t *testing.T) {
+	const dests, maxConns, workers, posts = 64, 8, 64, 60
+	var conns connCount
+	urls := conns.receivers(t, dests)
+	c := NewClient(ClientOptions{AllowPrivate: true, MaxConns: maxConns})
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range posts {
+				u := urls[(w*posts+i*7)%dests]
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, u, strings.NewReader("{}"))
+				resp, err := c.Do(req)
+				if err != nil {
+					if failed.Add(1) == 1 {
+						errs <- err
+					}
+					continue
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of %d answered posts failed; first: %v", n, workers*posts, <-errs)
+	}
+}
+
 // The client's CloseIdleConnections closes its idle connections: its
 // transport is wrapped (response bodies limited), and http.Client reaches
 // only a RoundTripper that has the method. Before, nothing was closed
@@ -134,4 +174,49 @@ func (c *connCount) receivers(tb testing.TB, n int) []string {
 		urls[i] = srv.URL
 	}
 	return urls
+}
+
+// A connection the cap closes as unused takes no write from then on, even
+// before its close completes: a request that takes it from the pool in
+// that moment fails with nothing written (retried by the transport on
+// another connection), rather than posting its event and then losing the
+// webhook's answer to the close (a delivery posted twice).
+func TestCappedConnRefusesWritesOnceClosing(t *testing.T) {
+	under := &heldConn{closing: make(chan struct{}), release: make(chan struct{})}
+	cp := newConnCap(1, 0, nil)
+	cp.slots <- struct{}{}
+	cc := &cappedConn{Conn: under, cap: cp}
+	cp.conns[cc] = struct{}{}
+	closed := make(chan struct{})
+	go func() { cc.closeIfUnused(); close(closed) }()
+	<-under.closing // the close has begun and not ended
+	if n, err := cc.Write([]byte("POST / HTTP/1.1\r\n")); n != 0 || err == nil || under.wrote.Load() {
+		t.Errorf("a write on a connection being closed as unused: %d bytes, %v; reached the socket: %v", n, err, under.wrote.Load())
+	}
+	close(under.release)
+	<-closed
+	if len(cp.slots) != 0 || len(cp.conns) != 0 {
+		t.Errorf("after the close: %d slots held, %d connections tracked", len(cp.slots), len(cp.conns))
+	}
+	done := cc.use()
+	done()
+	done() // twice: counted once
+	if cc.used != 0 {
+		t.Errorf("used %d after a request's end, want 0", cc.used)
+	}
+}
+
+// heldConn is a net.Conn whose Close signals closing and waits for
+// release, and which records whether it was written to.
+type heldConn struct {
+	net.Conn
+	closing, release chan struct{}
+	wrote            atomic.Bool
+}
+
+func (c *heldConn) Write(p []byte) (int, error) { c.wrote.Store(true); return len(p), nil }
+func (c *heldConn) Close() error {
+	close(c.closing)
+	<-c.release
+	return nil
 }
