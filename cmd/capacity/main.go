@@ -43,6 +43,9 @@ const (
 	pushClaim = "results/raw/quiet-25a018f-push-claim.txt"
 	// pushRecovery holds BenchmarkBacklogRecovery (f47810a).
 	pushRecovery = "results/raw/quiet-f47810a-push-recovery.txt"
+	// deployRun is results/capacity-check.sh at 750de9b: two deployments
+	// predicted, then run and measured.
+	deployRun = "results/raw/capacity-check-750de9ba06ae"
 )
 
 // page is the capacity model's page; the generated section lies between
@@ -489,6 +492,9 @@ func generate(root string) ([]byte, error) {
 	if err := writeExample(&b, m); err != nil {
 		return nil, err
 	}
+	if err := writeDeployments(&b, root, m); err != nil {
+		return nil, err
+	}
 	writeServed(&b, m)
 	if err := writeNoise(&b, full); err != nil {
 		return nil, err
@@ -632,6 +638,131 @@ func writeExample(b *strings.Builder, m *model) error {
 		fmt.Fprintf(b, "| %s | %s | %s | %d × %s µs = %s | %d × %s µs = %s | %s |\n", be, ram, disk,
 			exampleWrites, sig(p.send.cpuMicros()), sig(p.sendCPU), examplePages, sig(p.list.cpuMicros()), sig(p.listCPU), sig(p.cores()))
 	}
+	return nil
+}
+
+// fields parses a line of key=value fields after its first word.
+func fields(line string) (map[string]string, error) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return nil, fmt.Errorf("no fields in %q", line)
+	}
+	kv := map[string]string{}
+	for _, x := range f[1:] {
+		k, v, ok := strings.Cut(x, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: not key=value", x)
+		}
+		kv[k] = v
+	}
+	return kv, nil
+}
+
+// numbers reads keys of kv as numbers.
+func numbers(kv map[string]string, keys ...string) ([]float64, error) {
+	vs := make([]float64, len(keys))
+	for i, k := range keys {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		vs[i] = v
+	}
+	return vs, nil
+}
+
+// deployCheck is one deployment of results/capacity-check.sh: what was
+// predicted before it ran, and what it measured.
+type deployCheck struct {
+	backend                       string
+	tasks, sends, lists, wall     float64
+	sent, listed, cpu, disk       float64
+	predictedCores, predictedDisk float64
+	servedCPU                     float64 // the model's CPU-s for the requests served
+	load                          string
+}
+
+func readDeployments(root string, m *model) ([]deployCheck, error) {
+	b, err := os.ReadFile(filepath.Join(root, deployRun, "summary.txt"))
+	if err != nil {
+		return nil, err
+	}
+	var ds []deployCheck
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		kv, err := fields(line)
+		if err != nil {
+			return nil, err
+		}
+		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", deployRun, err)
+		}
+		d := deployCheck{backend: kv["backend"], tasks: v[0], sends: v[1], lists: v[2], wall: v[3], sent: v[4], listed: v[5],
+			cpu: v[6] + v[7], disk: v[8], load: strings.ReplaceAll(kv["load"], ",", " ")}
+		pb, err := os.ReadFile(filepath.Join(root, deployRun, fmt.Sprintf("%s-%s.predict", d.backend, kv["tasks"])))
+		if err != nil {
+			return nil, err
+		}
+		pkv, err := fields(string(pb))
+		if err != nil {
+			return nil, err
+		}
+		pv, err := numbers(pkv, "cores", "disk-bytes")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", deployRun, err)
+		}
+		d.predictedCores, d.predictedDisk = pv[0], pv[1]
+		p, err := m.predict(deployment{backend: d.backend, tasks: d.tasks, sends: d.sent, lists: d.listed})
+		if err != nil {
+			return nil, err
+		}
+		d.servedCPU = p.cores()
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// writeDeployments writes the check against running deployments.
+func writeDeployments(b *strings.Builder, root string, m *model) error {
+	ds, err := readDeployments(root, m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "\n### The check against running deployments\n\n")
+	fmt.Fprintf(b, "[`results/capacity-check.sh`](../results/capacity-check.sh), recorded in [`%s/`](../%s/): each deployment was "+
+		"predicted by `capacity -predict` before it ran (its `.predict` file), then bulk-loaded with realistic tasks, served by "+
+		"a2astore-server with the served rows' echo agent, and called by two paced loadgens (SendMessage and ListTasks, page of 50, "+
+		"over JSON-RPC) for the window; CPU of the server and of the PostgreSQL cluster from `/proc` over the window, disk right "+
+		"after it. Disk is predicted at the tasks the window ends with (the store's and one per SendMessage); cores at the rates asked; "+
+		"the last row of each sets the model's CPU for the calls actually served beside the CPU measured.\n\n", deployRun, deployRun)
+	b.WriteString("| backend | tasks | calls/s asked (served): SendMessage + ListTasks | figure | predicted | measured | error | within 30 % |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---|\n")
+	for _, d := range ds {
+		calls := fmt.Sprintf("%s + %s (%s + %s)", sig(d.sends), sig(d.lists), sig(d.sent/d.wall), sig(d.listed/d.wall))
+		for _, r := range []struct {
+			what                string
+			predicted, measured float64
+		}{
+			{"disk, MB", d.predictedDisk / 1e6, d.disk / 1e6},
+			{"cores (CPU-s a second)", d.predictedCores, d.cpu / d.wall},
+			{fmt.Sprintf("CPU-s for the calls served in %s s", sig(d.wall)), d.servedCPU, d.cpu},
+		} {
+			ok := "no"
+			if math.Abs(relErr(r.predicted, r.measured)) <= tolerance {
+				ok = "yes"
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", d.backend, sig(d.tasks), calls, r.what,
+				sig(r.predicted), sig(r.measured), percent(relErr(r.predicted, r.measured)), ok)
+		}
+	}
+	b.WriteString("\nLoad average at the end of each window: ")
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(b, "%s %s", d.backend, d.load)
+	}
+	b.WriteString(" (nothing else running).\n")
 	return nil
 }
 
