@@ -1,6 +1,7 @@
 package a2aserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -180,7 +181,7 @@ func goroutinesIn(buf []byte, fn string) ([]byte, int) {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return buf, strings.Count(string(buf[:n]), fn)
+			return buf, bytes.Count(buf[:n], []byte(fn)) // no copy: the caller counts allocations
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -109,7 +109,11 @@ func TestPoolSkipsConnectionClosedAfterAbandonedPing(t *testing.T) {
 	c.Release()
 
 	ping.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Long enough for the Acquire below to send its ping on a loaded
+	// machine (with 50 ms it could pass before, and the server would wait
+	// for the ping forever); a cancel instead of a deadline makes pgxpool
+	// wait a minute for the abandoned ping.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -119,8 +123,13 @@ func TestPoolSkipsConnectionClosedAfterAbandonedPing(t *testing.T) {
 		}
 		done <- err
 	}()
-	if got := <-g.got; got != 'Q' {
-		t.Fatalf("server got %q, want the ping", got)
+	select {
+	case got := <-g.got:
+		if got != 'Q' {
+			t.Fatalf("server got %q, want the ping", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("no ping before the deadline: the machine is too slow for this test's second")
 	}
 	<-ctx.Done() // the deadline passes while the server holds the ping
 	if err := <-done; err == nil {
