@@ -20,6 +20,9 @@
 #   4. the store's disk as an operator sees it right after: `du` of the
 #      Pebble directory, pg_total_relation_size of a2a_tasks.
 #
+# CHECK_PROFILE=1 also takes a CPU profile of the server over the window
+# (<deployment>.pprof; its CPU counts in the window's).
+#
 # Output: results/raw/capacity-check-<commit>/ (summary.txt, which
 # cmd/capacity reads; each deployment's prediction, loadgen reports and
 # server log; steps.log with the load average at every step). Needs a
@@ -109,12 +112,18 @@ for d in "${deployments[@]}"; do
   settle
 
   note "$name: $sends SendMessage/s and $lists ListTasks/s for $FOR s"
+  prof=""
+  if [ -n "${CHECK_PROFILE:-}" ]; then # a CPU profile of the server over the window but its first and last 2 s
+    (sleep 2; curl -sf -o "$out/$name.pprof" "http://${addrs#* }/debug/pprof/profile?seconds=$((FOR - 4))") &
+    prof=$!
+  fi
   before=$(ticks); t0=$(date +%s.%N)
   "$work/loadgen" -target "$url" -workload send-only -initial -1 -rate "$sends" -duration "${FOR}s" -concurrency 16 -seed 42 -quiet -json "$out/$name-send.json" >"$out/$name-send.txt" &
   send_pid=$!
   "$work/loadgen" -target "$url" -workload list-only -initial -1 -rate "$lists" -duration "${FOR}s" -concurrency 16 -seed 43 -quiet -json "$out/$name-list.json" >"$out/$name-list.txt"
   wait "$send_pid"
   after=$(ticks); t1=$(date +%s.%N)
+  if [ -n "$prof" ]; then wait "$prof" || note "$name: no CPU profile"; fi
   note "$name: window ended"
 
   case $backend in
