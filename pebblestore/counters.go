@@ -118,7 +118,8 @@ func (s *Store) counterStripe(k []byte) int {
 
 // commitCounted merges c's deltas into b and commits it (Options.NoSync
 // decides the sync) holding the shared side of the stripes of every
-// counter it changes but the global ones; then it queues its marker for
+// counter it changes (a fold, or the delete of a zero counter, holds the
+// exclusive side); then it queues its marker for
 // the sweeper, which deletes the counters it lowered that are now zero
 // (see above).
 // REQUIRES: the write locks of the tasks b changes held.
@@ -131,10 +132,10 @@ func (s *Store) commitCounted(b *pebble.Batch, c *counterDeltas) error {
 			continue
 		}
 		_ = b.Merge(k, counterDelta(d), nil)
+		stripes = append(stripes, s.counterStripe(k)) // the global ones too: folds (counter_fold.go)
 		if globalCounter(k) {
 			continue
 		}
-		stripes = append(stripes, s.counterStripe(k))
 		if d < 0 {
 			lowered = append(lowered, k)
 		}

@@ -363,21 +363,9 @@ func (b *bodyReader) read(cur engine.Cursor, contextID string) (*a2a.Task, error
 // number of entries the scan inspected.
 func (s *Store) total(it *pebble.Iterator, q *engine.Query, prefix []byte) (total, counted int, err error) {
 	if q.StatusAfter == nil {
-		k := counterKey(q)
-		it.SetBounds(k, append(bytes.Clone(k), 0))
-		if !it.First() {
-			if err := it.Error(); err != nil {
-				return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
-			}
-			return 0, 0, nil
-		}
-		v, err := it.ValueAndErr()
+		n, _, err := s.readCounter(it, counterKey(q))
 		if err != nil {
 			return 0, 0, fmt.Errorf("pebblestore: list: total: %v: %w", err, engine.ErrInternal)
-		}
-		n, err := decodeCounter(v)
-		if err != nil {
-			return 0, 0, err
 		}
 		return int(n), 0, nil
 	}

@@ -148,12 +148,14 @@ type Store struct {
 		cursor *engine.Cursor // where TrimLog goes on (nil: the oldest task)
 	}
 
-	// counterLocks guard deleting counters at zero (counters.go):
-	// writers hold the shared side over their commit, a delete the
-	// exclusive side. Taken after task locks, in stripe order.
+	// counterLocks guard deleting counters at zero (counters.go) and
+	// folding them (counter_fold.go): writers hold the shared side over
+	// their commit, a delete or a fold the exclusive side. Taken after
+	// task locks, in stripe order.
 	counterLocks [counterStripes]sync.RWMutex
 	markerSeq    atomic.Uint64 // the last marker's number (counters.go)
 	zeros        zeroSweeper   // deletes zero counters (zero_sweeper.go)
+	folds        counterFolds  // counters to fold (counter_fold.go)
 }
 
 var (

@@ -76,6 +76,9 @@ func (s *Store) startZeroSweeper() {
 			if err := s.sweepPending(z.stop); err != nil {
 				s.logger.Errorf("pebblestore: delete zero counters (Open redoes it): %v", err)
 			}
+			if err := s.foldPending(); err != nil {
+				s.logger.Errorf("pebblestore: %v", err)
+			}
 			if z.onSwept != nil {
 				z.onSwept()
 			}

@@ -1,0 +1,137 @@
+package pebblestore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+)
+
+// counterSteps reads the counter k and returns the points the read
+// stepped over.
+func counterSteps(t *testing.T, s *Store, k []byte) uint64 {
+	t.Helper()
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	before := it.Stats().InternalStats.PointCount
+	if _, _, err := s.readCounter(it, k); err != nil {
+		t.Fatal(err)
+	}
+	return it.Stats().InternalStats.PointCount - before
+}
+
+// SPEC C5: a total's read does not grow with the writes before it. 500
+// creates leave 500 deltas of the all-tasks counter in the memtable; the
+// first total reads them all and queues a fold, after which a total reads
+// the folded value and the deltas since (a few points), and is still
+// exact. Without the fold the read stays at 500 points.
+func TestTotalFoldsCounterDeltas(t *testing.T) {
+	s := openTestOpts(t, t.TempDir(), Options{NoSync: true})
+	s.stopZeroSweeper(true) // the test folds, so it knows when
+	ctx := context.Background()
+	for i := range 500 {
+		if _, err := s.Create(ctx, &a2a.Task{ID: a2a.TaskID(fmt.Sprint("t", i)), ContextID: "c",
+			Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := counterKeyOf(counterTotal)
+	if n := counterSteps(t, s, all); n < 500 {
+		t.Fatalf("the counter's read stepped over %d points after 500 creates: the test sets up nothing", n)
+	}
+	total := func(want int) {
+		t.Helper()
+		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, IncludeTotalSize: true})
+		if err != nil || resp.TotalSize != want {
+			t.Fatalf("total %d (%v), want %d", resp.TotalSize, err, want)
+		}
+	}
+	total(500) // queues the fold
+	if err := s.foldPending(); err != nil {
+		t.Fatal(err)
+	}
+	if n := counterSteps(t, s, all); n > 2 {
+		t.Errorf("after the fold the counter's read stepped over %d points, want at most 2", n)
+	}
+	total(500)
+	for i := range 10 {
+		if err := s.Delete(ctx, a2a.TaskID(fmt.Sprint("t", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total(490)
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Folds under writers lose no delta: writers create and delete tasks in
+// a few contexts while another goroutine reads totals and folds what they
+// queue; every counter then matches a recount (CheckInvariants). It fails
+// when writers do not hold the global counters' stripes (a fold's set
+// overwrites a delta merged between its read and its commit).
+func TestCounterFoldsUnderWriters(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	s := openTestOpts(t, t.TempDir(), Options{NoSync: true})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := range 600 {
+				id := a2a.TaskID(fmt.Sprintf("w%d-%d", w, i))
+				if _, err := s.Create(ctx, &a2a.Task{ID: id, ContextID: fmt.Sprint("c", rng.IntN(3)),
+					Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+					t.Error(err)
+					return
+				}
+				if rng.IntN(3) == 0 {
+					if err := s.Delete(ctx, id); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	folds := make(chan int)
+	go func() {
+		n := 0
+		defer func() { folds <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, c := range []string{"", "c0", "c1"} {
+				if _, err := s.List(ctx, &engine.ListRequest{ContextID: c, PageSize: 1, IncludeTotalSize: true}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if err := s.foldPending(); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	t.Logf("%d rounds of totals and folds beside the writers", <-folds)
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
