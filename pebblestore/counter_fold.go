@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,13 +19,17 @@ import (
 // points for its counter queues the key; the zero sweeper's goroutine
 // folds the queued keys: under the exclusive side of their stripes (no
 // merge into them can commit meanwhile) it reads each and sets it to its
-// value, in one NoSync batch. Later reads stop at that value and the
+// value, in one NoSync batch. It only tries the locks: a fold that would
+// wait for a writer in flight (a Sync commit's fsync) would hold every
+// later writer of the stripe behind it — all writers, for the global
+// counters — so it is queued again for the next wake-up instead. Later reads stop at that value and the
 // deltas merged after it. A fold changes no value, so a lost or
 // repeated one is harmless; a counter at zero is left to the sweeper
 // (its key must go, not stay at zero), unless it is a global one.
 //
 // Writers hold the shared side of the stripes of every counter they
-// merge into, the global ones included (commitCounted).
+// merge into, the global ones included (commitCounted); the global
+// counters' stripes are their own, so a zero sweep never locks them.
 
 // foldAfter is how many points a counter's read may step over before its
 // key is folded.
@@ -51,7 +56,7 @@ func (s *Store) queueFold(k []byte) {
 	}
 }
 
-// takeFolds removes and returns the queued keys, at most sweepBatch.
+// take removes and returns queued keys, at most sweepBatch.
 func (f *counterFolds) take() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,9 +71,19 @@ func (f *counterFolds) take() [][]byte {
 	return keys
 }
 
-// foldPending folds the queued counter keys, a batch at a time.
-func (s *Store) foldPending() error {
-	for {
+// foldPending folds the counter keys queued when it is called, a batch at
+// a time, until they are done or stop (if not nil) is closed: reads that
+// keep queuing cannot keep it from returning.
+func (s *Store) foldPending(stop <-chan struct{}) error {
+	s.folds.mu.Lock()
+	left := len(s.folds.pending)
+	s.folds.mu.Unlock()
+	for ; left > 0; left -= sweepBatch {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
 		keys := s.folds.take()
 		if len(keys) == 0 {
 			return nil
@@ -77,17 +92,28 @@ func (s *Store) foldPending() error {
 			return err
 		}
 	}
+	return nil
 }
 
 // fold sets each of keys to its value, under the exclusive side of their
-// stripes, in one NoSync batch.
+// stripes, in one NoSync batch; when a stripe is held it queues the keys
+// again and returns.
 func (s *Store) fold(keys [][]byte) (err error) {
 	defer s.catch("fold counters", &err)
 	var stripes []int
 	for _, k := range keys {
 		stripes = append(stripes, s.counterStripe(k))
 	}
-	defer lockStripes(stripes, func(i int) { s.counterLocks[i].Lock() }, func(i int) { s.counterLocks[i].Unlock() })()
+	unlock, ok := tryLockStripes(stripes, func(i int) bool { return s.counterLocks[i].TryLock() }, func(i int) { s.counterLocks[i].Unlock() })
+	if !ok {
+		s.folds.mu.Lock()
+		for _, k := range keys {
+			s.folds.pending[string(k)] = struct{}{}
+		}
+		s.folds.mu.Unlock()
+		return nil
+	}
+	defer unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, k := range keys {
@@ -103,7 +129,7 @@ func (s *Store) fold(keys [][]byte) (err error) {
 		return nil
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("pebblestore: fold counters: commit: %v", err)
+		return fmt.Errorf("fold counters: commit: %v", err)
 	}
 	return nil
 }
@@ -126,4 +152,25 @@ func (s *Store) readCounter(it *pebble.Iterator, k []byte) (n int64, found bool,
 	}
 	n, err = decodeCounter(v)
 	return n, true, err
+}
+
+// tryLockStripes tries to lock each of the stripes once, in ascending
+// order; it returns the function that unlocks them and true, or, when one
+// is held, unlocks those it took and returns false.
+func tryLockStripes(stripes []int, tryLock func(int) bool, unlock func(int)) (func(), bool) {
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for n, i := range stripes {
+		if !tryLock(i) {
+			for _, j := range stripes[:n] {
+				unlock(j)
+			}
+			return nil, false
+		}
+	}
+	return func() {
+		for _, i := range stripes {
+			unlock(i)
+		}
+	}, true
 }

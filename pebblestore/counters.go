@@ -16,7 +16,8 @@ import (
 // Counters stay bounded by the live tasks.
 //
 // Counters are merge keys: a write merges deltas without reading, so
-// concurrent writers need no lock and share fsyncs. Pebble's merger cannot
+// concurrent writers share fsyncs and hold only the shared side of
+// stripe locks (below, and counter_fold.go). Pebble's merger cannot
 // drop a key whose sum reaches zero (v2.1.7 panics on a
 // DeletableValueMerger that asks to), so without more every context, every
 // (context, state), every owner and (owner, context) a task ever had would
@@ -27,15 +28,17 @@ import (
 // tasks per state: nine keys at most, left alone) deletes it once it is
 // zero. The write merges its deltas and, in the same batch, records a
 // marker z ‖ seq listing the counters it lowered; it commits holding the
-// shared side of those counters' stripe locks (counterLocks). Once
+// shared side of the stripe locks (counterLocks) of every counter it
+// merges into (the global ones have stripes of their own, which only a
+// fold locks exclusively). Once
 // committed it hands the marker to the zero sweeper (zero_sweeper.go) and
 // returns: the sweeper reads the counters back, and for those at zero
 // takes their stripes' exclusive locks, reads them again and deletes those
 // still zero, together with the markers, in one batch. The exclusive lock
 // is what makes the delete safe: no merge into the counter can commit
-// between the read and the delete. Writers of other stripes never wait,
-// and those of the same stripe only for that short delete (a NoSync
-// commit). A crash before the sweeper's delete leaves the marker: Open
+// between the read and the delete. Writers of other stripes never wait
+// for it, and those of the same stripe only for that short delete (a
+// NoSync commit). A crash before the sweeper's delete leaves the marker: Open
 // runs it again (recoverCounters) before serving. A lost NoSync delete
 // loses its marker's delete too (one batch), so Open redoes it.
 //
@@ -45,8 +48,11 @@ import (
 
 const (
 	tagMarker = 'z'
-	// counterStripes is the number of counter stripe locks.
+	// counterStripes is the number of counter stripe locks of the
+	// counters that are deleted at zero; globalStripes, of the global
+	// ones, which only folds lock exclusively (counter_fold.go).
 	counterStripes = 1024
+	globalStripes  = 16
 )
 
 // zeroFreeKey records that the database holds no zero-valued counter key
@@ -113,6 +119,9 @@ func counterChanges(gone, came []*light) *counterDeltas {
 }
 
 func (s *Store) counterStripe(k []byte) int {
+	if globalCounter(k) {
+		return counterStripes + int(maphash.Bytes(s.seed, k)%globalStripes)
+	}
 	return int(maphash.Bytes(s.seed, k) % counterStripes)
 }
 

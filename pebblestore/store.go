@@ -152,7 +152,7 @@ type Store struct {
 	// folding them (counter_fold.go): writers hold the shared side over
 	// their commit, a delete or a fold the exclusive side. Taken after
 	// task locks, in stripe order.
-	counterLocks [counterStripes]sync.RWMutex
+	counterLocks [counterStripes + globalStripes]sync.RWMutex
 	markerSeq    atomic.Uint64 // the last marker's number (counters.go)
 	zeros        zeroSweeper   // deletes zero counters (zero_sweeper.go)
 	folds        counterFolds  // counters to fold (counter_fold.go)

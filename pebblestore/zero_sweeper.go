@@ -76,7 +76,7 @@ func (s *Store) startZeroSweeper() {
 			if err := s.sweepPending(z.stop); err != nil {
 				s.logger.Errorf("pebblestore: delete zero counters (Open redoes it): %v", err)
 			}
-			if err := s.foldPending(); err != nil {
+			if err := s.foldPending(z.stop); err != nil {
 				s.logger.Errorf("pebblestore: %v", err)
 			}
 			if z.onSwept != nil {
