@@ -55,7 +55,7 @@ func answerThenLose(t *testing.T, h *harness, agent *turnAgent, text string) (a,
 	select {
 	case <-stalled:
 	case <-time.After(waitFor):
-		t.Fatal("the execution's item was never completed")
+		t.Fatalf("the execution's item was never completed; work items: %s", workItems(t, h, a))
 	}
 	if err := a.pool.QueryRow(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second'
 		WHERE state = 'running' RETURNING task_id`, h.schema)).Scan(&id); err != nil {
@@ -574,4 +574,30 @@ func TestGiveUpAfterLateAnswer(t *testing.T) {
 	if o := outcome(t, h, b, id); o != "answered" {
 		t.Fatalf("item outcome %q, want answered", o)
 	}
+}
+
+// workItems describes the work items in the database, for a failure.
+func workItems(t *testing.T, h *harness, in *instance) string {
+	rows, err := in.pool.Query(context.Background(), fmt.Sprintf(`SELECT id, task_id, kind, state, attempt,
+		coalesce(lease_owner, ''), coalesce(outcome, ''), lease_expires > now() FROM %q.a2a_cluster_work ORDER BY id`, h.schema))
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var (
+			id, attempt                  int64
+			task, kind, state, owner, oc string
+			leased                       *bool
+		)
+		if err := rows.Scan(&id, &task, &kind, &state, &attempt, &owner, &oc, &leased); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "[%d %s %s %s attempt=%d owner=%q outcome=%q leased=%v] ", id, task, kind, state, attempt, owner, oc, leased != nil && *leased)
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error()
+	}
+	return b.String()
 }
