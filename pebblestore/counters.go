@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -176,16 +175,8 @@ func (s *Store) commitShared(b *pebble.Batch, stripes []int) error {
 // holders of several never wait for each other in a cycle), and returns
 // the function that unlocks them.
 func lockStripes(stripes []int, lock, unlock func(int)) func() {
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		lock(i)
-	}
-	return func() {
-		for _, i := range stripes {
-			unlock(i)
-		}
-	}
+	release, _ := tryLockStripes(stripes, func(i int) bool { lock(i); return true }, unlock)
+	return release
 }
 
 // zeroCounters returns those of keys that have a key whose value is zero,
