@@ -181,6 +181,9 @@ type Cluster struct {
 	// awaitingCancel, when set (tests), is called when an execution
 	// waits for a cancelation of its task running here (awaitCancel).
 	awaitingCancel atomic.Pointer[func(a2a.TaskID)]
+	// awaitingWrite, when set (tests), is called when HandOver waits
+	// for a store write of an execution it hands over (awaitWrite).
+	awaitingWrite atomic.Pointer[func(a2a.TaskID)]
 }
 
 // now is the clock of the lease checks (K4): the time since epoch on the

@@ -52,3 +52,7 @@ func (c *Cluster) AfterHandOverLook(f func()) { c.afterHandOverLook.Store(&f) }
 // AwaitingCancel makes c call f when an execution of task id waits for
 // the cancelation of id running on c.
 func (c *Cluster) AwaitingCancel(f func(id a2a.TaskID)) { c.awaitingCancel.Store(&f) }
+
+// AwaitingWrite makes c's HandOver call f when it waits for a store
+// write of the execution of task id before canceling it.
+func (c *Cluster) AwaitingWrite(f func(id a2a.TaskID)) { c.awaitingWrite.Store(&f) }

@@ -31,7 +31,9 @@ type leaseKey struct{}
 // heartbeat statement was sent, never later than the database's expiry,
 // measured on the monotonic clock so that a wall clock stepped back does
 // not extend it), so it costs no query; a write already in flight when
-// the deadline passes is not stopped.
+// the deadline passes is not stopped. A HandOver lets the write in
+// flight return before it cancels the execution, and refuses the later
+// ones.
 //
 // It also keeps a2a-go from failing a task without a reason over a
 // transient fault (K6). When an execution's store write fails for the
@@ -55,6 +57,18 @@ func (c *Cluster) FenceTaskStore(ts taskstore.Store) taskstore.Store {
 
 type fencedStore struct{ taskstore.Store }
 
+// writing marks a store write of the execution (or cancelation) of ctx
+// in flight until the function it returns is called: HandOver waits for
+// it before it cancels the execution (awaitWrite).
+func writing(ctx context.Context) func() {
+	m, ok := ctx.Value(leaseKey{}).(*message)
+	if !ok {
+		return func() {}
+	}
+	m.writes.RLock()
+	return m.writes.RUnlock
+}
+
 func fence(ctx context.Context) error {
 	if m, ok := ctx.Value(leaseKey{}).(*message); ok && !m.holds() {
 		return fmt.Errorf("pgcluster: write of an execution whose lease this instance no longer holds: %w", ErrLeaseLost)
@@ -64,6 +78,7 @@ func fence(ctx context.Context) error {
 
 // Create implements taskstore.Store.
 func (s fencedStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
+	defer writing(ctx)()
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}
@@ -77,6 +92,7 @@ func (s fencedStore) Create(ctx context.Context, task *a2a.Task) (taskstore.Task
 
 // Update implements taskstore.Store.
 func (s fencedStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	defer writing(ctx)()
 	if err := fence(ctx); err != nil {
 		return taskstore.TaskVersionMissing, err
 	}

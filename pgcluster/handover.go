@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 )
@@ -26,7 +27,10 @@ var ErrHandedOver = errors.New("pgcluster: execution handed over to another inst
 // before its agent starts: when HandOver returns, no item is held here.
 // An execution whose task has a cancelation running here goes back only
 // once that cancelation has ended, so that its CANCELED write does not
-// land just after another instance decided to run the message again.
+// land just after another instance decided to run the message again; for
+// the same reason an execution is stopped only once the store write it
+// has in flight has returned (awaitWrite: at most a lease timeout), or
+// ctx ended.
 // It returns how many running executions it stopped, once every item
 // this instance claimed is completed or returned (Settle), or ctx's
 // error. A server shutting down calls it, after StopWork, for the
@@ -45,10 +49,46 @@ func (c *Cluster) HandOver(ctx context.Context) (int, error) {
 		(*f)()
 	}
 	for _, m := range running {
-		m.handedOver.Store(true)
+		m.handedOver.Store(true) // the fence refuses its writes from now on
+	}
+	for _, m := range running {
+		q.awaitWrite(ctx, m)
 		m.cancel(ErrHandedOver)
 	}
 	return len(running), c.Settle(ctx)
+}
+
+// awaitWrite waits, for at most a lease timeout, until the store write
+// that execution m has in flight, if any, has returned, or ctx ends.
+// Canceled, the write would return at once while PostgreSQL may still
+// run and commit it (pgx abandons the connection of a canceled
+// statement): the answered checks of Return and of the next claim could
+// then run before the write that answers the message commits, and
+// another instance run the message again (K8). (A write in flight longer
+// than a lease timeout is not waited for, as the fence does not stop a
+// write in flight when the lease runs out.) m.handedOver is set: the
+// fence refuses the execution's later writes.
+func (q *workQueue) awaitWrite(ctx context.Context, m *message) {
+	if m.writes.TryLock() {
+		m.writes.Unlock()
+		return
+	}
+	if f := q.c.awaitingWrite.Load(); f != nil {
+		(*f)(m.taskID)
+	}
+	done := make(chan struct{})
+	go func() {
+		m.writes.Lock()
+		close(done) // the write in flight has returned
+		m.writes.Unlock()
+	}()
+	t := time.NewTimer(q.c.opts.LeaseTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // Settle waits until every work item this instance claimed is completed

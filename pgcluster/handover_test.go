@@ -250,3 +250,149 @@ func testAwaitsCancel(t *testing.T, canceler string) {
 		t.Fatalf("m2 ran %d times, want 1", n)
 	}
 }
+
+// rowLock is a pgx tracer that, before the statement writing a task
+// INPUT_REQUIRED goes out, locks the task's row in a transaction of its
+// own, so that the write reaches PostgreSQL and waits there until the
+// test commits (unlock).
+type rowLock struct {
+	pool   *pgxpool.Pool
+	schema string
+	locked chan struct{}
+	once   sync.Once
+	tx     pgx.Tx // set, as err, before locked is closed
+	err    error
+	commit sync.Once
+}
+
+func (l *rowLock) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(data.SQL, "UPDATE") && len(data.Args) > 2 && fmt.Sprint(data.Args[2]) == string(a2a.TaskStateInputRequired) {
+		l.once.Do(func() {
+			defer close(l.locked)
+			if l.tx, l.err = l.pool.Begin(context.Background()); l.err == nil {
+				_, l.err = l.tx.Exec(context.Background(), fmt.Sprintf(`SELECT 1 FROM %q.a2a_tasks WHERE id = $1 FOR UPDATE`, l.schema), data.Args[0])
+			}
+		})
+	}
+	return ctx
+}
+
+func (*rowLock) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// unlock lets the held write run.
+func (l *rowLock) unlock() {
+	select {
+	case <-l.locked:
+	default:
+		return // not locked
+	}
+	l.commit.Do(func() {
+		if l.tx != nil {
+			_ = l.tx.Commit(context.Background())
+		}
+	})
+}
+
+// HandOver lets the store write an execution has in flight return before
+// it cancels the execution (K8). a's write of m1's answer (INPUT_REQUIRED)
+// waits in PostgreSQL on a row lock when a hands its execution over; c is
+// running. HandOver waits for the write; released, it commits, and m1 is
+// answered once. Before, the canceled write returned at once (pgx abandons
+// the connection of a canceled statement) while PostgreSQL still ran it:
+// a's Return found m1 unanswered and put the item back, c's claim found it
+// unanswered too and ran m1 again, and the held write committed after —
+// m1 answered twice, and a subscriber that started on the first answer
+// ended on the second, missing the task's later events
+// (TestFaultSweep/handover/k=11 failed so, rarely: once in 278 runs here).
+func TestHandOverAwaitsWriteInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*waitFor)
+	defer cancel()
+	locker, err := pgxpool.New(ctx, h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(locker.Close)
+	lock := &rowLock{pool: locker, schema: h.schema, locked: make(chan struct{})}
+	t.Cleanup(lock.unlock)
+	h.poolConfig = func(name string, cfg *pgxpool.Config) {
+		if name == "a" {
+			cfg.ConnConfig.Tracer = lock
+		}
+	}
+	agent := newTurnAgent(true)
+	a := h.start(t, "a", agent)
+	b := h.start(t, "b", agent)
+	b.cluster.StopWork() // a executes; b answers the calls
+	type result struct {
+		res a2a.SendMessageResult
+		err error
+	}
+	sent := make(chan result, 1)
+	go func() {
+		res, err := send(ctx, b, "", "m1", "nohold")
+		sent <- result{res, err}
+	}()
+	select {
+	case <-lock.locked:
+	case <-ctx.Done():
+		t.Fatal("m1's answer was not written")
+	}
+	if lock.err != nil {
+		t.Fatalf("locking the task's row: %v", lock.err)
+	}
+	// The write has reached PostgreSQL once it waits for the lock.
+	for waiting := false; !waiting; {
+		err := locker.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%a2a_tasks%')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !waiting {
+			waitTick(ctx)
+		}
+	}
+	ranOnC, awaiting := make(chan struct{}, 1), make(chan struct{}, 1)
+	c := h.start(t, "c", agent)
+	c.cluster.BeforeExecution(func(a2a.TaskID) {
+		select {
+		case ranOnC <- struct{}{}:
+		default:
+		}
+	})
+	a.cluster.AwaitingWrite(func(a2a.TaskID) { awaiting <- struct{}{} })
+	handedOver := make(chan error, 1)
+	go func() {
+		a.cluster.StopWork()
+		_, err := a.cluster.HandOver(ctx)
+		handedOver <- err
+	}()
+	select {
+	case <-awaiting:
+		lock.unlock()
+	case <-ranOnC:
+		lock.unlock()
+		t.Fatal("c decided to run m1 again while a's write of its answer was in flight")
+	case <-ctx.Done():
+		t.Fatal("HandOver neither waited for the write nor handed the execution over")
+	}
+	if err := <-handedOver; err != nil {
+		t.Fatalf("HandOver: %v", err)
+	}
+	r := <-sent
+	if r.err != nil {
+		t.Fatalf("m1: %v", r.err)
+	}
+	if task, ok := r.res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("m1 answered %v, want the task waiting for input", r.res)
+	}
+	select {
+	case <-ranOnC:
+		t.Fatal("c ran m1 again")
+	default:
+	}
+	if n := agent.ran("m1"); n != 1 {
+		t.Fatalf("m1 ran %d times, want 1", n)
+	}
+}

@@ -505,6 +505,10 @@ type message struct {
 	// handedOver is set by HandOver: the execution was stopped for
 	// another instance to take it over, and Return releases the lease.
 	handedOver atomic.Bool
+	// writes is held shared by each store write of the execution
+	// (FenceTaskStore), so that HandOver can wait for the one in
+	// flight before it cancels the execution (awaitWrite).
+	writes sync.RWMutex
 	// faulted is set when a store write or push lookup of the execution
 	// failed transiently (FenceTaskStore): its FAILED is refused.
 	faulted atomic.Bool
