@@ -53,8 +53,8 @@ func (s *Store) CheckInvariants() error {
 			continue
 		}
 		e := s.mu.slots.at(slot)
-		if e.id != id || e.slot != slot {
-			fail("task %q stored under %q, slot %d under %d", e.id, id, e.slot, slot)
+		if got := s.mu.slots.id(e); got != id || e.slot != slot {
+			fail("task %q stored under %q, slot %d under %d", got, id, e.slot, slot)
 		}
 		if e.revision < 1 || int(e.state) >= numStates {
 			fail("task %q: revision %d, state number %d", id, e.revision, e.state)
@@ -63,7 +63,7 @@ func (s *Store) CheckInvariants() error {
 		if _, ok := e.status.time(); !ok && e.status != (stamp{}) {
 			fail("task %q: its status time does not decode", id)
 		}
-		if err := checkBody(e); err != nil {
+		if err := checkBody(e, s.mu.slots.body(e), s.mu.slots.head(e)); err != nil {
 			fail("task %q: body: %v", id, err)
 		}
 		if it, ok := s.mu.order.Get(e.item()); !ok || it.slot != slot {
@@ -96,6 +96,7 @@ func (s *Store) CheckInvariants() error {
 
 	errs = append(errs, s.checkIndexesLocked(ids, owned)...)
 	errs = append(errs, s.mu.slots.check(ids)...)
+	errs = append(errs, s.mu.slots.checkSlab(ids)...)
 
 	// Counters and interned strings.
 	for st, n := range s.mu.states {
@@ -125,8 +126,11 @@ func (s *Store) checkIndexesLocked(ids map[a2a.TaskID]uint32, owned int) []error
 			return false
 		}
 		e := s.mu.slots.at(slot)
-		stored, ok := ids[e.id]
-		return e.id != "" && ok && stored == slot && e.updatedAt == at
+		if !s.mu.slots.holds(e) {
+			return false
+		}
+		stored, ok := ids[s.mu.slots.id(e)]
+		return ok && stored == slot && e.updatedAt == at
 	}
 	if n, m := s.mu.order.Len(), s.mu.ids.len(); n != m {
 		fail("global index holds %d items, %d tasks", n, m)
@@ -160,7 +164,7 @@ func (s *Store) checkIndexesLocked(ids map[a2a.TaskID]uint32, owned int) []error
 			if !live(k.slot, k.at) {
 				fail("%s index: an item at %d for a task not stored there", ix.name, k.at)
 			} else if e := s.mu.slots.at(k.slot); !ix.has(e, k.key) {
-				fail("%s index: task %q under key %#x, which is not its own", ix.name, e.id, k.key)
+				fail("%s index: task %q under key %#x, which is not its own", ix.name, s.mu.slots.id(e), k.key)
 			}
 			return true
 		})
@@ -196,16 +200,22 @@ func (t *slots) check(ids map[a2a.TaskID]uint32) []error {
 
 // checkBody decodes e's body: its metadata, and a rest (when there is
 // one) that is not the empty rest and holds no light field, which the
-// entry holds instead.
-func checkBody(e *entry) error {
-	if int(e.metaLen) > len(e.body) {
-		return fmt.Errorf("%d bytes of metadata in %d", e.metaLen, len(e.body))
+// entry holds instead; and the head (its first head bytes) alone.
+func checkBody(e *entry, body string, head uint32) error {
+	if int(e.metaLen) > len(body) || head < e.metaLen || int(head) > len(body) {
+		return fmt.Errorf("%d bytes of metadata and %d of head in %d", e.metaLen, head, len(body))
+	}
+	if rest := body[e.metaLen:head]; len(body) > int(e.metaLen) {
+		var d taskcodec.Decoder
+		if err := d.Head(rest, new(a2a.Task)); err != nil {
+			return fmt.Errorf("its head alone: %w", err)
+		}
 	}
 	var d taskcodec.Decoder
-	if _, err := d.Metadata(e.body[:e.metaLen]); err != nil {
+	if _, err := d.Metadata(body[:e.metaLen]); err != nil {
 		return err
 	}
-	rest := e.body[e.metaLen:]
+	rest := body[e.metaLen:]
 	if rest == "" {
 		return nil
 	}

@@ -38,7 +38,7 @@ func damageStore(t *testing.T) *Store {
 func TestCheckFindsCorruptBody(t *testing.T) {
 	s := damageStore(t)
 	e := s.entryOf("p")
-	e.setBody("\xff")
+	s.setBody(e, "\xff")
 	e.metaLen = 1 // metadata of an unknown format
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose metadata does not decode")
@@ -51,7 +51,7 @@ func TestCheckFindsCorruptBody(t *testing.T) {
 
 	s = damageStore(t)
 	e = s.entryOf("p")
-	e.setBody("\x01garbage")
+	s.setBody(e, "\x01garbage")
 	e.metaLen = 0 // a rest that does not decode
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose rest does not decode")
@@ -61,7 +61,7 @@ func TestCheckFindsCorruptBody(t *testing.T) {
 	// (a non-canonical body: they would be silently dropped on read).
 	s = damageStore(t)
 	e = s.entryOf("p")
-	e.setBody(string(mustEncodeRest(t, &a2a.Task{ID: "other", ContextID: "other", Status: a2a.TaskStatus{State: a2a.TaskStateFailed}})))
+	s.setBody(e, string(mustEncodeRest(t, &a2a.Task{ID: "other", ContextID: "other", Status: a2a.TaskStatus{State: a2a.TaskStateFailed}})))
 	e.metaLen = 0
 	if err := s.CheckInvariants(); err == nil {
 		t.Errorf("CheckInvariants passes a body whose rest carries an ID, context and state")

@@ -99,4 +99,6 @@ func (s *Store) entryOf(id a2a.TaskID) *entry {
 }
 
 // setBody replaces e's body (for damage).
-func (e *entry) setBody(body string) { e.body = body }
+func (s *Store) setBody(e *entry, body string) {
+	s.mu.slots.setRecord(e, s.mu.slots.id(e), body, uint32(len(body)))
+}

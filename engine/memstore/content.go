@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -83,13 +84,27 @@ const secondsToUnix = (1969*365 + 1969/4 - 1969/100 + 1969/400) * 86400
 // metadata: a body ends there instead.
 var emptyRest, _ = taskcodec.EncodeTask(&a2a.Task{})
 
-// encoded is a task's stored form, prepared outside the lock.
+// encoded is a task's stored form, prepared outside the lock: its body
+// is in buf, one of encodeBuffers, until release.
 type encoded struct {
 	contextID string
 	state     uint8
 	status    stamp
 	metaLen   uint32
-	body      string
+	head      uint32 // bytes of the body through the rest's head
+	buf       *[]byte
+}
+
+// body returns the body, a view of buf: the slab copies it.
+func (enc *encoded) body() string { return unsafe.String(unsafe.SliceData(*enc.buf), len(*enc.buf)) }
+
+// release gives the buffer back once the body is written (or not
+// wanted): enc is done.
+func (enc *encoded) release() {
+	if enc.buf != nil {
+		putEncodeBuffer(enc.buf)
+		enc.buf = nil
+	}
 }
 
 func (s *Store) encode(t *a2a.Task) (encoded, error) {
@@ -101,31 +116,41 @@ func (s *Store) encode(t *a2a.Task) (encoded, error) {
 		return encoded{}, fmt.Errorf("memstore: task state %q: %w", t.Status.State, engine.ErrInvalidArgument)
 	}
 	buf := encodeBuffers.Get().(*[]byte)
-	defer putEncodeBuffer(buf)
-	data, err := taskcodec.AppendMetadata((*buf)[:0], t.Metadata)
-	if err != nil {
-		return encoded{}, err
-	}
-	metaLen := len(data)
-	if uint64(metaLen) > math.MaxUint32 {
-		return encoded{}, fmt.Errorf("memstore: metadata over 4 GiB: %w", engine.ErrLimitExceeded)
-	}
-	rest := *t // the task without what the entry holds
-	rest.ID, rest.ContextID, rest.Status.State, rest.Status.Timestamp, rest.Metadata = "", "", "", nil, nil
-	restAt := len(data)
-	if data, err = taskcodec.AppendTask(data, &rest); err != nil {
-		return encoded{}, err
-	}
-	if bytes.Equal(data[restAt:], emptyRest) {
-		data = data[:restAt]
-	}
+	data, metaLen, head, err := appendStored((*buf)[:0], t)
 	*buf = data
+	if err != nil {
+		putEncodeBuffer(buf)
+		return encoded{}, err
+	}
 	return encoded{contextID: t.ContextID, state: st, status: stampOf(t.Status.Timestamp),
-		metaLen: uint32(metaLen), body: string(data)}, nil
+		metaLen: uint32(metaLen), head: uint32(head), buf: buf}, nil
+}
+
+// appendStored appends t's body to data: its metadata (metaLen bytes),
+// then the rest of it without what the entry holds, whose head ends at
+// head.
+func appendStored(data []byte, t *a2a.Task) (_ []byte, metaLen, head int, err error) {
+	if data, err = taskcodec.AppendMetadata(data, t.Metadata); err != nil {
+		return data, 0, 0, err
+	}
+	metaLen = len(data)
+	rest := *t
+	rest.ID, rest.ContextID, rest.Status.State, rest.Status.Timestamp, rest.Metadata = "", "", "", nil, nil
+	if data, head, err = taskcodec.AppendTaskHead(data, &rest); err != nil {
+		return data, 0, 0, err
+	}
+	head += metaLen
+	if bytes.Equal(data[metaLen:], emptyRest) {
+		data, head = data[:metaLen], metaLen
+	}
+	if uint64(len(data))+engine.MaxIDBytes+recHeader > math.MaxUint32 { // a record's length is a uint32
+		return data, 0, 0, fmt.Errorf("memstore: task over 4 GiB: %w", engine.ErrLimitExceeded)
+	}
+	return data, metaLen, head, nil
 }
 
 // encodeBuffers hold encode's buffers between calls: the stored form is
-// built in one, then copied once into the exact-size body string.
+// built in one, then copied once into the slab.
 var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // putEncodeBuffer keeps buf for the next encode unless it grew past
@@ -137,9 +162,10 @@ func putEncodeBuffer(buf *[]byte) {
 }
 
 // content is a task's content as read under the lock: what builds the task
-// once the lock is released.
+// once the lock is released. id and body are views into the slab until
+// detach, which the lock's holder calls.
 type content struct {
-	id      a2a.TaskID
+	id      string
 	ctx     string
 	state   uint8
 	status  stamp
@@ -150,14 +176,21 @@ type content struct {
 // contentLocked reads e's content.
 // REQUIRES: s.mu held.
 func (s *Store) contentLocked(e *entry) content {
-	return content{id: e.id, ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status, metaLen: e.metaLen, body: e.body}
+	return content{id: string(s.mu.slots.id(e)), ctx: s.mu.contexts.names[e.ctx], state: e.state, status: e.status,
+		metaLen: e.metaLen, body: s.mu.slots.body(e)}
+}
+
+// detach copies c's ID and body out of the slab, in one allocation.
+func (c *content) detach() {
+	cp := newCopies(len(c.id) + len(c.body))
+	c.id, c.body = cp.add(c.id), cp.add(c.body)
 }
 
 // build fills t with the whole task, decoding with *d (allocated on first
 // use). *ts receives the status timestamp, which t.Status.Timestamp then
 // points to.
 func (c *content) build(t *a2a.Task, ts *time.Time, d **taskcodec.Decoder) error {
-	fillLight(t, ts, c.id, c.ctx, c.state, &c.status)
+	fillLight(t, ts, a2a.TaskID(c.id), c.ctx, c.state, &c.status)
 	return decodeBody(t, c.body, c.metaLen, depthWhole, d)
 }
 
@@ -247,10 +280,12 @@ func decoded(rec engine.Record, c content) (engine.Record, error) {
 	return rec, nil
 }
 
-// returned is the record a Create or Replace made with ctx returns: with
-// a decoded copy of the task, or without one under engine.WithoutTask.
-func returned(ctx context.Context, rec engine.Record, c content) (engine.Record, error) {
+// returned is the record a Create or Replace of task id made with ctx
+// returns: with a decoded copy of the task, or without one under
+// engine.WithoutTask (its ID then the caller's id, the same bytes).
+func returned(ctx context.Context, id a2a.TaskID, rec engine.Record, c content) (engine.Record, error) {
 	if !engine.TaskWanted(ctx) {
+		rec.Cursor.ID = id
 		return rec, nil
 	}
 	return decoded(rec, c)

@@ -42,23 +42,29 @@
 //
 // # Representation
 //
-// An entry (88 bytes, two pointers: the ID and the body) holds the task's
-// ID (the store's own copy), time, revision, state number, status time (a
-// pointer-free 16-byte stamp), its context and owner as interned numbers
-// (syms): each context ID and owner is stored once, with the counts of
-// its tasks per state; and one exact-size string, the body: the
-// metadata's encoded form, then the rest of the task without its light
-// fields (empty for a light task without metadata). Entries live in
-// slots, chunks of 1,024 that never move and are reused once freed; the
-// ID map (by the ID's seeded hash) and the indexes name an entry by its
-// slot number, so they hold no pointer: the collector follows two
-// pointers per task (slots.go, idmap.go). IDs given out share the ID,
-// never the body. The slots' chunks are not given back when tasks go:
-// they hold 88 bytes per task at the store's peak. Index items are a time
-// and a slot (16 bytes; keyed ones add the key: 24), so each task's light
+// An entry (72 bytes, no pointer) holds the task's time, revision,
+// state number, status time (a pointer-free 16-byte stamp), its context
+// and owner as interned numbers (syms): each context ID and owner is
+// stored once, with the counts of its tasks per state; and the place of
+// its record in the slab (slab.go): the task's ID (the store's own copy),
+// then its body: the metadata's encoded form, then the rest of the task
+// without its light fields (empty for a light task without metadata).
+// The slab is chunks of 256 KiB, append-only, a record written once and
+// never changed; a chunk whose live records fall under half of it is
+// compacted into the open chunk, one with none is
+// dropped. Entries live in slots, chunks of 1,024 that never move and are
+// reused once freed; the ID map (by the ID's seeded hash) and the indexes
+// name an entry by its slot number. So the collector follows no pointer
+// per task: the slots' chunks, the slab's and the index nodes are all it
+// sees (slots.go, slab.go, idmap.go). What the store hands out (IDs,
+// cursors, decoded strings) or keeps beside an entry is copied out of
+// the slab first (a page's in one allocation), so that no caller holds a
+// chunk. The slots' chunks are not given back when tasks go: they hold 72
+// bytes per task at the store's peak. Index items are a time and a slot
+// (16 bytes; keyed ones add the key: 24), so each task's light
 // fields are stored once. A full page decodes its bodies page-wide
 // (taskcodec.Decoder: a few allocations per page, not several per task);
-// decoded strings share the body's immutable bytes. A full page that returns no history and no artifacts (historyLength 0,
+// decoded strings share the page's copy of its bodies. A full page that returns no history and no artifacts (historyLength 0,
 // the default of most clients' lists) decodes each body's metadata and
 // status message only, and does not walk the rest: this process wrote
 // it (taskcodec.Decoder.Head; CheckInvariants decodes bodies whole).

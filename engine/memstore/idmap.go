@@ -36,7 +36,7 @@ func (m *idMap) hash(id a2a.TaskID) uint64 {
 
 // get returns the slot of id.
 func (m *idMap) get(t *slots, id a2a.TaskID) (uint32, bool) {
-	if slot, ok := m.byHash[m.hash(id)]; ok && t.at(slot).id == id {
+	if slot, ok := m.byHash[m.hash(id)]; ok && t.id(t.at(slot)) == id {
 		return slot, true
 	}
 	if len(m.more) == 0 {
@@ -46,11 +46,12 @@ func (m *idMap) get(t *slots, id a2a.TaskID) (uint32, bool) {
 	return slot, ok
 }
 
-// add maps id, which is not stored, to slot.
+// add maps id, which is not stored, to slot; a colliding id is kept as a
+// copy (id may be a view into the slab).
 func (m *idMap) add(id a2a.TaskID, slot uint32) {
 	h := m.hash(id)
 	if _, taken := m.byHash[h]; taken {
-		m.more[id] = slot
+		m.more[detached(id)] = slot
 		return
 	}
 	m.byHash[h] = slot
@@ -59,7 +60,7 @@ func (m *idMap) add(id a2a.TaskID, slot uint32) {
 // delete forgets id, which is stored.
 func (m *idMap) delete(t *slots, id a2a.TaskID) {
 	h := m.hash(id)
-	if slot, ok := m.byHash[h]; ok && t.at(slot).id == id {
+	if slot, ok := m.byHash[h]; ok && t.id(t.at(slot)) == id {
 		delete(m.byHash, h)
 		return
 	}
@@ -79,7 +80,11 @@ func (m *idMap) check(t *slots) (map[a2a.TaskID]uint32, []error) {
 			errs = append(errs, fmt.Errorf("a task in slot %d, which was never handed out", slot))
 			continue
 		}
-		id := t.at(slot).id
+		if !t.holds(t.at(slot)) {
+			errs = append(errs, fmt.Errorf("slot %d, in the ID map, holds no task", slot))
+			continue
+		}
+		id := t.id(t.at(slot))
 		if m.hash(id) != h {
 			errs = append(errs, fmt.Errorf("task %q in slot %d stored under another ID's hash", id, slot))
 		}

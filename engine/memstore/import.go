@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -42,8 +41,8 @@ func (s *Store) Export(ctx context.Context, after *engine.Cursor, limit int) ([]
 		return nil, errClosed
 	}
 	s.scanRange(keyRange{}, after, limit, func(e *entry) bool {
-		rec, c := s.snapshotLocked(e)
-		got = append(got, taken{rec, c, s.mu.logs[e.id]}) // entries are never modified once appended
+		rec, c := s.snapshotLocked(e, true)
+		got = append(got, taken{rec, c, s.mu.logs[e.slot]}) // entries are never modified once appended
 		return len(got) < limit
 	})
 	s.mu.RUnlock()
@@ -137,6 +136,7 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 	s.mu.trimmed = engine.TrimFrom(s.mu.trimmed, tasks)
 	s.mu.Unlock()
 	for i := range batch {
+		batch[i].enc.release()
 		s.wake(batch[i].st.Task.ID)
 	}
 	return nil
@@ -148,16 +148,15 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 func (s *Store) importLocked(im *imported) {
 	st := im.st
 	e := s.mu.slots.alloc()
-	e.id = a2a.TaskID(strings.Clone(string(st.Task.ID))) // not a slice of the caller's memory
 	e.updatedAt, e.revision = st.Cursor.UpdatedAt, st.Revision
 	if st.Owner != "" {
 		e.owner = s.mu.owners.intern(st.Owner)
 	}
-	s.setLocked(e, im.enc)
-	s.mu.ids.add(e.id, e.slot)
+	s.setLocked(e, st.Task.ID, &im.enc)
+	s.mu.ids.add(s.mu.slots.id(e), e.slot)
 	s.indexLocked(e)
 	if im.log != nil {
-		s.mu.logs[e.id] = im.log
+		s.mu.logs[e.slot] = im.log
 	}
 }
 
@@ -196,7 +195,9 @@ func (s *Store) Tail(ctx context.Context, n int) ([]engine.Cursor, error) {
 	}
 	out := make([]engine.Cursor, 0, min(n, s.mu.order.Len()))
 	s.mu.order.Reverse(func(it item) bool {
-		out = append(out, s.mu.slots.at(it.slot).cursor())
+		c := s.mu.slots.cursor(s.mu.slots.at(it.slot))
+		c.ID = detached(c.ID)
+		out = append(out, c)
 		return len(out) < n
 	})
 	slices.Reverse(out)

@@ -70,6 +70,7 @@ func (s *Store) List(ctx context.Context, req *engine.ListRequest) (*engine.List
 			total, counted = s.totalLocked(&q, &rest, r)
 		}
 		s.scanRange(r, q.After, limit, visit)
+		pg.detach() // before the lock goes: a dropped chunk is reused
 		return nil
 	}(); err != nil {
 		return nil, err
@@ -223,14 +224,14 @@ func (b *batch) flush() bool {
 }
 
 // touch loads a word at the start, middle and end of each entry of sl (an
-// entry of 88 bytes spans up to three cache lines) and returns a value
+// entry of 72 bytes spans up to two cache lines) and returns a value
 // made of them, so that the loads are not compiled away.
 //
 //go:noinline
 func touch(t *slots, sl []uint32) (sum uint8) {
 	for _, i := range sl {
 		e := t.at(i)
-		sum += uint8(len(e.id)) + e.status[0] + e.state
+		sum += uint8(e.rec.idLen) + e.status[0] + e.state
 	}
 	return sum
 }
@@ -269,16 +270,23 @@ func (p *page) init(size int, dp depth) {
 // addLocked appends the task of e to p.
 // REQUIRES: s.mu held.
 func (s *Store) addLocked(p *page, e *entry) {
-	p.cursors = append(p.cursors, e.cursor())
+	c := s.mu.slots.cursor(e)
+	p.cursors = append(p.cursors, c)
 	p.owners = append(p.owners, s.mu.owners.names[e.owner])
 	i := len(p.tasks)
 	p.tasks, p.times = p.tasks[:i+1], p.times[:i+1] // zeroed by init's make; visit stops at their cap
-	fillLight(&p.tasks[i], &p.times[i], e.id, s.mu.contexts.names[e.ctx], e.state, &e.status)
-	if needsDecoding(e.body, e.metaLen, p.depth) {
+	fillLight(&p.tasks[i], &p.times[i], c.ID, s.mu.contexts.names[e.ctx], e.state, &e.status)
+	if body := s.mu.slots.body(e); needsDecoding(body, e.metaLen, p.depth) {
 		if p.bodies == nil { // sized once, only for pages that decode
 			p.bodies = make([]bodyRef, 0, cap(p.tasks)-i)
 		}
-		p.bodies = append(p.bodies, bodyRef{i, e.body, e.metaLen})
+		switch p.depth { // what the page decodes, and detach copies
+		case depthLight:
+			body = body[:e.metaLen]
+		case depthHead:
+			body = body[:s.mu.slots.head(e)]
+		}
+		p.bodies = append(p.bodies, bodyRef{i, body, e.metaLen})
 	}
 }
 
@@ -304,6 +312,28 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 		out[i] = &p.tasks[i]
 	}
 	return out, nil
+}
+
+// detach copies the page's IDs and bodies out of the slab, in one
+// allocation: its tasks and cursors then hold no chunk. Of each body it
+// copies what the page decodes, as addLocked cut it: a light page's
+// metadata, a head page's metadata and head, or all.
+func (p *page) detach() {
+	n := 0
+	for i := range p.tasks {
+		n += len(p.tasks[i].ID)
+	}
+	for _, b := range p.bodies {
+		n += len(b.body)
+	}
+	cp := newCopies(n)
+	for i := range p.tasks {
+		id := a2a.TaskID(cp.add(string(p.tasks[i].ID)))
+		p.tasks[i].ID, p.cursors[i].ID = id, id
+	}
+	for i := range p.bodies {
+		p.bodies[i].body = cp.add(p.bodies[i].body)
+	}
 }
 
 // touchBodies loads the first byte of each body and, unless dp is light

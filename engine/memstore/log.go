@@ -36,7 +36,7 @@ func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 		return
 	}
 	l.Revision, l.Time = e.revision, e.updatedAt
-	s.mu.logs[e.id] = append(s.mu.logs[e.id], l)
+	s.mu.logs[e.slot] = append(s.mu.logs[e.slot], l)
 }
 
 // wake wakes the log readers of id.
@@ -59,7 +59,10 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 	if s.mu.closed {
 		return nil, errClosed
 	}
-	log := s.mu.logs[id]
+	var log []engine.LogEntry
+	if slot, ok := s.mu.ids.get(&s.mu.slots, id); ok {
+		log = s.mu.logs[slot]
+	}
 	i, _ := slices.BinarySearchFunc(log, after+1, func(l engine.LogEntry, rev int64) int { return int(min(max(l.Revision-rev, -1), 1)) })
 	log = log[i:min(len(log), i+limit)]
 	// Entries are never modified once appended; bodies are shared.
@@ -79,6 +82,7 @@ func (s *Store) markDeletedLocked(id a2a.TaskID, updatedAt int64) {
 	if !s.log {
 		return
 	}
+	id = detached(id) // kept: no view
 	mark := engine.DeletionMark(s.clock(), updatedAt, s.mu.deleted[id])
 	s.mu.deleted[id] = mark
 	s.mu.deletions = append(s.mu.deletions, deletion{id: id, mark: mark})
@@ -141,16 +145,17 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	}
 	defer s.mu.Unlock()
 	n := 0
+	var last engine.Cursor
 	visit := func(it item) bool {
 		if it.at >= before || n == limit {
 			return false
 		}
-		c := s.mu.slots.at(it.slot).cursor()
+		c := s.mu.slots.cursor(s.mu.slots.at(it.slot))
 		if s.mu.trimmed != nil && c == *s.mu.trimmed {
 			return true
 		}
-		delete(s.mu.logs, c.ID)
-		s.mu.trimmed = &c
+		delete(s.mu.logs, it.slot)
+		last = c
 		n++
 		return true
 	}
@@ -158,6 +163,10 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 		s.descendFrom(t, visit)
 	} else {
 		s.mu.order.Reverse(visit)
+	}
+	if n > 0 {
+		last.ID = detached(last.ID) // kept: no view
+		s.mu.trimmed = &last
 	}
 	return n + s.forgetDeletionsLocked(before, limit-n), nil
 }
@@ -167,7 +176,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 // the last entry at e's time and state.
 // REQUIRES: s.mu held.
 func (s *Store) checkLogLocked(e *entry) error {
-	log := s.mu.logs[e.id]
+	log := s.mu.logs[e.slot]
 	if len(log) == 0 {
 		return nil
 	}
@@ -189,15 +198,12 @@ func (s *Store) checkLogLocked(e *entry) error {
 // REQUIRES: s.mu held.
 func (s *Store) checkLogsLocked(ids map[a2a.TaskID]uint32) []error {
 	var errs []error
-	for id := range s.mu.logs {
-		slot, ok := ids[id]
-		if ok && slot >= s.mu.slots.n {
-			continue // reported with the ID map
-		}
-		if !ok {
-			errs = append(errs, fmt.Errorf("a log for task %q, which is not stored", id))
+	for slot := range s.mu.logs {
+		if slot >= s.mu.slots.n || !s.mu.slots.holds(s.mu.slots.at(slot)) || ids[s.mu.slots.id(s.mu.slots.at(slot))] != slot {
+			errs = append(errs, fmt.Errorf("a log in slot %d, which holds no task", slot))
 			continue
 		}
+		id := s.mu.slots.id(s.mu.slots.at(slot))
 		if err := s.checkLogLocked(s.mu.slots.at(slot)); err != nil {
 			errs = append(errs, fmt.Errorf("task %q: %w", id, err))
 		}

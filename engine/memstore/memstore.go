@@ -56,8 +56,8 @@ type Store struct {
 		ownerCtx pairCounts
 		states   [numStates]int // tasks per state
 		closed   bool
-		// logs are the task logs by task (Options.Log; nil without).
-		logs map[a2a.TaskID][]engine.LogEntry
+		// logs are the task logs by task's slot (Options.Log; nil without).
+		logs map[uint32][]engine.LogEntry
 		// trimmed is where TrimLog goes on: the last task whose log it
 		// trimmed, in oldest-first order (nil: the oldest task).
 		trimmed *engine.Cursor
@@ -75,14 +75,13 @@ var (
 )
 
 // entry is one stored task, in its slot (slots.go), which the ID map and
-// every index name: 88 bytes and two pointers, the ID (the store's own
-// copy, made at Create and kept while the task lives) and the body. Its
-// fields change only under s.mu (write); the ID and a body are never
-// modified once stored, so readers may keep them past the lock, and IDs
-// given out share the ID, not the body.
+// every index name: 72 bytes and no pointer. Its record in the slab
+// (slab.go) holds the ID (the store's own copy, made at Create) and the
+// body. Its fields change only under s.mu (write); a record is never
+// modified once written, so readers may keep views of it past the lock,
+// but copy what they hand out (slab.go).
 type entry struct {
-	id        a2a.TaskID
-	body      string // metadata, then the rest of the task (content.go)
+	rec       ref // the ID, then the body: metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
 	status    stamp  // status timestamp
@@ -165,7 +164,7 @@ func New(opts Options) *Store {
 func (s *Store) resetLocked() {
 	s.mu.logs, s.mu.trimmed, s.mu.deleted, s.mu.deletions = nil, nil, nil, nil
 	if s.log {
-		s.mu.logs = make(map[a2a.TaskID][]engine.LogEntry)
+		s.mu.logs = make(map[uint32][]engine.LogEntry)
 		s.mu.deleted = make(map[a2a.TaskID]int64)
 	}
 	s.mu.slots = slots{}
@@ -189,15 +188,23 @@ func (s *Store) Close() error {
 
 var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
-func (e *entry) cursor() engine.Cursor { return engine.Cursor{UpdatedAt: e.updatedAt, ID: e.id} }
-
 func (e *entry) item() item             { return item{e.updatedAt, e.slot} }
 func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot} }
 
-// snapshotLocked is what a caller needs of e after the lock is released.
+// snapshotLocked is what a caller needs of e after the lock is released,
+// copied out of the slab: the record and, when full, the content (the
+// ID and body: decoded); else the record has no ID, which the caller
+// sets.
 // REQUIRES: s.mu held.
-func (s *Store) snapshotLocked(e *entry) (engine.Record, content) {
-	return engine.Record{Revision: e.revision, Cursor: e.cursor(), Owner: s.mu.owners.names[e.owner]}, s.contentLocked(e)
+func (s *Store) snapshotLocked(e *entry, full bool) (engine.Record, content) {
+	rec := engine.Record{Revision: e.revision, Cursor: engine.Cursor{UpdatedAt: e.updatedAt}, Owner: s.mu.owners.names[e.owner]}
+	if !full {
+		return rec, content{}
+	}
+	c := s.contentLocked(e)
+	c.detach()
+	rec.Cursor.ID = a2a.TaskID(c.id)
+	return rec, c
 }
 
 // Create stores a new task without an owner (S2, S4, S7, O1).
@@ -227,19 +234,19 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 		return engine.Record{}, fmt.Errorf("memstore: create: %w", engine.ErrAlreadyExists)
 	}
 	e := s.mu.slots.alloc()
-	e.id = a2a.TaskID(strings.Clone(string(task.ID))) // not a slice of the caller's memory
 	e.updatedAt, e.revision = engine.CreateTime(s.clock()), 1
 	if owner != "" {
 		e.owner = s.mu.owners.intern(owner)
 	}
-	s.setLocked(e, enc)
-	s.mu.ids.add(e.id, e.slot)
+	s.setLocked(e, task.ID, &enc)
+	s.mu.ids.add(s.mu.slots.id(e), e.slot)
 	s.indexLocked(e)
 	s.logLocked(e, logged)
-	rec, c := s.snapshotLocked(e)
+	rec, c := s.snapshotLocked(e, engine.TaskWanted(ctx))
 	s.mu.Unlock()
+	enc.release()
 	s.wake(task.ID)
-	return returned(ctx, rec, c)
+	return returned(ctx, task.ID, rec, c)
 }
 
 // lockOpen takes s.mu for writing, or fails (not holding it) when the
@@ -253,11 +260,12 @@ func (s *Store) lockOpen() error {
 	return nil
 }
 
-// setLocked stores enc's content in e, interning its context.
+// setLocked stores id and enc's content in e, interning its context.
 // REQUIRES: s.mu held for writing, e not indexed.
-func (s *Store) setLocked(e *entry, enc encoded) {
+func (s *Store) setLocked(e *entry, id a2a.TaskID, enc *encoded) {
 	e.ctx = s.mu.contexts.intern(enc.contextID)
-	e.state, e.status, e.metaLen, e.body = enc.state, enc.status, enc.metaLen, enc.body
+	e.state, e.status, e.metaLen = enc.state, enc.status, enc.metaLen
+	s.mu.slots.setRecord(e, id, enc.body(), enc.head)
 }
 
 // indexLocked adds e to the indexes and counters; a task without an owner
@@ -325,7 +333,7 @@ func (s *Store) read(id a2a.TaskID) (*entry, uint32, engine.Record, content, err
 	if err != nil {
 		return nil, 0, engine.Record{}, content{}, err
 	}
-	rec, c := s.snapshotLocked(e)
+	rec, c := s.snapshotLocked(e, true)
 	return e, e.gen, rec, c, nil
 }
 
@@ -371,21 +379,22 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		s.mu.Unlock()
 		return engine.Record{}, err
 	}
-	s.advanceLocked(e, enc, at)
+	s.advanceLocked(e, &enc, at)
 	s.logLocked(e, logged)
-	rec, c := s.snapshotLocked(e)
+	rec, c := s.snapshotLocked(e, engine.TaskWanted(ctx))
 	s.mu.Unlock()
+	enc.release()
 	s.wake(task.ID)
-	return returned(ctx, rec, c)
+	return returned(ctx, task.ID, rec, c)
 }
 
 // advanceLocked moves e to new content at time at, one revision on, in
 // the entry and the indexes.
 // REQUIRES: s.mu held for writing.
-func (s *Store) advanceLocked(e *entry, enc encoded, at int64) {
+func (s *Store) advanceLocked(e *entry, enc *encoded, at int64) {
 	s.unindexLocked(e)
 	old := e.ctx
-	s.setLocked(e, enc)
+	s.setLocked(e, s.mu.slots.id(e), enc) // the view is copied before its record is freed
 	e.updatedAt = at
 	e.revision++
 	s.indexLocked(e)
@@ -446,12 +455,14 @@ func (s *Store) modify(ctx context.Context, id a2a.TaskID, expected int64, edit 
 		}
 		if e.gen != gen || e.revision != rec.Revision { // deleted, or written, meanwhile
 			s.mu.Unlock()
+			enc.release()
 			continue
 		}
-		s.advanceLocked(e, enc, at)
+		s.advanceLocked(e, &enc, at)
 		s.logLocked(e, l)
-		rec, c = s.snapshotLocked(e)
+		rec, c = s.snapshotLocked(e, true)
 		s.mu.Unlock()
+		enc.release()
 		s.wake(id)
 		return decoded(rec, c)
 	}
@@ -528,9 +539,9 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 // REQUIRES: s.mu held for writing.
 func (s *Store) removeLocked(e *entry) {
 	s.unindexLocked(e)
-	id := e.id
+	id := s.mu.slots.id(e) // a view, valid after the record is freed
 	s.mu.ids.delete(&s.mu.slots, id)
-	delete(s.mu.logs, id)
+	delete(s.mu.logs, e.slot)
 	s.markDeletedLocked(id, e.updatedAt)
 	s.releaseLocked(e.ctx, e.owner)
 	s.mu.slots.release(e)

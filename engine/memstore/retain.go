@@ -67,7 +67,8 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 	var due []seen
 	visit := func(it item) bool {
 		e := s.mu.slots.at(it.slot)
-		c := e.cursor()
+		c := s.mu.slots.cursor(e)
+		c.ID = detached(c.ID) // the scan may keep it past the lock
 		if req.After != nil && c == *req.After {
 			return true // strictly after the resume point
 		}

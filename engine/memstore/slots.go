@@ -34,6 +34,7 @@ type slots struct {
 	chunks []*[slotChunk]entry
 	n      uint32   // slots handed out, freed or not
 	free   []uint32 // freed slots
+	data   slab     // the entries' records (slab.go)
 }
 
 // at returns the entry of slot i, which alloc has handed out.
@@ -61,7 +62,9 @@ func (t *slots) alloc() *entry {
 
 // release clears e's slot for reuse, its generation one on.
 func (t *slots) release(e *entry) {
+	r := e.rec
 	*e = entry{slot: e.slot, gen: e.gen + 1}
+	t.freeRecord(r) // after: a compaction moves the records entries name
 	t.free = append(t.free, e.slot)
 }
 
@@ -102,5 +105,5 @@ func (s *Store) idOf(slot uint32) string {
 	if slot >= probeBase {
 		return string(s.probes.ids[slot-probeBase])
 	}
-	return string(s.mu.slots.at(slot).id)
+	return string(s.mu.slots.id(s.mu.slots.at(slot)))
 }

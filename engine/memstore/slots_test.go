@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,34 +162,50 @@ func TestSeeksBeyondProbes(t *testing.T) {
 	}
 }
 
-// inData reports whether s's bytes lie in e's data: a string that does
-// keeps the whole data (the task's body) alive.
-func inData(s string, e *entry) bool {
-	if s == "" || e.body == "" {
+// inSlab reports whether s's bytes lie in a chunk of t's slab: a string
+// that does keeps the whole chunk alive.
+func inSlab(s string, t *slots) bool {
+	if s == "" {
 		return false
 	}
-	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(e.body)))
-	return p >= lo && p < lo+uintptr(len(e.body))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	bufs := slices.Clone(t.data.bufs) // and the dropped chunks' kept for reuse
+	for _, c := range t.data.chunks {
+		if c != nil {
+			bufs = append(bufs, c.buf)
+		}
+	}
+	for _, b := range bufs {
+		if lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p >= lo && p < lo+uintptr(len(b)) {
+			return true
+		}
+	}
+	return false
 }
 
 // No ID or cursor the store gives out or keeps beside its entries is a
-// slice of a task's data: one would keep the task's whole data alive
-// after the task is replaced or gone (a caller keeping the IDs of a page
-// would keep every body). Checked on every path that gives out an ID.
+// slice of the slab: one would keep a whole chunk of other tasks' data
+// alive after the task is replaced or gone (a caller keeping the IDs of
+// a page would keep a chunk for each). Checked on every path that
+// gives out an ID.
 func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 	ctx := context.Background()
 	s := NewColliding(Options{Log: true}, 1) // every ID but the first kept beside the hash map
 	task := func(id a2a.TaskID, st a2a.TaskState) *a2a.Task {
-		return &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: st},
+		return &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: st}, Metadata: map[string]any{"k": "a value"},
 			History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("body"))}}
+	}
+	// A decoded body's strings are not slices of the slab either.
+	checkBody := func(what string, tk *a2a.Task) {
+		t.Helper()
+		if v, _ := tk.Metadata["k"].(string); v != "a value" || inSlab(v, &s.mu.slots) {
+			t.Errorf("%s: metadata value %q is a slice of the slab, or not the value stored", what, v)
+		}
 	}
 	check := func(what string, id a2a.TaskID) {
 		t.Helper()
-		for _, stored := range []a2a.TaskID{"a", "b"} {
-			slot, ok := s.mu.ids.get(&s.mu.slots, stored)
-			if e := s.mu.slots.at(slot); ok && inData(string(id), e) {
-				t.Errorf("%s: %q is a slice of %s's data", what, id, e.id)
-			}
+		if inSlab(string(id), &s.mu.slots) {
+			t.Errorf("%s: %q is a slice of the slab", what, id)
 		}
 	}
 	for _, id := range []a2a.TaskID{"a", "b"} {
@@ -215,6 +232,7 @@ func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Get's task", rec.Task.ID)
+	checkBody("Get's task", rec.Task)
 	check("Get's cursor", rec.Cursor.ID)
 	for _, proj := range []engine.Projection{engine.ProjectionLight, engine.ProjectionFull} {
 		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, Projection: proj})
@@ -223,6 +241,7 @@ func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 		}
 		for _, tk := range resp.Tasks {
 			check("a page's task", tk.ID)
+			checkBody("a page's task", tk)
 		}
 		for _, c := range resp.TaskCursors {
 			check("a page's cursor", c.ID)
@@ -303,11 +322,11 @@ func TestCheckReportsDamagedSlots(t *testing.T) {
 	if err := s.CheckInvariants(); err != nil {
 		t.Fatalf("intact store: %v", err)
 	}
-	freed.body = "left over"
+	freed.rec = ref{chunk: 1, idLen: 1}
 	if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "not cleared") {
 		t.Errorf("a freed slot with a body: CheckInvariants = %v", err)
 	}
-	freed.body = ""
+	freed.rec = ref{}
 	s.mu.ids.byHash[s.mu.ids.hash("x")] = 5 * slotChunk
 	func() {
 		defer func() {
@@ -330,7 +349,7 @@ func TestStoredIDIsACopy(t *testing.T) {
 	if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
 		t.Fatal(err)
 	}
-	if unsafe.StringData(string(s.entryOf("task-1").id)) == unsafe.StringData(string(id)) {
+	if unsafe.StringData(string(s.mu.slots.id(s.entryOf("task-1")))) == unsafe.StringData(string(id)) {
 		t.Error("the stored ID is the caller's string, a slice of its 64 KiB buffer")
 	}
 	ctxID, owner := buf[len(buf)-8:len(buf)-6], buf[len(buf)-10:len(buf)-8]

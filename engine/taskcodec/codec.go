@@ -23,12 +23,22 @@ func EncodeTask(t *a2a.Task) ([]byte, error) { return AppendTask(make([]byte, 0,
 // AppendTask appends the stored form of t (EncodeTask's) to dst and
 // returns the extended buffer; on an error it returns nil.
 func AppendTask(dst []byte, t *a2a.Task) ([]byte, error) {
+	b, _, err := AppendTaskHead(dst, t)
+	return b, err
+}
+
+// AppendTaskHead is AppendTask, and also returns how many of the bytes it
+// appended Decoder.Head reads: the form's start through the status
+// message. A caller that keeps what Head decodes copies that much.
+func AppendTaskHead(dst []byte, t *a2a.Task) ([]byte, int, error) {
 	w := writer{buf: append(dst, version)}
 	w.head(t.ID, t.ContextID, t.Status.State, t.Status.Timestamp, t.Status.Message)
+	head := len(w.buf) - len(dst)
 	w.history(t.History)
 	w.artifacts(t.Artifacts)
 	w.meta(t.Metadata)
-	return w.result("task")
+	b, err := w.result("task")
+	return b, head, err
 }
 
 // DecodeTask decodes the output of EncodeTask into a new task that shares

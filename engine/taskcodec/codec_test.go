@@ -540,4 +540,16 @@ func TestDecoderHead(t *testing.T) {
 	if err := d.Head("\x02"+string(b[1:]), &a2a.Task{}); !errors.Is(err, engine.ErrInternal) {
 		t.Fatalf("another version: %v, want ErrInternal", err)
 	}
+	// AppendTaskHead says where the head ends, on this form and on one
+	// whose head is all it has (then the form less its three empty
+	// counts), appended after other bytes.
+	for _, c := range []struct {
+		task *a2a.Task
+		end  int
+	}{{task, headEnd}, {&want, len(hb) - 3}} {
+		form, n, err := AppendTaskHead([]byte("before"), c.task)
+		if n != c.end || err != nil || string(form[6:]) != string(must(EncodeTask(c.task))) {
+			t.Errorf("AppendTaskHead: head %d, %v; the head ends at %d", n, err, c.end)
+		}
+	}
 }
