@@ -53,6 +53,10 @@ func (s *Store) CheckInvariants() error {
 			continue
 		}
 		e := s.mu.slots.at(slot)
+		if !s.mu.slots.holds(e) {
+			fail("task %q in slot %d: its record %+v is not in the slab", id, slot, e.rec)
+			continue
+		}
 		if got := s.mu.slots.id(e); got != id || e.slot != slot {
 			fail("task %q stored under %q, slot %d under %d", got, id, e.slot, slot)
 		}

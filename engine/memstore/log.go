@@ -199,7 +199,11 @@ func (s *Store) checkLogLocked(e *entry) error {
 func (s *Store) checkLogsLocked(ids map[a2a.TaskID]uint32) []error {
 	var errs []error
 	for slot := range s.mu.logs {
-		if slot >= s.mu.slots.n || !s.mu.slots.holds(s.mu.slots.at(slot)) || ids[s.mu.slots.id(s.mu.slots.at(slot))] != slot {
+		if slot >= s.mu.slots.n || !s.mu.slots.holds(s.mu.slots.at(slot)) {
+			errs = append(errs, fmt.Errorf("a log in slot %d, which holds no task", slot))
+			continue
+		}
+		if got, ok := ids[s.mu.slots.id(s.mu.slots.at(slot))]; !ok || got != slot {
 			errs = append(errs, fmt.Errorf("a log in slot %d, which holds no task", slot))
 			continue
 		}

@@ -31,7 +31,8 @@ import (
 // A record that is replaced or deleted leaves its bytes in its chunk as
 // dead bytes. A chunk with no live record is dropped; one whose live bytes
 // fall under half of what it holds is compacted: its live records are
-// written again at the end of the open chunk and it is dropped. So a
+// written again at the end of the open chunk and it is dropped (the open
+// chunk is left alone until it is closed, then checked once). So a
 // compaction copies at most the bytes freed since the chunk was last
 // full, and the chunks hold at most twice their live records (in a store
 // whose writes fall at random, about 1.33 times), plus the open chunk.
@@ -75,6 +76,15 @@ type slab struct {
 	spare  []uint32 // dropped chunks' numbers, for new chunks
 	bufs   [][]byte // dropped chunks' buffers of chunkBytes, for new chunks
 	bytes  int      // len(buf) of every chunk: the slab's memory
+	// closed are chunks closed under half live, to compact.
+	closed []closedChunk
+}
+
+// closedChunk is a chunk closed under half live: its number, and the
+// chunk, which tells whether the number still names it.
+type closedChunk struct {
+	num uint32
+	c   *chunk
 }
 
 func (s *slab) chunk(n uint32) *chunk { return s.chunks[n-1] }
@@ -82,10 +92,14 @@ func (s *slab) chunk(n uint32) *chunk { return s.chunks[n-1] }
 // view returns bytes [off, off+n) of r's chunk as a string, without
 // copying: see the top of this file for what may keep it.
 func (s *slab) view(r ref, off, n uint32) string {
-	if n == 0 {
-		return ""
+	if n == 0 || r.chunk == 0 || int(r.chunk) > len(s.chunks) || s.chunks[r.chunk-1] == nil {
+		return "" // none, or damage CheckInvariants reports
 	}
-	return unsafe.String(&s.chunk(r.chunk).buf[r.off+off], int(n))
+	buf := s.chunk(r.chunk).buf
+	if uint64(r.off)+uint64(off)+uint64(n) > uint64(len(buf)) {
+		return "" // damage CheckInvariants reports
+	}
+	return unsafe.String(&buf[r.off+off], int(n))
 }
 
 func (s *slab) id(r ref) a2a.TaskID { return a2a.TaskID(s.view(r, recHeader, r.idLen)) }
@@ -107,9 +121,7 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 		num = s.add(c)
 	} else {
 		if s.open == 0 || len(s.chunk(s.open).buf)-s.chunk(s.open).used < n {
-			if s.open != 0 && s.chunk(s.open).live == 0 {
-				s.drop(s.open)
-			}
+			s.close()
 			s.open = s.add(&chunk{buf: s.newBuf()})
 		}
 		num, c = s.open, s.chunk(s.open)
@@ -122,6 +134,22 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 	c.live += r.size()
 	c.slots = append(c.slots, slot)
 	return r
+}
+
+// close retires the open chunk: dropped when all dead, kept for
+// compaction (slots.compactClosed) when under half live (its dead bytes
+// came while it was open, when frees do not compact), else kept.
+func (s *slab) close() {
+	if s.open == 0 {
+		return
+	}
+	switch c := s.chunk(s.open); {
+	case c.live == 0:
+		s.drop(s.open)
+	case c.live*2 < c.used:
+		s.closed = append(s.closed, closedChunk{s.open, c})
+	}
+	s.open = 0
 }
 
 // reusingBuf, when set (by tests), sees each dropped chunk's buffer as
@@ -180,6 +208,21 @@ func (t *slots) setRecord(e *entry, id a2a.TaskID, body string, head uint32) {
 	e.rec = t.data.write(e.slot, id, body, head)
 	if old.chunk != 0 {
 		t.freeRecord(old)
+	}
+	t.compactClosed()
+}
+
+// compactClosed compacts the chunks closed under half live that still
+// are (their compactions may close more).
+func (t *slots) compactClosed() {
+	for len(t.data.closed) > 0 {
+		n := len(t.data.closed) - 1
+		cc := t.data.closed[n]
+		t.data.closed[n] = closedChunk{}
+		t.data.closed = t.data.closed[:n]
+		if int(cc.num) <= len(t.data.chunks) && t.data.chunk(cc.num) == cc.c && cc.num != t.data.open && cc.c.live*2 < cc.c.used {
+			t.compact(cc.num)
+		}
 	}
 }
 
@@ -252,13 +295,14 @@ func (t *slots) holds(e *entry) bool {
 		return false
 	}
 	c := t.data.chunk(r.chunk)
-	return int(r.off)+recHeader+int(r.idLen)+int(r.bodyLen) <= c.used && t.data.head(r) <= r.bodyLen
+	return c.used <= len(c.buf) && int(r.off)+recHeader+int(r.idLen)+int(r.bodyLen) <= c.used && t.data.head(r) <= r.bodyLen
 }
 
 // checkSlab verifies the slab against the entries of ids (the ID map's
 // slots): every chunk's live bytes are its entries' records, and it lists
 // their slots; no chunk but the open one is all dead; the dropped chunks
-// are the spare numbers; the slab's bytes are its chunks'.
+// are the spare numbers; no chunk but the open one is under half live;
+// the slab's bytes are its chunks'.
 func (t *slots) checkSlab(ids map[a2a.TaskID]uint32) []error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -294,6 +338,8 @@ func (t *slots) checkSlab(ids map[a2a.TaskID]uint32) []error {
 			fail("chunk %d: %d live bytes, its records hold %d; %d of %d used", num, c.live, live[num], c.used, len(c.buf))
 		case c.live == 0 && num != t.data.open:
 			fail("chunk %d holds no live record and is kept", num)
+		case c.live*2 < c.used && num != t.data.open:
+			fail("chunk %d is under half live (%d of %d) and not compacted", num, c.live, c.used)
 		}
 		if c != nil {
 			bytes += len(c.buf)

@@ -237,3 +237,68 @@ func TestReadsUnderChurnCopyUnderTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A chunk that falls under half live while it is open (its tasks are
+// replaced as it fills, as a task's turns are) is compacted once it is
+// closed, though no record of it is freed after: A2A tasks go quiet once
+// they end. CheckInvariants fails on a closed chunk under half live.
+func TestSlabCompactsChunkClosedUnderHalf(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{})
+	task := func(id string) *a2a.Task {
+		return &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+			Metadata: map[string]any{"b": strings.Repeat("b", 1000)}}
+	}
+	// One task replaced 150 times: its old records die in the open
+	// chunk, which a frees there does not compact.
+	if _, err := s.Create(ctx, task("busy")); err != nil {
+		t.Fatal(err)
+	}
+	for range 150 {
+		if _, err := s.Replace(ctx, task("busy"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 1000 { // then others, never touched again
+		if _, err := s.Create(ctx, task(fmt.Sprintf("quiet-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckInvariants reports a record that is not in the slab (a chunk past
+// the end, a dropped chunk, past what its chunk holds) and does not panic
+// on it.
+func TestCheckReportsRecordOutsideTheSlab(t *testing.T) {
+	for _, damage := range []func(*Store, *entry){
+		func(_ *Store, e *entry) { e.rec.chunk = 99 },
+		func(s *Store, e *entry) {
+			s.mu.slots.data.chunks = append(s.mu.slots.data.chunks, nil)
+			e.rec.chunk = uint32(len(s.mu.slots.data.chunks))
+		},
+		func(_ *Store, e *entry) { e.rec.off = chunkBytes - 2 },
+	} {
+		for _, s := range []*Store{New(Options{Log: true}), NewColliding(Options{Log: true}, 1)} { // y beside the hash map
+			for _, id := range []a2a.TaskID{"x", "y"} {
+				if _, err := s.Create(context.Background(), &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			damage(s, s.entryOf("x"))
+			damage(s, s.entryOf("y"))
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("CheckInvariants panicked: %v", p)
+					}
+				}()
+				if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "not in the slab") && !strings.Contains(err.Error(), "holds no task") {
+					t.Errorf("CheckInvariants = %v", err)
+				}
+			}()
+		}
+	}
+}

@@ -65,6 +65,7 @@ func (t *slots) release(e *entry) {
 	r := e.rec
 	*e = entry{slot: e.slot, gen: e.gen + 1}
 	t.freeRecord(r) // after: a compaction moves the records entries name
+	t.compactClosed()
 	t.free = append(t.free, e.slot)
 }
 
