@@ -14,6 +14,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/a2astore/a2astore/pgcluster"
 )
 
 // blankingConfigs blanks the token of the config a2a-go saves, as
@@ -225,12 +227,7 @@ func testAwaitsCancel(t *testing.T, canceler string) {
 	if c == nil {
 		startC() // after a claimed the cancelation: c claims m2's item
 	}
-	handedOver := make(chan error, 1)
-	go func() {
-		a.cluster.StopWork()
-		_, err := a.cluster.HandOver(ctx)
-		handedOver <- err
-	}()
+	handedOver := handOver(ctx, a.cluster)
 	select {
 	case <-awaiting:
 		close(gate.let)
@@ -362,12 +359,7 @@ func TestHandOverAwaitsWriteInFlight(t *testing.T) {
 		}
 	})
 	a.cluster.AwaitingWrite(func(a2a.TaskID) { awaiting <- struct{}{} })
-	handedOver := make(chan error, 1)
-	go func() {
-		a.cluster.StopWork()
-		_, err := a.cluster.HandOver(ctx)
-		handedOver <- err
-	}()
+	handedOver := handOver(ctx, a.cluster)
 	select {
 	case <-awaiting:
 		lock.unlock()
@@ -395,4 +387,16 @@ func TestHandOverAwaitsWriteInFlight(t *testing.T) {
 	if n := agent.ran("m1"); n != 1 {
 		t.Fatalf("m1 ran %d times, want 1", n)
 	}
+}
+
+// handOver stops c's work and hands its executions over in the
+// background; the channel receives HandOver's error.
+func handOver(ctx context.Context, c *pgcluster.Cluster) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		c.StopWork()
+		_, err := c.HandOver(ctx)
+		done <- err
+	}()
+	return done
 }

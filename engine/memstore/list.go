@@ -297,7 +297,6 @@ func (p *page) finish(q *engine.Query) ([]*a2a.Task, error) {
 	if len(p.bodies) > 0 {
 		d = new(taskcodec.Decoder)
 		d.Shape(q.HistoryLength, q.IncludeArtifacts)
-		touchBodies(p.bodies, p.depth)
 	}
 	for _, b := range p.bodies {
 		if err := decodeBody(&p.tasks[b.i], b.body, b.metaLen, p.depth, &d); err != nil {
@@ -334,21 +333,6 @@ func (p *page) detach() {
 	for i := range p.bodies {
 		p.bodies[i].body = cp.add(p.bodies[i].body)
 	}
-}
-
-// touchBodies loads the first byte of each body and, unless dp is light
-// (which decodes the metadata only), of its rest, as touch does for
-// entries: the decoder then finds them in the cache.
-//
-//go:noinline
-func touchBodies(bodies []bodyRef, dp depth) (sum byte) {
-	for _, b := range bodies {
-		sum += b.body[0]
-		if dp != depthLight && int(b.metaLen) < len(b.body) {
-			sum += b.body[b.metaLen]
-		}
-	}
-	return sum
 }
 
 // matches applies q's state and status time filters (listpage.Matches) to
