@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -109,7 +110,7 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 		Proxy:                  nil,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    o.DialTimeout,
-		MaxIdleConns:           max(1, o.MaxConns/2),
+		MaxIdleConns:           o.MaxConns, // never evicts: see connCap
 		MaxIdleConnsPerHost:    2,
 		MaxConnsPerHost:        min(4, o.MaxConns),
 		IdleConnTimeout:        o.IdleTimeout,
@@ -126,9 +127,10 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 	if o.wrapDial != nil {
 		dial = o.wrapDial(dial)
 	}
-	tr.DialContext = newConnCap(o.MaxConns, o.DialTimeout, dial).DialContext
+	conns := newConnCap(o.MaxConns, o.DialTimeout, dial)
+	tr.DialContext = conns.DialContext
 	return &http.Client{
-		Transport:     &limitBody{next: tr, max: o.MaxBody},
+		Transport:     &limitBody{next: tr, max: o.MaxBody, conns: conns},
 		Timeout:       o.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -221,14 +223,18 @@ func inAny(ps []netip.Prefix, a netip.Addr) bool {
 // limitBody is a RoundTripper whose response bodies end after max bytes
 // (a receiver streaming an endless body holds nobody).
 type limitBody struct {
-	next http.RoundTripper
-	max  int64
+	next  http.RoundTripper
+	max   int64
+	conns *connCap
 }
 
 // RoundTrip counts the request on the connection it gets (connCap's
 // closeIdle leaves that connection open) until it fails or its response
-// body is closed.
+// body is closed. Once it has a connection, or has failed, a dial made
+// for it is no longer wanted (see dialWant).
 func (l *limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	want := &dialWant{}
+	defer l.conns.ended(want)
 	var mu sync.Mutex
 	var dones []func()
 	done := func() {
@@ -238,14 +244,16 @@ func (l *limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
 			d()
 		}
 	}
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+	trace := &httptrace.ClientTrace{GetConn: func(string) { want.get() }, GotConn: func(info httptrace.GotConnInfo) {
 		if cc := cappedOf(info.Conn); cc != nil {
 			mu.Lock()
 			dones = append(dones, cc.use()) // a retried request gets another
 			mu.Unlock()
 		}
+		l.conns.got(want)
 	}}
-	resp, err := l.next.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	ctx := context.WithValue(httptrace.WithClientTrace(r.Context(), trace), dialWantKey{}, want)
+	resp, err := l.next.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		done()
 		return nil, err
@@ -325,40 +333,148 @@ func classify(status int, err error) string {
 // connCap bounds the open connections of a transport: each holds a slot
 // from its dial until it is closed. A dial past the cap closes the
 // connections no request is using (see closeIdle), then waits for a slot.
+//
+// The transport never closes an idle connection itself (its MaxIdleConns
+// is the cap): it would close the oldest, which may be one whose answer
+// its reader has not yet handed to the request — the request then fails,
+// "putIdleConn: too many idle connections", though the webhook answered.
 type connCap struct {
 	slots chan struct{}
 	dial  dialFunc
 	setup time.Duration // a connection's dial to its first use at most (the TLS handshake's timeout)
+
+	waiting atomic.Int32  // dials waiting for a slot
+	changed chan struct{} // a connection may have become unused while a dial waited
 
 	mu    sync.Mutex
 	conns map[*cappedConn]struct{} // open
 }
 
 func newConnCap(max int, setup time.Duration, dial dialFunc) *connCap {
-	return &connCap{slots: make(chan struct{}, max), dial: dial, setup: setup, conns: map[*cappedConn]struct{}{}}
+	return &connCap{slots: make(chan struct{}, max), dial: dial, setup: setup, changed: make(chan struct{}, 1), conns: map[*cappedConn]struct{}{}}
 }
 
 func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	select {
-	case c.slots <- struct{}{}:
-	default:
-		c.closeIdle() // their slots come back as they close
-		select {
-		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	want, _ := ctx.Value(dialWantKey{}).(*dialWant)
+	attempt := want.attempt()
+	if err := c.slot(ctx, want, attempt); err != nil {
+		return nil, err
 	}
 	conn, err := c.dial(ctx, network, addr)
 	if err != nil {
 		<-c.slots
 		return nil, err
 	}
-	cc := &cappedConn{Conn: conn, cap: c, setup: time.Now().Add(c.setup)}
+	cc := &cappedConn{Conn: conn, cap: c, want: want, attempt: attempt, setup: time.Now().Add(c.setup)}
 	c.mu.Lock()
 	c.conns[cc] = struct{}{}
 	c.mu.Unlock()
+	if want.over(attempt) {
+		c.wake() // its request was served while it dialed: unused already
+	}
 	return cc, nil
+}
+
+// errUnwanted fails a dial whose request no longer waits for it.
+var errUnwanted = errors.New("pushdelivery: dial no longer wanted")
+
+// dialWant is a request's want of a connection, as the dials the
+// transport makes for it see it (a dial keeps its request's context
+// values, not its cancellation). Once the request has a connection for
+// the attempt a dial was made for — the dial's or another, pooled one —
+// or has ended, the dial is not wanted: one waiting for a slot gives up,
+// and a connection dialed for it is unused from then on, not being set
+// up. (The transport retries a request on a new connection: a new
+// attempt.)
+type dialWant struct {
+	mu       sync.Mutex
+	attempts int // connections the request asked for (GetConn)
+	got      int // attempts given one (GotConn)
+	ended    bool
+}
+
+type dialWantKey struct{}
+
+func (w *dialWant) get() {
+	w.mu.Lock()
+	w.attempts++
+	w.mu.Unlock()
+}
+
+// attempt is the request's attempt a dial starting now is made for.
+func (w *dialWant) attempt() int {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.attempts
+}
+
+// over reports whether a dial for attempt is no longer wanted.
+func (w *dialWant) over(attempt int) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ended || w.got >= attempt
+}
+
+// got marks w's request's current attempt as given a connection.
+func (c *connCap) got(w *dialWant) {
+	w.mu.Lock()
+	w.got = w.attempts
+	w.mu.Unlock()
+	c.wake()
+}
+
+// ended marks w's request as ended.
+func (c *connCap) ended(w *dialWant) {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+	c.wake()
+}
+
+// wake tells the dials waiting for a slot that a connection may have
+// become unused.
+func (c *connCap) wake() {
+	if c.waiting.Load() == 0 {
+		return
+	}
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// slot takes a slot for a dial. At the cap it closes the connections no
+// request is using (their slots come back as they close), and again each
+// time one may have become unused, or a setup window lapsed; it gives up
+// once its request no longer wants the dial.
+func (c *connCap) slot(ctx context.Context, want *dialWant, attempt int) error {
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	recheck := time.NewTicker(max(c.setup, time.Millisecond))
+	defer recheck.Stop()
+	for !want.over(attempt) {
+		c.closeIdle()
+		select {
+		case c.slots <- struct{}{}:
+			return nil
+		case <-c.changed:
+		case <-recheck.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errUnwanted
 }
 
 // closeIdle closes the connections no request is using. It does not call
@@ -368,8 +484,9 @@ func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Co
 // "connection broken: http: CloseIdleConnections called", though the
 // webhook answered — its delivery would be retried and posted twice. A
 // connection counts as used from its dial until its first request's
-// GotConn, or for the TLS handshake's timeout when none comes (the
-// transport gave the request another connection and pooled this one), and
+// GotConn, for at most the TLS handshake's timeout, and only while the
+// request it was dialed for waits (the transport may give that request
+// another connection and pool this one), and
 // from each request's GotConn until its response body is closed (or the
 // request fails). One closed here just before a request takes it from
 // the pool fails that request's first write with nothing written (Write
@@ -391,8 +508,10 @@ func (c *connCap) closeIdle() {
 // first closed, and counts the requests using it.
 type cappedConn struct {
 	net.Conn
-	cap  *connCap
-	once sync.Once
+	cap     *connCap
+	want    *dialWant // of the request it was dialed for,
+	attempt int       // for this attempt
+	once    sync.Once
 
 	mu      sync.Mutex
 	used    int       // requests between their GotConn and their end (HTTP/2: several)
@@ -411,14 +530,18 @@ func (c *cappedConn) use() (done func()) {
 		once.Do(func() {
 			c.mu.Lock()
 			c.used--
+			unused := c.used == 0
 			c.mu.Unlock()
+			if unused {
+				c.cap.wake()
+			}
 		})
 	}
 }
 
 func (c *cappedConn) closeIfUnused() {
 	c.mu.Lock()
-	unused := c.used == 0 && !c.closing && time.Now().After(c.setup)
+	unused := c.used == 0 && !c.closing && (time.Now().After(c.setup) || c.want.over(c.attempt))
 	c.closing = c.closing || unused
 	c.mu.Unlock()
 	if unused {

@@ -2,6 +2,7 @@ package pushdelivery
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,42 +54,60 @@ func TestClientCapsOpenConnections(t *testing.T) {
 }
 
 // SPEC N2, N4: a post the webhook answered is never failed by the cap's
-// closing of idle connections. Many posts to more destinations than the
-// cap, each answered 200 without a body, so every dial past the cap
-// closes idle connections while other posts' answers are being handed
-// over. Before, the cap called the transport's CloseIdleConnections,
-// which closed a connection the transport had pooled just before handing
-// its request the answer: "connection broken: http: CloseIdleConnections
-// called" (CI, TestClientCapsOpenConnections), and a retry of a delivery
-// the webhook had taken.
+// closing of idle connections, nor by the transport's. Many posts to more
+// destinations than the cap, each answered 200 without a body, so every
+// dial past the cap closes idle connections while other posts' answers
+// are being handed over. Failures seen before:
+//   - "connection broken: http: CloseIdleConnections called": the cap
+//     called the transport's CloseIdleConnections, which closed a
+//     connection the transport had pooled just before handing its request
+//     the answer (CI, TestClientCapsOpenConnections);
+//   - "connection broken: http: putIdleConn: too many idle connections":
+//     the transport's MaxIdleConns (half the cap) closed its oldest idle
+//     connection, which can be one whose answer its reader has pooled and
+//     not yet handed over (CI, this test, 1 run; 3 of 5 runs at cap 2).
+//
+// Both would retry a delivery the webhook had taken. And no post waits on
+// a slot held by a connection nobody uses: dialed for a post that got a
+// pooled one instead, or idle when the first dial found the cap full. The
+// setup window (DialTimeout) is longer than the test's deadline, so such a
+// wait fails the test instead of lasting a window.
 func TestClientCapKeepsAnsweredPosts(t *testing.T) {
-	const dests, maxConns, workers, posts = 64, 8, 64, 60
-	var conns connCount
-	urls := conns.receivers(t, dests)
-	c := NewClient(ClientOptions{AllowPrivate: true, MaxConns: maxConns})
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := range posts {
-				u := urls[(w*posts+i*7)%dests]
-				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, u, strings.NewReader("{}"))
-				resp, err := c.Do(req)
-				if err != nil {
-					if failed.Add(1) == 1 {
-						errs <- err
+	for _, tc := range []struct{ dests, maxConns, workers, posts int }{
+		{64, 8, 64, 60},
+		{64, 2, 32, 400},
+	} {
+		t.Run(fmt.Sprintf("cap=%d", tc.maxConns), func(t *testing.T) {
+			var conns connCount
+			urls := conns.receivers(t, tc.dests)
+			c := NewClient(ClientOptions{AllowPrivate: true, MaxConns: tc.maxConns, DialTimeout: time.Hour, Timeout: time.Hour})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			var failed atomic.Int64
+			errs := make(chan error, tc.workers)
+			for w := range tc.workers {
+				wg.Go(func() {
+					for i := range tc.posts {
+						u := urls[(w*tc.posts+i*7)%tc.dests]
+						req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader("{}"))
+						resp, err := c.Do(req)
+						if err != nil {
+							if failed.Add(1) == 1 {
+								errs <- err
+							}
+							continue
+						}
+						resp.Body.Close()
 					}
-					continue
-				}
-				resp.Body.Close()
+				})
+			}
+			wg.Wait()
+			close(errs)
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%d of %d posts failed; first: %v", n, tc.workers*tc.posts, <-errs)
 			}
 		})
-	}
-	wg.Wait()
-	close(errs)
-	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d of %d answered posts failed; first: %v", n, workers*posts, <-errs)
 	}
 }
 
@@ -219,4 +238,75 @@ func (c *heldConn) Close() error {
 	close(c.closing)
 	<-c.release
 	return nil
+}
+
+// A connection dialed for a post that got a pooled connection while it
+// dialed is unused from the moment it is dialed: a dial waiting for the
+// only slot gets it then, without waiting out the setup window (an hour
+// here) or another post's end. Before, the waiting dial was told only
+// when posts ended, and slots could stay held by such connections.
+func TestCapFreesSlotOfUnwantedDial(t *testing.T) {
+	release := make(chan struct{})
+	var dials atomic.Int32
+	cp := newConnCap(1, time.Hour, func(context.Context, string, string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			<-release // the first dial is slow
+		}
+		a, b := net.Pipe()
+		go b.Close()
+		return a, nil
+	})
+	first, second := &dialWant{}, &dialWant{}
+	first.get()
+	second.get()
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := cp.DialContext(context.WithValue(context.Background(), dialWantKey{}, first), "tcp", "a")
+		firstDone <- err
+	}()
+	if !within(10*time.Second, func() bool { return dials.Load() == 1 }) {
+		t.Fatal("the first dial never started")
+	}
+	secondDone := make(chan error, 1)
+	go func() {
+		_, err := cp.DialContext(context.WithValue(context.Background(), dialWantKey{}, second), "tcp", "b")
+		secondDone <- err
+	}()
+	if !within(10*time.Second, func() bool { return cp.waiting.Load() == 1 }) {
+		t.Fatal("the second dial never waited for the slot")
+	}
+	cp.got(first) // its post took a pooled connection meanwhile
+	if !within(10*time.Second, func() bool { return len(cp.changed) == 0 }) {
+		t.Fatal("the waiting dial never looked again")
+	} // it found nothing to close: the first dial's connection is not made yet
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-secondDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second dial still waits for a slot held by a connection nobody wants")
+	}
+}
+
+// The transport never closes an idle connection of its own accord: its
+// MaxIdleConns is at least the cap (idle connections are open ones), so
+// it never evicts the oldest, which can be one whose answer its reader
+// has pooled and not yet handed to the request (a post the webhook took,
+// failed: "putIdleConn: too many idle connections", and retried).
+// TestClientCapKeepsAnsweredPosts met it 3 times in 5 at cap 2 before;
+// with the cap's own closing now prompt it meets it too rarely to be the
+// guard, so this checks the setting.
+func TestClientTransportNeverEvictsIdle(t *testing.T) {
+	for _, maxConns := range []int{1, 2, 8, DefaultMaxConns} {
+		c := NewClient(ClientOptions{AllowPrivate: true, MaxConns: maxConns})
+		tr := c.Transport.(*limitBody).next.(*http.Transport)
+		if tr.MaxIdleConns != 0 && tr.MaxIdleConns < maxConns {
+			t.Errorf("cap %d: the transport's MaxIdleConns is %d: it evicts idle connections", maxConns, tr.MaxIdleConns)
+		}
+	}
 }
