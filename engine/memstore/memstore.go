@@ -84,13 +84,14 @@ type entry struct {
 	rec       ref // the ID, then the body: metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
-	status    stamp  // status timestamp
-	ctx       sym    // interned context ID
-	owner     sym    // interned owner, fixed at Create (O1, O2); noOwner = none
-	metaLen   uint32 // bytes of the body that are metadata
-	slot      uint32 // this entry's slot
-	gen       uint32 // the slot's generation: one on each time it is freed (wraps after 2^32 frees of one slot)
-	state     uint8  // number in states
+	status    stamp          // status timestamp
+	ctx       sym            // interned context ID
+	owner     sym            // interned owner, fixed at Create (O1, O2); noOwner = none
+	metaLen   uint32         // bytes of the body that are metadata
+	slot      uint32         // this entry's slot
+	gen       uint32         // the slot's generation: one on each time it is freed (wraps after 2^32 frees of one slot)
+	state     uint8          // number in states
+	sid       [idInline]byte // the ID, when it has at most idInline bytes (rec.idLen)
 }
 
 // item is an entry of the global index: the task's time and slot, whose
@@ -539,11 +540,11 @@ func (s *Store) DeleteIf(ctx context.Context, id a2a.TaskID, expectedRevision in
 // REQUIRES: s.mu held for writing.
 func (s *Store) removeLocked(e *entry) {
 	s.unindexLocked(e)
-	id := s.mu.slots.id(e) // a view, valid after the record is freed
+	id := s.mu.slots.id(e) // a view: of the entry or its record, both reused once released
 	s.mu.ids.delete(&s.mu.slots, id)
 	delete(s.mu.logs, e.slot)
 	s.markDeletedLocked(id, e.updatedAt)
 	s.releaseLocked(e.ctx, e.owner)
+	s.wake(id) // its readers end (they wait for the lock)
 	s.mu.slots.release(e)
-	s.wake(id) // its readers end
 }

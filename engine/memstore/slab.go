@@ -45,19 +45,35 @@ const (
 	largeRecord = chunkBytes / 8
 )
 
-// ref names an entry's record: bytes [off, off+recHeader+idLen+bodyLen)
+// ref names an entry's record: bytes [off, off+recHeader+slabID+bodyLen)
 // of chunk number chunk (from 1; 0 is none). A record is its header (the
 // body's head length, little-endian: what a page without history or
-// artifacts decodes of it), the ID, then the body.
+// artifacts decodes of it), the ID when the entry does not hold it, then
+// the body.
 type ref struct {
 	chunk, off, idLen, bodyLen uint32
 }
 
 const recHeader = 4
 
+// idInline: an ID of at most this many bytes (a UUID's 36, most IDs) is
+// held by its entry, not its record. A page reads its entries anyway;
+// an ID in the slab cost it one more cache miss per task to copy (#55:
+// at 1e6 tasks the light page went from 1.2–1.5 to 1.7–1.9 times its
+// floor when the IDs moved into the slab).
+const idInline = 40
+
+// slabID is the bytes of the ID in the record: 0 when the entry holds it.
+func (r ref) slabID() uint32 {
+	if r.idLen <= idInline {
+		return 0
+	}
+	return r.idLen
+}
+
 // size is the bytes the record takes in its chunk: records start at
 // multiples of 8.
-func (r ref) size() int { return align8(recHeader + int(r.idLen) + int(r.bodyLen)) }
+func (r ref) size() int { return align8(recHeader + int(r.slabID()) + int(r.bodyLen)) }
 
 func align8(n int) int { return (n + 7) &^ 7 }
 
@@ -102,17 +118,20 @@ func (s *slab) view(r ref, off, n uint32) string {
 	return unsafe.String(&buf[r.off+off], int(n))
 }
 
-func (s *slab) id(r ref) a2a.TaskID { return a2a.TaskID(s.view(r, recHeader, r.idLen)) }
-func (s *slab) body(r ref) string   { return s.view(r, recHeader+r.idLen, r.bodyLen) }
+func (s *slab) body(r ref) string { return s.view(r, recHeader+r.slabID(), r.bodyLen) }
 
 // head returns the length of r's body's head.
 func (s *slab) head(r ref) uint32 {
 	return binary.LittleEndian.Uint32(s.chunk(r.chunk).buf[r.off:])
 }
 
-// write stores a record of id and body, whose head is head bytes, for
-// slot and returns it.
+// write stores a record of id (unless the entry holds it: idInline) and
+// body, whose head is head bytes, for slot and returns it.
 func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
+	idLen := uint32(len(id))
+	if idLen <= idInline {
+		id = "" // the entry's
+	}
 	n := recHeader + len(id) + len(body)
 	var c *chunk
 	var num uint32
@@ -126,7 +145,7 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 		}
 		num, c = s.open, s.chunk(s.open)
 	}
-	r := ref{chunk: num, off: uint32(c.used), idLen: uint32(len(id)), bodyLen: uint32(len(body))}
+	r := ref{chunk: num, off: uint32(c.used), idLen: idLen, bodyLen: uint32(len(body))}
 	binary.LittleEndian.PutUint32(c.buf[c.used:], head)
 	copy(c.buf[c.used+recHeader:], id)
 	copy(c.buf[c.used+recHeader+len(id):], body)
@@ -206,6 +225,9 @@ func (s *slab) drop(num uint32) {
 func (t *slots) setRecord(e *entry, id a2a.TaskID, body string, head uint32) {
 	old := e.rec
 	e.rec = t.data.write(e.slot, id, body, head)
+	if len(id) <= idInline {
+		copy(e.sid[:], id) // id may be e's own: copy moves
+	}
 	if old.chunk != 0 {
 		t.freeRecord(old)
 	}
@@ -245,14 +267,23 @@ func (t *slots) compact(num uint32) {
 	for _, slot := range c.slots {
 		if e := t.at(slot); e.rec.chunk == num {
 			r := e.rec
-			e.rec = t.data.write(slot, t.data.id(r), t.data.body(r), t.data.head(r))
+			e.rec = t.data.write(slot, t.id(e), t.data.body(r), t.data.head(r))
 		}
 	}
 	t.data.drop(num)
 }
 
-// id returns e's ID, a view into the slab (see copies).
-func (t *slots) id(e *entry) a2a.TaskID { return t.data.id(e.rec) }
+// id returns e's ID, a view into the entry or the slab (see copies).
+func (t *slots) id(e *entry) a2a.TaskID {
+	r := e.rec
+	switch {
+	case r.idLen == 0:
+		return ""
+	case r.idLen <= idInline:
+		return a2a.TaskID(unsafe.String(&e.sid[0], int(r.idLen)))
+	}
+	return a2a.TaskID(t.data.view(r, recHeader, r.idLen))
+}
 
 // body returns e's body, a view into the slab (see copies).
 func (t *slots) body(e *entry) string { return t.data.body(e.rec) }
@@ -295,7 +326,7 @@ func (t *slots) holds(e *entry) bool {
 		return false
 	}
 	c := t.data.chunk(r.chunk)
-	return c.used <= len(c.buf) && int(r.off)+recHeader+int(r.idLen)+int(r.bodyLen) <= c.used && t.data.head(r) <= r.bodyLen
+	return c.used <= len(c.buf) && int(r.off)+recHeader+int(r.slabID())+int(r.bodyLen) <= c.used && t.data.head(r) <= r.bodyLen
 }
 
 // checkSlab verifies the slab against the entries of ids (the ID map's

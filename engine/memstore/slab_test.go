@@ -41,10 +41,11 @@ func TestEntryHoldsNoPointer(t *testing.T) {
 // Random creates, replaces with bodies of random sizes (large records
 // among them) and deletes: after each step the slab's accounting is
 // exact (CheckInvariants: each chunk's live bytes are its entries'
-// records), every task reads back as last written, and the chunks hold
-// at most twice the live records, plus the open chunk and the large
-// records' own chunks. At the end every task is deleted and
-// nothing but the open chunk is left.
+// records), every task reads back as last written, by Get and in pages,
+// and the chunks hold at most twice the live records, plus the open chunk
+// and the large records' own chunks. The IDs' lengths straddle idInline
+// (held by the entry up to it, by the record past it). At the end every
+// task is deleted and nothing but the open chunk is left.
 func TestSlabChurn(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -63,7 +64,9 @@ func TestSlabChurn(t *testing.T) {
 			Metadata: map[string]any{"text": text}}
 	}
 	for step := range 6000 {
-		id := a2a.TaskID(fmt.Sprintf("task-%d", rng.IntN(400)))
+		k := rng.IntN(400)
+		id := a2a.TaskID(fmt.Sprintf("task-%d-", k))
+		id += a2a.TaskID(strings.Repeat("x", max(0, []int{0, idInline, idInline + 1, 3 * idInline}[k%4]-len(id))))
 		_, exists := want[id]
 		var err error
 		switch {
@@ -106,6 +109,27 @@ func checkSlabBound(t *testing.T, s *Store, want map[a2a.TaskID]string) {
 		if err != nil || rec.Task.Metadata["text"] != text {
 			t.Fatalf("task %s does not read back as written: %v", id, err)
 		}
+	}
+	listed := map[a2a.TaskID]bool{}
+	req := &engine.ListRequest{PageSize: 50}
+	for {
+		resp, err := s.List(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range resp.Tasks {
+			if _, ok := want[task.ID]; !ok || listed[task.ID] {
+				t.Fatalf("a page lists task %q, which is not in the store or listed before", task.ID)
+			}
+			listed[task.ID] = true
+		}
+		if resp.NextPageToken == "" {
+			break
+		}
+		req.PageToken = resp.NextPageToken
+	}
+	if len(listed) != len(want) {
+		t.Fatalf("pages list %d tasks, the store holds %d", len(listed), len(want))
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
