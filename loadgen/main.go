@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/trace"
 	"strings"
 	"syscall"
 	"time"
@@ -76,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonFile := fs.String("json", "", "write the full result as JSON to this file")
 	bench := fs.Bool("bench", false, "also print Go benchmark-format lines (for benchstat)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	traceFile := fs.String("trace", "", "write a Go execution trace of the run's end to this file (go tool trace): a flight recorder keeps about the last -duration, at most 1 GiB, so a longer initial load is left out")
 	fs.DurationVar(&cfg.ProgressInterval, "progress-interval", time.Second, "time between progress lines, each covering its interval (with -rate, p50/p99 from each operation's send and how far the run is behind its schedule)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -91,7 +93,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var fr *trace.FlightRecorder
+	if *traceFile != "" {
+		fr = trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: max(cfg.Duration, time.Minute) + 5*time.Second, MaxBytes: 1 << 30})
+		if err := fr.Start(); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 2
+		}
+	}
 	res, err := load.Run(ctx, cfg)
+	if fr != nil {
+		if werr := writeTrace(fr, *traceFile); werr != nil {
+			fmt.Fprintln(stderr, "loadgen:", werr)
+			return 2
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 2
@@ -111,6 +127,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeTrace writes fr's window to path and stops it.
+func writeTrace(fr *trace.FlightRecorder, path string) error {
+	defer fr.Stop()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := fr.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -58,3 +58,19 @@ func TestCommandUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// -trace writes the flight recorder's window as an execution trace.
+func TestCommandTrace(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.trace")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-ops", "200", "-initial", "100", "-seed", "3", "-quiet", "-trace", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, ok := bytes.Cut(b, []byte(" trace\x00")); !ok || !bytes.HasPrefix(head, []byte("go 1.")) || len(b) < 1024 {
+		t.Errorf("-trace wrote %d bytes starting %q, not an execution trace", len(b), b[:min(len(b), 16)])
+	}
+}

@@ -12,12 +12,12 @@ import (
 	"github.com/a2astore/a2astore/engine"
 )
 
-// The tasks' IDs and bodies live in a slab: large byte chunks that the
-// collector allocates, marks and sweeps as one object each and never
-// scans, instead of two strings per task (at 1e7 tasks the collector
-// spent 16.5 % of a read-heavy server's CPU marking and sweeping them,
-// #55). An entry names its record (its ID, then its body) by chunk number
-// and offset, so entries hold no pointer either.
+// The tasks' bodies (and IDs too long for their entries) live in a slab:
+// large byte chunks that the collector allocates, marks and sweeps as one
+// object each and never scans, instead of two strings per task (at 1e7
+// tasks the collector spent 16.5 % of a read-heavy server's CPU marking
+// and sweeping them, #55). An entry names its record by chunk number and
+// offset, so entries hold no pointer either.
 //
 // Chunks are append-only: a record is written once and its bytes do not
 // change while its chunk lives. A dropped chunk's buffer is kept for the
