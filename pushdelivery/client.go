@@ -30,8 +30,8 @@ type ClientOptions struct {
 	// MaxConns bounds the client's open connections, to every
 	// destination together (SPEC N4: destinations are chosen by clients):
 	// a dial past it first closes the idle connections, then waits for
-	// one to close. At most half of them (and 2 per destination) stay
-	// idle, for IdleTimeout. Default DefaultMaxConns.
+	// one to close. At most 2 per destination stay idle, for
+	// IdleTimeout. Default DefaultMaxConns.
 	MaxConns int
 	// IdleTimeout is how long an idle connection is kept. Default 30s.
 	IdleTimeout time.Duration
@@ -110,7 +110,7 @@ func newClient(o ClientOptions, check func(netip.AddrPort) error) *http.Client {
 		Proxy:                  nil,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    o.DialTimeout,
-		MaxIdleConns:           o.MaxConns, // never evicts: see connCap
+		MaxIdleConns:           0, // no limit: it would evict (see connCap); the cap bounds them
 		MaxIdleConnsPerHost:    2,
 		MaxConnsPerHost:        min(4, o.MaxConns),
 		IdleConnTimeout:        o.IdleTimeout,
@@ -334,29 +334,37 @@ func classify(status int, err error) string {
 // from its dial until it is closed. A dial past the cap closes the
 // connections no request is using (see closeIdle), then waits for a slot.
 //
-// The transport never closes an idle connection itself (its MaxIdleConns
-// is the cap): it would close the oldest, which may be one whose answer
-// its reader has not yet handed to the request — the request then fails,
+// The transport has no limit of idle connections in all (MaxIdleConns 0):
+// past one it closes the oldest, which may be one whose answer its reader
+// has pooled and not yet handed to the request — the request then fails,
 // "putIdleConn: too many idle connections", though the webhook answered.
+// A limit at the cap is not enough: a connection closed here leaves the
+// transport's idle list only when its reader sees the close, after its
+// slot has gone to a new connection, which the transport may pool.
 type connCap struct {
 	slots chan struct{}
 	dial  dialFunc
 	setup time.Duration // a connection's dial to its first use at most (the TLS handshake's timeout)
 
-	waiting atomic.Int32  // dials waiting for a slot
-	changed chan struct{} // a connection may have become unused while a dial waited
+	waiting atomic.Int32 // dials waiting for a slot
+
+	wakeMu  sync.Mutex
+	changed chan struct{} // closed (and replaced) when a connection may have become unused or a dial unwanted
 
 	mu    sync.Mutex
 	conns map[*cappedConn]struct{} // open
 }
 
 func newConnCap(max int, setup time.Duration, dial dialFunc) *connCap {
-	return &connCap{slots: make(chan struct{}, max), dial: dial, setup: setup, changed: make(chan struct{}, 1), conns: map[*cappedConn]struct{}{}}
+	return &connCap{slots: make(chan struct{}, max), dial: dial, setup: setup, changed: make(chan struct{}), conns: map[*cappedConn]struct{}{}}
 }
 
 func (c *connCap) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	want, _ := ctx.Value(dialWantKey{}).(*dialWant)
 	attempt := want.attempt()
+	if want.over(attempt) {
+		return nil, errUnwanted // the transport dials on after its request is served
+	}
 	if err := c.slot(ctx, want, attempt); err != nil {
 		return nil, err
 	}
@@ -437,16 +445,24 @@ func (c *connCap) ended(w *dialWant) {
 	c.wake()
 }
 
-// wake tells the dials waiting for a slot that a connection may have
-// become unused.
+// wake tells every dial waiting for a slot that a connection may have
+// become unused, or a dial unwanted: each looks again (one wake for one
+// waiter would be lost on a waiter that gives up).
 func (c *connCap) wake() {
 	if c.waiting.Load() == 0 {
 		return
 	}
-	select {
-	case c.changed <- struct{}{}:
-	default:
-	}
+	c.wakeMu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.wakeMu.Unlock()
+}
+
+// wakes returns the channel the next wake closes.
+func (c *connCap) wakes() <-chan struct{} {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	return c.changed
 }
 
 // slot takes a slot for a dial. At the cap it closes the connections no
@@ -463,18 +479,25 @@ func (c *connCap) slot(ctx context.Context, want *dialWant, attempt int) error {
 	defer c.waiting.Add(-1)
 	recheck := time.NewTicker(max(c.setup, time.Millisecond))
 	defer recheck.Stop()
-	for !want.over(attempt) {
+	for {
+		woken := c.wakes() // before looking: a change after it wakes this wait
+		if want.over(attempt) {
+			return errUnwanted
+		}
 		c.closeIdle()
 		select {
 		case c.slots <- struct{}{}:
+			if want.over(attempt) { // unwanted while it waited, unwoken
+				<-c.slots
+				return errUnwanted
+			}
 			return nil
-		case <-c.changed:
+		case <-woken:
 		case <-recheck.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return errUnwanted
 }
 
 // closeIdle closes the connections no request is using. It does not call
