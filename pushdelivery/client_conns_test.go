@@ -248,14 +248,11 @@ func (c *heldConn) Close() error {
 func TestCapFreesSlotOfUnwantedDial(t *testing.T) {
 	release := make(chan struct{})
 	var dials atomic.Int32
-	cp := newConnCap(1, time.Hour, func(context.Context, string, string) (net.Conn, error) {
+	cp := newConnCap(1, time.Hour, pipeDial(func(string) {
 		if dials.Add(1) == 1 {
 			<-release // the first dial is slow
 		}
-		a, b := net.Pipe()
-		go b.Close()
-		return a, nil
-	})
+	}))
 	first, second := &dialWant{}, &dialWant{}
 	first.get()
 	second.get()
@@ -319,13 +316,10 @@ func TestClientTransportNeverEvictsIdle(t *testing.T) {
 func capWithConn(t *testing.T) (cp *connCap, dials *sync.Map, x *cappedConn, done func()) {
 	t.Helper()
 	dials = new(sync.Map)
-	cp = newConnCap(1, time.Hour, func(_ context.Context, _, addr string) (net.Conn, error) {
+	cp = newConnCap(1, time.Hour, pipeDial(func(addr string) {
 		n, _ := dials.LoadOrStore(addr, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
-		a, b := net.Pipe()
-		go b.Close()
-		return a, nil
-	})
+	}))
 	w := &dialWant{}
 	w.get()
 	conn, err := cp.DialContext(context.WithValue(context.Background(), dialWantKey{}, w), "tcp", "x")
@@ -417,12 +411,7 @@ func TestCapUnwantedWaiterLeavesSlot(t *testing.T) {
 // connection takes no slot and dials nothing, even with slots free.
 func TestCapRefusesDialForServedPost(t *testing.T) {
 	var dials atomic.Int32
-	cp := newConnCap(4, time.Hour, func(context.Context, string, string) (net.Conn, error) {
-		dials.Add(1)
-		a, b := net.Pipe()
-		go b.Close()
-		return a, nil
-	})
+	cp := newConnCap(4, time.Hour, pipeDial(func(string) { dials.Add(1) }))
 	w := &dialWant{}
 	w.get()
 	cp.got(w) // a pooled connection served it
@@ -431,5 +420,16 @@ func TestCapRefusesDialForServedPost(t *testing.T) {
 	}
 	if n := dials.Load(); n != 0 || len(cp.slots) != 0 {
 		t.Errorf("it dialed %d times; %d slots taken", n, len(cp.slots))
+	}
+}
+
+// pipeDial dials one end of a pipe whose other end is closed, after
+// calling dialed with the address.
+func pipeDial(dialed func(addr string)) dialFunc {
+	return func(_ context.Context, _, addr string) (net.Conn, error) {
+		dialed(addr)
+		a, b := net.Pipe()
+		go b.Close()
+		return a, nil
 	}
 }
