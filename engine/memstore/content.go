@@ -162,8 +162,8 @@ func putEncodeBuffer(buf *[]byte) {
 }
 
 // content is a task's content as read under the lock: what builds the task
-// once the lock is released. id and body are views into the slab until
-// detach, which the lock's holder calls.
+// once the lock is released. id and body are views of the entry or the
+// slab until detach, which the lock's holder calls.
 type content struct {
 	id      string
 	ctx     string

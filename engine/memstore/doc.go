@@ -42,12 +42,12 @@
 //
 // # Representation
 //
-// An entry (72 bytes, no pointer) holds the task's time, revision,
+// An entry (112 bytes, no pointer) holds the task's time, revision,
 // state number, status time (a pointer-free 16-byte stamp), its context
 // and owner as interned numbers (syms): each context ID and owner is
-// stored once, with the counts of its tasks per state; and the place of
-// its record in the slab (slab.go): the task's ID (the store's own copy),
-// then its body: the metadata's encoded form, then the rest of the task
+// stored once, with the counts of its tasks per state; its ID (the
+// store's own copy) when it has at most 40 bytes; and the place of its
+// record in the slab (slab.go): a longer ID, then its body: the metadata's encoded form, then the rest of the task
 // without its light fields (empty for a light task without metadata).
 // The slab is chunks of 256 KiB, append-only, a record written once and
 // never changed; a chunk whose live records fall under half of it is
@@ -58,9 +58,10 @@
 // per task: the slots' chunks, the slab's and the index nodes are all it
 // sees (slots.go, slab.go, idmap.go). What the store hands out (IDs,
 // cursors, decoded strings) or keeps beside an entry is copied out of
-// the slab first (a page's in one allocation), so that no caller holds a
-// chunk. The slots' chunks are not given back when tasks go: they hold 72
-// bytes per task at the store's peak. Index items are a time and a slot
+// the entry or the slab first (a page's in one allocation), so that no
+// caller holds a chunk or sees a reused slot. The slots' chunks are not
+// given back when tasks go: they hold 112 bytes per task at the store's
+// peak. Index items are a time and a slot
 // (16 bytes; keyed ones add the key: 24), so each task's light
 // fields are stored once. A full page decodes its bodies page-wide
 // (taskcodec.Decoder: a few allocations per page, not several per task);

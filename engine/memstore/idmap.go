@@ -47,7 +47,7 @@ func (m *idMap) get(t *slots, id a2a.TaskID) (uint32, bool) {
 }
 
 // add maps id, which is not stored, to slot; a colliding id is kept as a
-// copy (id may be a view into the slab).
+// copy (id may be a view of an entry or the slab).
 func (m *idMap) add(id a2a.TaskID, slot uint32) {
 	h := m.hash(id)
 	if _, taken := m.byHash[h]; taken {

@@ -75,13 +75,15 @@ var (
 )
 
 // entry is one stored task, in its slot (slots.go), which the ID map and
-// every index name: 72 bytes and no pointer. Its record in the slab
-// (slab.go) holds the ID (the store's own copy, made at Create) and the
-// body. Its fields change only under s.mu (write); a record is never
-// modified once written, so readers may keep views of it past the lock,
-// but copy what they hand out (slab.go).
+// every index name: 112 bytes and no pointer. It holds the ID (the store's
+// own copy, made at Create) when it has at most idInline bytes; its record
+// in the slab (slab.go) holds a longer one, and the body. Its fields
+// change only under s.mu (write). A view of its ID or of its record is
+// valid only under the lock: the entry is cleared when the task goes and
+// the slab's buffers are reused; what is handed out or kept is copied
+// (slab.go).
 type entry struct {
-	rec       ref // the ID, then the body: metadata, then the rest of the task (content.go)
+	rec       ref // the ID when longer than idInline, then the body: metadata, then the rest of the task (content.go)
 	updatedAt int64
 	revision  int64
 	status    stamp          // status timestamp

@@ -292,7 +292,7 @@ func (t *slots) body(e *entry) string { return t.data.body(e.rec) }
 // artifacts decodes: its metadata and head (taskcodec.AppendTaskHead).
 func (t *slots) head(e *entry) uint32 { return t.data.head(e.rec) }
 
-// cursor returns e's cursor, whose ID is a view into the slab.
+// cursor returns e's cursor, whose ID is a view (see id).
 func (t *slots) cursor(e *entry) engine.Cursor {
 	return engine.Cursor{UpdatedAt: e.updatedAt, ID: t.id(e)}
 }

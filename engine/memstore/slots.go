@@ -16,7 +16,7 @@ import (
 
 const (
 	slotShift = 10
-	slotChunk = 1 << slotShift // entries per chunk: 88 KiB
+	slotChunk = 1 << slotShift // entries per chunk: 112 KiB
 
 	// rangeStart is the slot of a keyed index's range start: it sorts
 	// before every entry of its key.

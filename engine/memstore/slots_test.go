@@ -183,14 +183,39 @@ func inSlab(s string, t *slots) bool {
 	return false
 }
 
+// inEntries reports whether s's bytes lie in a chunk of t's entries: a
+// view of an ID its entry holds, cleared when the task goes and written
+// over when its slot is reused.
+func inEntries(s string, t *slots) bool {
+	if s == "" {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	for _, c := range t.chunks {
+		if lo := uintptr(unsafe.Pointer(c)); p >= lo && p < lo+unsafe.Sizeof(*c) {
+			return true
+		}
+	}
+	return false
+}
+
 // No ID or cursor the store gives out or keeps beside its entries is a
-// slice of the slab: one would keep a whole chunk of other tasks' data
-// alive after the task is replaced or gone (a caller keeping the IDs of
-// a page would keep a chunk for each). Checked on every path that
-// gives out an ID.
+// view of the store's memory: of the slab, it would keep a whole chunk of
+// other tasks' data alive after the task is replaced or gone (a caller
+// keeping the IDs of a page would keep a chunk for each); of an entry, it
+// would change when the slot is reused. Checked on every path that gives
+// out an ID, with IDs the entry holds (1 and idInline bytes) and one the
+// record holds (idInline+1).
 func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
+	for _, n := range []int{1, idInline, idInline + 1} {
+		t.Run(fmt.Sprintf("id=%dB", n), func(t *testing.T) { testIDsGivenOut(t, n) })
+	}
+}
+
+func testIDsGivenOut(t *testing.T, n int) {
 	ctx := context.Background()
 	s := NewColliding(Options{Log: true}, 1) // every ID but the first kept beside the hash map
+	id := func(c string) a2a.TaskID { return a2a.TaskID(strings.Repeat(c, n)) }
 	task := func(id a2a.TaskID, st a2a.TaskState) *a2a.Task {
 		return &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: st}, Metadata: map[string]any{"k": "a value"},
 			History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("body"))}}
@@ -204,12 +229,12 @@ func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 	}
 	check := func(what string, id a2a.TaskID) {
 		t.Helper()
-		if inSlab(string(id), &s.mu.slots) {
-			t.Errorf("%s: %q is a slice of the slab", what, id)
+		if inSlab(string(id), &s.mu.slots) || inEntries(string(id), &s.mu.slots) {
+			t.Errorf("%s: %q is a view of the store's memory", what, id)
 		}
 	}
-	for _, id := range []a2a.TaskID{"a", "b"} {
-		rec, err := s.Create(ctx, task(id, a2a.TaskStateCompleted))
+	for _, c := range []string{"a", "b"} {
+		rec, err := s.Create(ctx, task(id(c), a2a.TaskStateCompleted))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,18 +247,33 @@ func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 	for id := range s.mu.ids.more {
 		check("the ID map's side key", id)
 	}
-	rec, err := s.Replace(ctx, task("b", a2a.TaskStateCompleted), 0)
+	rec, err := s.Replace(ctx, task(id("b"), a2a.TaskStateCompleted), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("Replace's task", rec.Task.ID)
 	check("Replace's cursor", rec.Cursor.ID)
-	if rec, err = s.Get(ctx, "a"); err != nil {
+	if rec, err = s.Get(ctx, id("a")); err != nil {
 		t.Fatal(err)
 	}
 	check("Get's task", rec.Task.ID)
 	checkBody("Get's task", rec.Task)
 	check("Get's cursor", rec.Cursor.ID)
+	exported, err := s.Export(ctx, nil, 10)
+	if err != nil || len(exported) != 2 {
+		t.Fatalf("Export: %d tasks, %v", len(exported), err)
+	}
+	for _, st := range exported {
+		check("Export's task", st.Task.ID)
+		check("Export's cursor", st.Cursor.ID)
+	}
+	tail, err := s.Tail(ctx, 10)
+	if err != nil || len(tail) == 0 {
+		t.Fatalf("Tail: %d cursors, %v", len(tail), err)
+	}
+	for _, c := range tail {
+		check("Tail's cursor", c.ID)
+	}
 	for _, proj := range []engine.Projection{engine.ProjectionLight, engine.ProjectionFull} {
 		resp, err := s.List(ctx, &engine.ListRequest{PageSize: 1, Projection: proj})
 		if err != nil {
@@ -262,6 +302,15 @@ func TestIDsGivenOutOwnTheirBytes(t *testing.T) {
 		if c != nil {
 			check("RemoveExpired's cursor", c.ID)
 		}
+	}
+	if err := s.Delete(ctx, id("b")); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.mu.deleted) == 0 {
+		t.Fatal("no deletion mark after a Delete with the log on")
+	}
+	for id := range s.mu.deleted {
+		check("a deletion mark's key", id)
 	}
 }
 
