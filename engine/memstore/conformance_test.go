@@ -17,6 +17,11 @@ func TestConformanceCollidingIDs(t *testing.T) {
 	conformance(t, func(opts memstore.Options) *memstore.Store { return memstore.NewColliding(opts, 3) })
 }
 
+// TestConformanceIDsInRecords: the contract holds with every ID in its
+// record (the conformance suite's IDs are all short enough for the
+// entries).
+func TestConformanceIDsInRecords(t *testing.T) { conformance(t, memstore.NewIDsInRecords) }
+
 func conformance(t *testing.T, newStore func(memstore.Options) *memstore.Store) {
 	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
 		return func(tb testing.TB, clock engine.Clock) engine.Store {

@@ -13,3 +13,12 @@ func NewColliding(opts Options, n uint64) *Store {
 	}
 	return s
 }
+
+// NewIDsInRecords returns a store that keeps every ID in its record, as
+// it keeps IDs longer than idInline: the conformance suite's IDs are
+// shorter.
+func NewIDsInRecords(opts Options) *Store {
+	s := New(opts)
+	s.mu.slots.data.idsInRecords = true
+	return s
+}

@@ -232,7 +232,7 @@ func (b *batch) flush() bool {
 func touch(t *slots, sl []uint32) (sum uint8) {
 	for _, i := range sl {
 		e := t.at(i)
-		sum += uint8(e.rec.idLen) + e.status[0] + e.state + e.sid[idInline-1]
+		sum += uint8(e.rec.id) + e.status[0] + e.state + e.sid[idInline-1]
 	}
 	return sum
 }

@@ -51,8 +51,15 @@ const (
 // artifacts decodes of it), the ID when the entry does not hold it, then
 // the body.
 type ref struct {
-	chunk, off, idLen, bodyLen uint32
+	chunk, off uint32
+	id         uint32 // the ID's length, with idInRecord set when the record holds the ID
+	bodyLen    uint32
 }
+
+// idInRecord is ref.id's flag: the record holds the ID, not the entry.
+const idInRecord = 1 << 31
+
+func (r ref) idLen() uint32 { return r.id &^ idInRecord }
 
 const recHeader = 4
 
@@ -65,10 +72,10 @@ const idInline = 40
 
 // slabID is the bytes of the ID in the record: 0 when the entry holds it.
 func (r ref) slabID() uint32 {
-	if r.idLen <= idInline {
+	if r.id&idInRecord == 0 {
 		return 0
 	}
-	return r.idLen
+	return r.idLen()
 }
 
 // size is the bytes the record takes in its chunk: records start at
@@ -94,6 +101,9 @@ type slab struct {
 	bytes  int      // len(buf) of every chunk: the slab's memory
 	// closed are chunks closed under half live, to compact.
 	closed []closedChunk
+	// idsInRecords: every ID goes in its record (tests: the paths of
+	// long IDs with any ID).
+	idsInRecords bool
 }
 
 // closedChunk is a chunk closed under half live: its number, and the
@@ -128,8 +138,10 @@ func (s *slab) head(r ref) uint32 {
 // write stores a record of id (unless the entry holds it: idInline) and
 // body, whose head is head bytes, for slot and returns it.
 func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
-	idLen := uint32(len(id))
-	if idLen <= idInline {
+	idBits := uint32(len(id))
+	if len(id) > idInline || s.idsInRecords {
+		idBits |= idInRecord
+	} else {
 		id = "" // the entry's
 	}
 	n := recHeader + len(id) + len(body)
@@ -145,7 +157,7 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 		}
 		num, c = s.open, s.chunk(s.open)
 	}
-	r := ref{chunk: num, off: uint32(c.used), idLen: idLen, bodyLen: uint32(len(body))}
+	r := ref{chunk: num, off: uint32(c.used), id: idBits, bodyLen: uint32(len(body))}
 	binary.LittleEndian.PutUint32(c.buf[c.used:], head)
 	copy(c.buf[c.used+recHeader:], id)
 	copy(c.buf[c.used+recHeader+len(id):], body)
@@ -225,7 +237,7 @@ func (s *slab) drop(num uint32) {
 func (t *slots) setRecord(e *entry, id a2a.TaskID, body string, head uint32) {
 	old := e.rec
 	e.rec = t.data.write(e.slot, id, body, head)
-	if len(id) <= idInline {
+	if e.rec.slabID() == 0 {
 		copy(e.sid[:], id) // id may be e's own: copy moves
 	}
 	if old.chunk != 0 {
@@ -277,12 +289,12 @@ func (t *slots) compact(num uint32) {
 func (t *slots) id(e *entry) a2a.TaskID {
 	r := e.rec
 	switch {
-	case r.idLen == 0:
+	case r.id == 0:
 		return ""
-	case r.idLen <= idInline:
-		return a2a.TaskID(unsafe.String(&e.sid[0], int(r.idLen)))
+	case r.slabID() == 0:
+		return a2a.TaskID(unsafe.String(&e.sid[0], int(r.idLen())))
 	}
-	return a2a.TaskID(t.data.view(r, recHeader, r.idLen))
+	return a2a.TaskID(t.data.view(r, recHeader, r.slabID()))
 }
 
 // body returns e's body, a view into the slab (see copies).

@@ -371,7 +371,7 @@ func TestCheckReportsDamagedSlots(t *testing.T) {
 	if err := s.CheckInvariants(); err != nil {
 		t.Fatalf("intact store: %v", err)
 	}
-	freed.rec = ref{chunk: 1, idLen: 1}
+	freed.rec = ref{chunk: 1, id: 1}
 	if err := s.CheckInvariants(); err == nil || !strings.Contains(err.Error(), "not cleared") {
 		t.Errorf("a freed slot with a body: CheckInvariants = %v", err)
 	}
