@@ -280,14 +280,7 @@ func TestCapFreesSlotOfUnwantedDial(t *testing.T) {
 	if err := <-firstDone; err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-secondDone:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second dial still waits for a slot held by a connection nobody wants")
-	}
+	awaitDial(t, secondDone, "the second dial still waits for a slot held by a connection nobody wants")
 }
 
 // The transport has no limit of idle connections in all: past one it
@@ -363,19 +356,10 @@ func TestCapWakesEveryWaiter(t *testing.T) {
 	}
 	_, a := waitingDial(t, cp, "a", 8)
 	for _, w := range ended {
-		w.mu.Lock()
-		w.ended = true // as ended does, without its wake
-		w.mu.Unlock()
+		endUnwoken(w)
 	}
 	done()
-	select {
-	case err := <-a:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting post's dial still waits, though the only connection is unused")
-	}
+	awaitDial(t, a, "the waiting post's dial still waits, though the only connection is unused")
 }
 
 // A waiting dial whose post no longer wants it never dials, even when it
@@ -386,18 +370,9 @@ func TestCapUnwantedWaiterLeavesSlot(t *testing.T) {
 	cp, dials, x, _ := capWithConn(t)
 	b, bres := waitingDial(t, cp, "b", 1)
 	_, ares := waitingDial(t, cp, "a", 2)
-	b.mu.Lock()
-	b.ended = true // its post is over; no wake yet
-	b.mu.Unlock()
-	x.Close() // a slot: b or a wins it
-	select {
-	case err := <-ares:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting post never got the slot")
-	}
+	endUnwoken(b) // its post is over; no wake yet
+	x.Close()     // a slot: b or a wins it
+	awaitDial(t, ares, "the waiting post never got the slot")
 	cp.wake() // ended's wake, late: b, if still waiting, gives up
 	if err := <-bres; err != errUnwanted {
 		t.Errorf("the unwanted dial ended with %v, want errUnwanted", err)
@@ -431,5 +406,27 @@ func pipeDial(dialed func(addr string)) dialFunc {
 		a, b := net.Pipe()
 		go b.Close()
 		return a, nil
+	}
+}
+
+// endUnwoken marks w's post as ended, as connCap.ended does, without its
+// wake.
+func endUnwoken(w *dialWant) {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+}
+
+// awaitDial waits for a dial's result on res and fails the test with
+// stuck if none comes within 10 s, or with the dial's error.
+func awaitDial(t *testing.T, res <-chan error, stuck string) {
+	t.Helper()
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
 	}
 }
