@@ -140,8 +140,8 @@ func (s *Store) checkIndexesLocked(ids map[a2a.TaskID]uint32, owned int) []error
 		fail("global index holds %d items, %d tasks", n, m)
 	}
 	s.mu.order.Scan(func(it item) bool {
-		if !live(it.slot, it.at) {
-			fail("global index: an item at %d for a task not stored there", it.at)
+		if !live(it.slot, it.when()) {
+			fail("global index: an item at %d for a task not stored there", it.when())
 		}
 		return true
 	})

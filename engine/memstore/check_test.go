@@ -28,7 +28,7 @@ func TestCheckInvariantsFindsDamage(t *testing.T) {
 		{"status time corrupt", func(s *Store, a, _, _ *entry) { a.status[0] = 7 }, "status time does not decode"},
 		{"metadata beyond the body", func(s *Store, _, b, _ *entry) { b.metaLen = 1 }, "bytes of metadata"},
 		{"missing from the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Delete(a.item()) }, "missing from the global index"},
-		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(item{a.updatedAt + 1, a.slot}) }, "not stored there"},
+		{"stale item in the global index", func(s *Store, a, _, _ *entry) { s.mu.order.Set(itemAt(a.updatedAt+1, a.slot)) }, "not stored there"},
 		{"missing from the context index", func(s *Store, _, _, p *entry) { s.mu.byCtx.Delete(p.keyed(uint64(p.ctx))) }, "missing from the context index"},
 		{"under another context", func(s *Store, a, _, p *entry) { s.mu.byCtx.Set(a.keyed(uint64(p.ctx))) }, "not its own"},
 		{"missing from the owner index", func(s *Store, a, _, _ *entry) { s.mu.byOwner.Delete(a.keyed(uint64(a.owner))) }, "missing from the owner index"},

@@ -62,7 +62,7 @@
 // caller holds a chunk or sees a reused slot. The slots' chunks are not
 // given back when tasks go: they hold 112 bytes per task at the store's
 // peak. Index items are a time and a slot
-// (16 bytes; keyed ones add the key: 24), so each task's light
+// (12 bytes; keyed ones add the key: 24), so each task's light
 // fields are stored once. A full page decodes its bodies page-wide
 // (taskcodec.Decoder: a few allocations per page, not several per task);
 // decoded strings share the page's copy of its bodies. A full page that returns no history and no artifacts (historyLength 0,

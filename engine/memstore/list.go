@@ -160,7 +160,7 @@ func (s *Store) scanRange(r keyRange, after *engine.Cursor, limit int, visit fun
 		if after == nil {
 			s.mu.order.Scan(fn)
 		} else {
-			s.mu.order.Ascend(item{after.UpdatedAt, p}, fn)
+			s.mu.order.Ascend(itemAt(after.UpdatedAt, p), fn)
 		}
 		b.flush()
 		return

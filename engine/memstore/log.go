@@ -147,7 +147,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	n := 0
 	var last engine.Cursor
 	visit := func(it item) bool {
-		if it.at >= before || n == limit {
+		if it.when() >= before || n == limit {
 			return false
 		}
 		c := s.mu.slots.cursor(s.mu.slots.at(it.slot))

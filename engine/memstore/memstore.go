@@ -100,9 +100,20 @@ type entry struct {
 // ID breaks ties. An item is never modified: every mutation moves the
 // task to a new key.
 type item struct {
-	at   int64
-	slot uint32
+	atHi, atLo, slot uint32
 }
+
+// An item holds its time as two 32-bit halves, so that it aligns to 4
+// bytes: 12 bytes, not 16 (#55: at 1e6 light tasks 300 → 292 bytes a
+// task). Scalar fields, not an array, keep two items in registers when
+// the B-tree passes them to its comparison. A keyed item stays 24
+// bytes: as five 32-bit fields it would be 20, but two of them no longer
+// fit the registers (Go's ABI has nine for integers), and a Replace at
+// 1e5 cost about 30 % more.
+
+func itemAt(at int64, slot uint32) item { return item{uint32(uint64(at) >> 32), uint32(at), slot} }
+
+func (it item) when() int64 { return int64(uint64(it.atHi)<<32 | uint64(it.atLo)) }
 
 // keyed is an entry of a keyed index: the key (a context sym, an owner
 // sym, or both: ownerCtxKey), then as item. A keyed at rangeStart is the
@@ -136,7 +147,7 @@ func (s *Store) before(aAt int64, a uint32, bAt int64, b uint32) bool {
 	return a < probeBase && b >= probeBase
 }
 
-func (s *Store) itemLess(a, b item) bool { return s.before(a.at, a.slot, b.at, b.slot) }
+func (s *Store) itemLess(a, b item) bool { return s.before(a.when(), a.slot, b.when(), b.slot) }
 
 func (s *Store) keyedLess(a, b keyed) bool {
 	if a.key != b.key {
@@ -191,7 +202,7 @@ func (s *Store) Close() error {
 
 var errClosed = fmt.Errorf("memstore: store is closed: %w", engine.ErrInternal)
 
-func (e *entry) item() item             { return item{e.updatedAt, e.slot} }
+func (e *entry) item() item             { return itemAt(e.updatedAt, e.slot) }
 func (e *entry) keyed(key uint64) keyed { return keyed{key, e.updatedAt, e.slot} }
 
 // snapshotLocked is what a caller needs of e after the lock is released,

@@ -41,7 +41,7 @@ func (s *Store) walkOldestFirst(after *engine.Cursor, visit func(item) bool) err
 func (s *Store) descendFrom(c *engine.Cursor, visit func(item) bool) {
 	p := s.probes.get(c.ID)
 	defer s.probes.put(p)
-	s.mu.order.Descend(item{c.UpdatedAt, p}, visit)
+	s.mu.order.Descend(itemAt(c.UpdatedAt, p), visit)
 }
 
 // retainScanned, when set (by tests), runs between a batch's scan and its
@@ -93,7 +93,7 @@ func (s *Store) RemoveExpired(ctx context.Context, req engine.RetainRequest) (en
 	defer s.mu.Unlock()
 	for _, d := range due {
 		e := s.mu.slots.at(d.slot)
-		if e.gen != d.gen || e.updatedAt != d.at || !req.Due(e.updatedAt, states[e.state]) {
+		if e.gen != d.gen || e.updatedAt != d.when() || !req.Due(e.updatedAt, states[e.state]) {
 			continue // deleted or mutated meanwhile
 		}
 		s.removeLocked(e)

@@ -323,7 +323,7 @@ func TestProbeGivenBackOnPanic(t *testing.T) {
 	if _, err := s.Create(ctx, &a2a.Task{ID: "x", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.order.Set(item{12345, 5 * slotChunk})
+	s.mu.order.Set(itemAt(12345, 5*slotChunk))
 	func() {
 		defer func() {
 			if recover() == nil {
