@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke capacity-check tidy-check demo loadgen dashboards dashboards-check tck flagref capacity
+.PHONY: test testrace lint fmt-check vet fuzz-smoke bench bench-compare bench-plot results results-page results-check results-scale results-scale-smoke capacity-check capacity-calibrate tidy-check demo loadgen dashboards dashboards-check tck flagref capacity
 
 demo:
 	$(GO) run ./cmd/a2astore-demo
@@ -137,6 +137,15 @@ results-scale-smoke:
 # results/raw/capacity-check-<commit>/. Not in CI.
 capacity-check:
 	bash results/capacity-check.sh
+
+# `make capacity-calibrate` (#55): the CPU a call the capacity model
+# predicts with — each method alone, paced, against a served store of 1e4
+# tasks on Pebble and PostgreSQL (results/capacity-check.sh with
+# CHECK_CALIBRATE=1; about 8 minutes on a quiet machine) into
+# results/raw/capacity-check-<commit>-calibrate/; cmd/capacity's pacedRun
+# names the run it uses. Not in CI.
+capacity-calibrate:
+	CHECK_CALIBRATE=1 CHECK_SUFFIX=calibrate CHECK_DEPLOYMENTS="pebble 10000 50 0;pebble 10000 0 200;pg 10000 20 0;pg 10000 0 100" bash results/capacity-check.sh
 
 results-page:
 	$(GO) run ./cmd/benchplot -runs results/runs -o results

@@ -20,6 +20,10 @@
 #   4. the store's disk as an operator sees it right after: `du` of the
 #      Pebble directory, pg_total_relation_size of a2a_tasks.
 #
+# CHECK_CALIBRATE=1 (make capacity-calibrate) predicts nothing: its runs,
+# each calling one method (the other asked at 0 a second), are what the
+# model's CPU a call comes from.
+#
 # CHECK_PROFILE=1 also takes a CPU profile of the server over the window
 # (<deployment>.pprof; its CPU counts in the window's).
 #
@@ -85,11 +89,13 @@ settle() {
 IFS=';' read -ra deployments <<<"$DEPLOYMENTS"
 for d in "${deployments[@]}"; do
   read -r backend tasks sends lists <<<"$d"
-  name=$backend-$tasks
+  name=$backend-$tasks-$sends-$lists
   # The tasks at the end of the window: the store's and one per SendMessage.
   final=$(( tasks + sends * FOR ))
-  "$work/capacity" -predict -backend "$backend" -tasks "$final" -sends "$sends" -lists "$lists" | tee "$out/$name.predict"
-  note "$name: predicted before the run (above)"
+  if [ -z "${CHECK_CALIBRATE:-}" ]; then
+    "$work/capacity" -predict -backend "$backend" -tasks "$final" -sends "$sends" -lists "$lists" | tee "$out/$name.predict"
+    note "$name: predicted before the run (above)"
+  fi
 
   store=(); lgstore=()
   case $backend in
@@ -118,10 +124,16 @@ for d in "${deployments[@]}"; do
     prof=$!
   fi
   before=$(ticks); t0=$(date +%s.%N)
-  "$work/loadgen" -target "$url" -workload send-only -initial -1 -rate "$sends" -duration "${FOR}s" -concurrency 16 -seed 42 -quiet -json "$out/$name-send.json" >"$out/$name-send.txt" &
-  send_pid=$!
-  "$work/loadgen" -target "$url" -workload list-only -initial -1 -rate "$lists" -duration "${FOR}s" -concurrency 16 -seed 43 -quiet -json "$out/$name-list.json" >"$out/$name-list.txt"
-  wait "$send_pid"
+  # A method asked at 0 calls a second is not called (a calibration run
+  # measures one method alone): its report says 0 calls.
+  pids=()
+  for m in send:send-only:"$sends":42 list:list-only:"$lists":43; do
+    IFS=: read -r what workload rate seed <<<"$m"
+    if [ "$rate" = 0 ]; then echo '{"total":{"count":0}}' >"$out/$name-$what.json"; continue; fi
+    "$work/loadgen" -target "$url" -workload "$workload" -initial -1 -rate "$rate" -duration "${FOR}s" -concurrency 16 -seed "$seed" -quiet -json "$out/$name-$what.json" >"$out/$name-$what.txt" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
   after=$(ticks); t1=$(date +%s.%N)
   if [ -n "$prof" ]; then wait "$prof" || note "$name: no CPU profile"; fi
   note "$name: window ended"
@@ -132,8 +144,8 @@ for d in "${deployments[@]}"; do
   esac
   rss=$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$server_pid/status")
   read -r s0 d0 <<<"$before"; read -r s1 d1 <<<"$after"
-  printf 'run shape=%s backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
-    "$(echo "${SHAPE:-realistic}" | tr " " _)" "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
+  printf 'run name=%s shape=%s backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
+    "$name" "$(echo "${SHAPE:-realistic}" | tr " " _)" "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
     "$(jq .total.count "$out/$name-send.json")" "$(jq .total.count "$out/$name-list.json")" \
     "$(echo "scale=3; ($s1 - $s0) / $hz" | bc)" "$(echo "scale=3; ($d1 - $d0) / $hz" | bc)" \
     "$disk" "$rss" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)" | tee -a "$out/summary.txt"

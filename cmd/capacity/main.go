@@ -46,6 +46,10 @@ const (
 	// deployRun is results/capacity-check.sh at 750de9b: two deployments
 	// predicted, then run and measured.
 	deployRun = "results/raw/capacity-check-750de9ba06ae"
+	// pacedRun is `make capacity-calibrate`: each method alone, paced,
+	// against a served store on Pebble and PostgreSQL; where it is empty
+	// the served rows (saturated) give the CPU per call.
+	pacedRun = ""
 )
 
 // page is the capacity model's page; the generated section lies between
@@ -108,6 +112,9 @@ func load(root string) (*model, error) {
 		return nil, err
 	}
 	if m.served, err = readServed(root); err != nil {
+		return nil, err
+	}
+	if m.paced, err = readPaced(root); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -324,6 +331,7 @@ type model struct {
 	measured  map[string]float64    // "backend unit": per task at exampleTasks
 	request   map[string]perRequest // "backend op"
 	served    []servedRow
+	paced     []pacedRow
 }
 
 func scaleName(backend, op string, n int) string {
@@ -467,6 +475,82 @@ func (m *model) servedCPU(backend, transport, workload string) (servedRow, error
 	return servedRow{}, fmt.Errorf("no server row %s %s %s", backend, transport, workload)
 }
 
+// pacedRow is one run of `make capacity-calibrate`: one method alone,
+// called at a paced rate (open loop) against a2astore-server serving a
+// store of tasks tasks, and the CPU of the server (and PostgreSQL) over
+// the window.
+type pacedRow struct {
+	backend, workload string
+	tasks, rate, wall float64
+	calls, cpu        float64
+}
+
+func (r pacedRow) cpuMicros() float64 { return r.cpu / r.calls * 1e6 }
+
+// readPaced reads pacedRun's summary: the rows that called one method.
+func readPaced(root string) ([]pacedRow, error) {
+	if pacedRun == "" {
+		return nil, nil
+	}
+	ds, err := readSummary(root, pacedRun)
+	if err != nil {
+		return nil, err
+	}
+	var rows []pacedRow
+	for _, d := range ds {
+		r := pacedRow{backend: d.backend, tasks: d.tasks, wall: d.wall, cpu: d.cpu}
+		switch {
+		case d.lists == 0 && d.sent > 0:
+			r.workload, r.rate, r.calls = "send-only", d.sends, d.sent
+		case d.sends == 0 && d.listed > 0:
+			r.workload, r.rate, r.calls = "list-only", d.lists, d.listed
+		default:
+			return nil, fmt.Errorf("%s: a calibration row calls one method, got %g + %g a second", pacedRun, d.sends, d.lists)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// storeOps are the scale run's figures for what the store does for one
+// call of each method: a SendMessage creates its task and replaces it
+// once (the echo agent's answer); a ListTasks reads a first page with
+// its total, by context half the time (loadgen's list-only).
+var storeOps = map[string][]string{
+	"send-only": {"op=create/n=%d", "op=replace-notask/n=%d"},
+	"list-only": {"op=page-total/n=%d/page=50/filter=none", "op=page-total/n=%d/page=50/filter=context"},
+}
+
+// storeMicros is the store's part of one call of workload at n tasks (the
+// scale model), µs.
+func (m *model) storeMicros(backend, workload string, n float64) float64 {
+	ops := storeOps[workload]
+	var sum float64
+	for _, op := range ops {
+		sum += m.request[backend+" "+op].at(n)
+	}
+	if workload == "list-only" {
+		sum /= float64(len(ops))
+	}
+	return sum
+}
+
+// callMicros is the CPU-µs of one call of workload (send-only or
+// list-only, JSON-RPC) at n tasks, and whether it comes from a paced
+// run: that run's CPU a call, plus what the scale model says the store's
+// part grows by from the run's size to n. Without a paced run for the
+// backend, the served rows' (saturated: calls share wake-ups, which a
+// deployment's do not).
+func (m *model) callMicros(backend, workload string, n float64) (float64, bool, error) {
+	for _, r := range m.paced {
+		if r.backend == backend && r.workload == workload {
+			return r.cpuMicros() + m.storeMicros(backend, workload, n) - m.storeMicros(backend, workload, r.tasks), true, nil
+		}
+	}
+	s, err := m.servedCPU(backend, "jsonrpc", workload)
+	return s.cpuMicros(), false, err
+}
+
 // generate returns the page's generated section.
 func generate(root string) ([]byte, error) {
 	m, err := load(root)
@@ -495,6 +579,7 @@ func generate(root string) ([]byte, error) {
 	if err := writeDeployments(&b, root, m); err != nil {
 		return nil, err
 	}
+	writePaced(&b, m)
 	writeServed(&b, m)
 	if err := writeNoise(&b, full); err != nil {
 		return nil, err
@@ -567,10 +652,11 @@ type deployment struct {
 
 // prediction is what the model says a deployment takes.
 type prediction struct {
-	rss, heap        float64 // mem: resident set at rest and live heap, bytes
-	disk             float64 // pebble: sstables and log; pg: the tasks table; bytes
-	send, list       servedRow
-	sendCPU, listCPU float64 // CPU-s per second
+	rss, heap              float64 // mem: resident set at rest and live heap, bytes
+	disk                   float64 // pebble: sstables and log; pg: the tasks table; bytes
+	sendMicros, listMicros float64 // CPU-µs a call
+	paced                  bool    // the CPU a call is the paced runs', not the served rows'
+	sendCPU, listCPU       float64 // CPU-s per second
 }
 
 func (p prediction) cores() float64 { return p.sendCPU + p.listCPU }
@@ -587,13 +673,13 @@ func (m *model) predict(d deployment) (prediction, error) {
 		return p, fmt.Errorf("no backend %q (mem, pebble, pg)", d.backend)
 	}
 	var err error
-	if p.send, err = m.servedCPU(d.backend, "jsonrpc", "send-only"); err != nil {
+	if p.sendMicros, p.paced, err = m.callMicros(d.backend, "send-only", d.tasks); err != nil {
 		return p, err
 	}
-	if p.list, err = m.servedCPU(d.backend, "jsonrpc", "list-only"); err != nil {
+	if p.listMicros, _, err = m.callMicros(d.backend, "list-only", d.tasks); err != nil {
 		return p, err
 	}
-	p.sendCPU, p.listCPU = d.sends*p.send.cpuMicros()/1e6, d.lists*p.list.cpuMicros()/1e6
+	p.sendCPU, p.listCPU = d.sends*p.sendMicros/1e6, d.lists*p.listMicros/1e6
 	at := func(key string) float64 { return m.footprint[key].at(d.tasks) * d.tasks }
 	switch d.backend {
 	case "mem":
@@ -608,8 +694,13 @@ func (m *model) predict(d deployment) (prediction, error) {
 
 func writeExample(b *strings.Builder, m *model) error {
 	fmt.Fprintf(b, "\n### Worked example: %s tasks, %d writes/s, %d pages/s\n\n", sig(exampleTasks), exampleWrites, examplePages)
-	fmt.Fprintf(b, "Writes are SendMessage and pages ListTasks (page of 50), both over JSON-RPC; CPU from the served rows below "+
-		"(server process + PostgreSQL), memory and disk from the footprint models at n = %s (fitted on 1e3–1e5).\n\n", sig(exampleTasks))
+	cpuFrom := "the served rows below (server process + PostgreSQL)"
+	if len(m.paced) > 0 {
+		cpuFrom = "the paced calibration runs below on Pebble and PostgreSQL (server process + PostgreSQL, " +
+			"and the store's growth from their size to n by the scale model), the served rows on memory"
+	}
+	fmt.Fprintf(b, "Writes are SendMessage and pages ListTasks (page of 50), both over JSON-RPC; CPU from %s, "+
+		"memory and disk from the footprint models at n = %s (fitted on 1e3–1e5).\n\n", cpuFrom, sig(exampleTasks))
 	b.WriteString("| backend | RAM for the tasks | disk | CPU: writes | CPU: pages | cores (CPU-s per s) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	const gib = 1 << 30
@@ -636,7 +727,7 @@ func writeExample(b *strings.Builder, m *model) error {
 			disk = gibAt(p.disk, "pg bytes/task") + ", the tasks table only"
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %d × %s µs = %s | %d × %s µs = %s | %s |\n", be, ram, disk,
-			exampleWrites, sig(p.send.cpuMicros()), sig(p.sendCPU), examplePages, sig(p.list.cpuMicros()), sig(p.listCPU), sig(p.cores()))
+			exampleWrites, sig(p.sendMicros), sig(p.sendCPU), examplePages, sig(p.listMicros), sig(p.listCPU), sig(p.cores()))
 	}
 	return nil
 }
@@ -680,10 +771,13 @@ type deployCheck struct {
 	predictedCores, predictedDisk float64
 	servedCPU                     float64 // the model's CPU-s for the requests served
 	load                          string
+	name                          string // the run's files are name.*
 }
 
-func readDeployments(root string, m *model) ([]deployCheck, error) {
-	b, err := os.ReadFile(filepath.Join(root, deployRun, "summary.txt"))
+// readSummary reads the run lines of results/capacity-check.sh's
+// summary in dir.
+func readSummary(root, dir string) ([]deployCheck, error) {
+	b, err := os.ReadFile(filepath.Join(root, dir, "summary.txt"))
 	if err != nil {
 		return nil, err
 	}
@@ -695,11 +789,25 @@ func readDeployments(root string, m *model) ([]deployCheck, error) {
 		}
 		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", deployRun, err)
+			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		d := deployCheck{backend: kv["backend"], tasks: v[0], sends: v[1], lists: v[2], wall: v[3], sent: v[4], listed: v[5],
-			cpu: v[6] + v[7], disk: v[8], load: strings.ReplaceAll(kv["load"], ",", " ")}
-		pb, err := os.ReadFile(filepath.Join(root, deployRun, fmt.Sprintf("%s-%s.predict", d.backend, kv["tasks"])))
+		ds = append(ds, deployCheck{backend: kv["backend"], tasks: v[0], sends: v[1], lists: v[2], wall: v[3], sent: v[4], listed: v[5],
+			cpu: v[6] + v[7], disk: v[8], load: strings.ReplaceAll(kv["load"], ",", " "), name: kv["name"]})
+		if kv["name"] == "" { // before the name was recorded: one deployment per backend and size
+			ds[len(ds)-1].name = kv["backend"] + "-" + kv["tasks"]
+		}
+	}
+	return ds, nil
+}
+
+func readDeployments(root string, m *model) ([]deployCheck, error) {
+	ds, err := readSummary(root, deployRun)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ds {
+		d := &ds[i]
+		pb, err := os.ReadFile(filepath.Join(root, deployRun, d.name+".predict"))
 		if err != nil {
 			return nil, err
 		}
@@ -717,7 +825,6 @@ func readDeployments(root string, m *model) ([]deployCheck, error) {
 			return nil, err
 		}
 		d.servedCPU = p.cores()
-		ds = append(ds, d)
 	}
 	return ds, nil
 }
@@ -766,6 +873,37 @@ func writeDeployments(b *strings.Builder, root string, m *model) error {
 	return nil
 }
 
+// writePaced writes the calibration runs the CPU a call comes from.
+func writePaced(b *strings.Builder, m *model) {
+	if len(m.paced) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n### CPU per call, paced\n\n")
+	fmt.Fprintf(b, "`make capacity-calibrate` ([`%s/`](../%s/)): results/capacity-check.sh with one method per run, "+
+		"called by a paced loadgen (open loop, 16 connections, JSON-RPC) for the window against a2astore-server serving a "+
+		"bulk-loaded store; CPU of the server and the PostgreSQL cluster from `/proc` over the window. A deployment's "+
+		"CPU a call is its backend's row plus the store's growth from the row's size to the deployment's (the scale model: "+
+		"Create and Replace for SendMessage, the first page with its total for ListTasks).\n\n", pacedRun, pacedRun)
+	b.WriteString("| backend | method | tasks | calls/s asked | calls served | CPU-s | CPU-µs a call | the served rows' CPU-µs a call |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range m.paced {
+		served := "–"
+		if s, err := m.servedCPU(r.backend, "jsonrpc", r.workload); err == nil {
+			served = sig(s.cpuMicros())
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.backend, methodName(r.workload), sig(r.tasks), sig(r.rate),
+			sig(r.calls), sig(r.cpu), sig(r.cpuMicros()), served)
+	}
+}
+
+// methodName is the A2A method a loadgen workload calls.
+func methodName(workload string) string {
+	if workload == "list-only" {
+		return "ListTasks (page of 50)"
+	}
+	return "SendMessage"
+}
+
 func writeServed(b *strings.Builder, m *model) {
 	fmt.Fprintf(b, "\n### CPU per served request\n\n")
 	fmt.Fprintf(b, "a2astore-server with an echo agent, loadgen on loopback with 50 connections for 15 s per row "+
@@ -774,15 +912,11 @@ func writeServed(b *strings.Builder, m *model) {
 	b.WriteString("| backend | transport | method | requests | server CPU-µs/req | PostgreSQL CPU-µs/req | total CPU-µs/req | requests/s per core |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range m.served {
-		method := "SendMessage"
-		if s.workload == "list-only" {
-			method = "ListTasks (page of 50)"
-		}
 		db := "–"
 		if s.hasDB {
 			db = sig(s.dbCPU / s.requests * 1e6)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.backend, s.transport, method, sig(s.requests),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.backend, s.transport, methodName(s.workload), sig(s.requests),
 			sig(s.serverCPU/s.requests*1e6), db, sig(s.cpuMicros()), sig(1e6/s.cpuMicros()))
 	}
 }

@@ -105,6 +105,30 @@ func TestSpliceNeedsMarkers(t *testing.T) {
 	}
 }
 
+// TestCallMicrosPaced: a call costs its paced run's CPU plus the store's
+// growth from the run's size to n by the scale model; a backend without
+// a paced run costs the served rows' CPU.
+func TestCallMicrosPaced(t *testing.T) {
+	m := &model{
+		request: map[string]perRequest{
+			"pebble op=page-total/n=%d/page=50/filter=none":    {base: 10, perDecade: 2},
+			"pebble op=page-total/n=%d/page=50/filter=context": {base: 20, perDecade: 4},
+		},
+		paced:  []pacedRow{{backend: "pebble", workload: "list-only", tasks: 1e4, calls: 1000, cpu: 1}},
+		served: []servedRow{{backend: "mem", transport: "jsonrpc", workload: "list-only", requests: 100, serverCPU: 0.05}},
+	}
+	// 1,000 µs a call at 1e4; at 1e6 the two pages grow by 4 and 8 µs: 6 on average.
+	if got, paced, err := m.callMicros("pebble", "list-only", 1e6); err != nil || !paced || !near(got, 1006) {
+		t.Errorf("pebble at 1e6: %g µs (paced %v, %v), want 1006 paced", got, paced, err)
+	}
+	if got, paced, err := m.callMicros("mem", "list-only", 1e6); err != nil || paced || !near(got, 500) {
+		t.Errorf("mem: %g µs (paced %v, %v), want the served rows' 500", got, paced, err)
+	}
+	if _, _, err := m.callMicros("pg", "list-only", 1e6); err == nil {
+		t.Error("pg without a paced run or a served row: no error")
+	}
+}
+
 // TestPredict: a deployment's cores add up its calls' served CPU, Pebble's
 // disk is its sstables' model plus the log it keeps, and a backend the
 // model does not know is refused.
@@ -118,7 +142,7 @@ func TestPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := (10*p.send.cpuMicros() + 40*p.list.cpuMicros()) / 1e6
+	want := (10*p.sendMicros + 40*p.listMicros) / 1e6
 	if !near(p.cores(), want) || p.cores() <= 0 {
 		t.Errorf("cores %g, want %g", p.cores(), want)
 	}
