@@ -49,7 +49,7 @@ const (
 	// pacedRun is `make capacity-calibrate`: each method alone, paced,
 	// against a served store on Pebble and PostgreSQL; where it is empty
 	// the served rows (saturated) give the CPU per call.
-	pacedRun = ""
+	pacedRun = "results/raw/capacity-check-2526443f51ef-calibrate"
 )
 
 // page is the capacity model's page; the generated section lies between
