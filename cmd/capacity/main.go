@@ -35,7 +35,7 @@ import (
 const (
 	// scaleRun is `make results-scale` at e1f0ca1 (BenchmarkScale, one
 	// sample per figure, n = 1e3 … 1e7 on every backend).
-	scaleRun = "results/runs-scale/e1f0ca1a3d67"
+	scaleRun = "results/runs-scale/94031a12cb72"
 	// fullRun is `make results` at the same commit: BenchmarkMemHeap by
 	// task shape, and the server rows with their CPU ticks.
 	fullRun = "results/runs/e1f0ca1a3d67"
