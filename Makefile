@@ -140,12 +140,12 @@ capacity-check:
 
 # `make capacity-calibrate` (#55): the CPU a call the capacity model
 # predicts with — each method alone, paced, against a served store of 1e4
-# tasks on Pebble and PostgreSQL (results/capacity-check.sh with
+# tasks on each backend (results/capacity-check.sh with
 # CHECK_CALIBRATE=1; about 8 minutes on a quiet machine) into
 # results/raw/capacity-check-<commit>-calibrate/; cmd/capacity's pacedRun
 # names the run it uses. Not in CI.
 capacity-calibrate:
-	CHECK_CALIBRATE=1 CHECK_SUFFIX=calibrate CHECK_DEPLOYMENTS="pebble 10000 50 0;pebble 10000 0 200;pg 10000 20 0;pg 10000 0 100" bash results/capacity-check.sh
+	CHECK_CALIBRATE=1 CHECK_SUFFIX=calibrate CHECK_DEPLOYMENTS="mem 10000 50 0;mem 10000 0 200;pebble 10000 50 0;pebble 10000 0 200;pg 10000 20 0;pg 10000 0 100" bash results/capacity-check.sh
 
 results-page:
 	$(GO) run ./cmd/benchplot -runs results/runs -o results

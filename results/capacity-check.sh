@@ -5,7 +5,9 @@
 # deployment is run and measured:
 #
 #   1. loadgen bulk-loads the store (embedded, taskgen's realistic tasks,
-#      1,000 contexts with one owner each: the scale run's shape);
+#      1,000 contexts with one owner each: the scale run's shape); on mem
+#      the server fills its own store (-mem-initial: the same tasks, no
+#      owners; CHECK_SHAPE does not apply);
 #   2. a2astore-server serves it with the echo agent of the model's served
 #      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0), and
 #      -finish-abandoned=false: the loaded tasks in working states are a
@@ -18,7 +20,8 @@
 #      server's CPU (and the PostgreSQL cluster's) from /proc over that
 #      window, divided by its wall time, is the measured cores;
 #   4. the store's disk as an operator sees it right after: `du` of the
-#      Pebble directory, pg_total_relation_size of a2a_tasks.
+#      Pebble directory, pg_total_relation_size of a2a_tasks; on mem the
+#      server's resident set (VmRSS), recorded for every backend.
 #
 # CHECK_CALIBRATE=1 (make capacity-calibrate) predicts nothing: its runs,
 # each calling one method (the other asked at 0 a second), are what the
@@ -99,15 +102,18 @@ for d in "${deployments[@]}"; do
 
   store=(); lgstore=()
   case $backend in
+  mem) store=(-mem-initial "$tasks") ;; # the server fills its own store
   pebble) store=(-pebble-dir "$work/pebble"); lgstore=(-target pebble -dir "$work/pebble") ;;
   pg)
     pgdata=$work/pg/data
     dsn=$(pgstart "$work/pg" "$PGPORT")
     store=(-pg-dsn "$dsn"); lgstore=(-target pg -dsn "$dsn") ;;
   esac
-  note "$name: bulk load"
-  # shellcheck disable=SC2086 # SHAPE is flags
-  "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 $SHAPE -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
+  if [ "$backend" != mem ]; then
+    note "$name: bulk load"
+    # shellcheck disable=SC2086 # SHAPE is flags
+    "$work/loadgen" "${lgstore[@]}" -initial "$tasks" -callers 1000 -contexts 1000 $SHAPE -workload list-only -ops 1 -seed 1 -quiet >"$out/$name-load.txt"
+  fi
 
   "$work/a2astore-server" -backend "$backend" "${store[@]}" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
     -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 -finish-abandoned=false 2>"$out/$name-server.log" &
@@ -139,6 +145,7 @@ for d in "${deployments[@]}"; do
   note "$name: window ended"
 
   case $backend in
+  mem) disk=0 ;;
   pebble) disk=$(du -sb "$work/pebble" | cut -f1) ;;
   pg) disk=$(asuser "$PGBIN/psql" -h "$work/pg" -p "$PGPORT" -U postgres -d postgres -Atc "SELECT pg_total_relation_size('a2a_tasks')") ;;
   esac

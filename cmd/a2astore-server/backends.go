@@ -19,6 +19,9 @@ func openBackend(ctx context.Context, cfg *config) (*backends.Backend, error) {
 	if err := checkA2AInMemory(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkMemInitial(cfg); err != nil {
+		return nil, err
+	}
 	bc := backends.Config{
 		Name: cfg.Backend, Clock: cfg.Clock, PebbleDir: cfg.PebbleDir, PGDSN: cfg.PGDSN, PGReplicas: cfg.PGReplicas, Limits: cfg.Limits, Log: true,
 		PGTracer: cfg.pgTracer,

@@ -125,6 +125,7 @@ func parseFlags(args []string) (config, time.Duration, error) {
 	addTracingFlags(fs, &cfg.Tracing)
 	retainFlags(fs, &cfg.Retain)
 	a2aInMemoryFlag(fs, &cfg.A2AInMemory)
+	memInitialFlag(fs, &cfg.MemInitial)
 	fs.StringVar(&cfg.BackupDir, "backup-dir", "", "pebble: directory under which POST /backup on the metrics listener takes consistent checkpoints while the server runs (a2astore-admin backup -server); empty = none")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", DefaultReadyTimeout, "deadline of the backend's readiness check (GET /readyz, grpc.health.v1)")
 	fs.DurationVar(&cfg.DrainDelay, "drain-delay", DefaultDrainDelay, "on SIGTERM or SIGINT, how long readiness is false before the listeners stop accepting (load balancers see the instance leave); a second signal ends it early")

@@ -99,6 +99,9 @@ type config struct {
 	// A2AInMemory serves from a2a-go's taskstore.InMemory instead of the
 	// backend: the benchmark lab's peer, for measurement only (inmemory.go).
 	A2AInMemory bool
+	// MemInitial is -mem-initial: generated tasks the memory store is
+	// filled with before serving (benchmark lab only).
+	MemInitial int
 
 	// BackupDir, pebble, is where the metrics listener takes checkpoints
 	// (backup.go). "" = no backups through the server.
@@ -184,6 +187,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 		}
 	}()
 	if err := checkBackupDir(&cfg, b.Store); err != nil {
+		return nil, err
+	}
+	if err := preload(ctx, b.Store, cfg.MemInitial, cfg.Clock, cfg.Logger); err != nil {
 		return nil, err
 	}
 	if cfg.FinishAbandoned && !cfg.Cluster.Enabled {

@@ -50,8 +50,8 @@ const (
 	// CPU, is results/raw/capacity-check-750de9ba06ae.
 	deployRun = "results/raw/capacity-check-6eb12dfe80ea-dirty"
 	// pacedRun is `make capacity-calibrate`: each method alone, paced,
-	// against a served store on Pebble and PostgreSQL; where it is empty
-	// the served rows (saturated) give the CPU per call.
+	// against a served store; for a backend it has no row of (or when it
+	// is empty) the served rows (saturated) give the CPU per call.
 	pacedRun = "results/raw/capacity-check-2526443f51ef-calibrate"
 )
 
@@ -515,6 +515,17 @@ func readPaced(root string) ([]pacedRow, error) {
 	return rows, nil
 }
 
+// pacedBackends are the backends with a paced calibration row.
+func (m *model) pacedBackends() []string {
+	var bs []string
+	for _, be := range backendNames {
+		if slices.ContainsFunc(m.paced, func(r pacedRow) bool { return r.backend == be }) {
+			bs = append(bs, be)
+		}
+	}
+	return bs
+}
+
 // storeOps are the scale run's figures for what the store does for one
 // call of each method: a SendMessage creates its task and replaces it
 // once (the echo agent's answer); a ListTasks reads a first page with
@@ -698,9 +709,12 @@ func (m *model) predict(d deployment) (prediction, error) {
 func writeExample(b *strings.Builder, m *model) error {
 	fmt.Fprintf(b, "\n### Worked example: %s tasks, %d writes/s, %d pages/s\n\n", sig(exampleTasks), exampleWrites, examplePages)
 	cpuFrom := "the served rows below (server process + PostgreSQL)"
-	if len(m.paced) > 0 {
-		cpuFrom = "the paced calibration runs below on Pebble and PostgreSQL (server process + PostgreSQL, " +
-			"and the store's growth from their size to n by the scale model), the served rows on memory"
+	if paced := m.pacedBackends(); len(paced) > 0 {
+		cpuFrom = "the paced calibration runs below on " + strings.Join(paced, ", ") + " (server process + PostgreSQL, " +
+			"and the store's growth from their size to n by the scale model)"
+		if len(paced) < len(backendNames) {
+			cpuFrom += ", the served rows on the others"
+		}
 	}
 	fmt.Fprintf(b, "Writes are SendMessage and pages ListTasks (page of 50), both over JSON-RPC; CPU from %s, "+
 		"memory and disk from the footprint models at n = %s (fitted on 1e3–1e5).\n\n", cpuFrom, sig(exampleTasks))
@@ -770,8 +784,9 @@ func numbers(kv map[string]string, keys ...string) ([]float64, error) {
 type deployCheck struct {
 	backend                       string
 	tasks, sends, lists, wall     float64
-	sent, listed, cpu, disk       float64
+	sent, listed, cpu, disk, rss  float64
 	predictedCores, predictedDisk float64
+	predictedRSS                  float64 // mem: the model's resident set
 	servedCPU                     float64 // the model's CPU-s for the requests served
 	load                          string
 	name                          string // the run's files are name.*
@@ -790,12 +805,12 @@ func readSummary(root, dir string) ([]deployCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes")
+		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes", "rss-bytes")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		ds = append(ds, deployCheck{backend: kv["backend"], tasks: v[0], sends: v[1], lists: v[2], wall: v[3], sent: v[4], listed: v[5],
-			cpu: v[6] + v[7], disk: v[8], load: strings.ReplaceAll(kv["load"], ",", " "), name: kv["name"]})
+			cpu: v[6] + v[7], disk: v[8], rss: v[9], load: strings.ReplaceAll(kv["load"], ",", " "), name: kv["name"]})
 		if kv["name"] == "" { // before the name was recorded: one deployment per backend and size
 			ds[len(ds)-1].name = kv["backend"] + "-" + kv["tasks"]
 		}
@@ -818,11 +833,11 @@ func readDeployments(root string, m *model) ([]deployCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		pv, err := numbers(pkv, "cores", "disk-bytes")
+		pv, err := numbers(pkv, "cores", "disk-bytes", "rss-bytes")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", deployRun, err)
 		}
-		d.predictedCores, d.predictedDisk = pv[0], pv[1]
+		d.predictedCores, d.predictedDisk, d.predictedRSS = pv[0], pv[1], pv[2]
 		p, err := m.predict(deployment{backend: d.backend, tasks: d.tasks, sends: d.sent, lists: d.listed})
 		if err != nil {
 			return nil, err
@@ -842,18 +857,22 @@ func writeDeployments(b *strings.Builder, root string, m *model) error {
 	fmt.Fprintf(b, "[`results/capacity-check.sh`](../results/capacity-check.sh), recorded in [`%s/`](../%s/): each deployment was "+
 		"predicted by `capacity -predict` before it ran (its `.predict` file), then bulk-loaded with realistic tasks, served by "+
 		"a2astore-server with the served rows' echo agent, and called by two paced loadgens (SendMessage and ListTasks, page of 50, "+
-		"over JSON-RPC) for the window; CPU of the server and of the PostgreSQL cluster from `/proc` over the window, disk right "+
-		"after it. Disk is predicted at the tasks the window ends with (the store's and one per SendMessage); cores at the rates asked; "+
+		"over JSON-RPC) for the window; CPU of the server and of the PostgreSQL cluster from `/proc` over the window, disk (on mem "+
+		"the server's resident set) right after it. Disk and memory are predicted at the tasks the window ends with (the store's and one per SendMessage); cores at the rates asked; "+
 		"the last row of each sets the model's CPU for the calls actually served beside the CPU measured.\n\n", deployRun, deployRun)
 	b.WriteString("| backend | tasks | calls/s asked (served): SendMessage + ListTasks | figure | predicted | measured | error | within 30 % |\n")
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---|\n")
 	for _, d := range ds {
 		calls := fmt.Sprintf("%s + %s (%s + %s)", sig(d.sends), sig(d.lists), sig(d.sent/d.wall), sig(d.listed/d.wall))
+		footprint, predicted, measured := "disk, MB", d.predictedDisk, d.disk
+		if d.backend == "mem" {
+			footprint, predicted, measured = "resident set (RSS), MB", d.predictedRSS, d.rss
+		}
 		for _, r := range []struct {
 			what                string
 			predicted, measured float64
 		}{
-			{"disk, MB", d.predictedDisk / 1e6, d.disk / 1e6},
+			{footprint, predicted / 1e6, measured / 1e6},
 			{"cores (CPU-s a second)", d.predictedCores, d.cpu / d.wall},
 			{fmt.Sprintf("CPU-s for the calls served in %s s", sig(d.wall)), d.servedCPU, d.cpu},
 		} {
