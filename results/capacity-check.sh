@@ -6,8 +6,8 @@
 #
 #   1. loadgen bulk-loads the store (embedded, taskgen's realistic tasks,
 #      1,000 contexts with one owner each: the scale run's shape); on mem
-#      the server fills its own store (-mem-initial: the same tasks, no
-#      owners; CHECK_SHAPE does not apply);
+#      the server fills its own store (-mem-initial: the same tasks, an
+#      owner per context; CHECK_SHAPE does not apply);
 #   2. a2astore-server serves it with the echo agent of the model's served
 #      rows (-status-updates 0 -history-messages 0 -artifact-bytes 0), and
 #      -finish-abandoned=false: the loaded tasks in working states are a
@@ -21,7 +21,8 @@
 #      window, divided by its wall time, is the measured cores;
 #   4. the store's disk as an operator sees it right after: `du` of the
 #      Pebble directory, pg_total_relation_size of a2a_tasks; on mem the
-#      server's resident set (VmRSS), recorded for every backend.
+#      server's live heap (a collection, then the Go heap gauge), checked
+#      against the model's live heap; VmRSS recorded for every backend.
 #
 # CHECK_CALIBRATE=1 (make capacity-calibrate) predicts nothing: its runs,
 # each calling one method (the other asked at 0 a second), are what the
@@ -118,7 +119,8 @@ for d in "${deployments[@]}"; do
   "$work/a2astore-server" -backend "$backend" "${store[@]}" -http 127.0.0.1:0 -grpc 127.0.0.1:0 -metrics 127.0.0.1:0 \
     -status-updates 0 -history-messages 0 -artifact-bytes 0 -think-time 0 -finish-abandoned=false 2>"$out/$name-server.log" &
   server_pid=$!
-  addrs=$(awaitserving "$out/$name-server.log" "$server_pid")
+  # A memory server fills its store before it serves (about 50,000 tasks a second).
+  addrs=$(awaitserving "$out/$name-server.log" "$server_pid" $((30 + tasks / 10000)))
   url=http://${addrs% *}
   note "$name: serving at $url; waiting for idle"
   settle
@@ -135,7 +137,7 @@ for d in "${deployments[@]}"; do
   pids=()
   for m in send:send-only:"$sends":42 list:list-only:"$lists":43; do
     IFS=: read -r what workload rate seed <<<"$m"
-    if [ "$rate" = 0 ]; then echo '{"total":{"count":0}}' >"$out/$name-$what.json"; continue; fi
+    if awk -v r="$rate" 'BEGIN { exit !(r + 0 == 0) }'; then echo '{"total":{"count":0}}' >"$out/$name-$what.json"; continue; fi
     "$work/loadgen" -target "$url" -workload "$workload" -initial -1 -rate "$rate" -duration "${FOR}s" -concurrency 16 -seed "$seed" -quiet -json "$out/$name-$what.json" >"$out/$name-$what.txt" &
     pids+=($!)
   done
@@ -150,12 +152,18 @@ for d in "${deployments[@]}"; do
   pg) disk=$(asuser "$PGBIN/psql" -h "$work/pg" -p "$PGPORT" -U postgres -d postgres -Atc "SELECT pg_total_relation_size('a2a_tasks')") ;;
   esac
   rss=$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$server_pid/status")
+  # The live heap: a heap profile with gc=1 collects first, then the Go
+  # collector's gauge reads what is left (the model's heap is live heap).
+  curl -sf -o /dev/null "http://${addrs#* }/debug/pprof/heap?gc=1"
+  heap=$(curl -sf "http://${addrs#* }/metrics" | awk '/^go_memstats_heap_alloc_bytes / {printf "%.0f", $2}')
+  shape=$(echo "${SHAPE:-realistic}" | tr " " _)
+  [ "$backend" != mem ] || shape=realistic # -mem-initial's tasks
   read -r s0 d0 <<<"$before"; read -r s1 d1 <<<"$after"
-  printf 'run name=%s shape=%s backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s load=%s\n' \
-    "$name" "$(echo "${SHAPE:-realistic}" | tr " " _)" "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
+  printf 'run name=%s shape=%s backend=%s tasks=%s sends=%s lists=%s seconds=%s wall=%s sent=%s listed=%s server-cpu=%s db-cpu=%s disk-bytes=%s rss-bytes=%s heap-bytes=%s load=%s\n' \
+    "$name" "$shape" "$backend" "$tasks" "$sends" "$lists" "$FOR" "$(echo "$t1 - $t0" | bc)" \
     "$(jq .total.count "$out/$name-send.json")" "$(jq .total.count "$out/$name-list.json")" \
     "$(echo "scale=3; ($s1 - $s0) / $hz" | bc)" "$(echo "scale=3; ($d1 - $d0) / $hz" | bc)" \
-    "$disk" "$rss" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)" | tee -a "$out/summary.txt"
+    "$disk" "$rss" "$heap" "$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,)" | tee -a "$out/summary.txt"
 
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=""
   if [ -n "$pgdata" ]; then asuser "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null; pgdata=""; fi

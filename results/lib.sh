@@ -30,12 +30,13 @@ pgstart() {
   echo "host=$1 port=$2 user=postgres dbname=postgres"
 }
 
-# awaitserving LOG PID: waits up to 30 s for a2astore-server PID to log
-# that it serves, then prints its HTTP address and its metrics listener's
-# (host:port each, one line); fails with the log if it exits or does not.
+# awaitserving LOG PID [SECONDS]: waits up to SECONDS (default 30) for
+# a2astore-server PID to log that it serves, then prints its HTTP address
+# and its metrics listener's (host:port each, one line); fails with the
+# log if it exits or does not.
 awaitserving() {
   local addr=""
-  for _ in $(seq 300); do
+  for _ in $(seq $((${3:-30} * 10))); do
     # (the log may not exist yet: the shell opens it in the child)
     addr=$(sed -n 's/.*msg=serving.* http=\([0-9.:]*\).*/\1/p' "$1" 2>/dev/null || true)
     [ -n "$addr" ] && break

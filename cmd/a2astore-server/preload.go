@@ -19,11 +19,11 @@ import (
 // it, so the capacity model's check of a memory deployment has the server
 // fill its own store before it serves, through the bulk path
 // (engine/bulkload), with internal/taskgen's realistic tasks: loadgen's
-// data set shape (1,000 Zipf contexts), no owners.
+// data set shape (1,000 Zipf contexts, an owner per context).
 
 // memInitialFlag registers -mem-initial.
 func memInitialFlag(fs *flag.FlagSet, n *int) {
-	fs.IntVar(n, "mem-initial", 0, "benchmark lab only: before serving, fill the memory store with this many generated realistic tasks (taskgen, 1,000 contexts, no owners); needs -backend mem")
+	fs.IntVar(n, "mem-initial", 0, "benchmark lab only: before serving, fill the memory store with this many generated realistic tasks (taskgen, 1,000 contexts, an owner per context); needs -backend mem")
 }
 
 // errMemInitialFlags is -mem-initial with a store it cannot fill.
@@ -48,8 +48,11 @@ func preload(ctx context.Context, store engine.Store, n int, clock engine.Clock,
 	}
 	gen := taskgen.New(taskgen.Shape{})
 	res, err := bulkload.Load(ctx, store, bulkload.Config{
-		N:     n,
-		Task:  func(i int) (*a2a.Task, string) { return gen.Task(i), "" },
+		N: n,
+		Task: func(i int) (*a2a.Task, string) {
+			t := gen.Task(i)
+			return t, "owner-" + t.ContextID
+		},
 		Clock: clock,
 	})
 	if err != nil {

@@ -17,7 +17,10 @@ func TestMemInitial(t *testing.T) {
 	ts := startServer(t, config{Backend: "mem", MemInitial: n})
 	for _, tr := range transports {
 		list, err := ts.clients[tr].ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 10})
-		if err != nil || len(list.Tasks) != 10 || list.TotalSize != n {
+		if err != nil {
+			t.Fatalf("%s ListTasks: %v", tr, err)
+		}
+		if len(list.Tasks) != 10 || list.TotalSize != n {
 			t.Fatalf("%s ListTasks: %d tasks of %d (%v); want a page of the %d loaded", tr, len(list.Tasks), list.TotalSize, err, n)
 		}
 	}

@@ -189,9 +189,6 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	if err := checkBackupDir(&cfg, b.Store); err != nil {
 		return nil, err
 	}
-	if err := preload(ctx, b.Store, cfg.MemInitial, cfg.Clock, cfg.Logger); err != nil {
-		return nil, err
-	}
 	if cfg.FinishAbandoned && !cfg.Cluster.Enabled {
 		n, err := finishAbandoned(ctx, b.Store, abandonedReason, cfg.Logger)
 		if err != nil {
@@ -203,6 +200,9 @@ func newServer(ctx context.Context, cfg config) (_ *server, err error) {
 	}
 	scoped, err := applyPolicy(&cfg, b.Store)
 	if err != nil {
+		return nil, err
+	}
+	if err := preload(ctx, b.Store, cfg.MemInitial, cfg.Clock, cfg.Logger); err != nil {
 		return nil, err
 	}
 	backendName := cfg.Backend

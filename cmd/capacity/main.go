@@ -52,7 +52,7 @@ const (
 	// pacedRun is `make capacity-calibrate`: each method alone, paced,
 	// against a served store; for a backend it has no row of (or when it
 	// is empty) the served rows (saturated) give the CPU per call.
-	pacedRun = "results/raw/capacity-check-2526443f51ef-calibrate"
+	pacedRun = "results/raw/capacity-check-fdd3b612bb15-calibrate"
 )
 
 // page is the capacity model's page; the generated section lies between
@@ -502,10 +502,10 @@ func readPaced(root string) ([]pacedRow, error) {
 	var rows []pacedRow
 	for _, d := range ds {
 		r := pacedRow{backend: d.backend, tasks: d.tasks, wall: d.wall, cpu: d.cpu}
-		switch {
-		case d.lists == 0 && d.sent > 0:
+		switch { // by the calls served: a method asked at 0 a second and called anyway is refused
+		case d.lists == 0 && d.listed == 0 && d.sent > 0:
 			r.workload, r.rate, r.calls = "send-only", d.sends, d.sent
-		case d.sends == 0 && d.listed > 0:
+		case d.sends == 0 && d.sent == 0 && d.listed > 0:
 			r.workload, r.rate, r.calls = "list-only", d.lists, d.listed
 		default:
 			return nil, fmt.Errorf("%s: a calibration row calls one method, got %g + %g a second", pacedRun, d.sends, d.lists)
@@ -669,7 +669,6 @@ type prediction struct {
 	rss, heap              float64 // mem: resident set at rest and live heap, bytes
 	disk                   float64 // pebble: sstables and log; pg: the tasks table; bytes
 	sendMicros, listMicros float64 // CPU-µs a call
-	paced                  bool    // the CPU a call is the paced runs', not the served rows'
 	sendCPU, listCPU       float64 // CPU-s per second
 }
 
@@ -679,15 +678,15 @@ func (p prediction) cores() float64 { return p.sendCPU + p.listCPU }
 // tasks on (see "Reading the check" on the page).
 const pebbleLog = 25e6
 
-// predict sizes d: footprints from the models fitted on 1e3–1e5, CPU from
-// the served rows (server process, and the PostgreSQL cluster on pg).
+// predict sizes d: footprints from the models fitted on 1e3–1e5, CPU a
+// call from callMicros (server process, and the PostgreSQL cluster on pg).
 func (m *model) predict(d deployment) (prediction, error) {
 	var p prediction
 	if !slices.Contains(backendNames, d.backend) {
 		return p, fmt.Errorf("no backend %q (mem, pebble, pg)", d.backend)
 	}
 	var err error
-	if p.sendMicros, p.paced, err = m.callMicros(d.backend, "send-only", d.tasks); err != nil {
+	if p.sendMicros, _, err = m.callMicros(d.backend, "send-only", d.tasks); err != nil {
 		return p, err
 	}
 	if p.listMicros, _, err = m.callMicros(d.backend, "list-only", d.tasks); err != nil {
@@ -784,9 +783,9 @@ func numbers(kv map[string]string, keys ...string) ([]float64, error) {
 type deployCheck struct {
 	backend                       string
 	tasks, sends, lists, wall     float64
-	sent, listed, cpu, disk, rss  float64
+	sent, listed, cpu, disk, heap float64 // heap: mem's live heap at the end (0: not recorded)
 	predictedCores, predictedDisk float64
-	predictedRSS                  float64 // mem: the model's resident set
+	predictedHeap                 float64 // mem: the model's live heap
 	servedCPU                     float64 // the model's CPU-s for the requests served
 	load                          string
 	name                          string // the run's files are name.*
@@ -805,12 +804,15 @@ func readSummary(root, dir string) ([]deployCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes", "rss-bytes")
+		if kv["heap-bytes"] == "" { // recorded since the check covers mem
+			kv["heap-bytes"] = "0"
+		}
+		v, err := numbers(kv, "tasks", "sends", "lists", "wall", "sent", "listed", "server-cpu", "db-cpu", "disk-bytes", "heap-bytes")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		ds = append(ds, deployCheck{backend: kv["backend"], tasks: v[0], sends: v[1], lists: v[2], wall: v[3], sent: v[4], listed: v[5],
-			cpu: v[6] + v[7], disk: v[8], rss: v[9], load: strings.ReplaceAll(kv["load"], ",", " "), name: kv["name"]})
+			cpu: v[6] + v[7], disk: v[8], heap: v[9], load: strings.ReplaceAll(kv["load"], ",", " "), name: kv["name"]})
 		if kv["name"] == "" { // before the name was recorded: one deployment per backend and size
 			ds[len(ds)-1].name = kv["backend"] + "-" + kv["tasks"]
 		}
@@ -833,11 +835,11 @@ func readDeployments(root string, m *model) ([]deployCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		pv, err := numbers(pkv, "cores", "disk-bytes", "rss-bytes")
+		pv, err := numbers(pkv, "cores", "disk-bytes", "heap-bytes")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", deployRun, err)
 		}
-		d.predictedCores, d.predictedDisk, d.predictedRSS = pv[0], pv[1], pv[2]
+		d.predictedCores, d.predictedDisk, d.predictedHeap = pv[0], pv[1], pv[2]
 		p, err := m.predict(deployment{backend: d.backend, tasks: d.tasks, sends: d.sent, lists: d.listed})
 		if err != nil {
 			return nil, err
@@ -858,7 +860,7 @@ func writeDeployments(b *strings.Builder, root string, m *model) error {
 		"predicted by `capacity -predict` before it ran (its `.predict` file), then bulk-loaded with realistic tasks, served by "+
 		"a2astore-server with the served rows' echo agent, and called by two paced loadgens (SendMessage and ListTasks, page of 50, "+
 		"over JSON-RPC) for the window; CPU of the server and of the PostgreSQL cluster from `/proc` over the window, disk (on mem "+
-		"the server's resident set) right after it. Disk and memory are predicted at the tasks the window ends with (the store's and one per SendMessage); cores at the rates asked; "+
+		"the server's live heap, after a collection) right after it. Disk and memory are predicted at the tasks the window ends with (the store's and one per SendMessage); cores at the rates asked; "+
 		"the last row of each sets the model's CPU for the calls actually served beside the CPU measured.\n\n", deployRun, deployRun)
 	b.WriteString("| backend | tasks | calls/s asked (served): SendMessage + ListTasks | figure | predicted | measured | error | within 30 % |\n")
 	b.WriteString("|---|---:|---|---|---:|---:|---:|---|\n")
@@ -866,7 +868,7 @@ func writeDeployments(b *strings.Builder, root string, m *model) error {
 		calls := fmt.Sprintf("%s + %s (%s + %s)", sig(d.sends), sig(d.lists), sig(d.sent/d.wall), sig(d.listed/d.wall))
 		footprint, predicted, measured := "disk, MB", d.predictedDisk, d.disk
 		if d.backend == "mem" {
-			footprint, predicted, measured = "resident set (RSS), MB", d.predictedRSS, d.rss
+			footprint, predicted, measured = "live heap, MB", d.predictedHeap, d.heap
 		}
 		for _, r := range []struct {
 			what                string
