@@ -43,12 +43,12 @@ const (
 	pushClaim = "results/raw/quiet-25a018f-push-claim.txt"
 	// pushRecovery holds BenchmarkBacklogRecovery (f47810a).
 	pushRecovery = "results/raw/quiet-f47810a-push-recovery.txt"
-	// deployRun is results/capacity-check.sh at 6eb12df: two deployments
-	// predicted by the paced model, then run and measured ("dirty": the
-	// work tree held the calibration's output, not yet committed; the
-	// code was 6eb12df's). The check before it, with the served rows'
-	// CPU, is results/raw/capacity-check-750de9ba06ae.
-	deployRun = "results/raw/capacity-check-6eb12dfe80ea-dirty"
+	// deployRun is results/capacity-check.sh at c11360e: three deployments
+	// predicted by the paced model, then run and measured. The checks
+	// before it: results/raw/capacity-check-6eb12dfe80ea-dirty (Pebble
+	// and PostgreSQL, paced model) and capacity-check-750de9ba06ae (the
+	// served rows' CPU).
+	deployRun = "results/raw/capacity-check-c11360e360cd"
 	// pacedRun is `make capacity-calibrate`: each method alone, paced,
 	// against a served store; for a backend it has no row of (or when it
 	// is empty) the served rows (saturated) give the CPU per call.
