@@ -36,9 +36,9 @@ const (
 	// scaleRun is `make results-scale` at e1f0ca1 (BenchmarkScale, one
 	// sample per figure, n = 1e3 … 1e7 on every backend).
 	scaleRun = "results/runs-scale/94031a12cb72"
-	// fullRun is `make results` at the same commit: BenchmarkMemHeap by
-	// task shape, and the server rows with their CPU ticks.
-	fullRun = "results/runs/e1f0ca1a3d67"
+	// fullRun is `make results` at d8ca37b: BenchmarkMemHeap by task
+	// shape, and the server rows with their CPU ticks.
+	fullRun = "results/runs/d8ca37b9cc8a"
 	// pushClaim holds BenchmarkClaimNothingDue (25a018f).
 	pushClaim = "results/raw/quiet-25a018f-push-claim.txt"
 	// pushRecovery holds BenchmarkBacklogRecovery (f47810a).
