@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -155,5 +156,31 @@ func TestPredict(t *testing.T) {
 	}
 	if _, err := m.predict(deployment{backend: "sqlite", tasks: 1}); err == nil {
 		t.Error("an unknown backend predicted")
+	}
+}
+
+// TestReadPacedByCallsServed: a calibration row is classified by the
+// calls it served; one that served both methods (a method asked at 0 a
+// second and called anyway) is refused, not counted as the other.
+func TestReadPacedByCallsServed(t *testing.T) {
+	row := "run name=x backend=pebble tasks=10000 sends=%s lists=%s seconds=60 wall=60 sent=%d listed=%d server-cpu=6 db-cpu=0 disk-bytes=1 heap-bytes=0\n"
+	write := func(t *testing.T, lines string) string {
+		root := t.TempDir()
+		dir := filepath.Join(root, pacedRun)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	rows, err := readPaced(write(t, fmt.Sprintf(row, "50", "0", 3000, 0)+fmt.Sprintf(row, "0", "200", 0, 12000)))
+	if err != nil || len(rows) != 2 || rows[0].workload != "send-only" || rows[1].workload != "list-only" ||
+		!near(rows[0].cpuMicros(), 2000) || !near(rows[1].cpuMicros(), 500) {
+		t.Fatalf("readPaced = %+v, %v; want a send-only row at 2,000 µs and a list-only one at 500", rows, err)
+	}
+	if rows, err := readPaced(write(t, fmt.Sprintf(row, "50", "0.0", 3000, 12000))); err == nil {
+		t.Errorf("a row that served both methods was read as %+v", rows)
 	}
 }
