@@ -425,6 +425,7 @@ func load(tb testing.TB, e *env, k fixtureKey) (*fixture, error) {
 		}
 	}
 	fx.bytesPerTask = e.footprint(fx)
+	warmHeap()
 	if e.pool != nil && k.scale {
 		// No creation-sequence column: adding one rewrites the table and
 		// every index (minutes at 1e7); the OFFSET peer counts in list

@@ -124,6 +124,7 @@ func benchPagePair(b *testing.B, fixtureOf func(tb testing.TB, n int) *fixture, 
 			pos := fx.positions(1024, 50, 7) // op=page's and the floor's
 			ctx := context.Background()
 			var inStore, inFloor time.Duration
+			defer reportFaults(b)()
 			i := 0
 			for b.Loop() {
 				p := pos[i%len(pos)]
@@ -190,6 +191,7 @@ func pageFloorLoop(b *testing.B, fx *fixture, serve func(fx *fixture) func(c eng
 	page := serve(fx)
 	pos := fx.positions(1024, 50, 7) // the store's page uses the same
 	b.ReportAllocs()
+	defer reportFaults(b)()
 	i, examined := 0, 0
 	for b.Loop() {
 		c := fx.order[pos[i%len(pos)]-1+boolInt(pos[i%len(pos)] == 0)]

@@ -81,6 +81,7 @@ func benchList(b *testing.B, s engine.Store, req func(i int) *engine.ListRequest
 	var st engine.ListStats
 	ctx := context.Background()
 	calls := 0
+	defer reportFaults(b)()
 	for b.Loop() {
 		slowdown()
 		resp, err := s.List(ctx, req(calls))
@@ -357,6 +358,7 @@ func replaceLoop(b *testing.B, ctx context.Context, fx *fixture) {
 // fixture's pool.
 func replaceIDs(b *testing.B, ctx context.Context, fx *fixture, ids []a2a.TaskID) {
 	b.ReportAllocs()
+	defer reportFaults(b)()
 	i := 0
 	for b.Loop() {
 		if _, err := fx.store.Replace(ctx, fx.task(i, ids[i%len(ids)]), 0); err != nil {
