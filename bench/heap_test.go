@@ -31,6 +31,7 @@ var heapProfileDir = flag.String("bench.heapprofile", "", "BenchmarkMemHeap: wri
 // built in the same process from the same tasks:
 //
 //	BenchmarkMemHeap/n=N/tasks=light|realistic/owners=none|1000|per-task
+//	BenchmarkMemHeap/n=N/tasks=realistic/owners=1000/log=on
 //
 // Light tasks are lightTask's (a 36-byte ID, one of 16 contexts, a state
 // and a status timestamp); realistic ones are internal/taskgen's default
@@ -44,7 +45,9 @@ var heapProfileDir = flag.String("bench.heapprofile", "", "BenchmarkMemHeap: wri
 // index and no counters. For realistic tasks the record also holds the
 // task's taskcodec form, exactly sized: the data itself. Metrics:
 // heap-bytes/task (the store), floor-bytes/task, x-floor (their ratio) and
-// heap-objects/task (objects the collector tracks per task). Sizes are the
+// heap-objects/task (objects the collector tracks per task); log=on
+// reports the store with its task log, and log-bytes/task, the log's part
+// (the same store with the log off, loaded in the same iteration). Sizes are the
 // run's from 1e5 up (BENCH_FULL=1 or BENCH_SIZES for 1e6). Each iteration
 // builds both; b.Loop runs once when that takes longer than -benchtime.
 func BenchmarkMemHeap(b *testing.B) {
@@ -54,7 +57,7 @@ func BenchmarkMemHeap(b *testing.B) {
 				name := fmt.Sprintf("n=%d/tasks=%s/owners=%s", n, shape, owners)
 				b.Run(name, func(b *testing.B) {
 					for b.Loop() {
-						store, objects := memHeap(b, n, shape, owners, name)
+						store, objects := memHeap(b, n, shape, owners, false, name)
 						floor := floorHeap(b, n, shape)
 						b.ReportMetric(store, "heap-bytes/task")
 						b.ReportMetric(floor, "floor-bytes/task")
@@ -64,6 +67,20 @@ func BenchmarkMemHeap(b *testing.B) {
 				})
 			}
 		}
+		// The task log (K7), which every server keeps: the same store with
+		// it on, beside it off in the same loop (docs/capacity.md's log
+		// term: each task's Create entry, the whole task, kept until the
+		// task has been idle for the server's -log-retention).
+		name := fmt.Sprintf("n=%d/tasks=realistic/owners=1000/log=on", n)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				off, _ := memHeap(b, n, "realistic", "1000", false, "")
+				on, objects := memHeap(b, n, "realistic", "1000", true, name)
+				b.ReportMetric(on, "heap-bytes/task")
+				b.ReportMetric(on-off, "log-bytes/task")
+				b.ReportMetric(objects, "heap-objects/task")
+			}
+		})
 	}
 }
 
@@ -87,15 +104,16 @@ func liveHeap() (bytes, objects int64) {
 	return int64(ms.HeapAlloc), int64(ms.HeapObjects)
 }
 
-// memHeap loads n tasks into a memstore and returns its live heap bytes
-// and objects per task; with -bench.heapprofile it writes the heap
-// profile, store live, as name.pprof.
-func memHeap(b *testing.B, n int, shape, owners, name string) (perTask, objects float64) {
+// memHeap loads n tasks into a memstore (with the task log when log is
+// set) and returns its live heap bytes and objects per task; with
+// -bench.heapprofile and a name it writes the heap profile, store live,
+// as name.pprof.
+func memHeap(b *testing.B, n int, shape, owners string, log bool, name string) (perTask, objects float64) {
 	gen := taskgen.New(taskgen.Shape{})
 	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, benchOwners-1)
 	clock := &taskgen.StepClock{Start: 1_700_000_000_000_000, Every: 4}
 	bytes0, objects0 := liveHeap()
-	s := memstore.New(memstore.Options{Clock: clock.Now})
+	s := memstore.New(memstore.Options{Clock: clock.Now, Log: log})
 	ctx := context.Background()
 	for i := range n {
 		if _, err := s.CreateOwned(ctx, fixtureKey{light: shape == "light"}.task(gen, i), heapOwner(owners, z, i)); err != nil {
@@ -103,7 +121,7 @@ func memHeap(b *testing.B, n int, shape, owners, name string) (perTask, objects 
 		}
 	}
 	bytes1, objects1 := liveHeap()
-	if *heapProfileDir != "" {
+	if *heapProfileDir != "" && name != "" {
 		path := filepath.Join(*heapProfileDir, strings.ReplaceAll(name, "/", "_")+".pprof")
 		f, err := os.Create(path)
 		if err != nil {

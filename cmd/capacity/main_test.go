@@ -131,8 +131,9 @@ func TestCallMicrosPaced(t *testing.T) {
 }
 
 // TestPredict: a deployment's cores add up its calls' served CPU, Pebble's
-// disk is its sstables' model plus the log it keeps, and a backend the
-// model does not know is refused.
+// disk is its sstables' model plus the log it keeps, mem's live heap is
+// the store's model plus its task log's (logRun's row, which must be
+// there), and a backend the model does not know is refused.
 func TestPredict(t *testing.T) {
 	m, err := load(filepath.Join("..", ".."))
 	if err != nil {
@@ -153,6 +154,16 @@ func TestPredict(t *testing.T) {
 	d.sends, d.lists = 20, 80
 	if q, err := m.predict(d); err != nil || !near(q.cores(), 2*p.cores()) {
 		t.Errorf("twice the calls: %g cores (%v), want %g", q.cores(), err, 2*p.cores())
+	}
+	if m.logHeap <= 0 {
+		t.Fatalf("the task log's heap per task is %g: %s has no %s row", m.logHeap, logRun, logHeapName)
+	}
+	mem, err := m.predict(deployment{backend: "mem", tasks: 2e6, sends: 10, lists: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (m.footprint["mem bytes/task"].at(2e6) + m.logHeap) * 2e6; !near(mem.heap, want) {
+		t.Errorf("mem's live heap %g, want the store's and the log's %g", mem.heap, want)
 	}
 	if _, err := m.predict(deployment{backend: "sqlite", tasks: 1}); err == nil {
 		t.Error("an unknown backend predicted")
