@@ -43,12 +43,13 @@ const (
 	pushClaim = "results/raw/quiet-25a018f-push-claim.txt"
 	// pushRecovery holds BenchmarkBacklogRecovery (f47810a).
 	pushRecovery = "results/raw/quiet-f47810a-push-recovery.txt"
-	// deployRun is results/capacity-check.sh at c11360e: three deployments
-	// predicted by the paced model, then run and measured. The checks
-	// before it: results/raw/capacity-check-6eb12dfe80ea-dirty (Pebble
-	// and PostgreSQL, paced model) and capacity-check-750de9ba06ae (the
-	// served rows' CPU).
-	deployRun = "results/raw/capacity-check-c11360e360cd"
+	// deployRun is results/capacity-check.sh at 306983a: three
+	// deployments predicted by the paced model with the task log's heap,
+	// then run and measured. The checks before it:
+	// results/raw/capacity-check-c11360e360cd (the three backends, no log
+	// term), capacity-check-6eb12dfe80ea-dirty (Pebble and PostgreSQL,
+	// paced model) and capacity-check-750de9ba06ae (the served rows' CPU).
+	deployRun = "results/raw/capacity-check-306983a520df"
 	// pacedRun is `make capacity-calibrate`: each method alone, paced,
 	// against a served store; for a backend it has no row of (or when it
 	// is empty) the served rows (saturated) give the CPU per call.
