@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"math"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 )
@@ -31,23 +33,33 @@ func reportFaults(b *testing.B) func() {
 }
 
 // warmHeap touches the memory the heap will grow into before the
-// collector's next cycle (from the heap in use to the cycle's goal), when
-// the runtime does not hold that much already, and frees it again: the
-// runtime keeps it (its scavenger returns only what lies beyond the
-// goal), so the benchmarks after it allocate into pages already faulted
-// in and measure the store, not this machine's first touches. Without it
-// the first benchmarks after a large load, or after a benchmark that grew
-// the heap, paid up to 9 faults a page (the 1e6 column of the scale
-// runs, slower than 1e5 and 1e7 on memory in every run until this).
+// collector's next cycle (from the heap in use to the cycle's goal, at
+// most warmMax more, and never past warmLimitShare of the memory limit),
+// when the runtime does not hold that much already, and frees it again.
+// Below the memory limit the runtime keeps it (its scavenger returns what
+// lies beyond the goal, or beyond about 95 % of GOMEMLIMIT when one is
+// set), so the benchmarks after it allocate into pages already faulted in
+// and measure the store, not this machine's first touches. Without it the
+// first benchmarks after a large load, or after a benchmark that grew the
+// heap, paid up to 9 faults a page (the 1e6 column of the scale runs,
+// slower than 1e5 and 1e7 on memory in every run until this). The caps
+// keep it from holding a heap of gigabytes at twice its size: at 1e7
+// (11 GB live, results/scale.sh's GOMEMLIMIT of 20 GiB) an uncapped warm
+// took the heap near the limit, where the scavenger hands pages back, and
+// several figures after it had 0.4–5 faults an operation.
 func warmHeap() {
 	const chunk = 1 << 20
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	if ms.NextGC <= ms.HeapSys-ms.HeapReleased {
+	target := min(ms.NextGC, ms.HeapAlloc+warmMax)
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		target = min(target, uint64(float64(limit)*warmLimitShare))
+	}
+	if target <= ms.HeapSys-ms.HeapReleased || target <= ms.HeapAlloc {
 		return
 	}
-	grow := int64(ms.NextGC) - int64(ms.HeapAlloc)
-	junk := make([][]byte, 0, max(grow/chunk, 0)+1)
+	grow := int64(target - ms.HeapAlloc)
+	junk := make([][]byte, 0, grow/chunk+1)
 	for ; grow > 0; grow -= chunk {
 		c := make([]byte, chunk)
 		for i := 0; i < len(c); i += 4096 {
@@ -58,3 +70,12 @@ func warmHeap() {
 	clear(junk)
 	runtime.GC()
 }
+
+// warmMax is the most warmHeap touches beyond the heap in use: several
+// times what a sub-benchmark allocates between two collections (a page
+// of 50 allocates about 11 KB, a full one 115 KB).
+const warmMax = 4 << 30
+
+// warmLimitShare is the share of GOMEMLIMIT warmHeap stays under, below
+// the scavenger's 95 %.
+const warmLimitShare = 0.85

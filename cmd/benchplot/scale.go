@@ -135,7 +135,13 @@ type scaleSeries struct {
 	backend string
 	at      map[int]float64 // the store's
 	floor   map[int]float64 // its floor's, when it has one
+	faults  map[int]float64 // the store's minor page faults an operation, when recorded
 }
+
+// scaleFaulty is the faults/op above which the growth table marks a
+// figure: it holds this machine's first touches of memory, not only the
+// store's work (docs/lab.md, "The quiet-machine rule").
+const scaleFaulty = 0.05
 
 func (o scaleOp) series(d *data, ns []int) []scaleSeries {
 	var out []scaleSeries
@@ -143,11 +149,14 @@ func (o scaleOp) series(d *data, ns []int) []scaleSeries {
 		if o.only != "" && be != o.only {
 			continue
 		}
-		s := scaleSeries{backend: be, at: map[int]float64{}, floor: map[int]float64{}}
+		s := scaleSeries{backend: be, at: map[int]float64{}, floor: map[int]float64{}, faults: map[int]float64{}}
 		peer := scaleSeries{backend: o.peerLabel, at: map[int]float64{}}
 		for _, n := range ns {
 			if v, ok := d.median(o.name(be, n), "sec/op"); ok {
 				s.at[n] = micros(v)
+			}
+			if v, ok := d.median(o.name(be, n), "faults/op"); ok {
+				s.faults[n] = v
 			}
 			if o.peer != nil {
 				if v, ok := d.median(o.peer(be, n), "sec/op"); ok {
@@ -282,6 +291,7 @@ func scaleSection(r *run, out string) (string, []chartFile, error) {
 	}
 	b.WriteString(" largest n / smallest | good | met |\n|---|---|" + strings.Repeat("---:|", len(ns)) + "---:|---|---|\n")
 	var charts []chartFile
+	marked := false
 	for _, o := range scaleOps {
 		ch, err := scaleChart(d, o)
 		if err != nil {
@@ -293,17 +303,22 @@ func scaleSection(r *run, out string) (string, []chartFile, error) {
 		}
 		charts = append(charts, chartFile{o.file, o.title + ", 1e3 → 1e7: every backend, its floor and its limit (log–log)", nil})
 		for _, s := range o.series(d, ns) {
-			scaleRow(&b, o.title, s, ns, s.backend == o.peerLabel)
+			marked = scaleRow(&b, o.title, s, ns, s.backend == o.peerLabel) || marked
 		}
+	}
+	if marked {
+		fmt.Fprintf(&b, "\n† more than %g minor page faults an operation (`faults/op`): the figure holds this machine's first touches of memory, 11–13 µs a page, not only the store's work ([the lab](../docs/lab.md#the-quiet-machine-rule)).\n", scaleFaulty)
 	}
 	b.WriteString("\n" + footprintTable(d, ns) + "\n")
 	b.WriteString(chartsSection(charts))
 	return b.String(), charts, nil
 }
 
-// scaleRow is one operation's row for one backend: µs at each n, the
-// growth from the smallest n to the largest, and whether it is good.
-func scaleRow(b *strings.Builder, title string, s scaleSeries, ns []int, peer bool) {
+// scaleRow is one operation's row for one backend: µs at each n (marked †
+// above scaleFaulty faults an operation), the growth from the smallest n
+// to the largest, and whether it is good. It reports whether it marked a
+// figure.
+func scaleRow(b *strings.Builder, title string, s scaleSeries, ns []int, peer bool) (marked bool) {
 	fmt.Fprintf(b, "| %s | %s |", title, s.backend)
 	var first, last float64
 	var lastN int
@@ -317,7 +332,11 @@ func scaleRow(b *strings.Builder, title string, s scaleSeries, ns []int, peer bo
 			first = v
 		}
 		last, lastN = v, n
-		fmt.Fprintf(b, " %s |", formatValue(v, "µs"))
+		mark := ""
+		if s.faults[n] > scaleFaulty {
+			mark, marked = " †", true
+		}
+		fmt.Fprintf(b, " %s%s |", formatValue(v, "µs"), mark)
 	}
 	growth := "—"
 	if first > 0 {
@@ -325,7 +344,7 @@ func scaleRow(b *strings.Builder, title string, s scaleSeries, ns []int, peer bo
 	}
 	if peer {
 		fmt.Fprintf(b, " %s | a peer | — |\n", growth)
-		return
+		return marked
 	}
 	good, met := fmt.Sprintf("≤ %g× its smallest n", scaleDiskGood), "—"
 	if s.backend == "mem" {
@@ -343,6 +362,7 @@ func scaleRow(b *strings.Builder, title string, s scaleSeries, ns []int, peer bo
 		good = "no floor measured"
 	}
 	fmt.Fprintf(b, " %s | %s | %s |\n", growth, good, met)
+	return marked
 }
 
 // footprintTable: op=footprint per backend and n: bytes per task, mem's

@@ -124,3 +124,22 @@ func TestHistoryChartReads(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleRowMarksFaults: a figure measured with more than scaleFaulty
+// page faults an operation is marked, one with fewer or none is not.
+func TestScaleRowMarksFaults(t *testing.T) {
+	s := scaleSeries{backend: "pebble", at: map[int]float64{1000: 10, 10000: 12, 100000: 11},
+		faults: map[int]float64{1000: 0.01, 10000: 0.4}}
+	var b strings.Builder
+	if !scaleRow(&b, "Light page", s, []int{1000, 10000, 100000}, false) {
+		t.Errorf("a figure at 0.4 faults/op not reported as marked: %s", b.String())
+	}
+	if row := b.String(); !strings.Contains(row, "| 12.0 µs † |") || strings.Count(row, "†") != 1 {
+		t.Errorf("want only the 1e4 figure marked: %s", row)
+	}
+	b.Reset()
+	s.faults = nil
+	if scaleRow(&b, "Light page", s, []int{1000, 10000, 100000}, false) || strings.Contains(b.String(), "†") {
+		t.Errorf("a row without faults/op marked: %s", b.String())
+	}
+}

@@ -716,7 +716,8 @@ func (m *model) predict(d deployment) (prediction, error) {
 	at := func(key string) float64 { return m.footprint[key].at(d.tasks) * d.tasks }
 	switch d.backend {
 	case "mem":
-		p.rss, p.heap = at("mem rss-B/task"), at("mem bytes/task")+m.logHeap*d.tasks
+		// The log's heap is resident too.
+		p.rss, p.heap = at("mem rss-B/task")+m.logHeap*d.tasks, at("mem bytes/task")+m.logHeap*d.tasks
 	case "pebble":
 		p.disk = at("pebble sst-B/task") + pebbleLog
 	case "pg":
@@ -755,10 +756,11 @@ func writeExample(b *strings.Builder, m *model) error {
 		}
 		switch be {
 		case "mem":
-			ram = fmt.Sprintf("live heap %s: the store %s (RSS at rest %s) and its task log %s GiB (%s B a task written within -log-retention); "+
+			logBytes := m.logHeap * exampleTasks
+			ram = fmt.Sprintf("live heap %s GiB: the store %s (RSS at rest %s) and its task log %s GiB (%s B a task written within -log-retention); "+
 				"so up to %s GiB between collections at GOGC=100",
-				sig(p.heap/gib), gibAt(p.heap-m.logHeap*exampleTasks, "mem bytes/task"), gibAt(p.rss, "mem rss-B/task"),
-				sig(m.logHeap*exampleTasks/gib), sig(m.logHeap), sig(2*p.heap/gib))
+				sig(p.heap/gib), gibAt(p.heap-logBytes, "mem bytes/task"), gibAt(p.rss-logBytes, "mem rss-B/task"),
+				sig(logBytes/gib), sig(m.logHeap), sig(2*p.heap/gib))
 		case "pebble":
 			disk = gibAt(p.disk-pebbleLog, "pebble sst-B/task") + " of sstables, and about 25 MB of write-ahead log"
 		case "pg":

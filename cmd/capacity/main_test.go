@@ -165,6 +165,9 @@ func TestPredict(t *testing.T) {
 	if want := (m.footprint["mem bytes/task"].at(2e6) + m.logHeap) * 2e6; !near(mem.heap, want) {
 		t.Errorf("mem's live heap %g, want the store's and the log's %g", mem.heap, want)
 	}
+	if want := (m.footprint["mem rss-B/task"].at(2e6) + m.logHeap) * 2e6; !near(mem.rss, want) {
+		t.Errorf("mem's resident set %g, want the store's and the log's %g", mem.rss, want)
+	}
 	if _, err := m.predict(deployment{backend: "sqlite", tasks: 1}); err == nil {
 		t.Error("an unknown backend predicted")
 	}
