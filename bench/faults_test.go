@@ -19,11 +19,11 @@ func minorFaults() int64 {
 
 // reportFaults warms the heap (warmHeap), then starts counting the
 // process's minor page faults; the returned func reports them per
-// operation as faults/op. On this lab's
-// machine (a Firecracker VM with free page reporting) a first touch of a
-// 4 KiB page costs 11–13 µs, 50 times a bare host's, so a benchmark whose
-// heap grows into memory the guest had handed back pays that per page:
-// the metric says when a figure holds such faults.
+// operation as faults/op. On this lab's machine (a Firecracker VM with
+// free page reporting) a first touch of a 4 KiB page costs 11–13 µs and
+// a second 0.04 µs (results/raw/first-touch-2026-12-07.txt), so a
+// benchmark whose heap grows into memory the guest had handed back pays
+// that per page: the metric says when a figure holds such faults.
 func reportFaults(b *testing.B) func() {
 	warmHeap()
 	start := minorFaults()
