@@ -307,7 +307,7 @@ func scaleSection(r *run, out string) (string, []chartFile, error) {
 		}
 	}
 	if marked {
-		fmt.Fprintf(&b, "\n† more than %g minor page faults an operation (`faults/op`): the figure holds this machine's first touches of memory, 11–13 µs a page, not only the store's work ([the lab](../docs/lab.md#the-quiet-machine-rule)).\n", scaleFaulty)
+		fmt.Fprintf(&b, "\n† more than %g minor page faults an operation (`faults/op`): besides the store's work, the figure holds this machine's first touches of memory, 11–13 µs for each 4 KiB page touched ([the lab](../docs/lab.md#the-quiet-machine-rule)); the growth and met columns use the figures as measured.\n", scaleFaulty)
 	}
 	b.WriteString("\n" + footprintTable(d, ns) + "\n")
 	b.WriteString(chartsSection(charts))
