@@ -1,9 +1,9 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -34,6 +34,7 @@ func (s *Store) Export(ctx context.Context, after *engine.Cursor, limit int) ([]
 		c   content
 		log []engine.LogEntry
 	}
+	var err error
 	var got []taken
 	s.mu.RLock()
 	if s.mu.closed {
@@ -42,41 +43,34 @@ func (s *Store) Export(ctx context.Context, after *engine.Cursor, limit int) ([]
 	}
 	s.scanRange(keyRange{}, after, limit, func(e *entry) bool {
 		rec, c := s.snapshotLocked(e, true)
-		got = append(got, taken{rec, c, s.mu.logs[e.slot]}) // entries are never modified once appended
+		var log []engine.LogEntry
+		if log, err = decodeLog(s.mu.logs.view(e.slot), 0, math.MaxInt); err != nil {
+			err = fmt.Errorf("memstore: export %q: log: %w", s.mu.slots.id(e), err)
+			return false
+		}
+		got = append(got, taken{rec, c, log})
 		return len(got) < limit
 	})
 	s.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]engine.StoredTask, len(got))
 	for i := range got {
 		rec, err := decoded(got[i].rec, got[i].c)
 		if err != nil {
 			return nil, fmt.Errorf("memstore: export %q: %w", got[i].rec.Cursor.ID, err)
 		}
-		out[i] = engine.StoredTask{Record: rec, Log: cloneLog(got[i].log)}
+		out[i] = engine.StoredTask{Record: rec, Log: got[i].log}
 	}
 	return out, nil
-}
-
-// cloneLog returns a copy of log whose bodies are copies too: an export
-// hands out, and an import keeps, no memory it shares with another holder
-// (nil for an empty log).
-func cloneLog(log []engine.LogEntry) []engine.LogEntry {
-	if len(log) == 0 {
-		return nil
-	}
-	out := make([]engine.LogEntry, len(log))
-	for i, l := range log {
-		l.Body = bytes.Clone(l.Body)
-		out[i] = l
-	}
-	return out
 }
 
 // imported is a task to import, checked and encoded outside the lock.
 type imported struct {
 	st  *engine.StoredTask
 	enc encoded
-	log []engine.LogEntry // the store's own copy; nil without the log
+	log []byte // its log, encoded (appendLogEntry); nil without the log
 }
 
 // Import implements engine.Importer. Every task is checked and encoded
@@ -112,7 +106,9 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 			if err := checkImportedLog(st, enc.state); err != nil {
 				return err
 			}
-			batch[i].log = cloneLog(st.Log) // not the caller's memory
+			for j := range st.Log {
+				batch[i].log = appendLogEntry(batch[i].log, &st.Log[j])
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -156,7 +152,7 @@ func (s *Store) importLocked(im *imported) {
 	s.mu.ids.add(s.mu.slots.id(e), e.slot)
 	s.indexLocked(e)
 	if im.log != nil {
-		s.mu.logs[e.slot] = im.log
+		s.mu.logs.set(e.slot, im.log)
 	}
 }
 

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -11,8 +10,8 @@ import (
 )
 
 // The task log (engine.LogStore, K7): with Options.Log, each task's
-// entries are a slice beside its entry, appended under the write lock
-// that makes the revision and removed with the task. TrimLog drops the
+// entries are a region of the logs' slab (logslab.go), appended under the
+// write lock that makes the revision and removed with the task. TrimLog drops the
 // logs of tasks idle long enough, oldest first.
 var _ engine.LogStore = (*Store)(nil)
 
@@ -36,7 +35,7 @@ func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 		return
 	}
 	l.Revision, l.Time = e.revision, e.updatedAt
-	s.mu.logs[e.slot] = append(s.mu.logs[e.slot], l)
+	s.mu.logs.append(e.slot, &l)
 }
 
 // wake wakes the log readers of id.
@@ -59,14 +58,15 @@ func (s *Store) ReadLog(ctx context.Context, id a2a.TaskID, after int64, limit i
 	if s.mu.closed {
 		return nil, errClosed
 	}
-	var log []engine.LogEntry
+	var log []byte
 	if slot, ok := s.mu.ids.get(&s.mu.slots, id); ok {
-		log = s.mu.logs[slot]
+		log = s.mu.logs.view(slot)
 	}
-	i, _ := slices.BinarySearchFunc(log, after+1, func(l engine.LogEntry, rev int64) int { return int(min(max(l.Revision-rev, -1), 1)) })
-	log = log[i:min(len(log), i+limit)]
-	// Entries are never modified once appended; bodies are shared.
-	return slices.Clone(log), nil
+	entries, err := decodeLog(log, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: read log %q: %w", id, err)
+	}
+	return entries, nil
 }
 
 // deletion is a deletion's mark, kept in the order deletions were made.
@@ -154,7 +154,7 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 		if s.mu.trimmed != nil && c == *s.mu.trimmed {
 			return true
 		}
-		delete(s.mu.logs, it.slot)
+		s.mu.logs.drop(it.slot)
 		last = c
 		n++
 		return true
@@ -171,21 +171,26 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (int, erro
 	return n + s.forgetDeletionsLocked(before, limit-n), nil
 }
 
-// checkLogLocked verifies K7 for e: its log holds consecutive revisions
-// ending at e's revision (a trimmed log may start anywhere, or be empty),
-// the last entry at e's time and state.
+// checkLogLocked verifies K7 for e: its log holds whole entries of
+// consecutive revisions ending at e's revision (a trimmed log may start
+// anywhere, or be empty), the last entry at e's time and state.
 // REQUIRES: s.mu held.
 func (s *Store) checkLogLocked(e *entry) error {
-	log := s.mu.logs[e.slot]
+	log := s.mu.logs.view(e.slot)
 	if len(log) == 0 {
 		return nil
 	}
-	for i := 1; i < len(log); i++ {
-		if log[i].Revision != log[i-1].Revision+1 {
-			return fmt.Errorf("log revisions %d then %d", log[i-1].Revision, log[i].Revision)
+	var last engine.LogEntry
+	for n := 0; len(log) > 0; n++ {
+		l, _, rest, ok := nextLogEntry(log)
+		switch {
+		case !ok:
+			return fmt.Errorf("log entry %d cut short or damaged", n)
+		case n > 0 && l.Revision != last.Revision+1:
+			return fmt.Errorf("log revisions %d then %d", last.Revision, l.Revision)
 		}
+		last, log = l, rest
 	}
-	last := log[len(log)-1]
 	if last.Revision != e.revision || last.Time != e.updatedAt || last.State != states[e.state] {
 		return fmt.Errorf("last log entry at revision %d, time %d, state %s; task at %d, %d, %s",
 			last.Revision, last.Time, last.State, e.revision, e.updatedAt, states[e.state])
@@ -193,23 +198,25 @@ func (s *Store) checkLogLocked(e *entry) error {
 	return nil
 }
 
-// checkLogsLocked verifies every log (checkLogLocked) and that no log
-// outlives its task.
+// checkLogsLocked verifies every log (checkLogLocked), that no log
+// outlives its task, and the logs' slab (taskLogs.check).
 // REQUIRES: s.mu held.
 func (s *Store) checkLogsLocked(ids map[a2a.TaskID]uint32) []error {
-	var errs []error
-	for slot := range s.mu.logs {
-		if slot >= s.mu.slots.n || !s.mu.slots.holds(s.mu.slots.at(slot)) {
-			errs = append(errs, fmt.Errorf("a log in slot %d, which holds no task", slot))
-			continue
+	t := &s.mu.slots
+	holds := func(slot uint32) bool {
+		if slot >= t.n || !t.holds(t.at(slot)) {
+			return false
 		}
-		if got, ok := ids[s.mu.slots.id(s.mu.slots.at(slot))]; !ok || got != slot {
-			errs = append(errs, fmt.Errorf("a log in slot %d, which holds no task", slot))
-			continue
+		got, ok := ids[t.id(t.at(slot))]
+		return ok && got == slot
+	}
+	errs := s.mu.logs.check(holds)
+	for slot, r := range s.mu.logs.refs {
+		if !holds(slot) || !s.mu.logs.inSlab(r) {
+			continue // reported by check
 		}
-		id := s.mu.slots.id(s.mu.slots.at(slot))
-		if err := s.checkLogLocked(s.mu.slots.at(slot)); err != nil {
-			errs = append(errs, fmt.Errorf("task %q: %w", id, err))
+		if err := s.checkLogLocked(t.at(slot)); err != nil {
+			errs = append(errs, fmt.Errorf("task %q: %w", t.id(t.at(slot)), err))
 		}
 	}
 	return errs

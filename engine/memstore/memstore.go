@@ -56,8 +56,9 @@ type Store struct {
 		ownerCtx pairCounts
 		states   [numStates]int // tasks per state
 		closed   bool
-		// logs are the task logs by task's slot (Options.Log; nil without).
-		logs map[uint32][]engine.LogEntry
+		// logs are the task logs by task's slot (Options.Log; no refs
+		// without), in a slab of their own (logslab.go).
+		logs taskLogs
 		// trimmed is where TrimLog goes on: the last task whose log it
 		// trimmed, in oldest-first order (nil: the oldest task).
 		trimmed *engine.Cursor
@@ -176,9 +177,9 @@ func New(opts Options) *Store {
 // resetLocked empties the store.
 // REQUIRES: s.mu held for writing, or s unshared.
 func (s *Store) resetLocked() {
-	s.mu.logs, s.mu.trimmed, s.mu.deleted, s.mu.deletions = nil, nil, nil, nil
+	s.mu.logs, s.mu.trimmed, s.mu.deleted, s.mu.deletions = taskLogs{}, nil, nil, nil
 	if s.log {
-		s.mu.logs = make(map[uint32][]engine.LogEntry)
+		s.mu.logs.refs = make(map[uint32]logRef)
 		s.mu.deleted = make(map[a2a.TaskID]int64)
 	}
 	s.mu.slots = slots{}
@@ -555,7 +556,7 @@ func (s *Store) removeLocked(e *entry) {
 	s.unindexLocked(e)
 	id := s.mu.slots.id(e) // a view: of the entry or its record, both reused once released
 	s.mu.ids.delete(&s.mu.slots, id)
-	delete(s.mu.logs, e.slot)
+	s.mu.logs.drop(e.slot)
 	s.markDeletedLocked(id, e.updatedAt)
 	s.releaseLocked(e.ctx, e.owner)
 	s.wake(id) // its readers end (they wait for the lock)

@@ -144,9 +144,20 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 	} else {
 		id = "" // the entry's
 	}
-	n := recHeader + len(id) + len(body)
+	num, off := s.alloc(slot, recHeader+len(id)+len(body))
+	buf := s.chunk(num).buf[off:]
+	binary.LittleEndian.PutUint32(buf, head)
+	copy(buf[recHeader:], id)
+	copy(buf[recHeader+len(id):], body)
+	return ref{chunk: num, off: uint32(off), id: idBits, bodyLen: uint32(len(body))}
+}
+
+// alloc reserves n bytes (align8(n) of a chunk, live) for a record of
+// slot: in a chunk of its own when n is over largeRecord, else at the end
+// of the open chunk, a new one when it has no room. It returns the
+// chunk's number and the record's offset.
+func (s *slab) alloc(slot uint32, n int) (num uint32, off int) {
 	var c *chunk
-	var num uint32
 	if n > largeRecord {
 		c = &chunk{buf: make([]byte, n)}
 		num = s.add(c)
@@ -157,18 +168,15 @@ func (s *slab) write(slot uint32, id a2a.TaskID, body string, head uint32) ref {
 		}
 		num, c = s.open, s.chunk(s.open)
 	}
-	r := ref{chunk: num, off: uint32(c.used), id: idBits, bodyLen: uint32(len(body))}
-	binary.LittleEndian.PutUint32(c.buf[c.used:], head)
-	copy(c.buf[c.used+recHeader:], id)
-	copy(c.buf[c.used+recHeader+len(id):], body)
-	c.used = min(c.used+r.size(), len(c.buf))
-	c.live += r.size()
+	off = c.used
+	c.used = min(c.used+align8(n), len(c.buf))
+	c.live += align8(n)
 	c.slots = append(c.slots, slot)
-	return r
+	return num, off
 }
 
 // close retires the open chunk: dropped when all dead, kept for
-// compaction (slots.compactClosed) when under half live (its dead bytes
+// compaction (compactClosed) when under half live (its dead bytes
 // came while it was open, when frees do not compact), else kept.
 func (s *slab) close() {
 	if s.open == 0 {
@@ -241,34 +249,35 @@ func (t *slots) setRecord(e *entry, id a2a.TaskID, body string, head uint32) {
 		copy(e.sid[:], id) // id may be e's own: copy moves
 	}
 	if old.chunk != 0 {
-		t.freeRecord(old)
+		t.data.free(old.chunk, old.size(), t.compact)
 	}
-	t.compactClosed()
+	t.data.compactClosed(t.compact)
 }
 
-// compactClosed compacts the chunks closed under half live that still
-// are (their compactions may close more).
-func (t *slots) compactClosed() {
-	for len(t.data.closed) > 0 {
-		n := len(t.data.closed) - 1
-		cc := t.data.closed[n]
-		t.data.closed[n] = closedChunk{}
-		t.data.closed = t.data.closed[:n]
-		if int(cc.num) <= len(t.data.chunks) && t.data.chunk(cc.num) == cc.c && cc.num != t.data.open && cc.c.live*2 < cc.c.used {
-			t.compact(cc.num)
+// compactClosed compacts (compact) the chunks closed under half live that
+// still are (their compactions may close more).
+func (s *slab) compactClosed(compact func(num uint32)) {
+	for len(s.closed) > 0 {
+		n := len(s.closed) - 1
+		cc := s.closed[n]
+		s.closed[n] = closedChunk{}
+		s.closed = s.closed[:n]
+		if int(cc.num) <= len(s.chunks) && s.chunk(cc.num) == cc.c && cc.num != s.open && cc.c.live*2 < cc.c.used {
+			compact(cc.num)
 		}
 	}
 }
 
-// freeRecord marks r dead, dropping or compacting its chunk when it is time.
-func (t *slots) freeRecord(r ref) {
-	c := t.data.chunk(r.chunk)
-	c.live -= r.size()
+// free marks size bytes of chunk num dead, dropping the chunk when none
+// is live, compacting it (compact) when under half is.
+func (s *slab) free(num uint32, size int, compact func(num uint32)) {
+	c := s.chunk(num)
+	c.live -= size
 	switch {
-	case c.live == 0 && r.chunk != t.data.open:
-		t.data.drop(r.chunk)
-	case r.chunk != t.data.open && c.live*2 < c.used:
-		t.compact(r.chunk)
+	case c.live == 0 && num != s.open:
+		s.drop(num)
+	case num != s.open && c.live*2 < c.used:
+		compact(num)
 	}
 }
 
@@ -364,12 +373,21 @@ func (t *slots) checkSlab(ids map[a2a.TaskID]uint32) []error {
 			fail("task %q: chunk %d does not list its slot %d", id, e.rec.chunk, slot)
 		}
 	}
-	spare := make(map[uint32]bool, len(t.data.spare))
-	for _, num := range t.data.spare {
+	return append(errs, t.data.check(live)...)
+}
+
+// check verifies the chunks against live, their live bytes by chunk
+// number: no chunk but the open one is all dead or under half live; the
+// dropped chunks are the spare numbers; the slab's bytes are its chunks'.
+func (s *slab) check(live map[uint32]int) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	spare := make(map[uint32]bool, len(s.spare))
+	for _, num := range s.spare {
 		spare[num] = true
 	}
 	bytes := 0
-	for i, c := range t.data.chunks {
+	for i, c := range s.chunks {
 		num := uint32(i + 1)
 		switch {
 		case c == nil && !spare[num]:
@@ -379,17 +397,17 @@ func (t *slots) checkSlab(ids map[a2a.TaskID]uint32) []error {
 			fail("chunk %d spare but not dropped", num)
 		case c.live != live[num] || c.used > len(c.buf):
 			fail("chunk %d: %d live bytes, its records hold %d; %d of %d used", num, c.live, live[num], c.used, len(c.buf))
-		case c.live == 0 && num != t.data.open:
+		case c.live == 0 && num != s.open:
 			fail("chunk %d holds no live record and is kept", num)
-		case c.live*2 < c.used && num != t.data.open:
+		case c.live*2 < c.used && num != s.open:
 			fail("chunk %d is under half live (%d of %d) and not compacted", num, c.live, c.used)
 		}
 		if c != nil {
 			bytes += len(c.buf)
 		}
 	}
-	if bytes != t.data.bytes || len(spare) != len(t.data.spare) {
-		fail("slab: %d bytes counted, %d in its chunks; %d spare numbers, %d distinct", t.data.bytes, bytes, len(t.data.spare), len(spare))
+	if bytes != s.bytes || len(spare) != len(s.spare) {
+		fail("slab: %d bytes counted, %d in its chunks; %d spare numbers, %d distinct", s.bytes, bytes, len(s.spare), len(spare))
 	}
 	return errs
 }

@@ -64,8 +64,8 @@ func (t *slots) alloc() *entry {
 func (t *slots) release(e *entry) {
 	r := e.rec
 	*e = entry{slot: e.slot, gen: e.gen + 1}
-	t.freeRecord(r) // after: a compaction moves the records entries name
-	t.compactClosed()
+	t.data.free(r.chunk, r.size(), t.compact) // after: a compaction moves the records entries name
+	t.data.compactClosed(t.compact)
 	t.free = append(t.free, e.slot)
 }
 
