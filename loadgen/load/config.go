@@ -124,6 +124,10 @@ type Config struct {
 	Dir string
 	// PebbleNoSync acknowledges Pebble writes before fsync. Default false.
 	PebbleNoSync bool
+	// Log opens an embedded store with its task log (K7) on, as
+	// a2astore-server does: the initial load writes each task's Create
+	// entry and every write its entry. Default false.
+	Log bool
 	// DSN is the PostgreSQL connection string (Target "pg").
 	DSN string
 	// Replicas are DSNs of hot standbys of DSN's primary that the store's
@@ -297,6 +301,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Callers < 0 {
 		errs = append(errs, errors.New("negative number of callers"))
+	}
+	if c.Log && (c.Remote() || c.Store != nil) {
+		errs = append(errs, errors.New("-log opens a store loadgen opens (mem, pebble, pg): a server or a store given keeps its own log or none"))
 	}
 	return errors.Join(append(errs, c.validatePush()...)...)
 }

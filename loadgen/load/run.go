@@ -242,7 +242,7 @@ func (r *runner) open(ctx context.Context, reg prometheus.Registerer) (func(), e
 	}
 	s, rm := cfg.Store, func() {}
 	if s == nil {
-		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN, PGReplicas: cfg.Replicas}
+		bcfg := backends.Config{Name: cfg.Target, PGDSN: cfg.DSN, PGReplicas: cfg.Replicas, Log: cfg.Log}
 		if cfg.Target == "pebble" {
 			bcfg.PebbleDir = cfg.Dir
 			if bcfg.PebbleDir == "" {
