@@ -76,8 +76,9 @@
 // chunks (logslab.go): each task's log one region of encoded entries with
 // room to grow, named from a map by slot that holds no pointer either. A
 // realistic task's Create entry costs about 1,100 bytes of it and no
-// object of its own (BenchmarkMemHeap's log=on row); what ReadLog and
-// Export hand out is copied.
+// object of its own (BenchmarkMemHeap's log=on row), a log written
+// since up to twice its entries' bytes until a compaction moves it; what
+// ReadLog and Export hand out is copied, Export's under the read lock.
 //
 // IDs and owners may hold any bytes, NUL and invalid UTF-8 included (S8,
 // O1).

@@ -48,28 +48,69 @@ func (l *taskLogs) view(slot uint32) []byte {
 	return l.data.chunk(r.chunk).buf[r.off:end:end]
 }
 
-// append appends l, encoded (appendLogEntry), to slot's log.
+// maxLogBytes bounds a task's log: an entry that would take it past this
+// first drops its oldest entries, as a trim would (K7: a log may start
+// anywhere), so that no region outgrows its uint32 offsets whatever a
+// client writes to one task. A variable for tests.
+var maxLogBytes = 1 << 30
+
+// append appends e, encoded (appendLogEntry), to slot's log. A log
+// without room for it moves to a new region with twice the room (or the
+// room it needs), the entry written there before the old region is freed:
+// the compactions the free may set off can move the new region too, entry
+// and all.
 func (l *taskLogs) append(slot uint32, e *engine.LogEntry) {
 	n := logEntryLen(e)
 	r, ok := l.refs[slot]
-	if !ok || int(r.room-r.len) < n {
-		l.write(slot, l.view(slot), nil, max(int(r.len)+n, min(2*int(r.room), math.MaxUint32)))
-		if ok {
-			l.data.free(r.chunk, r.size(), l.compact) // after: the log was copied out of it
-		}
-		l.data.compactClosed(l.compact) // the new region, in the open chunk or one of its own, stays
-		r = l.refs[slot]
+	if ok && int(r.room-r.len) >= n {
+		putLogEntry(l.data.chunk(r.chunk).buf[r.off+r.len:], e, n)
+		r.len += uint32(n)
+		l.refs[slot] = r
+		return
 	}
-	at := r.off + r.len
-	if b := appendLogEntry(l.data.chunk(r.chunk).buf[at:at:r.off+r.room], e); len(b) != n {
+	log := l.view(slot)
+	log = log[keepFrom(log, n):]
+	room := max(len(log)+n, min(2*int(r.room), maxLogBytes))
+	if room > math.MaxUint32 {
+		panic(fmt.Sprintf("memstore: a log entry of %d bytes", n))
+	}
+	l.write(slot, log, nil, room)
+	w := l.refs[slot]
+	putLogEntry(l.data.chunk(w.chunk).buf[w.off+w.len:], e, n)
+	w.len += uint32(n)
+	l.refs[slot] = w
+	if ok {
+		l.data.free(r.chunk, r.size(), l.compact) // after: the log was copied out of it
+	}
+	l.data.compactClosed(l.compact)
+}
+
+// keepFrom returns the offset in log of its oldest entry to keep beside
+// an entry of n bytes within maxLogBytes (len(log): none).
+func keepFrom(log []byte, n int) int {
+	at := 0
+	for len(log)-at+n > maxLogBytes && at < len(log) {
+		_, _, rest, ok := nextLogEntry(log[at:])
+		if !ok {
+			return len(log) // damage CheckInvariants reports: keep none of it
+		}
+		at = len(log) - len(rest)
+	}
+	return at
+}
+
+// putLogEntry writes e, n bytes encoded, at the start of dst.
+func putLogEntry(dst []byte, e *engine.LogEntry, n int) {
+	if b := appendLogEntry(dst[:0:n], e); len(b) != n || &b[0] != &dst[0] {
 		panic(fmt.Sprintf("memstore: a log entry of %d bytes, %d expected", len(b), n))
 	}
-	r.len += uint32(n)
-	l.refs[slot] = r
 }
 
 // set gives slot, which has no log, the log b: encoded entries.
-func (l *taskLogs) set(slot uint32, b []byte) { l.write(slot, nil, b, len(b)) }
+func (l *taskLogs) set(slot uint32, b []byte) {
+	l.write(slot, nil, b, len(b))
+	l.data.compactClosed(l.compact)
+}
 
 // write gives slot's log a new region of room bytes holding old, then b.
 func (l *taskLogs) write(slot uint32, old, b []byte, room int) {
@@ -87,8 +128,7 @@ func (l *taskLogs) drop(slot uint32) {
 		return
 	}
 	delete(l.refs, slot)
-	l.data.free(r.chunk, r.size(), l.compact)
-	l.data.compactClosed(l.compact)
+	l.data.free(r.chunk, r.size(), l.compact) // closes no chunk: none to compact after
 }
 
 // compact moves the logs in chunk num to regions without spare room
@@ -132,7 +172,7 @@ func (l *taskLogs) inSlab(r logRef) bool {
 		return false
 	}
 	c := l.data.chunk(r.chunk)
-	return r.len <= r.room && r.room > 0 && int(r.off)+int(r.room) <= len(c.buf) && int(r.off) < c.used
+	return r.len <= r.room && r.room > 0 && int(r.off)+int(r.room) <= c.used && c.used <= len(c.buf)
 }
 
 // logStateOther is an entry's state byte when the store has no number for
@@ -231,9 +271,9 @@ func lengthPrefixed(b []byte) (v, rest []byte, ok bool) {
 // seekLog returns the offset in log of its first entry after revision
 // after (len(log) for none), from whichever end is nearer by revision (a
 // log's revisions are consecutive, K7): a read of the newest entries
-// steps back over those it returns, not over the whole log. It is
-// correct whatever the revisions, and errs on a trailer that names no
-// entry.
+// steps back over those it returns, not over the whole log. It needs the
+// revisions to increase, not to be consecutive, and errs on a trailer
+// that names no entry.
 func seekLog(log []byte, after int64) (int, error) {
 	if len(log) < logEntryMin || int64(binary.LittleEndian.Uint64(log)) > after {
 		return 0, nil

@@ -240,7 +240,15 @@ func TestCheckReportsDamagedLogs(t *testing.T) {
 	}{
 		{"region past its room", func(s *Store, x, _ *entry) { s.setRef(x, func(r *logRef) { r.len = r.room + 1 }) }, "not in the slab"},
 		{"region past its chunk", func(s *Store, x, _ *entry) { s.setRef(x, func(r *logRef) { r.off = chunkBytes - 8 }) }, "not in the slab"},
-		{"region in a dropped chunk", func(s *Store, x, _ *entry) { s.setRef(x, func(r *logRef) { r.chunk = 99 }) }, "not in the slab"},
+		{"region past the chunks", func(s *Store, x, _ *entry) { s.setRef(x, func(r *logRef) { r.chunk = 99 }) }, "not in the slab"},
+		{"region in a dropped chunk", func(s *Store, x, _ *entry) {
+			s.mu.logs.data.chunks = append(s.mu.logs.data.chunks, nil)
+			s.mu.logs.data.spare = append(s.mu.logs.data.spare, uint32(len(s.mu.logs.data.chunks)))
+			s.setRef(x, func(r *logRef) { r.chunk = uint32(len(s.mu.logs.data.chunks)) })
+		}, "not in the slab"},
+		{"region past what its chunk holds", func(s *Store, x, _ *entry) {
+			s.setRef(x, func(r *logRef) { r.off = uint32(s.mu.logs.data.chunk(r.chunk).used) })
+		}, "not in the slab"},
 		{"chunk's live bytes off", func(s *Store, x, _ *entry) { s.mu.logs.data.chunk(s.mu.logs.refs[x.slot].chunk).live += 8 }, "live bytes"},
 		{"chunk not listing its log", func(s *Store, x, _ *entry) {
 			c := s.mu.logs.data.chunk(s.mu.logs.refs[x.slot].chunk)
@@ -309,7 +317,7 @@ func slicesDelete(s []uint32, v uint32) []uint32 {
 
 // A chunk of logs that falls under half live while it is open (frees
 // leave the open chunk alone) is compacted as soon as a new log closes
-// it.
+// it, its logs moved to regions without room to spare.
 func TestLogChunkClosedUnderHalfIsCompacted(t *testing.T) {
 	ctx := context.Background()
 	s := New(Options{Log: true})
@@ -345,13 +353,18 @@ func TestLogChunkClosedUnderHalfIsCompacted(t *testing.T) {
 		if log, err := s.ReadLog(ctx, id, 0, 2); err != nil || len(log) != 1 {
 			t.Fatalf("%s: %d entries after the compaction, %v", id, len(log), err)
 		}
+		if r := s.mu.logs.refs[s.entryOf(id).slot]; r.room != r.len {
+			t.Fatalf("%s: a compacted log keeps room: %+v", id, r)
+		}
 	}
 }
 
-// decodeLog returns the entries after any revision, at most limit, as a
-// filter of the whole log would, whichever end seekLog walks from:
-// consecutive revisions and, since its result must not depend on them,
-// gaps; a trailer damaged anywhere is an error, not a panic.
+// seekLog finds the first entry after any revision, and decodeLog returns
+// the entries after it, at most limit, as a filter of the whole log
+// would, whichever end seekLog walks from, with consecutive revisions and
+// with gaps; what decodeLog returns does not change when the log it read
+// does; a damaged last trailer (0, short, past the log) is an error, not
+// a panic or a walk that does not end.
 func TestDecodeLogSeeks(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -363,11 +376,32 @@ func TestDecodeLogSeeks(t *testing.T) {
 		for range rng.IntN(12) {
 			rev += 1 + int64(rng.IntN(2)*rng.IntN(3)) // sometimes a gap
 			l := engine.LogEntry{Revision: rev, Kind: engine.LogTask, State: a2a.TaskStateWorking, Body: []byte(strings.Repeat("b", rng.IntN(300)))}
+			if rng.IntN(2) == 0 {
+				l.Trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+			}
 			if len(l.Body) == 0 {
 				l.Body = nil
 			}
 			all = append(all, l)
 			log = appendLogEntry(log, &l)
+		}
+		var offsets []int // of each entry
+		for at := 0; at < len(log); {
+			offsets = append(offsets, at)
+			_, _, rest, _ := nextLogEntry(log[at:])
+			at = len(log) - len(rest)
+		}
+		for after := int64(-1); after <= rev+1; after++ {
+			want := len(log)
+			for i, l := range all {
+				if l.Revision > after {
+					want = offsets[i]
+					break
+				}
+			}
+			if got, err := seekLog(log, after); err != nil || got != want {
+				t.Fatalf("seekLog after %d = %d, %v; want %d", after, got, err, want)
+			}
 		}
 		for after := int64(-1); after <= rev+1; after++ {
 			limit := 1 + rng.IntN(4)
@@ -382,14 +416,263 @@ func TestDecodeLogSeeks(t *testing.T) {
 				t.Fatalf("after %d, limit %d: %v (%v), want %v", after, limit, got, err, want)
 			}
 		}
-		if len(log) > 0 {
+		if len(log) == 0 {
+			continue
+		}
+		for _, trailer := range []uint32{0, 1, logEntryMin - 1, uint32(len(log) + 1)} {
 			damaged := bytes.Clone(log)
-			binary.LittleEndian.PutUint32(damaged[len(damaged)-4:], uint32(len(damaged)+1))
+			binary.LittleEndian.PutUint32(damaged[len(damaged)-4:], trailer)
 			for _, after := range []int64{-1, all[0].Revision, rev - 1} {
 				if _, err := decodeLog(damaged, after, 20); err == nil {
-					t.Fatalf("a damaged trailer read after %d without an error", after)
+					t.Fatalf("a trailer of %d read after %d without an error", trailer, after)
 				}
 			}
 		}
+		got, err := decodeLog(log, -1, len(all))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range log {
+			log[i] = 0xee // what the entries were read from, written over
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Body, all[i].Body) || got[i].Trace != all[i].Trace {
+				t.Fatalf("entry %d changed with the log it was read from: %.40q", i, got[i].Body)
+			}
+		}
+	}
+}
+
+// entryOfSize is an entry of exactly 1000 bytes encoded (body 975).
+func entryOfSize(rev int64, fill byte) *engine.LogEntry {
+	return &engine.LogEntry{Revision: rev, Time: rev, Kind: engine.LogTask, State: a2a.TaskStateWorking, Body: bytes.Repeat([]byte{fill}, 975)}
+}
+
+// An append that grows slot S's log into the open chunk A, whose free of
+// S's old region compacts chunk B into A until A closes under half live,
+// so that A is compacted too, S's new region with it: the entry must be
+// in the region before (it was once written past the moved region's
+// room, over the next task's log, and the next append panicked).
+func TestLogAppendWhoseNewRegionIsCompacted(t *testing.T) {
+	l := &taskLogs{refs: map[uint32]logRef{}}
+	const S = 0
+	if n := logEntryLen(entryOfSize(1, 's')); n != 1000 {
+		t.Fatalf("entry %d bytes", n)
+	}
+	l.append(S, entryOfSize(1, 's'))
+	for slot := uint32(1); slot <= 261; slot++ { // fill chunk B (1)
+		l.append(slot, entryOfSize(1, byte(slot)))
+	}
+	B := l.refs[S].chunk
+	l.append(262, entryOfSize(1, 'a')) // opens chunk A (2); B closes full
+	A := l.data.open
+	if A == B {
+		t.Fatal("B still open")
+	}
+	for slot := uint32(1); slot <= 131; slot++ { // B at exactly half live
+		l.drop(slot)
+	}
+	for slot := uint32(263); slot < 462; slot++ { // fill A to 200000
+		l.append(slot, entryOfSize(1, 'a'))
+	}
+	for slot := uint32(263); slot < 453; slot++ { // and kill most of it (A is open: no compaction)
+		l.drop(slot)
+	}
+	t.Logf("before: B live %d used %d; A live %d used %d", l.data.chunk(B).live, l.data.chunk(B).used, l.data.chunk(A).live, l.data.chunk(A).used)
+	l.append(S, entryOfSize(2, 'S')) // grows S into A; frees B under half
+	r := l.refs[S]
+	t.Logf("S's region %+v", r)
+	if r.len > r.room {
+		t.Errorf("S's log holds %d bytes in a region of %d", r.len, r.room)
+	}
+	if got, err := decodeLog(l.view(S), 0, 10); err != nil || len(got) != 2 || got[1].Body[0] != 'S' {
+		t.Errorf("S's log reads %d entries, %v", len(got), err)
+	}
+	if got, _ := decodeLog(l.view(S), 0, 10); len(got) == 2 {
+		t.Logf("S's second entry: revision %d, body %q...", got[1].Revision, got[1].Body[:4])
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("the next append to S panicked: %v", p)
+		}
+	}()
+	l.append(S, entryOfSize(3, 'T'))
+	for slot, r := range l.refs {
+		if slot == S || r.chunk != l.refs[S].chunk {
+			continue
+		}
+		if _, err := decodeLog(l.view(slot), 0, 10); err != nil {
+			t.Errorf("slot %d's log after S's next append: %v", slot, err)
+		}
+	}
+	if errs := l.check(func(uint32) bool { return true }); len(errs) > 0 {
+		t.Errorf("check: %v", errs)
+	}
+}
+
+// The same through the Store: a Replace of s0000 whose log grows while a
+// compaction it sets off closes the open chunk under half live; its log
+// reads back whole, the invariants hold and the next Replace works.
+func TestReplaceWhoseLogRegionIsCompacted(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Log: true})
+	task := func(id string) *a2a.Task {
+		return &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+			Metadata: map[string]any{"text": strings.Repeat("x", 900)}}
+	}
+	create := func(id string) {
+		t.Helper()
+		if _, err := s.Create(ctx, task(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(id string) {
+		t.Helper()
+		if err := s.Delete(ctx, a2a.TaskID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &s.mu.logs.data
+	create("s0000")
+	size := s.mu.logs.refs[s.entryOf("s0000").slot].size()
+	B := d.open
+	var bs []string
+	for i := 0; d.open == B; i++ {
+		bs = append(bs, fmt.Sprintf("b%04d", i))
+		create(bs[i])
+	}
+	A := d.open
+	for _, id := range bs[:len(bs)-1] { // B down to just at half, over it by less than s's log
+		if c := d.chunk(B); (c.live-size)*2 < c.used {
+			break
+		}
+		del(id)
+	}
+	var as []string
+	for i := 0; d.chunk(A).used < 200_000; i++ {
+		as = append(as, fmt.Sprintf("a%04d", i))
+		create(as[i])
+	}
+	for _, id := range as[:len(as)-10] {
+		del(id)
+	}
+	t.Logf("B live %d of %d, A live %d of %d, s's log %d bytes", d.chunk(B).live, d.chunk(B).used, d.chunk(A).live, d.chunk(A).used, size)
+	if _, err := s.Replace(ctx, task("s0000"), 0); err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.ReadLog(ctx, "s0000", 0, 10)
+	for _, l := range log {
+		t.Logf("s0000's log: revision %d, body %.80s", l.Revision, l.Body)
+	}
+	if err != nil || len(log) != 2 || log[0].Revision != 1 || log[1].Revision != 2 {
+		t.Errorf("s0000's log: %d entries, %v", len(log), err)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Errorf("CheckInvariants: %v", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Errorf("the next Replace panicked: %v", p)
+		}
+	}()
+	if _, err := s.Replace(ctx, task("s0000"), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An Import whose logs close an open chunk fallen under half live
+// compacts it (taskLogs.set did not, and CheckInvariants failed after a
+// legal Import).
+func TestImportCompactsChunkItCloses(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Log: true})
+	task := func(id string) *a2a.Task {
+		return &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+			Metadata: map[string]any{"text": strings.Repeat("x", 900)}}
+	}
+	var ids []string
+	for i := 0; len(ids) == 0 || s.mu.logs.data.chunk(s.mu.logs.data.open).used < chunkBytes-8192; i++ {
+		ids = append(ids, fmt.Sprintf("t%04d", i))
+		if _, err := s.Create(ctx, task(ids[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[len(ids)/4:] {
+		if err := s.Delete(ctx, a2a.TaskID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Import tasks with logs until the open chunk closes.
+	first := s.mu.logs.data.open
+	for i := 0; s.mu.logs.data.open == first; i++ {
+		tk := task(fmt.Sprintf("i%04d", i))
+		l, err := engine.NewLogEntry(tk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Revision, l.Time = 1, 1000
+		st := engine.StoredTask{Record: engine.Record{Task: tk, Revision: 1, Cursor: engine.Cursor{UpdatedAt: 1000, ID: tk.ID}}, Log: []engine.LogEntry{l}}
+		if err := s.Import(ctx, []engine.StoredTask{st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Errorf("after the Import: %v", err)
+	}
+}
+
+// A log that would pass maxLogBytes drops its oldest entries first: it
+// holds the newest, consecutive, within the bound, and reads back so.
+func TestLogKeptWithinMaxLogBytes(t *testing.T) {
+	defer func(n int) { maxLogBytes = n }(maxLogBytes)
+	maxLogBytes = 8 << 10
+	l := &taskLogs{refs: map[uint32]logRef{}}
+	for rev := int64(1); rev <= 40; rev++ {
+		l.append(7, entryOfSize(rev, byte(rev)))
+		r := l.refs[7]
+		if int(r.len) > maxLogBytes || int(r.room) > maxLogBytes {
+			t.Fatalf("revision %d: the log takes %+v, over %d", rev, r, maxLogBytes)
+		}
+		got, err := decodeLog(l.view(7), 0, 100)
+		if err != nil || len(got) != min(int(rev), maxLogBytes/1000) || got[len(got)-1].Revision != rev {
+			t.Fatalf("revision %d: %d entries, %v", rev, len(got), err)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].Revision != got[i-1].Revision+1 {
+				t.Fatalf("revision %d: revisions %d then %d", rev, got[i-1].Revision, got[i].Revision)
+			}
+		}
+	}
+	if errs := l.check(func(uint32) bool { return true }); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}
+
+// A compaction moves a log to a region without room to spare: a log
+// grown to room for four entries holding three is compacted to three.
+func TestLogCompactionLeavesNoRoom(t *testing.T) {
+	l := &taskLogs{refs: map[uint32]logRef{}}
+	for rev := int64(1); rev <= 3; rev++ {
+		l.append(0, entryOfSize(rev, 'g'))
+	}
+	if r := l.refs[0]; r.len != 3000 || r.room != 4000 {
+		t.Fatalf("the grown log is %+v, want 3000 bytes in 4000", r)
+	}
+	first := l.refs[0].chunk
+	slot := uint32(1)
+	for ; l.data.open == first; slot++ {
+		l.append(slot, entryOfSize(1, 'f'))
+	}
+	for s := uint32(1); s < slot && l.data.chunks[first-1] != nil; s++ {
+		l.drop(s)
+	}
+	if l.data.chunks[first-1] != nil {
+		t.Fatal("the first chunk was not compacted")
+	}
+	if r := l.refs[0]; r.len != 3000 || r.room != 3000 {
+		t.Fatalf("the compacted log is %+v, want 3000 bytes in 3000", r)
+	}
+	if got, err := decodeLog(l.view(0), 0, 10); err != nil || len(got) != 3 {
+		t.Fatalf("the compacted log reads %d entries, %v", len(got), err)
 	}
 }
