@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Target, "target", "mem", "store to load: mem, pebble, pg, an a2astore server's base URL (http://host:port), or several comma-separated (a -cluster deployment: calls alternate between them)")
 	fs.StringVar(&cfg.Dir, "dir", "", "pebble: data directory (default: a temporary directory, removed afterwards)")
 	fs.BoolVar(&cfg.PebbleNoSync, "pebble-nosync", false, "pebble: acknowledge writes before fsync")
-	fs.BoolVar(&cfg.Log, "log", false, "mem, pebble, pg: open the store with its task log on, as a2astore-server does (the initial load writes each task's Create entry)")
+	fs.BoolVar(&cfg.Log, "log", false, "mem, pebble, pg: open the store with its task log on, the log a2astore-server keeps (the initial load writes each task's Create entry; loadgen trims none)")
 	fs.StringVar(&cfg.DSN, "dsn", "", "pg: PostgreSQL connection string")
 	fs.Func("pg-replica", "pg: connection string of a hot standby of -dsn's primary that the store's reads may run on (repeatable)", func(v string) error {
 		cfg.Replicas = append(cfg.Replicas, v)

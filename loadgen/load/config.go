@@ -124,9 +124,9 @@ type Config struct {
 	Dir string
 	// PebbleNoSync acknowledges Pebble writes before fsync. Default false.
 	PebbleNoSync bool
-	// Log opens an embedded store with its task log (K7) on, as
-	// a2astore-server does: the initial load writes each task's Create
-	// entry and every write its entry. Default false.
+	// Log opens an embedded store with its task log (K7) on, the log
+	// a2astore-server keeps: the initial load writes each task's Create
+	// entry and every write its entry; loadgen trims none. Default false.
 	Log bool
 	// DSN is the PostgreSQL connection string (Target "pg").
 	DSN string
@@ -303,7 +303,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("negative number of callers"))
 	}
 	if c.Log && (c.Remote() || c.Store != nil) {
-		errs = append(errs, errors.New("-log opens a store loadgen opens (mem, pebble, pg): a server or a store given keeps its own log or none"))
+		errs = append(errs, errors.New("the task log is for a store loadgen opens (mem, pebble, pg): a server, or a store handed in, keeps its own log or none"))
 	}
 	return errors.Join(append(errs, c.validatePush()...)...)
 }

@@ -21,6 +21,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.Rate > 0 {
 		fmt.Fprintf(w, " rate=%.0f/s", r.Rate)
 	}
+	if r.Log {
+		fmt.Fprint(w, " log=on")
+	}
 	fmt.Fprintf(w, " seed=%d initial=%d page=%d elapsed=%.2fs\n", r.Seed, r.Initial, r.PageSize, r.ElapsedSec)
 	if l := r.Load; l != nil && l.Written+l.Found > 0 {
 		fmt.Fprintf(w, "initial load: %d tasks by %s (%d written, %d found from a stopped load) in %.2fs, %.0f tasks/s\n",

@@ -41,6 +41,7 @@ type Result struct {
 	Workload    string  `json:"workload"`
 	Concurrency int     `json:"concurrency"`
 	Rate        float64 `json:"rate,omitempty"`
+	Log         bool    `json:"log,omitempty"` // the store kept its task log (Config.Log)
 	Seed        uint64  `json:"seed"`
 	Initial     int     `json:"initial_tasks"`
 	// Load is how the initial tasks were written.
@@ -573,7 +574,7 @@ func (r *runner) traverse(ctx context.Context, contextID string) error {
 // result assembles the Result.
 func (r *runner) result(elapsed time.Duration) *Result {
 	res := &Result{
-		Target: r.cfg.Target, Workload: r.cfg.Workload, Concurrency: r.cfg.Concurrency, Rate: r.cfg.Rate,
+		Target: r.cfg.Target, Workload: r.cfg.Workload, Concurrency: r.cfg.Concurrency, Rate: r.cfg.Rate, Log: r.cfg.Log,
 		Seed: r.seed, Initial: max(r.cfg.Initial, 0), Load: r.loaded, PageSize: r.mix.PageSize,
 		Start: r.start, ElapsedSec: elapsed.Seconds(), Ops: map[Op]OpStats{},
 		Traversals: r.traversals.Load(), TraversalPages: r.pagesRead.Load(), ExactlyOnce: r.checked.Load(), CursorChecks: r.compared.Load(),

@@ -1,6 +1,8 @@
 package load
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/a2astore/a2astore/engine/memstore"
@@ -34,6 +36,8 @@ func TestValidateLog(t *testing.T) {
 	}{
 		{Config{Target: "mem", Log: true}, true},
 		{Config{Target: "pebble", Log: true}, true},
+		{Config{Target: "pg", DSN: "postgres://localhost/x", Log: true}, true},
+		{Config{Target: "http://a:1"}, true},
 		{Config{Target: "http://a:1", Log: true}, false},
 		{Config{Target: "mem", Store: memstore.New(memstore.Options{}), Log: true}, false},
 	} {
@@ -42,5 +46,23 @@ func TestValidateLog(t *testing.T) {
 		if err := cfg.Validate(); (err == nil) != tc.ok {
 			t.Errorf("Validate(target %q, store %v, log) = %v, want ok %v", tc.cfg.Target, tc.cfg.Store != nil, err, tc.ok)
 		}
+	}
+}
+
+// A run with the task log says so, in its table's first line and its
+// JSON, so that runs with and without it are told apart.
+func TestReportSaysLog(t *testing.T) {
+	var b strings.Builder
+	res := &Result{Target: "mem", Workload: "read-heavy", Log: true}
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(b.String(), "\n")
+	js, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, " log=on ") || !strings.Contains(string(js), `"log":true`) {
+		t.Fatalf("the report of a logged run: %q, %s", first, js)
 	}
 }
