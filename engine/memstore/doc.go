@@ -77,8 +77,11 @@
 // room to grow, named from a map by slot that holds no pointer either. A
 // realistic task's Create entry costs about 1,100 bytes of it and no
 // object of its own (BenchmarkMemHeap's log=on row), a log written
-// since up to twice its entries' bytes until a compaction moves it; what
-// ReadLog and Export hand out is copied, Export's under the read lock.
+// since up to twice its entries' bytes until a compaction moves it (a log
+// over 32 KiB has a chunk of its own, which none compacts); what ReadLog
+// and Export hand out is copied, Export's under the read lock. A write
+// that would take its task's log past 1 GiB is refused
+// (ErrInvalidArgument, nothing changed).
 //
 // IDs and owners may hold any bytes, NUL and invalid UTF-8 included (S8,
 // O1).

@@ -107,6 +107,9 @@ func (s *Store) Import(ctx context.Context, tasks []engine.StoredTask) error {
 				return err
 			}
 			for j := range st.Log {
+				if err := checkLogSize(st.Task.ID, len(batch[i].log), &st.Log[j]); err != nil {
+					return err
+				}
 				batch[i].log = appendLogEntry(batch[i].log, &st.Log[j])
 			}
 		}

@@ -27,8 +27,18 @@ func (s *Store) newLogEntry(ctx context.Context, task *a2a.Task, ev a2a.Event) (
 	return l, err
 }
 
+// logFitsLocked refuses l when it would take e's log past maxLogBytes
+// (checkLogSize); nil without the log.
+// REQUIRES: s.mu held.
+func (s *Store) logFitsLocked(e *entry, l *engine.LogEntry) error {
+	if !s.log {
+		return nil
+	}
+	return checkLogSize(s.mu.slots.id(e), int(s.mu.logs.refs[e.slot].len), l)
+}
+
 // logLocked appends l, completed with e's new revision and time, to e's
-// log.
+// log, which logFitsLocked has let it into.
 // REQUIRES: s.mu held for writing, e just written.
 func (s *Store) logLocked(e *entry, l engine.LogEntry) {
 	if !s.log {

@@ -3,7 +3,6 @@ package memstore
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/bits"
 	"slices"
 	"unsafe"
@@ -48,17 +47,30 @@ func (l *taskLogs) view(slot uint32) []byte {
 	return l.data.chunk(r.chunk).buf[r.off:end:end]
 }
 
-// maxLogBytes bounds a task's log: an entry that would take it past this
-// first drops its oldest entries, as a trim would (K7: a log may start
-// anywhere), so that no region outgrows its uint32 offsets whatever a
-// client writes to one task. A variable for tests.
+// maxLogBytes bounds a task's log, so that no region outgrows its uint32
+// offsets whatever a client writes to one task: a write whose entry would
+// take its task's log past it is refused (checkLogSize), never half made,
+// and no entry is dropped for it (K7: every revision has its entry). A
+// variable for tests.
 var maxLogBytes = 1 << 30
 
-// append appends e, encoded (appendLogEntry), to slot's log. A log
-// without room for it moves to a new region with twice the room (or the
-// room it needs), the entry written there before the old region is freed:
-// the compactions the free may set off can move the new region too, entry
-// and all.
+// checkLogSize refuses an entry l that would take the log of task id,
+// holding have bytes, past maxLogBytes: bad input, nothing changed. The
+// task takes writes again once its log is trimmed (idle for the log
+// retention) or it is deleted.
+func checkLogSize(id a2a.TaskID, have int, l *engine.LogEntry) error {
+	if n := have + logEntryLen(l); n > maxLogBytes {
+		return fmt.Errorf("memstore: task %q: its log would hold %d bytes, over %d: %w", id, n, maxLogBytes, engine.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// append appends e, encoded (appendLogEntry), to slot's log, which
+// checkLogSize has let it into. A log without room for it moves to a new
+// region with twice the room (or the room it needs, within maxLogBytes),
+// the entry written there before the old region is freed: the
+// compactions the free may set off can move the new region too, entry and
+// all.
 func (l *taskLogs) append(slot uint32, e *engine.LogEntry) {
 	n := logEntryLen(e)
 	r, ok := l.refs[slot]
@@ -69,10 +81,9 @@ func (l *taskLogs) append(slot uint32, e *engine.LogEntry) {
 		return
 	}
 	log := l.view(slot)
-	log = log[keepFrom(log, n):]
 	room := max(len(log)+n, min(2*int(r.room), maxLogBytes))
-	if room > math.MaxUint32 {
-		panic(fmt.Sprintf("memstore: a log entry of %d bytes", n))
+	if room > maxLogBytes {
+		panic(fmt.Sprintf("memstore: a log of %d bytes, over %d (checkLogSize)", room, maxLogBytes))
 	}
 	l.write(slot, log, nil, room)
 	w := l.refs[slot]
@@ -85,20 +96,6 @@ func (l *taskLogs) append(slot uint32, e *engine.LogEntry) {
 	l.data.compactClosed(l.compact)
 }
 
-// keepFrom returns the offset in log of its oldest entry to keep beside
-// an entry of n bytes within maxLogBytes (len(log): none).
-func keepFrom(log []byte, n int) int {
-	at := 0
-	for len(log)-at+n > maxLogBytes && at < len(log) {
-		_, _, rest, ok := nextLogEntry(log[at:])
-		if !ok {
-			return len(log) // damage CheckInvariants reports: keep none of it
-		}
-		at = len(log) - len(rest)
-	}
-	return at
-}
-
 // putLogEntry writes e, n bytes encoded, at the start of dst.
 func putLogEntry(dst []byte, e *engine.LogEntry, n int) {
 	if b := appendLogEntry(dst[:0:n], e); len(b) != n || &b[0] != &dst[0] {
@@ -106,7 +103,8 @@ func putLogEntry(dst []byte, e *engine.LogEntry, n int) {
 	}
 }
 
-// set gives slot, which has no log, the log b: encoded entries.
+// set gives slot, which has no log, the log b: encoded entries, at most
+// maxLogBytes (Import checks).
 func (l *taskLogs) set(slot uint32, b []byte) {
 	l.write(slot, nil, b, len(b))
 	l.data.compactClosed(l.compact)
@@ -128,7 +126,8 @@ func (l *taskLogs) drop(slot uint32) {
 		return
 	}
 	delete(l.refs, slot)
-	l.data.free(r.chunk, r.size(), l.compact) // closes no chunk: none to compact after
+	l.data.free(r.chunk, r.size(), l.compact)
+	l.data.compactClosed(l.compact) // free's compaction may have closed the open chunk
 }
 
 // compact moves the logs in chunk num to regions without spare room

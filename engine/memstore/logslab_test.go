@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -480,6 +481,9 @@ func TestLogAppendWhoseNewRegionIsCompacted(t *testing.T) {
 	}
 	t.Logf("before: B live %d used %d; A live %d used %d", l.data.chunk(B).live, l.data.chunk(B).used, l.data.chunk(A).live, l.data.chunk(A).used)
 	l.append(S, entryOfSize(2, 'S')) // grows S into A; frees B under half
+	if l.data.chunks[B-1] != nil || l.data.chunks[A-1] != nil {
+		t.Fatalf("the setup missed: chunk B kept %v, chunk A kept %v (both should be compacted)", l.data.chunks[B-1] != nil, l.data.chunks[A-1] != nil)
+	}
 	r := l.refs[S]
 	t.Logf("S's region %+v", r)
 	if r.len > r.room {
@@ -560,6 +564,9 @@ func TestReplaceWhoseLogRegionIsCompacted(t *testing.T) {
 	if _, err := s.Replace(ctx, task("s0000"), 0); err != nil {
 		t.Fatal(err)
 	}
+	if d.chunks[B-1] != nil || d.chunks[A-1] != nil {
+		t.Fatalf("the setup missed: chunk B kept %v, chunk A kept %v (both should be compacted)", d.chunks[B-1] != nil, d.chunks[A-1] != nil)
+	}
 	log, err := s.ReadLog(ctx, "s0000", 0, 10)
 	for _, l := range log {
 		t.Logf("s0000's log: revision %d, body %.80s", l.Revision, l.Body)
@@ -619,32 +626,106 @@ func TestImportCompactsChunkItCloses(t *testing.T) {
 	if err := s.CheckInvariants(); err != nil {
 		t.Errorf("after the Import: %v", err)
 	}
+	if c := s.mu.logs.data.chunks[first-1]; c != nil {
+		t.Errorf("the chunk the Import closed is kept, %d of %d bytes live", c.live, c.used)
+	}
 }
 
-// A log that would pass maxLogBytes drops its oldest entries first: it
-// holds the newest, consecutive, within the bound, and reads back so.
-func TestLogKeptWithinMaxLogBytes(t *testing.T) {
+// A write whose entry would take its task's log past maxLogBytes is
+// refused with ErrInvalidArgument and changes nothing (no entry is
+// dropped to make room: K7); Replace, AppendHistory, Create and Import
+// alike. Once the log is trimmed the task takes writes again.
+func TestLogSizeBounded(t *testing.T) {
 	defer func(n int) { maxLogBytes = n }(maxLogBytes)
 	maxLogBytes = 8 << 10
+	ctx := context.Background()
+	s := New(Options{Log: true})
+	task := func(n int) *a2a.Task {
+		return &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+			Metadata: map[string]any{"text": strings.Repeat("x", n)}}
+	}
+	if _, err := s.Create(ctx, task(maxLogBytes)); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("Create with an entry over the bound: %v", err)
+	}
+	if _, err := s.Create(ctx, task(900)); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for err == nil {
+		_, err = s.Replace(ctx, task(900), 0)
+	}
+	if !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("the Replace past the bound: %v", err)
+	}
+	before, _ := s.Get(ctx, "t")
+	log, _ := s.ReadLog(ctx, "t", 0, 100)
+	if _, err := s.AppendHistory(ctx, "t", &a2a.Message{ID: "m", Role: a2a.MessageRoleUser,
+		Parts: a2a.ContentParts{a2a.NewTextPart(strings.Repeat("m", 2000))}}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("AppendHistory past the bound: %v", err)
+	}
+	after, _ := s.Get(ctx, "t")
+	again, _ := s.ReadLog(ctx, "t", 0, 100)
+	if after.Revision != before.Revision || len(again) != len(log) || log[0].Revision != 1 || log[len(log)-1].Revision != before.Revision {
+		t.Fatalf("a refused write changed the task or its log: revision %d then %d, %d entries then %d", before.Revision, after.Revision, len(log), len(again))
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TrimLog(ctx, math.MaxInt64, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Replace(ctx, task(900), 0); err != nil {
+		t.Fatalf("Replace after the trim: %v", err)
+	}
+	big := task(900)
+	big.ID = "imported"
+	st := engine.StoredTask{Record: engine.Record{Task: big, Revision: 20, Cursor: engine.Cursor{UpdatedAt: 1000, ID: big.ID}}}
+	for rev := int64(1); rev <= 20; rev++ {
+		l, err := engine.NewLogEntry(big, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Revision, l.Time = rev, 1000
+		st.Log = append(st.Log, l)
+	}
+	if err := s.Import(ctx, []engine.StoredTask{st}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("Import of a log over the bound: %v", err)
+	}
+	if _, err := s.Get(ctx, "imported"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a refused Import stored its task: %v", err)
+	}
+}
+
+// A drop (Delete, TrimLog) whose free compacts a chunk into the open one
+// until it closes under half live compacts that one too.
+func TestLogDropCompactsChunkItCloses(t *testing.T) {
 	l := &taskLogs{refs: map[uint32]logRef{}}
-	for rev := int64(1); rev <= 40; rev++ {
-		l.append(7, entryOfSize(rev, byte(rev)))
-		r := l.refs[7]
-		if int(r.len) > maxLogBytes || int(r.room) > maxLogBytes {
-			t.Fatalf("revision %d: the log takes %+v, over %d", rev, r, maxLogBytes)
-		}
-		got, err := decodeLog(l.view(7), 0, 100)
-		if err != nil || len(got) != min(int(rev), maxLogBytes/1000) || got[len(got)-1].Revision != rev {
-			t.Fatalf("revision %d: %d entries, %v", rev, len(got), err)
-		}
-		for i := 1; i < len(got); i++ {
-			if got[i].Revision != got[i-1].Revision+1 {
-				t.Fatalf("revision %d: revisions %d then %d", rev, got[i-1].Revision, got[i].Revision)
-			}
-		}
+	for slot := uint32(0); slot <= 261; slot++ { // fill chunk B
+		l.append(slot, entryOfSize(1, byte(slot)))
+	}
+	B := l.refs[0].chunk
+	l.append(262, entryOfSize(1, 'a')) // opens chunk A; B closes full
+	A := l.data.open
+	for slot := uint32(1); slot <= 131; slot++ { // B at half live
+		l.drop(slot)
+	}
+	for slot := uint32(263); slot < 462; slot++ { // A to 200,000 bytes
+		l.append(slot, entryOfSize(1, 'a'))
+	}
+	for slot := uint32(263); slot < 453; slot++ { // most of it dead (A is open: no compaction)
+		l.drop(slot)
+	}
+	l.drop(132) // B under half: compacted into A, which closes under half
+	if l.data.chunks[B-1] != nil || l.data.chunks[A-1] != nil {
+		t.Fatalf("chunk B kept %v, chunk A kept %v (both should be compacted)", l.data.chunks[B-1] != nil, l.data.chunks[A-1] != nil)
 	}
 	if errs := l.check(func(uint32) bool { return true }); len(errs) > 0 {
 		t.Fatal(errs)
+	}
+	for slot := range l.refs {
+		if got, err := decodeLog(l.view(slot), 0, 2); err != nil || len(got) != 1 {
+			t.Fatalf("slot %d reads %d entries, %v", slot, len(got), err)
+		}
 	}
 }
 

@@ -238,6 +238,9 @@ func (s *Store) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (
 		return engine.Record{}, err
 	}
 	logged, err := s.newLogEntry(ctx, task, nil)
+	if err == nil && s.log {
+		err = checkLogSize(task.ID, 0, &logged)
+	}
 	if err != nil {
 		return engine.Record{}, err
 	}
@@ -390,6 +393,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 	if err == nil {
 		at, err = engine.NextTime(e.updatedAt, s.clock()) // S4, S5
 	}
+	if err == nil {
+		err = s.logFitsLocked(e, &logged)
+	}
 	if err != nil {
 		s.mu.Unlock()
 		return engine.Record{}, err
@@ -472,6 +478,11 @@ func (s *Store) modify(ctx context.Context, id a2a.TaskID, expected int64, edit 
 			s.mu.Unlock()
 			enc.release()
 			continue
+		}
+		if err := s.logFitsLocked(e, &l); err != nil {
+			s.mu.Unlock()
+			enc.release()
+			return engine.Record{}, err
 		}
 		s.advanceLocked(e, &enc, at)
 		s.logLocked(e, l)
