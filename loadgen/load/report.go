@@ -144,11 +144,16 @@ func fmtErrors(m map[string]int64) string {
 //
 // ns/op is the mean latency; a "total" line carries the run's throughput.
 // An embedded run adds an op=gc line: the pauses as its count, their
-// quantiles, the collector's CPU share and the live heap at the end.
+// quantiles, the collector's CPU share and the live heap at the end. A
+// run with the task log (Log) names its target target=mem+log, so that
+// benchstat does not pool it with a run without.
 func (r *Result) WriteBench(w io.Writer) error {
 	target := r.Target
 	if r.Transport != "" {
 		target = "remote-" + r.Transport
+	}
+	if r.Log {
+		target += "+log"
 	}
 	fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/a2astore/a2astore/loadgen\n", r.Machine.GOOS, r.Machine.GOARCH)
 	line := func(op string, s OpStats) {

@@ -49,8 +49,9 @@ func TestValidateLog(t *testing.T) {
 	}
 }
 
-// A run with the task log says so, in its table's first line and its
-// JSON, so that runs with and without it are told apart.
+// A run with the task log says so, in its table's first line, its JSON
+// and its benchmark lines' names, so that runs with and without it are
+// told apart.
 func TestReportSaysLog(t *testing.T) {
 	var b strings.Builder
 	res := &Result{Target: "mem", Workload: "read-heavy", Log: true}
@@ -62,7 +63,11 @@ func TestReportSaysLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(first, " log=on ") || !strings.Contains(string(js), `"log":true`) {
-		t.Fatalf("the report of a logged run: %q, %s", first, js)
+	var bench strings.Builder
+	if err := res.WriteBench(&bench); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, " log=on ") || !strings.Contains(string(js), `"log":true`) || !strings.Contains(bench.String(), "BenchmarkLoadgen/target=mem+log/") {
+		t.Fatalf("the report of a logged run: %q, %s, %q", first, js, bench.String())
 	}
 }
