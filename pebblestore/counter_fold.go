@@ -19,10 +19,15 @@ import (
 // points for its counter queues the key; the zero sweeper's goroutine
 // folds the queued keys: under the exclusive side of their stripes (no
 // merge into them can commit meanwhile) it reads each and sets it to its
-// value, in one NoSync batch. It only tries the locks: a fold that would
-// wait for a writer in flight (a Sync commit's fsync) would hold every
-// later writer of the stripe behind it — all writers, for the global
-// counters — so it is queued again for the next wake-up instead. Later reads stop at that value and the
+// value, in one NoSync batch. It first only tries the locks, stripe by
+// stripe: a fold that would wait for a writer in flight (a Sync commit's
+// fsync) would hold every later writer of the stripe behind it — all
+// writers, for the global counters — so the keys of a held stripe are
+// queued again for the next wake-up, and the others folded. A key whose
+// stripe was held foldWaitAfter times waits for it the next time: under
+// Sync writers back to back some writer nearly always holds a global
+// counter's stripe, and a fold that only tried would never happen (the
+// writers then wait behind it for one commit). Later reads stop at that value and the
 // deltas merged after it. A fold changes no value, so a lost or
 // repeated one is harmless; a counter at zero is left to the sweeper
 // (its key must go, not stay at zero), unless it is a global one.
@@ -35,10 +40,22 @@ import (
 // key is folded.
 const foldAfter = 32
 
-// counterFolds is the queue of counter keys to fold.
+// foldWaitAfter is how many folds of a key may find its stripe held before
+// the next one waits for it.
+const foldWaitAfter = 3
+
+// counterFolds is the queue of counter keys to fold, each with the folds
+// that found its stripe held since it was queued.
 type counterFolds struct {
 	mu      sync.Mutex
-	pending map[string]struct{}
+	pending map[string]int
+}
+
+// foldKey is a queued counter key and the folds that found its stripe
+// held.
+type foldKey struct {
+	k    []byte
+	held int
 }
 
 // queueFold queues k for a fold and wakes the sweeper goroutine.
@@ -46,9 +63,11 @@ func (s *Store) queueFold(k []byte) {
 	f := &s.folds
 	f.mu.Lock()
 	if f.pending == nil {
-		f.pending = map[string]struct{}{}
+		f.pending = map[string]int{}
 	}
-	f.pending[string(k)] = struct{}{}
+	if _, ok := f.pending[string(k)]; !ok {
+		f.pending[string(k)] = 0
+	}
 	f.mu.Unlock()
 	select {
 	case s.zeros.wake <- struct{}{}:
@@ -57,18 +76,28 @@ func (s *Store) queueFold(k []byte) {
 }
 
 // take removes and returns queued keys, at most sweepBatch.
-func (f *counterFolds) take() [][]byte {
+func (f *counterFolds) take() []foldKey {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var keys [][]byte
-	for k := range f.pending {
+	var keys []foldKey
+	for k, held := range f.pending {
 		if len(keys) == sweepBatch {
 			break
 		}
-		keys = append(keys, []byte(k))
+		keys = append(keys, foldKey{[]byte(k), held})
 		delete(f.pending, k)
 	}
 	return keys
+}
+
+// again queues keys, whose stripe was held, again, unless a read queued
+// them meanwhile.
+func (f *counterFolds) again(keys []foldKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		f.pending[string(k.k)] = max(f.pending[string(k.k)], k.held+1)
+	}
 }
 
 // foldPending folds the counter keys queued when it is called, a batch at
@@ -96,27 +125,15 @@ func (s *Store) foldPending(stop <-chan struct{}) error {
 }
 
 // fold sets each of keys to its value, under the exclusive side of their
-// stripes, in one NoSync batch; when a stripe is held it queues the keys
-// again and returns.
-func (s *Store) fold(keys [][]byte) (err error) {
+// stripes, in one NoSync batch; the keys of a stripe it found held are
+// queued again (lockFoldStripes).
+func (s *Store) fold(keys []foldKey) (err error) {
 	defer s.catch("fold counters", &err)
-	var stripes []int
-	for _, k := range keys {
-		stripes = append(stripes, s.counterStripe(k))
-	}
-	unlock, ok := tryLockStripes(stripes, func(i int) bool { return s.counterLocks[i].TryLock() }, func(i int) { s.counterLocks[i].Unlock() })
-	if !ok {
-		s.folds.mu.Lock()
-		for _, k := range keys {
-			s.folds.pending[string(k)] = struct{}{}
-		}
-		s.folds.mu.Unlock()
-		return nil
-	}
+	unlock, locked := s.lockFoldStripes(keys)
 	defer unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, k := range keys {
+	for _, k := range locked {
 		n, found, err := s.counterValue(k)
 		if err != nil {
 			return err
@@ -132,6 +149,46 @@ func (s *Store) fold(keys [][]byte) (err error) {
 		return fmt.Errorf("fold counters: commit: %v", err)
 	}
 	return nil
+}
+
+// lockFoldStripes takes the exclusive side of the stripes of keys, in
+// ascending order (as every holder of several: no cycle), and returns
+// the function that releases them and the keys whose stripe it holds. It
+// only tries a stripe, unless one of its keys found it held foldWaitAfter
+// times already; the keys of a stripe it could not take are queued again.
+func (s *Store) lockFoldStripes(keys []foldKey) (unlock func(), locked [][]byte) {
+	byStripe := map[int][]foldKey{}
+	var stripes []int
+	for _, k := range keys {
+		i := s.counterStripe(k.k)
+		if _, ok := byStripe[i]; !ok {
+			stripes = append(stripes, i)
+		}
+		byStripe[i] = append(byStripe[i], k)
+	}
+	slices.Sort(stripes)
+	var held []int
+	var again []foldKey
+	for _, i := range stripes {
+		ks := byStripe[i]
+		if !s.counterLocks[i].TryLock() {
+			if !slices.ContainsFunc(ks, func(k foldKey) bool { return k.held >= foldWaitAfter }) {
+				again = append(again, ks...)
+				continue
+			}
+			s.counterLocks[i].Lock()
+		}
+		held = append(held, i)
+		for _, k := range ks {
+			locked = append(locked, k.k)
+		}
+	}
+	s.folds.again(again)
+	return func() {
+		for _, i := range held {
+			s.counterLocks[i].Unlock()
+		}
+	}, locked
 }
 
 // readCounter reads the counter k with it (positioned anywhere), and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -174,5 +175,83 @@ func TestFoldDoesNotWaitForWriters(t *testing.T) {
 	}
 	if n := counterSteps(t, s, all); n > 2 {
 		t.Errorf("the key queued again was not folded: %d points", n)
+	}
+}
+
+// A held stripe sends back only its own keys: a fold that finds the
+// all-tasks counter's stripe held (every writer holds it) still folds an
+// owner's counter whose stripe nobody holds. It failed when a fold tried
+// all its stripes at once and queued every key again on one held.
+func TestFoldTakesFreeStripes(t *testing.T) {
+	s := openTestOpts(t, t.TempDir(), Options{NoSync: true})
+	s.stopZeroSweeper(true)
+	ctx := context.Background()
+	for i := range 200 {
+		if _, err := s.CreateOwned(ctx, &a2a.Task{ID: a2a.TaskID(fmt.Sprint("t", i)), ContextID: "c",
+			Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, "o1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := counterKeyOf(counterTotal)
+	owner := counterKey(&engine.Query{Owner: "o1"})
+	if s.counterStripe(all) == s.counterStripe(owner) {
+		t.Fatal("the two counters share a stripe: the test proves nothing")
+	}
+	s.queueFold(all)
+	s.queueFold(owner)
+	stripe := &s.counterLocks[s.counterStripe(all)]
+	stripe.RLock() // a writer in flight
+	err := s.foldPending(nil)
+	stripe.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counterSteps(t, s, owner); n > 2 {
+		t.Errorf("the owner's counter, whose stripe nobody held, was not folded: its read steps over %d points", n)
+	}
+	if n := counterSteps(t, s, all); n < 200 {
+		t.Errorf("the all-tasks counter was folded under a writer's stripe: %d points", n)
+	}
+}
+
+// SPEC C5 under Sync writers back to back, where some writer nearly always
+// holds the all-tasks counter's stripe: a key whose stripe folds found
+// held foldWaitAfter times is folded by the next fold, which waits for
+// the stripe (the writers then wait behind it for one commit). Before,
+// every fold only tried, and the key was never folded while writers ran.
+func TestFoldWaitsForAStripeHeldAgain(t *testing.T) {
+	s := openTestOpts(t, t.TempDir(), Options{NoSync: true})
+	s.stopZeroSweeper(true)
+	createWorking(t, s, 100)
+	all := counterKeyOf(counterTotal)
+	stripe := &s.counterLocks[s.counterStripe(all)]
+	stripe.RLock() // writers in flight, one after another
+	s.queueFold(all)
+	for range foldWaitAfter {
+		if err := s.foldPending(nil); err != nil {
+			stripe.RUnlock()
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.foldPending(nil) }()
+	for waiting := false; !waiting; { // until the fold waits for the stripe
+		select {
+		case err := <-done:
+			stripe.RUnlock()
+			t.Fatalf("the fold returned (%v) without waiting for a stripe held %d times before", err, foldWaitAfter)
+		default:
+		}
+		if waiting = !stripe.TryRLock(); !waiting {
+			stripe.RUnlock()
+			runtime.Gosched()
+		}
+	}
+	stripe.RUnlock() // the writer in flight commits
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := counterSteps(t, s, all); n > 2 {
+		t.Errorf("after the fold that waited, the counter's read steps over %d points", n)
 	}
 }
