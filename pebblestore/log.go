@@ -131,6 +131,35 @@ func (s *Store) deleteLog(b *pebble.Batch, id a2a.TaskID) {
 	}
 }
 
+// dropLog deletes every log entry and remembered deletion, for a store
+// opened without the log (Options.Log): its writes add no entry and its
+// deletes leave a task's entries, so a log it kept would have gaps once
+// the log is on again (K7) and would give a task created under a deleted
+// task's ID the deleted task's entries. One seek per key range when there
+// is nothing to drop.
+func (s *Store) dropLog() error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, tag := range []byte{tagLog, tagDeleted, tagDeletedAt} {
+		lo, hi := []byte{tag}, []byte{tag + 1}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		found := it.First()
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return err
+		}
+		if found {
+			_ = b.DeleteRange(lo, hi, nil)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	return b.Commit(pebble.Sync)
+}
+
 // newLogEntry is the entry of a write storing task because of ev under
 // ctx, whose traceparent it keeps (nil without the log).
 func (s *Store) newLogEntry(ctx context.Context, task *a2a.Task, ev a2a.Event) (*engine.LogEntry, error) {

@@ -53,8 +53,10 @@ type Options struct {
 	// Log keeps the task log (engine.LogStore, K7): l keys written in each
 	// revision's batch. Default false: ReadLog fails with
 	// engine.ErrLogDisabled and writes cost no log key. A database written
-	// with the log may be opened without it; its log keys then stay until
-	// their tasks go.
+	// with the log may be opened without it: Open then deletes the log it
+	// holds (every entry and remembered deletion; dropLog), which the
+	// writes made without it would leave wrong. Opened with the log again,
+	// a task's log starts at its next write, as after TrimLog.
 	Log bool
 	// NoUpgrade, when true, makes Open fail with ErrOldFormat on a database
 	// of an older format instead of upgrading it in place (see Open); the
@@ -286,6 +288,11 @@ func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) 
 	}
 	if err := s.recoverCounters(dir); err != nil {
 		return err
+	}
+	if !opts.Log {
+		if err := s.dropLog(); err != nil {
+			return internal(err)
+		}
 	}
 	if scan {
 		if err := unmarkScan(dir, fs); err != nil {
