@@ -852,3 +852,32 @@ func TestHostileContent(t *testing.T) {
 		t.Errorf("gRPC traversal read %d tasks, want %d", tasks, n+made)
 	}
 }
+
+// TestHostileDeepCost (review by helper-38): a SendMessage of about 54 KB
+// whose message metadata, or a data part, is nested 9,000 deep is
+// answered -32602 before a2a-go deep-copies the task that would hold it.
+// That copy (gob) costs the square of the depth: before ContentGuardLimits
+// checked the store's limits, one such request allocated about 1.3 GB
+// (held live, not garbage) and took seconds before the store refused it.
+// The test counts what the server allocated during the request (the
+// process's, the server being in it), not time.
+func TestHostileDeepCost(t *testing.T) {
+	h := startHostile(t)
+	const depth = 9000
+	for name, body := range map[string]string{
+		"metadata":  `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"text":"x"}],"metadata":` + nestedJSON(depth) + `}}}`,
+		"data part": `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"data":` + nestedJSON(depth) + `}]}}}`,
+		"request":   `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"deep","role":"ROLE_USER","parts":[{"text":"x"}]},"metadata":` + nestedJSON(depth) + `}}`,
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		a := h.postJSON(t, jsonrpcPath, body, "alice")
+		runtime.ReadMemStats(&after)
+		if a.Code != "-32602" {
+			t.Errorf("%s %d deep: %+v, want -32602", name, depth, a)
+		}
+		if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 64 {
+			t.Errorf("%s %d deep (%d bytes): the server allocated %d MB to refuse it", name, depth, len(body), mb)
+		}
+	}
+}

@@ -317,7 +317,7 @@ func (s *server) interceptors(ts taskstore.Store) []a2asrv.CallInterceptor {
 				"header", cfg.CallerHeader, "policy", cfg.Policy)
 		}
 	}
-	interceptors = append(interceptors, a2aserver.ContentGuard(), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
+	interceptors = append(interceptors, a2aserver.ContentGuardLimits(cfg.Limits), a2aserver.TaskGuard(ts), a2aserver.HistoryLength())
 	return append(interceptors, s.pushInterceptors()...)
 }
 
