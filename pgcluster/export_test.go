@@ -56,3 +56,10 @@ func (c *Cluster) AwaitingCancel(f func(id a2a.TaskID)) { c.awaitingCancel.Store
 // AwaitingWrite makes c's HandOver call f when it waits for a store
 // write of the execution of task id before canceling it.
 func (c *Cluster) AwaitingWrite(f func(id a2a.TaskID)) { c.awaitingWrite.Store(&f) }
+
+// Heartbeat runs the heartbeat statement for the item id under token, as
+// an execution's Heartbeat does, and returns the rows it renewed.
+func (c *Cluster) Heartbeat(ctx context.Context, id int64, token string) (int64, error) {
+	tag, err := c.pool.Exec(ctx, c.sql.heartbeat, id, token, c.opts.LeaseTimeout)
+	return tag.RowsAffected(), err
+}

@@ -601,3 +601,42 @@ func workItems(t *testing.T, h *harness, in *instance) string {
 	}
 	return b.String()
 }
+
+// K4: a lease that has run out in the table is not renewed. A rescuer
+// that listed the item as expired gives it up (the task FAILED, the item
+// finished) in later statements, fenced by the token only; a heartbeat
+// that renewed the lease meanwhile (the holder's, late after its
+// connection died under the previous ones) left the holder executing a
+// task the rescuer then failed under it (review by helper-40). The
+// heartbeat statement now renews nothing once the lease has run out, and
+// the holder stops (ErrLeaseLost).
+func TestHeartbeatAfterExpiryRenewsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.opts.LeaseTimeout = time.Minute // no heartbeat nor rescue of its own during the test
+	agent := newGateAgent(1)          // creates the task, then waits
+	a := h.start(t, "a", agent)
+	b := h.start(t, "b", agent)
+	b.cluster.StopWork()
+	ctx := t.Context()
+	_, _ = stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
+	var id a2a.TaskID
+	select {
+	case id = <-agent.started:
+	case <-time.After(waitFor):
+		t.Fatal("the execution did not start")
+	}
+	var item int64
+	var token string
+	if err := a.pool.QueryRow(ctx, fmt.Sprintf(`SELECT id, lease_token FROM %q.a2a_cluster_work WHERE task_id = $1 AND state = 'running'`, h.schema), string(id)).Scan(&item, &token); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.cluster.Heartbeat(ctx, item, token); err != nil || n != 1 {
+		t.Fatalf("a heartbeat within the lease renewed %d rows (%v), want 1", n, err)
+	}
+	if _, err := a.pool.Exec(ctx, fmt.Sprintf(`UPDATE %q.a2a_cluster_work SET lease_expires = now() - interval '1 second' WHERE id = $1`, h.schema), item); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.cluster.Heartbeat(ctx, item, token); err != nil || n != 0 {
+		t.Errorf("a heartbeat after the lease ran out renewed %d rows (%v), want 0: a rescuer that listed it expired may be giving it up", n, err)
+	}
+}

@@ -110,9 +110,10 @@ func newStatements(schema string) statements {
 			WHERE task_id = $1 AND version = 0 AND protocol <> $2)`),
 		// heartbeat renews the lease and reads the task's state: a
 		// cancel is state, which the execution learns here at the latest
-		// (K8).
+		// (K8). A lease that has run out is not renewed: a rescuer may
+		// have listed it as expired and be giving it up (K4).
 		heartbeat: q(`UPDATE {s}.a2a_cluster_work w SET lease_expires = now() + $3::interval
-			WHERE id = $1 AND lease_token = $2 AND state = 'running'
+			WHERE id = $1 AND lease_token = $2 AND state = 'running' AND lease_expires >= now()
 			RETURNING (SELECT t.state FROM {s}.a2a_tasks t WHERE t.id = w.task_id)`),
 		taskStates: q(`SELECT id, state FROM {s}.a2a_tasks WHERE id = ANY($1::text[])`),
 		complete: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,

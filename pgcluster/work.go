@@ -533,8 +533,10 @@ func (m *message) Payload() *workqueue.Payload { return m.payload }
 func (m *message) HeartbeatInterval() time.Duration { return m.q.c.opts.LeaseTimeout / 3 }
 
 // Heartbeat renews the lease. It fails with ErrLeaseLost when the lease is
-// no longer this instance's, which stops the execution; a database that
-// cannot be reached fails it only once the lease has run out.
+// no longer this instance's or has run out in the table (a rescuer may be
+// giving it up: nothing renews it then), which stops the execution; a
+// database that cannot be reached fails it only once the lease has run
+// out.
 // A task found CANCELED stops the execution (K8): a cancel is state, so an
 // execution learns of it here at the latest, whatever notification was
 // lost.
