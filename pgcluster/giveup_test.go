@@ -29,8 +29,8 @@ import (
 // it (its Complete fails, its clock jumps an hour), and the lease expires
 // in the database. It returns the instances, the answer and the task ID
 // of the item, which waits for a rescue. The instances run without
-// heartbeats during the test (lease 1 min): one sent after the stall
-// would renew the lease that nobody took over yet.
+// heartbeats during the test (lease 1 min): one sent before the lease is
+// set to have run out would renew it.
 func answerThenLose(t *testing.T, h *harness, agent *turnAgent, text string) (a, b *instance, res a2a.SendMessageResult, id a2a.TaskID) {
 	t.Helper()
 	h.opts.LeaseTimeout = time.Minute
