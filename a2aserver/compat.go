@@ -84,6 +84,14 @@ func validateGRPCRequest(req any) error {
 		if c := r.GetConfiguration(); c != nil && c.HistoryLength != nil && c.GetHistoryLength() < 0 {
 			return errGRPCInvalidParams
 		}
+		// A data part whose value is not an object: a2a-go's conversion
+		// keeps an empty object in its place (GetStructValue().AsMap()),
+		// where JSON-RPC and HTTP+JSON refuse it (checkServable).
+		for _, p := range r.GetMessage().GetParts() {
+			if d := p.GetData(); d != nil && d.GetStructValue() == nil {
+				return errGRPCInvalidParams
+			}
+		}
 	}
 	return nil
 }

@@ -881,3 +881,32 @@ func TestHostileDeepCost(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCDataPartNotObject (review by helper-38): over gRPC a data part
+// whose value is not an object (a list, a number, a string) is refused
+// with INVALID_ARGUMENT, as JSON-RPC and HTTP+JSON refuse it; a2a-go's
+// conversion stored an empty object in its place, the client's data
+// silently lost. An object passes.
+func TestGRPCDataPartNotObject(t *testing.T) {
+	ts := startServer(t, config{Backend: "mem"})
+	list, err := structpb.NewList([]any{1.0, 2.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := structpb.NewStruct(map[string]any{"k": 1.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]*structpb.Value{
+		"list":   structpb.NewListValue(list),
+		"number": structpb.NewNumberValue(5),
+		"string": structpb.NewStringValue("important"),
+		"object": structpb.NewStructValue(obj),
+	} {
+		_, err := ts.pb.SendMessage(t.Context(), &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m-" + name, Role: a2apb.Role_ROLE_USER,
+			Parts: []*a2apb.Part{{Content: &a2apb.Part_Data{Data: v}}}}})
+		if want := codes.InvalidArgument; name == "object" && err != nil || name != "object" && status.Code(err) != want {
+			t.Errorf("gRPC SendMessage with a %s data part: %v", name, err)
+		}
+	}
+}
