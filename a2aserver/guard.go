@@ -83,6 +83,11 @@ func (g taskGuard) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asr
 		return ctx, nil, a2a.NewError(a2a.ErrInvalidParams, msgInvalidParams)
 	}
 	id := namedTask(req.Payload)
+	if id == "" && pushConfigCall(req.Payload) {
+		// a2a-go v2.3.1 does not reject it for these: the config store
+		// fails, answered as an internal error that shows its text.
+		return ctx, nil, a2a.NewError(a2a.ErrInvalidParams, msgInvalidParams)
+	}
 	if id == "" {
 		return ctx, nil, nil // nothing named, or a2a-go rejects the empty ID itself
 	}
@@ -123,6 +128,15 @@ func (g taskGuard) After(ctx context.Context, _ *a2asrv.CallContext, resp *a2asr
 }
 
 // namedTask returns the ID of the existing task a request acts on, or "".
+// pushConfigCall reports whether payload is a push configuration call's.
+func pushConfigCall(payload any) bool {
+	switch payload.(type) {
+	case *a2a.GetTaskPushConfigRequest, *a2a.ListTaskPushConfigRequest, *a2a.PushConfig, *a2a.DeleteTaskPushConfigRequest:
+		return true
+	}
+	return false
+}
+
 func namedTask(payload any) a2a.TaskID {
 	switch r := payload.(type) {
 	case *a2a.GetTaskRequest:

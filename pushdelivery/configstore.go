@@ -199,11 +199,17 @@ func Live(ctx context.Context, store engine.Store, task a2a.TaskID, recs []*Reco
 	return slices.DeleteFunc(recs, func(r *Record) bool { return r.stale(mark) }), nil
 }
 
+// errConfigNotFound is Get's answer for a configuration it does not have:
+// push.ErrPushConfigNotFound, which a2a-go's transports do not map and
+// answer as an internal error, and a2a.ErrTaskNotFound, which they answer
+// not found (SPEC W3: -32001, 404, NOT_FOUND).
+var errConfigNotFound = fmt.Errorf("%w: %w", push.ErrPushConfigNotFound, a2a.ErrTaskNotFound)
+
 // Get implements push.ConfigStore.
 func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a.PushConfig, error) {
 	r, err := c.o.Get(ctx, task, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil, push.ErrPushConfigNotFound
+		return nil, errConfigNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -213,7 +219,7 @@ func (c *ConfigStore) Get(ctx context.Context, task a2a.TaskID, id string) (*a2a
 		return nil, err
 	}
 	if len(live) == 0 {
-		return nil, push.ErrPushConfigNotFound
+		return nil, errConfigNotFound
 	}
 	return &r.Config, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/a2astore/a2astore/pushdelivery"
 )
@@ -362,5 +364,35 @@ func TestSendMessageRefusedPushConfigHidesSecrets(t *testing.T) {
 		if strings.Contains(err.Error(), "secret-token-x") || strings.Contains(err.Error(), "secret-cred-y") {
 			t.Errorf("%s: the error shows the config's secrets: %v", tr, err)
 		}
+	}
+}
+
+// TestPushConfigErrorCodes (SPEC W3; review by helper-38): a push
+// configuration that does not exist, on the caller's own task, is not
+// found on every transport (-32001, 404, NOT_FOUND), and one created for
+// the empty task ID is invalid params (-32602, INVALID_ARGUMENT) without
+// the store's text. Both were internal errors: a2a-go does not map
+// push.ErrPushConfigNotFound, and passed the empty ID to the config
+// store, whose error carried "engine: empty task ID".
+func TestPushConfigErrorCodes(t *testing.T) {
+	ts := startServer(t, config{Backend: "mem", Push: pushOn})
+	task := send(t, ts.clients["JSONRPC"], "", "mine")
+	if got := string(jsonrpcCall(t, ts, "GetTaskPushNotificationConfig", map[string]any{"taskId": task.ID, "id": "nosuch"})); !strings.Contains(got, `"code":-32001`) {
+		t.Errorf("JSON-RPC get of a missing config: %s, want -32001", got)
+	}
+	if code, body := restGet(t, ts, "/tasks/"+string(task.ID)+"/pushNotificationConfigs/nosuch", nil); code != http.StatusNotFound {
+		t.Errorf("HTTP+JSON get of a missing config: %d %s, want 404", code, body)
+	}
+	_, err := ts.pb.GetTaskPushNotificationConfig(t.Context(), &a2apb.GetTaskPushNotificationConfigRequest{TaskId: string(task.ID), Id: "nosuch"})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("gRPC get of a missing config: %v, want NOT_FOUND", err)
+	}
+	got := string(jsonrpcCall(t, ts, "CreateTaskPushNotificationConfig", map[string]any{"taskId": "", "url": "https://hook.example/x"}))
+	if !strings.Contains(got, `"code":-32602`) || strings.Contains(got, "engine") {
+		t.Errorf("JSON-RPC create for the empty task ID: %s, want -32602 without the store's text", got)
+	}
+	_, err = ts.pb.CreateTaskPushNotificationConfig(t.Context(), &a2apb.TaskPushNotificationConfig{Url: "https://hook.example/x"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC create for the empty task ID: %v, want INVALID_ARGUMENT", err)
 	}
 }
