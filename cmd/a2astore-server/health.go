@@ -10,6 +10,7 @@ import (
 	"time"
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -57,6 +58,11 @@ type probes struct {
 	draining  atomic.Bool
 	watchStop chan struct{} // closed when the listeners stop: Watch streams end
 	stopOnce  sync.Once
+	// checks runs one readiness check at a time: the probes answer on the
+	// public listener without an identity, and each check runs
+	// statements on the store's pool; concurrent probes share the check
+	// in flight.
+	checks singleflight.Group
 
 	// grpc holds the statuses Watch streams report; it is safe for
 	// concurrent use, and written under mu so that its statuses follow
@@ -93,8 +99,19 @@ const (
 	notReadySchema   = "schema not ready"
 )
 
-// check runs the readiness check: "" when ready, else why not.
+// check runs the readiness check, or waits for the one in flight: ""
+// when ready, else why not. The check does not end with the context of
+// the probe that began it (others may wait for it); its timeout bounds it.
 func (p *probes) check(ctx context.Context) string {
+	v, _, _ := p.checks.Do("ready", func() (any, error) { return p.checkNow(context.WithoutCancel(ctx)), nil })
+	if p.draining.Load() { // a check begun before the drain answered
+		return notReadyDraining
+	}
+	return v.(string)
+}
+
+// checkNow runs the readiness check.
+func (p *probes) checkNow(ctx context.Context) string {
 	reason := ""
 	var err error
 	switch {

@@ -5,8 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -237,4 +239,47 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, srv.logs())
 	}
 	t.Logf("%d messages answered before the drain", sent)
+}
+
+// blockingReadier is a backend whose readiness check counts its calls and
+// waits for release.
+type blockingReadier struct {
+	calls   atomic.Int64
+	release chan struct{}
+}
+
+func (r *blockingReadier) Ready(context.Context) error {
+	r.calls.Add(1)
+	<-r.release
+	return nil
+}
+
+// Concurrent readiness probes share the check in flight (review by
+// helper-38): the probes answer anyone on the public listener, and each
+// check runs statements on the store's pool, so 64 probes at once ran 64
+// checks at once. 64 probes, started while a check is held in flight,
+// run far fewer (without the sharing: 64).
+func TestReadyChecksShared(t *testing.T) {
+	r := &blockingReadier{release: make(chan struct{})}
+	p := newProbes(r, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	const probes = 64
+	var started, done sync.WaitGroup
+	started.Add(probes)
+	for range probes {
+		done.Go(func() {
+			started.Done()
+			if reason := p.check(t.Context()); reason != "" {
+				t.Errorf("not ready: %s", reason)
+			}
+		})
+	}
+	started.Wait()
+	for r.calls.Load() == 0 { // until a check is in flight
+		runtime.Gosched()
+	}
+	close(r.release)
+	done.Wait()
+	if n := r.calls.Load(); n > probes/2 {
+		t.Errorf("%d probes at once ran %d readiness checks", probes, n)
+	}
 }
