@@ -85,6 +85,7 @@ type expectedKey struct {
 	id    a2a.TaskID
 	kind  string // global, context, owner, owner-context, body
 	value []byte // an index key's value: the record's light value
+	light []byte // a body's: the light value its task must have
 	found int
 }
 
@@ -115,7 +116,7 @@ func (c *keyspaceCheck) record(key, value []byte) {
 	for i, k := range indexKeys(r.light.owner, r.light.contextID, r.light.state, cur) {
 		c.expected[string(k)] = &expectedKey{id: id, kind: indexKinds[i], value: lv}
 	}
-	c.expected[string(bodyKey(cur))] = &expectedKey{id: id, kind: "body"}
+	c.expected[string(bodyKey(cur))] = &expectedKey{id: id, kind: "body", light: lv}
 	exist, shape := counterKeys(r.light.owner, r.light.contextID, r.light.state)
 	for _, k := range append(exist, shape...) {
 		c.counters[string(k)]++
@@ -135,6 +136,9 @@ func (c *keyspaceCheck) key(key, value []byte) {
 		e.found++
 		if e.value != nil && !bytes.Equal(value, e.value) {
 			c.fail("%s value of task %q differs from its record", e.kind, e.id)
+		}
+		if e.light != nil {
+			c.body(e, value)
 		}
 	case tagCounter:
 		c.counter(key, value)
@@ -166,6 +170,27 @@ func (c *keyspaceCheck) key(key, value []byte) {
 		c.deletedAt[string(deletedKey(id))] = append(c.deletedAt[string(deletedKey(id))], mark)
 	default:
 		c.fail("unknown key %x", key)
+	}
+}
+
+// body checks that a task's body decodes, to a task whose state, status
+// time and context are its record's (its metadata, which the encoding does
+// not write in one order, is not compared).
+func (c *keyspaceCheck) body(e *expectedKey, value []byte) {
+	r := c.records[e.id]
+	t, err := decodeBody(value, e.id, r.light.contextID)
+	if err != nil {
+		c.fail("body of task %q: %v", e.id, err)
+		return
+	}
+	l, err := lightOf(t, r.light.owner)
+	if err != nil {
+		c.fail("body of task %q: %v", e.id, err)
+		return
+	}
+	l.metadata = r.light.metadata
+	if !bytes.Equal(l.append(nil), e.light) {
+		c.fail("body of task %q (state %s) differs from its record (state %s)", e.id, t.Status.State, r.light.state)
 	}
 }
 

@@ -61,7 +61,17 @@ var zeroFreeKey = []byte{tagMeta, 'z', 'e', 'r', 'o', 'f', 'r', 'e', 'e'}
 // globalCounter reports whether k is one of the counters that are never
 // deleted: all tasks, and tasks per state.
 func globalCounter(k []byte) bool {
-	return len(k) >= 2 && k[0] == tagCounter && (k[1] == counterTotal || k[1] == counterState)
+	if len(k) < 2 || k[0] != tagCounter {
+		return false
+	}
+	switch k[1] {
+	case counterTotal:
+		return len(k) == 2
+	case counterState:
+		_, ok := stateFromCode(k[len(k)-1])
+		return len(k) == 3 && ok
+	}
+	return false
 }
 
 // counterDeltas accumulates the counter changes of one batch, by key, in
