@@ -54,13 +54,20 @@ const VersionHeader = a2a.SvcParamVersion
 // Before implements a2asrv.CallInterceptor.
 func (g VersionGuard) Before(ctx context.Context, callCtx *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
 	vals, _ := callCtx.ServiceParams().Get(VersionHeader)
-	requested := strings.TrimSpace(strings.Join(vals, ","))
-	if requested == "" {
+	// A list's empty elements are ignored (RFC 9110, 5.6.1).
+	var listed []string
+	for _, v := range strings.Split(strings.Join(vals, ","), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			listed = append(listed, v)
+		}
+	}
+	if len(listed) == 0 {
 		g.observe("", true)
 		return ctx, nil, nil
 	}
-	for _, v := range strings.Split(requested, ",") {
-		if !g.supports(strings.TrimSpace(v)) {
+	requested := strings.Join(listed, ",")
+	for _, v := range listed {
+		if !g.supports(v) {
 			g.observe(requested, false)
 			return ctx, nil, a2a.NewError(a2a.ErrVersionNotSupported, "A2A protocol version not supported; supported: "+strings.Join(g.supported(), ", "))
 		}

@@ -15,8 +15,8 @@ import (
 // TestVersionGuard (W8, A2A §3.6.2): a call naming a version other than
 // 1.0 (by Major.Minor; a patch number is ignored), or a value that is not
 // a version, is VersionNotSupportedError without the value in the
-// message; 1.0 and no version at all are served, and Observe sees each
-// call's outcome.
+// message; 1.0 and no version at all are served (a list's empty elements
+// ignored), and Observe sees each call's outcome.
 func TestVersionGuard(t *testing.T) {
 	for _, c := range []struct {
 		header []string // nil: no A2A-Version
@@ -30,6 +30,10 @@ func TestVersionGuard(t *testing.T) {
 		{[]string{" 1.0 "}, "1.0"},
 		{[]string{"1.0", "1.0"}, "1.0"},
 		{[]string{"1.0,1.0"}, "1.0"},
+		{[]string{"1.0,"}, "1.0"},  // empty list elements are ignored (RFC 9110, 5.6.1)
+		{[]string{"1.0, "}, "1.0"}, // (review by helper-38: refused before)
+		{[]string{"1.0", ""}, "1.0"},
+		{[]string{",,"}, ""},
 		{[]string{"99.0"}, "-"},
 		{[]string{"0.3"}, "-"},
 		{[]string{"1.1"}, "-"},
