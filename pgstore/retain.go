@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -126,7 +127,13 @@ func (s *Store) TryRetentionLock(ctx context.Context) (release func(), acquired 
 		conn.Release()
 		return nil, false, translate(ctx, "retention lock", err)
 	}
+	s.retention.Lock()
+	s.retention.conn = conn
+	s.retention.Unlock()
 	return func() {
+		s.retention.Lock()
+		s.retention.conn = nil
+		s.retention.Unlock()
 		// A connection that cannot unlock is closed: its session ends
 		// and the server releases the lock with it.
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -137,4 +144,28 @@ func (s *Store) TryRetentionLock(ctx context.Context) (release func(), acquired 
 		}
 		conn.Release()
 	}, true, nil
+}
+
+// RetentionLockHeld reports, with nil, that the session of this store's
+// retention lock still holds it (engine/retention's LockWatcher, which
+// asks before each batch of a sweep). The lock ends with its session: a
+// connection terminated, cut by a proxy or lost in a failover frees it
+// without a word, and another server's sweep may then begin beside this
+// one's (R2).
+func (s *Store) RetentionLockHeld(ctx context.Context) error {
+	s.retention.Lock()
+	defer s.retention.Unlock()
+	if s.retention.conn == nil {
+		return fmt.Errorf("pgstore: retention lock: not held: %w", engine.ErrInternal)
+	}
+	var held bool
+	err := s.retention.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
+		AND classid = $1::oid AND objid = hashtext($2)::oid AND objsubid = 2 AND granted)`, int32(retentionLockKey), s.schema).Scan(&held)
+	if err != nil {
+		return translate(ctx, "retention lock", err)
+	}
+	if !held {
+		return fmt.Errorf("pgstore: retention lock: lost: %w", engine.ErrInternal)
+	}
+	return nil
 }

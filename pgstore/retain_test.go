@@ -151,3 +151,54 @@ WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`).Scan(&kill
 	release()
 	releaseB() // its connection is gone: this must not fail or hang
 }
+
+// R2 when the retention lock's connection dies: the session lock ends
+// with it, without a word, and another server may take it and sweep
+// beside this one. RetentionLockHeld (engine/retention's LockWatcher,
+// asked before each batch) says so: nil while the session holds the
+// lock, an error once its backend was terminated (review by helper-40:
+// before, the holder had no way to learn it, and swept on).
+func TestRetentionLockHeld(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	open := func() *pgstore.Store {
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{CountRollupInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	if err := a.RetentionLockHeld(ctx); err == nil {
+		t.Fatal("a store holding no retention lock says it holds one")
+	}
+	release, ok, err := a.TryRetentionLock(ctx)
+	if err != nil || !ok {
+		t.Fatalf("acquired %v, %v", ok, err)
+	}
+	defer release()
+	if err := a.RetentionLockHeld(ctx); err != nil {
+		t.Fatalf("while held: %v", err)
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed bool
+	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminate the lock's backend: %v, %v", killed, err)
+	}
+	if err := a.RetentionLockHeld(ctx); err == nil {
+		t.Error("the lock's session was terminated, yet RetentionLockHeld says it holds")
+	}
+	releaseB, ok, err := b.TryRetentionLock(ctx) // what another server may now do
+	if err != nil || !ok {
+		t.Fatalf("another server after the loss: acquired %v, %v", ok, err)
+	}
+	releaseB()
+}
+
+var _ retention.LockWatcher = (*pgstore.Store)(nil)

@@ -152,6 +152,12 @@ type Store struct {
 		sync.Mutex
 		cursor *engine.Cursor // where TrimLog goes on (nil: the oldest task)
 	}
+	// retention is the connection whose session holds the retention
+	// lock (TryRetentionLock), nil when this store holds none.
+	retention struct {
+		sync.Mutex
+		conn *pgxpool.Conn
+	}
 }
 
 var (

@@ -18,6 +18,8 @@
 // several servers sharing one PostgreSQL, give the service the store as
 // Options.Locker (pgstore.Store.TryRetentionLock): a sweep runs only on
 // the server that holds the schema's advisory lock; the others skip it.
+// The lock ends with its connection's session; before each batch the
+// sweep asks whether it still holds it (LockWatcher) and stops if not.
 //
 // Sweep runs one sweep by hand (a2astore-server -retain-once). Metrics
 // (a prometheus.Collector): tasks removed, batches, sweeps by result, the

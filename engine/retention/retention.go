@@ -26,6 +26,15 @@ type Locker interface {
 	TryRetentionLock(ctx context.Context) (release func(), acquired bool, err error)
 }
 
+// A LockWatcher is a Locker whose lock can end while held (PostgreSQL's
+// session lock ends with its connection, without a word): Sweep asks it
+// before each batch after the first whether the lock it took still holds,
+// and stops with its error when not, so that two servers never sweep at
+// once (R2). pgstore.Store implements it.
+type LockWatcher interface {
+	RetentionLockHeld(ctx context.Context) error
+}
+
 // Options configures a Service. Age is required; every other field's
 // zero value is its default.
 type Options struct {
@@ -164,7 +173,14 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	if s.opts.StuckAge != 0 {
 		req.StuckBefore = cutoff(now, s.opts.StuckAge)
 	}
+	watch, _ := s.opts.Locker.(LockWatcher)
 	for {
+		if watch != nil && res.Batches > 0 {
+			if err := watch.RetentionLockHeld(ctx); err != nil {
+				s.metrics.sweep("error")
+				return res, fmt.Errorf("retention: lock lost after batch %d: %w", res.Batches, err)
+			}
+		}
 		b, err := s.store.RemoveExpired(ctx, req)
 		if err != nil {
 			s.metrics.sweep("error")
