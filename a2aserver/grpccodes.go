@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"context"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -47,11 +48,17 @@ func GRPCErrorCodes() []grpc.ServerOption {
 	}
 }
 
-// specGRPCError returns err with the spec's code for its A2A reason.
+// specGRPCError returns err with the spec's code for its A2A reason, and
+// an INVALID_ARGUMENT without one (a2a-go v2.3.1's refusals of a request
+// its conversion cannot take: a message without an ID, a part without
+// content) with the invalid params reason (W10).
 func specGRPCError(err error) error {
 	st, ok := status.FromError(err)
 	if err == nil || !ok {
 		return err
+	}
+	if st.Code() == codes.InvalidArgument && !hasA2AReason(st) {
+		return grpcA2AError(codes.InvalidArgument, a2a.ErrInvalidParams, st.Message())
 	}
 	for _, d := range st.Details() {
 		info, ok := d.(*errdetails.ErrorInfo)
@@ -67,4 +74,14 @@ func specGRPCError(err error) error {
 		return status.FromProto(p).Err()
 	}
 	return err
+}
+
+// hasA2AReason reports whether st carries an ErrorInfo of the A2A domain.
+func hasA2AReason(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == a2aDomain {
+			return true
+		}
+	}
+	return false
 }

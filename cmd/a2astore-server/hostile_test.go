@@ -25,6 +25,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -907,6 +908,42 @@ func TestGRPCDataPartNotObject(t *testing.T) {
 			Parts: []*a2apb.Part{{Content: &a2apb.Part_Data{Data: v}}}}})
 		if want := codes.InvalidArgument; name == "object" && err != nil || name != "object" && status.Code(err) != want {
 			t.Errorf("gRPC SendMessage with a %s data part: %v", name, err)
+		}
+	}
+}
+
+// TestGRPCConversionErrorsReason (W10; review by helper-38): a gRPC
+// request a2a-go's conversion refuses (a message without an ID, a part
+// without content, ListTaskPushNotificationConfigs without a task) is
+// INVALID_ARGUMENT with the A2A reason INVALID_PARAMS in an ErrorInfo; it
+// carried none.
+func TestGRPCConversionErrorsReason(t *testing.T) {
+	ts := startServer(t, config{Backend: "mem", Push: pushOn})
+	for name, call := range map[string]func() error{
+		"message without an ID": func() error {
+			_, err := ts.pb.SendMessage(t.Context(), &a2apb.SendMessageRequest{Message: &a2apb.Message{Role: a2apb.Role_ROLE_USER,
+				Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "x"}}}}})
+			return err
+		},
+		"part without content": func() error {
+			_, err := ts.pb.SendMessage(t.Context(), &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m", Role: a2apb.Role_ROLE_USER,
+				Parts: []*a2apb.Part{{}}}})
+			return err
+		},
+		"push configs without a task": func() error {
+			_, err := ts.pb.ListTaskPushNotificationConfigs(t.Context(), &a2apb.ListTaskPushNotificationConfigsRequest{})
+			return err
+		},
+	} {
+		st := status.Convert(call())
+		reason := ""
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok {
+				reason = info.GetReason()
+			}
+		}
+		if st.Code() != codes.InvalidArgument || reason != "INVALID_PARAMS" {
+			t.Errorf("%s: %s, reason %q (%q), want INVALID_ARGUMENT, INVALID_PARAMS", name, st.Code(), reason, st.Message())
 		}
 	}
 }
