@@ -640,3 +640,72 @@ func TestHeartbeatAfterExpiryRenewsNothing(t *testing.T) {
 		t.Errorf("a heartbeat after the lease ran out renewed %d rows (%v), want 0: a rescuer that listed it expired may be giving it up", n, err)
 	}
 }
+
+// K4: a heartbeat begun before its lease ran out that commits after a
+// rescuer listed the item as expired keeps the item its holder's: the
+// rescuer takes the item under a token of its own only if the lease has
+// still run out (re-read after the heartbeat's commit), and gives up
+// nothing otherwise (review by helper-41). Before, the rescuer wrote
+// FAILED on the task its renewed holder went on executing. The heartbeat
+// in flight is a transaction holding the renewed row uncommitted while
+// the rescuer runs; it commits once the rescuer waits for its row.
+func TestRescuerSkipsLeaseRenewedMeanwhile(t *testing.T) {
+	h := newHarness(t)
+	h.opts.LeaseTimeout = time.Minute // no heartbeat nor rescue of its own during the test
+	h.opts.MaxAttempts = 1
+	agent := newGateAgent(1) // creates the task, then waits
+	a := h.start(t, "a", agent)
+	b := h.start(t, "b", agent)
+	b.cluster.StopWork()
+	ctx := t.Context()
+	_, _ = stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
+	var id a2a.TaskID
+	select {
+	case id = <-agent.started:
+	case <-time.After(waitFor):
+		t.Fatal("the execution did not start")
+	}
+	waitState(t, ctx, b, id, a2a.TaskStateSubmitted)
+	work := fmt.Sprintf("%q.a2a_cluster_work", h.schema)
+	if _, err := a.pool.Exec(ctx, `UPDATE `+work+` SET lease_expires = now() - interval '1 second' WHERE task_id = $1`, string(id)); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := a.pool.Begin(ctx) // the holder's heartbeat, in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Rollback(context.WithoutCancel(ctx))
+	if _, err := hb.Exec(ctx, `UPDATE `+work+` SET lease_expires = now() + interval '1 minute' WHERE task_id = $1`, string(id)); err != nil {
+		t.Fatal(err)
+	}
+	rescued := make(chan error, 1)
+	go func() { rescued <- b.cluster.Rescue(ctx) }()
+	for waiting := false; !waiting; { // until the rescuer waits for the heartbeat's row
+		select {
+		case err := <-rescued:
+			t.Fatalf("the rescue ended (%v) without waiting for the item's row", err)
+		default:
+		}
+		if err := a.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%a2a_cluster_work%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hb.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rescued; err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.tasks.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.cluster.ExecutionLease(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Task.Status.State == a2a.TaskStateFailed || l.State == "done" {
+		t.Errorf("the holder renewed its lease before the rescuer's give-up wrote, yet the rescuer gave it up: task %s, item %+v", st.Task.Status.State, l)
+	}
+}

@@ -94,8 +94,16 @@ func (r *rescuer) rescue(ctx context.Context) error {
 		return fmt.Errorf("pgcluster: rescue: %w", err)
 	}
 	for _, it := range exhausted {
+		token := newToken()
+		tag, err := c.pool.Exec(ctx, c.sql.takeExpired, it.id, it.token, token)
+		if err == nil && tag.RowsAffected() == 0 {
+			continue // renewed by its holder, or taken by another rescuer, since the list
+		}
+		it.token = token
 		cause := fmt.Errorf("lease expired on attempt %d", it.attempt)
-		err := c.giveUp(ctx, it, cause)
+		if err == nil {
+			err = c.giveUp(ctx, it, cause)
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

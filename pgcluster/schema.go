@@ -77,7 +77,7 @@ func install(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 type statements struct {
 	insertWork, claim, heartbeat, complete, retry, finish string
 	release, requeue, revision, namePayload               string
-	expired, rescue, depth, lease                         string
+	expired, takeExpired, rescue, depth, lease            string
 	insertReply, lastSeq, readReply, taskStates, replied  string
 	cleanWork, cleanReplies, cleanLegacy                  string
 }
@@ -137,6 +137,13 @@ func newStatements(schema string) statements {
 		finish: q(`UPDATE {s}.a2a_cluster_work SET state = 'done', finished_at = now(), outcome = $3,
 				lease_token = NULL, lease_expires = NULL
 			WHERE id = $1 AND state <> 'done' AND lease_token IS NOT DISTINCT FROM $2`),
+		// takeExpired takes an item expired lists for the rescuer's give-up,
+		// under a token of its own, if its lease has still run out: a
+		// heartbeat that renewed it first (READ COMMITTED re-reads the
+		// row) leaves it to its holder, and a heartbeat after this finds
+		// another token (ErrLeaseLost).
+		takeExpired: q(`UPDATE {s}.a2a_cluster_work SET lease_token = $3
+			WHERE id = $1 AND lease_token IS NOT DISTINCT FROM $2 AND state = 'running' AND lease_expires < now()`),
 		// expired lists the items whose lease ran out and whose attempts
 		// are used up: the rescuer finishes their tasks first.
 		// Items set aside ($3: their give-up failed) are skipped.
