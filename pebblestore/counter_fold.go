@@ -107,6 +107,8 @@ func (s *Store) foldPending(stop <-chan struct{}) error {
 	s.folds.mu.Lock()
 	left := len(s.folds.pending)
 	s.folds.mu.Unlock()
+	var held []foldKey // queued again once the pass ends, not taken again in it
+	defer func() { s.folds.again(held) }()
 	for ; left > 0; left -= sweepBatch {
 		select {
 		case <-stop:
@@ -117,7 +119,9 @@ func (s *Store) foldPending(stop <-chan struct{}) error {
 		if len(keys) == 0 {
 			return nil
 		}
-		if err := s.fold(keys); err != nil {
+		again, err := s.fold(keys)
+		held = append(held, again...)
+		if err != nil {
 			return err
 		}
 	}
@@ -125,38 +129,39 @@ func (s *Store) foldPending(stop <-chan struct{}) error {
 }
 
 // fold sets each of keys to its value, under the exclusive side of their
-// stripes, in one NoSync batch; the keys of a stripe it found held are
-// queued again (lockFoldStripes).
-func (s *Store) fold(keys []foldKey) (err error) {
+// stripes, in one NoSync batch, and returns the keys of the stripes it
+// found held (lockFoldStripes), for the caller to queue again.
+func (s *Store) fold(keys []foldKey) (held []foldKey, err error) {
 	defer s.catch("fold counters", &err)
-	unlock, locked := s.lockFoldStripes(keys)
+	unlock, locked, held := s.lockFoldStripes(keys)
 	defer unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, k := range locked {
 		n, found, err := s.counterValue(k)
 		if err != nil {
-			return err
+			return held, err
 		}
 		if found && (n != 0 || globalCounter(k)) {
 			_ = b.Set(k, counterDelta(n), nil)
 		}
 	}
 	if b.Empty() {
-		return nil
+		return held, nil
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("fold counters: commit: %v", err)
+		return held, fmt.Errorf("fold counters: commit: %v", err)
 	}
-	return nil
+	return held, nil
 }
 
 // lockFoldStripes takes the exclusive side of the stripes of keys, in
 // ascending order (as every holder of several: no cycle), and returns
-// the function that releases them and the keys whose stripe it holds. It
+// the function that releases them, the keys whose stripe it holds, and
+// those whose stripe it could not take (one more time found held). It
 // only tries a stripe, unless one of its keys found it held foldWaitAfter
-// times already; the keys of a stripe it could not take are queued again.
-func (s *Store) lockFoldStripes(keys []foldKey) (unlock func(), locked [][]byte) {
+// times already.
+func (s *Store) lockFoldStripes(keys []foldKey) (unlock func(), locked [][]byte, again []foldKey) {
 	byStripe := map[int][]foldKey{}
 	var stripes []int
 	for _, k := range keys {
@@ -168,7 +173,6 @@ func (s *Store) lockFoldStripes(keys []foldKey) (unlock func(), locked [][]byte)
 	}
 	slices.Sort(stripes)
 	var held []int
-	var again []foldKey
 	for _, i := range stripes {
 		ks := byStripe[i]
 		if !s.counterLocks[i].TryLock() {
@@ -183,12 +187,11 @@ func (s *Store) lockFoldStripes(keys []foldKey) (unlock func(), locked [][]byte)
 			locked = append(locked, k.k)
 		}
 	}
-	s.folds.again(again)
 	return func() {
 		for _, i := range held {
 			s.counterLocks[i].Unlock()
 		}
-	}, locked
+	}, locked, again
 }
 
 // readCounter reads the counter k with it (positioned anywhere), and
