@@ -173,14 +173,18 @@ func (c *keyspaceCheck) key(key, value []byte) {
 	}
 }
 
-// body checks that a task's body decodes, to a task whose state, status
-// time and context are its record's (its metadata, which the encoding does
-// not write in one order, is not compared).
+// body checks that a task's body decodes, to a task whose state and
+// status time are its record's (its metadata, which the encoding does not
+// write in one order, is not compared; its context is not in the body).
 func (c *keyspaceCheck) body(e *expectedKey, value []byte) {
 	r := c.records[e.id]
 	t, err := decodeBody(value, e.id, r.light.contextID)
 	if err != nil {
 		c.fail("body of task %q: %v", e.id, err)
+		return
+	}
+	if _, known := stateCodes[t.Status.State]; !known {
+		c.fail("body of task %q: unknown state %q", e.id, t.Status.State)
 		return
 	}
 	l, err := lightOf(t, r.light.owner)

@@ -33,7 +33,11 @@ func TestCheckReadsBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string][]byte{"undecodable": {0xde, 0xad, 0xbe, 0xef}, "another state": completed} {
+	unknown, err := taskcodec.EncodeTask(&a2a.Task{ID: "t1", ContextID: "c1", Status: a2a.TaskStatus{State: "no-such-state"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"undecodable": {0xde, 0xad, 0xbe, 0xef}, "another state": completed, "unknown state": unknown} {
 		s, key := openOneTask(t)
 		if err := s.db.Set(key, body, pebble.Sync); err != nil {
 			t.Fatal(err)
