@@ -188,7 +188,8 @@ func TestRetentionLockHeld(t *testing.T) {
 	defer admin.Close(ctx)
 	var killed bool
 	if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed); err != nil || !killed {
+		WHERE locktype = 'advisory' AND granted AND classid = x'61326172'::int::oid AND objsubid = 2
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate the lock's backend: %v, %v", killed, err)
 	}
 	if err := a.RetentionLockHeld(ctx); err == nil {

@@ -29,8 +29,9 @@ type Locker interface {
 // A LockWatcher is a Locker whose lock can end while held (PostgreSQL's
 // session lock ends with its connection, without a word): Sweep asks it
 // before each batch after the first whether the lock it took still holds,
-// and stops with its error when not, so that two servers never sweep at
-// once (R2). pgstore.Store implements it.
+// and stops with its error when not (R2): a lock lost meanwhile lets at
+// most the batch in flight run beside another server's sweep.
+// pgstore.Store implements it.
 type LockWatcher interface {
 	RetentionLockHeld(ctx context.Context) error
 }
@@ -177,6 +178,10 @@ func (s *Service) Sweep(ctx context.Context) (SweepResult, error) {
 	for {
 		if watch != nil && res.Batches > 0 {
 			if err := watch.RetentionLockHeld(ctx); err != nil {
+				if ctx.Err() != nil {
+					s.metrics.sweep("canceled")
+					return res, ctx.Err()
+				}
 				s.metrics.sweep("error")
 				return res, fmt.Errorf("retention: lock lost after batch %d: %w", res.Batches, err)
 			}
