@@ -127,7 +127,6 @@ func (g taskGuard) After(ctx context.Context, _ *a2asrv.CallContext, resp *a2asr
 	return nil
 }
 
-// namedTask returns the ID of the existing task a request acts on, or "".
 // pushConfigCall reports whether payload is a push configuration call's.
 func pushConfigCall(payload any) bool {
 	switch payload.(type) {
@@ -137,6 +136,7 @@ func pushConfigCall(payload any) bool {
 	return false
 }
 
+// namedTask returns the ID of the existing task a request acts on, or "".
 func namedTask(payload any) a2a.TaskID {
 	switch r := payload.(type) {
 	case *a2a.GetTaskRequest:

@@ -102,12 +102,20 @@ const (
 // check runs the readiness check, or waits for the one in flight: ""
 // when ready, else why not. The check does not end with the context of
 // the probe that began it (others may wait for it); its timeout bounds it.
+// A probe whose context ends stops waiting (answered not ready).
 func (p *probes) check(ctx context.Context) string {
-	v, _, _ := p.checks.Do("ready", func() (any, error) { return p.checkNow(context.WithoutCancel(ctx)), nil })
+	ch := p.checks.DoChan("ready", func() (any, error) { return p.checkNow(context.WithoutCancel(ctx)), nil })
+	var reason string
+	select {
+	case r := <-ch:
+		reason = r.Val.(string)
+	case <-ctx.Done():
+		reason = notReadyBackend
+	}
 	if p.draining.Load() { // a check begun before the drain answered
 		return notReadyDraining
 	}
-	return v.(string)
+	return reason
 }
 
 // checkNow runs the readiness check.
