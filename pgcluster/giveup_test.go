@@ -602,6 +602,27 @@ func workItems(t *testing.T, h *harness, in *instance) string {
 	return b.String()
 }
 
+// executingOnA starts instances a and b (b works on nothing; leases of a
+// minute, so no heartbeat nor rescue of their own during a test, and
+// maxAttempts) and an execution on a that creates its task and waits;
+// it returns them and the task.
+func executingOnA(t *testing.T, maxAttempts int) (h *harness, a, b *instance, id a2a.TaskID) {
+	t.Helper()
+	h = newHarness(t)
+	h.opts.LeaseTimeout = time.Minute
+	h.opts.MaxAttempts = maxAttempts
+	agent := newGateAgent(1)
+	a, b = h.start(t, "a", agent), h.start(t, "b", agent)
+	b.cluster.StopWork()
+	_, _ = stream(a.handler.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
+	select {
+	case id = <-agent.started:
+	case <-time.After(waitFor):
+		t.Fatal("the execution did not start")
+	}
+	return h, a, b, id
+}
+
 // K4: a lease that has run out in the table is not renewed. A rescuer
 // that listed the item as expired gives it up (the task FAILED, the item
 // finished) in later statements, fenced by the token only; a heartbeat
@@ -611,20 +632,8 @@ func workItems(t *testing.T, h *harness, in *instance) string {
 // heartbeat statement now renews nothing once the lease has run out, and
 // the holder stops (ErrLeaseLost).
 func TestHeartbeatAfterExpiryRenewsNothing(t *testing.T) {
-	h := newHarness(t)
-	h.opts.LeaseTimeout = time.Minute // no heartbeat nor rescue of its own during the test
-	agent := newGateAgent(1)          // creates the task, then waits
-	a := h.start(t, "a", agent)
-	b := h.start(t, "b", agent)
-	b.cluster.StopWork()
+	h, a, _, id := executingOnA(t, 0)
 	ctx := t.Context()
-	_, _ = stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
-	var id a2a.TaskID
-	select {
-	case id = <-agent.started:
-	case <-time.After(waitFor):
-		t.Fatal("the execution did not start")
-	}
 	var item int64
 	var token string
 	if err := a.pool.QueryRow(ctx, fmt.Sprintf(`SELECT id, lease_token FROM %q.a2a_cluster_work WHERE task_id = $1 AND state = 'running'`, h.schema), string(id)).Scan(&item, &token); err != nil {
@@ -650,21 +659,8 @@ func TestHeartbeatAfterExpiryRenewsNothing(t *testing.T) {
 // in flight is a transaction holding the renewed row uncommitted while
 // the rescuer runs; it commits once the rescuer waits for its row.
 func TestRescuerSkipsLeaseRenewedMeanwhile(t *testing.T) {
-	h := newHarness(t)
-	h.opts.LeaseTimeout = time.Minute // no heartbeat nor rescue of its own during the test
-	h.opts.MaxAttempts = 1
-	agent := newGateAgent(1) // creates the task, then waits
-	a := h.start(t, "a", agent)
-	b := h.start(t, "b", agent)
-	b.cluster.StopWork()
+	h, a, b, id := executingOnA(t, 1)
 	ctx := t.Context()
-	_, _ = stream(a.handler.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hi"))}))
-	var id a2a.TaskID
-	select {
-	case id = <-agent.started:
-	case <-time.After(waitFor):
-		t.Fatal("the execution did not start")
-	}
 	waitState(t, ctx, b, id, a2a.TaskStateSubmitted)
 	work := fmt.Sprintf("%q.a2a_cluster_work", h.schema)
 	if _, err := a.pool.Exec(ctx, `UPDATE `+work+` SET lease_expires = now() - interval '1 second' WHERE task_id = $1`, string(id)); err != nil {
