@@ -257,7 +257,8 @@ func (w *Worker) loop() {
 // holding the slot the caller took; false when none is due. It claims
 // fairly (fair.go): first passing over the owners with a delivery in
 // flight and the failing destinations, then over those at their limits
-// only; a record whose owner turns out to be at its limit is given back.
+// only; a record whose owner turns out to be at its limit is given back,
+// due now (giveBack).
 func (w *Worker) claim() bool {
 	for range maxClaimTries {
 		claimed := w.o.Clock()
