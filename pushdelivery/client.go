@@ -65,7 +65,8 @@ const maxResponseHeader = 16 << 10
 // check and the connection), and refuses loopback, private (RFC 1918,
 // unique-local), link-local (the 169.254.169.254 metadata service,
 // fe80::/10), unspecified, multicast, shared (100.64.0.0/10), 0.0.0.0/8,
-// reserved and broadcast addresses and every IPv6 form that embeds one
+// reserved and broadcast addresses, Azure's metadata address in public
+// space (168.63.129.16), and every IPv6 form that embeds one
 // (IPv4-mapped and -compatible, SIIT, NAT64, 6to4, Teredo), the local-use
 // NAT64 prefix and the IPv6 blocks IANA's special-purpose registry lists
 // as not globally reachable (SPEC N3), unless o.AllowPrivate. It uses no proxy, follows no redirect (the
@@ -151,6 +152,9 @@ var blocked4 = []netip.Prefix{
 	netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
 	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
 	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, broadcast
+	// Metadata in public address space: Azure's WireServer (platform
+	// metadata, extension configuration), reachable from every Azure VM.
+	netip.MustParsePrefix("168.63.129.16/32"),
 }
 
 // IPv6 prefixes that carry an IPv4 address, and where it sits: refused

@@ -242,3 +242,23 @@ func TestHeaderLimit(t *testing.T) {
 		t.Fatalf("reason %s (%v), want %s", classify(0, err), err, ReasonOther)
 	}
 }
+
+// TestPublicRefusesCloudMetadata (SPEC N3, review D): every cloud
+// metadata address is refused by default, not only those in a special
+// range: Azure's WireServer, 168.63.129.16, reachable from every Azure VM
+// (its platform metadata and extension configuration; IMDS is
+// 169.254.169.254), is public address space.
+func TestPublicRefusesCloudMetadata(t *testing.T) {
+	for _, a := range []string{
+		"169.254.169.254", // AWS, GCP, Azure IMDS, OpenStack, DigitalOcean
+		"fd00:ec2::254",   // AWS IMDS over IPv6
+		"100.100.100.200", // Alibaba Cloud
+		"192.0.0.192",     // Oracle Cloud
+		"168.63.129.16",   // Azure WireServer
+		"::ffff:168.63.129.16",
+	} {
+		if public(netip.MustParseAddr(a)) {
+			t.Errorf("public(%s) = true: a metadata address", a)
+		}
+	}
+}

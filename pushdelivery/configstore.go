@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -68,15 +69,28 @@ func (c *ConfigStore) Save(ctx context.Context, task a2a.TaskID, config *a2a.Pus
 	return c.save(ctx, task, config)
 }
 
-// redact blanks cfg's token and credentials (nil: nothing).
+// redact blanks cfg's token and credentials, and cuts its URL to the
+// scheme and host (user information is a credential; a path or a query
+// may be the webhook's secret, and logs say no more than the host) (nil:
+// nothing).
 func redact(cfg *a2a.PushConfig) {
 	if cfg == nil {
 		return
 	}
+	cfg.URL = redactURL(cfg.URL)
 	cfg.Token = ""
 	if cfg.Auth != nil {
 		cfg.Auth = &a2a.PushAuthInfo{Scheme: cfg.Auth.Scheme}
 	}
+}
+
+// redactURL is s cut to its scheme and host ("" when it does not parse).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 // save is Save without the redaction.

@@ -7,3 +7,11 @@ func (l *Local) SweepLooked() int {
 	defer l.mu.Unlock()
 	return l.mu.looked
 }
+
+// SetMaxOwnerCache sets the worker's owner cache bound until the
+// returned function restores it.
+func SetMaxOwnerCache(n int) (restore func()) {
+	old := maxOwnerCache
+	maxOwnerCache = n
+	return func() { maxOwnerCache = old }
+}

@@ -55,11 +55,10 @@ import (
 const breakerFailures = 3
 
 // maxBreakers and maxOwnerCache bound the worker's memory of failing
-// destinations and of task owners.
-const (
-	maxBreakers   = 1 << 14
-	maxOwnerCache = 1 << 14
-)
+// destinations and of task owners (a variable for tests).
+const maxBreakers = 1 << 14
+
+var maxOwnerCache = 1 << 14
 
 // ownerTimeout bounds the read of a task's owner at its first claim (a
 // store that does not answer: the task counts as its own owner then).

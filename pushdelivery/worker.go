@@ -2,6 +2,7 @@ package pushdelivery
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -256,7 +257,8 @@ func (w *Worker) loop() {
 // holding the slot the caller took; false when none is due. It claims
 // fairly (fair.go): first passing over the owners with a delivery in
 // flight and the failing destinations, then over those at their limits
-// only; a record whose owner turns out to be at its limit is given back.
+// only; a record whose owner turns out to be at its limit is given back,
+// due now (giveBack).
 func (w *Worker) claim() bool {
 	for range maxClaimTries {
 		claimed := w.o.Clock()
@@ -277,9 +279,7 @@ func (w *Worker) claim() bool {
 		rec := l.Record()
 		key, dest := w.key(w.ctx, rec.TaskID), rec.Dest
 		if !w.admit(key, dest, claimed) {
-			rctx, cancel := detached(w.ctx)
-			l.Release(rctx)
-			cancel()
+			w.giveBack(l, claimed)
 			continue
 		}
 		w.start(func() {
@@ -290,6 +290,28 @@ func (w *Worker) claim() bool {
 	}
 	w.poke() // records given back: claim again, knowing their owners now
 	return false
+}
+
+// giveBack gives back a record claimed at now whose owner is at its
+// limit, due at now: behind the records due before it, so that the next
+// claims reach them (SPEC N4). Released as it was, it stayed first: an
+// owner with more due tasks than the owner cache (the fair pass knows
+// its tasks by the cache) held another owner's record back for ever,
+// each round claiming and giving back the same tasks of hers the cache
+// had forgotten. Its delivery state is otherwise unchanged; a commit
+// that fails releases it.
+func (w *Worker) giveBack(l Lease, now time.Time) {
+	rctx, cancel := detached(w.ctx)
+	defer cancel()
+	rec := l.Record()
+	if !rec.NextAt.Before(now) {
+		l.Release(rctx)
+		return
+	}
+	rec.NextAt = now
+	if err := l.Commit(rctx, rec); err != nil && !errors.Is(err, ErrLeaseLost) {
+		l.Release(rctx)
+	}
 }
 
 // next claims a record at now by the passes of fair.go: the owners with

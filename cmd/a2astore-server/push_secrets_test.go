@@ -22,11 +22,14 @@ import (
 const (
 	plantedToken = "planted-token-5b1f"
 	plantedCred  = "planted-cred-9c2e"
+	// plantedQuery is a secret of the webhook's URL (review D): logs
+	// name no more of a URL than its host.
+	plantedQuery = "planted-query-7d3a"
 )
 
 // secretConfig is a valid config of task carrying both planted secrets.
 func secretConfig(task a2a.TaskID, id string) *a2a.PushConfig {
-	return &a2a.PushConfig{TaskID: task, ID: id, URL: "https://hook.example/s", Token: plantedToken,
+	return &a2a.PushConfig{TaskID: task, ID: id, URL: "https://hook.example/s?sig=" + plantedQuery, Token: plantedToken,
 		Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: plantedCred}}
 }
 
@@ -134,7 +137,7 @@ func refusedQuietly(t *testing.T, where string, logs *syncBuffer, call func() er
 		t.Errorf("%s: accepted", where)
 		return
 	}
-	for _, s := range []string{plantedToken, plantedCred} {
+	for _, s := range []string{plantedToken, plantedCred, plantedQuery} {
 		if strings.Contains(fmt.Sprintf("%v %+v", err, err), s) {
 			t.Errorf("%s: the client's error shows a secret: %v", where, err)
 		}
@@ -148,7 +151,7 @@ func refusedQuietly(t *testing.T, where string, logs *syncBuffer, call func() er
 // (lines written after their call returned included).
 func noSecretLogged(t *testing.T, logs *syncBuffer) {
 	t.Helper()
-	if l := logs.String(); strings.Contains(l, plantedToken) || strings.Contains(l, plantedCred) {
+	if l := logs.String(); strings.Contains(l, plantedToken) || strings.Contains(l, plantedCred) || strings.Contains(l, plantedQuery) {
 		t.Errorf("the log shows a secret:\n%s", l)
 	}
 }
