@@ -28,8 +28,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -946,4 +948,119 @@ func TestGRPCConversionErrorsReason(t *testing.T) {
 			t.Errorf("%s: %s, reason %q (%q), want INVALID_ARGUMENT, INVALID_PARAMS", name, st.Code(), reason, st.Message())
 		}
 	}
+}
+
+// rawCodec sends and receives gRPC messages as the bytes given: a client
+// that writes the wire form itself, as an attacker would.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// allocated is what the process (the server in it) allocated during f.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// wideMessage is a SendMessageRequest (wire form) of about size bytes
+// whose message holds nothing but parts, each repeated: part is the wire
+// form of one Part (empty: a part without content, 2 bytes on the wire).
+func wideMessage(part []byte, size int) []byte {
+	var one []byte
+	one = protowire.AppendTag(one, 5, protowire.BytesType) // Message.parts
+	one = protowire.AppendBytes(one, part)
+	var msg []byte
+	msg = protowire.AppendTag(msg, 1, protowire.BytesType) // Message.message_id
+	msg = protowire.AppendString(msg, "wide")
+	msg = protowire.AppendTag(msg, 4, protowire.VarintType) // Message.role
+	msg = protowire.AppendVarint(msg, uint64(a2apb.Role_ROLE_USER))
+	msg = append(msg, bytes.Repeat(one, (size-64)/len(one))...)
+	var req []byte
+	req = protowire.AppendTag(req, 2, protowire.BytesType) // SendMessageRequest.message
+	return protowire.AppendBytes(req, msg)
+}
+
+// TestHostileWideCost (review by helper-A of rev14): a SendMessage of
+// nearly 4 MiB (the body limit) made of hundreds of thousands of tiny
+// elements — empty parts, the zeros of a wide array in a data part — is
+// refused (the store's size limit) without the server allocating much
+// more than a2a-go's one decode of it costs: at most 64 times the
+// request's bytes over JSON-RPC and HTTP+JSON, 16 times over gRPC.
+// Before the fix, JSON-RPC decoded such params three times (a2a-go;
+// JSONRPCParamsCompat looking for snake_case keys, since ROLE_USER holds
+// an underscore; and again to check a2a-go's error answer): 455 MB for
+// 4 MiB of empty parts (114x), 530 MB for a wide array (133x). Over gRPC
+// 2 million parts without content (2 bytes each) decoded to 300 MB
+// (75x), 233 MB of it live, before a2a-go's conversion refused the
+// first.
+func TestHostileWideCost(t *testing.T) {
+	h := startHostile(t)
+	const size = 4<<20 - 4096
+	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, (size-200)/12), ",") + `]`
+	zeros := `[` + strings.TrimSuffix(strings.Repeat(`0,`, (size-200)/2), ",") + `]`
+	for name, c := range map[string]struct{ path, body string }{
+		"JSON-RPC empty parts":  {jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"wide","role":"ROLE_USER","parts":` + parts + `}}}`},
+		"JSON-RPC wide array":   {jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"wide","role":"ROLE_USER","parts":[{"data":{"a":` + zeros + `}}]}}}`},
+		"HTTP+JSON empty parts": {"/message:send", `{"message":{"messageId":"wide","role":"ROLE_USER","parts":` + parts + `}}`},
+		"HTTP+JSON wide array":  {"/message:send", `{"message":{"messageId":"wide","role":"ROLE_USER","parts":[{"data":{"a":` + zeros + `}}]}}`},
+	} {
+		var a answer
+		n := allocated(func() { a = h.postJSON(t, c.path, c.body, "alice") })
+		if a.Code != "-32602" && a.Code != "400" {
+			t.Errorf("%s: %+v, want invalid params", name, a)
+		}
+		t.Logf("%s (%d bytes): %+v, %d MB allocated", name, len(c.body), a, n>>20)
+		if n > 64*uint64(len(c.body)) {
+			t.Errorf("%s (%d bytes): the server allocated %d MB (%dx) to refuse it", name, len(c.body), n>>20, n/uint64(len(c.body)))
+		}
+	}
+	conn, err := grpc.NewClient(h.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	emptyText := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "")
+	for name, req := range map[string][]byte{
+		"parts without content": wideMessage(nil, size),
+		"empty text parts":      wideMessage(emptyText, size),
+	} {
+		var out []byte
+		n := allocated(func() {
+			err = conn.Invoke(ctx, a2apb.A2AService_SendMessage_FullMethodName, &req, &out, grpc.ForceCodec(rawCodec{}))
+		})
+		t.Logf("gRPC %s (%d bytes): %v, %d MB allocated", name, len(req), err, n>>20)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("gRPC %s: %v, want INVALID_ARGUMENT", name, err)
+		}
+		if n > 16*uint64(len(req)) {
+			t.Errorf("gRPC %s (%d bytes): the server allocated %d MB (%dx) to refuse it", name, len(req), n>>20, n/uint64(len(req)))
+		}
+	}
+	// The streaming call too: its handler's RecvMsg fails.
+	req := wideMessage(nil, size)
+	n := allocated(func() {
+		var stream grpc.ClientStream
+		stream, err = conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, a2apb.A2AService_SendStreamingMessage_FullMethodName, grpc.ForceCodec(rawCodec{}))
+		if err == nil {
+			if err = stream.SendMsg(&req); err == nil {
+				_ = stream.CloseSend()
+				var out []byte
+				err = stream.RecvMsg(&out)
+			}
+		}
+	})
+	t.Logf("gRPC streaming, parts without content (%d bytes): %v, %d MB allocated", len(req), err, n>>20)
+	if status.Code(err) != codes.InvalidArgument || n > 16*uint64(len(req)) {
+		t.Errorf("gRPC SendStreamingMessage of parts without content (%d bytes): %v, %d MB allocated", len(req), err, n>>20)
+	}
+	h.stillServing(t)
 }
