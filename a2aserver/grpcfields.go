@@ -1,7 +1,7 @@
 package a2aserver
 
 import (
-	"sync"
+	"bytes"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"google.golang.org/grpc/codes"
@@ -19,9 +19,10 @@ import (
 // without content is 2 bytes on the wire and about 140 decoded, so a
 // 4 MiB SendMessage of 2 million of them allocated 300 MB (75 times its
 // size), most of it live, before a2a-go's conversion refused the first.
-// A message over the bound is not decoded: the codec records it, and the
-// interceptors of grpcCalls (installed with it) answer INVALID_ARGUMENT
-// before any handler or other interceptor sees the empty message.
+// A message over the bound is not decoded: the codec marks it
+// (overFieldsMark), and the interceptors of grpcCalls (installed with
+// it) answer INVALID_ARGUMENT before any handler or other interceptor
+// sees the empty message.
 type fieldsCodec struct {
 	encoding.CodecV2
 	max int // negative: no bound
@@ -31,9 +32,13 @@ func newFieldsCodec(max int) fieldsCodec {
 	return fieldsCodec{CodecV2: encoding.GetCodecV2(proto.Name), max: max}
 }
 
-// overFields holds the request messages fieldsCodec left undecoded, until
-// the call's interceptor takes them out (tooManyFields).
-var overFields sync.Map // proto.Message -> struct{}
+// overFieldsMark is what fieldsCodec leaves in a request message it does
+// not decode: the message's unknown fields, alone (field 2^29-1, a
+// marker text), for the interceptor to find (tooManyFields). A mark on
+// the message itself, not a table beside it, is gone with the message
+// whatever happens to the call. A client that sends exactly these
+// unknown bytes itself is refused the same way.
+var overFieldsMark = protowire.AppendString(protowire.AppendTag(nil, protowire.MaxValidNumber, protowire.BytesType), "a2aserver: too many fields")
 
 func (c fieldsCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(protov2.Message)
@@ -46,7 +51,7 @@ func (c fieldsCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	defer buf.Free()
 	n := c.max
 	if !countFields(buf.ReadOnlyData(), m.ProtoReflect().Descriptor(), &n, 0) {
-		overFields.Store(v, struct{}{})
+		m.ProtoReflect().SetUnknown(overFieldsMark)
 		return nil
 	}
 	return c.CodecV2.Unmarshal(data, v)
@@ -93,9 +98,10 @@ func countFields(b []byte, md protoreflect.MessageDescriptor, left *int, depth i
 }
 
 // tooManyFields returns the error of a request message fieldsCodec left
-// undecoded (taking it out), else nil.
+// undecoded, else nil.
 func tooManyFields(req any) error {
-	if _, over := overFields.LoadAndDelete(req); over {
+	m, ok := req.(protov2.Message)
+	if ok && bytes.Equal(m.ProtoReflect().GetUnknown(), overFieldsMark) {
 		return grpcA2AError(codes.InvalidArgument, a2a.ErrInvalidParams, msgTooManyFields)
 	}
 	return nil
