@@ -132,6 +132,7 @@ const (
 	msgInvalidPageToken = "invalid page token"
 	msgInvalidParams    = "invalid params"
 	msgLimitExceeded    = "task exceeds the store's size or nesting limit"
+	msgTooManyFields    = "request has too many fields"
 	msgTaskNotFound     = "task not found"
 	msgNotCancelable    = "task cannot be canceled"
 	msgInternal         = "internal error"

@@ -278,6 +278,9 @@ func (c *grpcCalls) receivedIn(ctx context.Context) {
 func (c *grpcCalls) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	defer c.running(ctx)() // first: the connection is busy before the call stops waiting
 	c.receivedIn(ctx)
+	if err := tooManyFields(req); err != nil {
+		return nil, err
+	}
 	return next(ctx, req)
 }
 
@@ -306,6 +309,9 @@ func (s *receivingStream) RecvMsg(m any) error {
 		s.done = s.calls.running(s.Context())
 	}
 	s.calls.receivedIn(s.Context())
+	if err == nil {
+		err = tooManyFields(m)
+	}
 	return err
 }
 

@@ -266,3 +266,26 @@ func FuzzIsJSONRPCResult(f *testing.F) {
 		}
 	})
 }
+
+// TestHasUnderscoreKey: only object keys count, not values (ROLE_USER),
+// escaped quotes do not end a string, white space may precede the colon.
+func TestHasUnderscoreKey(t *testing.T) {
+	for params, want := range map[string]bool{
+		`{"message":{"role":"ROLE_USER"}}`:     false,
+		`{"message":{"message_id":"m"}}`:       true,
+		`{"a":["x_y",{"b":"_"}]}`:              false,
+		`{"a":[{"k_1" :1}]}`:                   true,
+		`{"a":"q\"_\":","b":1}`:                false,
+		`{"a\"_b":1}`:                          true,
+		`{"metadata":{"k":{"deep_key":null}}}`: true,
+		`{"id":"t_1","historyLength":2}`:       false,
+		`{"x":"_"`:                             false,
+	} {
+		if got := hasUnderscoreKey([]byte(params)); got != want {
+			t.Errorf("hasUnderscoreKey(%s) = %v, want %v", params, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { hasUnderscoreKey([]byte(`{"message":{"role":"ROLE_USER","parts":[{"text":"_"}]}}`)) }); n != 0 {
+		t.Errorf("hasUnderscoreKey allocates %v times", n)
+	}
+}

@@ -42,6 +42,18 @@ type ServeLimits struct {
 	// answers RESOURCE_EXHAUSTED. Default DefaultMaxBodyBytes (4 MiB,
 	// gRPC's own default).
 	MaxBodyBytes int64
+	// MaxRequestFields bounds the fields of a gRPC request message,
+	// counted on the wire at every level of nesting (a part, a metadata
+	// entry, a value in a list: each is one or more) before it is decoded:
+	// decoding costs per field, up to 70 times the field's bytes, so a
+	// request of small fields cost far more than its size. A request over
+	// it is answered INVALID_ARGUMENT (reason INVALID_PARAMS) without
+	// being decoded. Default MaxBodyBytes/8 (524,288 at 4 MiB): every
+	// field of a message costs a store at least 8 bytes of
+	// engine.Limits.MaxTaskBytes, so a message and request metadata the
+	// store's default limits take have fewer. Negative: no limit.
+	// HTTP requests are not counted (their JSON is decoded by a2a-go).
+	MaxRequestFields int
 	// MaxHeaderBytes bounds an HTTP request's header block and a gRPC
 	// request's metadata. Default DefaultMaxHeaderBytes (64 KiB).
 	MaxHeaderBytes int
@@ -107,6 +119,7 @@ const (
 func (l *ServeLimits) EnsureDefaults() {
 	orDefault(&l.MaxBodyBytes, DefaultMaxBodyBytes)
 	orDefault(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&l.MaxRequestFields, int(l.MaxBodyBytes/8))
 	orDefault(&l.ReadTimeout, DefaultReadTimeout)
 	orDefault(&l.WriteTimeout, DefaultWriteTimeout)
 	orDefault(&l.IdleTimeout, DefaultIdleTimeout)
@@ -311,6 +324,7 @@ func (l ServeLimits) GRPCServerOptions() []grpc.ServerOption {
 func (l ServeLimits) grpcOptions(calls *grpcCalls) []grpc.ServerOption {
 	return append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(l.MaxBodyBytes)),
+		grpc.ForceServerCodecV2(newFieldsCodec(l.MaxRequestFields)),
 		grpc.MaxHeaderListSize(uint32(l.MaxHeaderBytes)),
 		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(l.ReadTimeout),

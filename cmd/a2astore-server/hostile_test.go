@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,8 +29,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -946,4 +949,209 @@ func TestGRPCConversionErrorsReason(t *testing.T) {
 			t.Errorf("%s: %s, reason %q (%q), want INVALID_ARGUMENT, INVALID_PARAMS", name, st.Code(), reason, st.Message())
 		}
 	}
+}
+
+// rawCodec sends and receives gRPC messages as the bytes given: a client
+// that writes the wire form itself, as an attacker would.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// allocated is what the process (the server in it) allocated during f.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// wideMessage is a SendMessageRequest (wire form) of about size bytes
+// whose message holds nothing but parts, each repeated: part is the wire
+// form of one Part (empty: a part without content, 2 bytes on the wire).
+func wideMessage(part []byte, size int) []byte {
+	var one []byte
+	one = protowire.AppendTag(one, 5, protowire.BytesType) // Message.parts
+	one = protowire.AppendBytes(one, part)
+	var msg []byte
+	msg = protowire.AppendTag(msg, 1, protowire.BytesType) // Message.message_id
+	msg = protowire.AppendString(msg, "wide")
+	msg = protowire.AppendTag(msg, 4, protowire.VarintType) // Message.role
+	msg = protowire.AppendVarint(msg, uint64(a2apb.Role_ROLE_USER))
+	msg = append(msg, bytes.Repeat(one, (size-64)/len(one))...)
+	var req []byte
+	req = protowire.AppendTag(req, 2, protowire.BytesType) // SendMessageRequest.message
+	return protowire.AppendBytes(req, msg)
+}
+
+// TestHostileWideCost (review by helper-A of rev14): a SendMessage of
+// nearly 4 MiB (the body limit) made of hundreds of thousands of tiny
+// elements — empty parts, the zeros of a wide array in a data part — is
+// refused (the store's size limit) without the server allocating much
+// more than a2a-go's one decode of it costs: at most 64 times the
+// request's bytes over JSON-RPC and HTTP+JSON, 16 times over gRPC.
+// Before the fix, JSON-RPC decoded such params three times (a2a-go;
+// JSONRPCParamsCompat looking for snake_case keys, since ROLE_USER holds
+// an underscore; and again to check a2a-go's error answer): 455 MB for
+// 4 MiB of empty parts (114x), 530 MB for a wide array (133x). Over gRPC
+// 2 million parts without content (2 bytes each) decoded to 300 MB
+// (75x), 233 MB of it live, before a2a-go's conversion refused the
+// first.
+func TestHostileWideCost(t *testing.T) {
+	h := startHostile(t)
+	const size = 4<<20 - 4096
+	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, (size-200)/12), ",") + `]`
+	zeros := `[` + strings.TrimSuffix(strings.Repeat(`0,`, (size-200)/2), ",") + `]`
+	for name, c := range map[string]struct{ path, body string }{
+		"JSON-RPC empty parts":  {jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"wide","role":"ROLE_USER","parts":` + parts + `}}}`},
+		"JSON-RPC wide array":   {jsonrpcPath, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"wide","role":"ROLE_USER","parts":[{"data":{"a":` + zeros + `}}]}}}`},
+		"HTTP+JSON empty parts": {"/message:send", `{"message":{"messageId":"wide","role":"ROLE_USER","parts":` + parts + `}}`},
+		"HTTP+JSON wide array":  {"/message:send", `{"message":{"messageId":"wide","role":"ROLE_USER","parts":[{"data":{"a":` + zeros + `}}]}}`},
+	} {
+		var a answer
+		n := allocated(func() { a = h.postJSON(t, c.path, c.body, "alice") })
+		if a.Code != "-32602" && a.Code != "400" {
+			t.Errorf("%s: %+v, want invalid params", name, a)
+		}
+		t.Logf("%s (%d bytes): %+v, %d MB allocated", name, len(c.body), a, n>>20)
+		if n > 64*uint64(len(c.body)) {
+			t.Errorf("%s (%d bytes): the server allocated %d MB (%dx) to refuse it", name, len(c.body), n>>20, n/uint64(len(c.body)))
+		}
+	}
+	conn, err := grpc.NewClient(h.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(t.Context(), strings.ToLower(callerHeader), "alice")
+	emptyText := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "")
+	for name, req := range map[string][]byte{
+		"parts without content": wideMessage(nil, size),
+		"empty text parts":      wideMessage(emptyText, size),
+	} {
+		var out []byte
+		n := allocated(func() {
+			err = conn.Invoke(ctx, a2apb.A2AService_SendMessage_FullMethodName, &req, &out, grpc.ForceCodec(rawCodec{}))
+		})
+		t.Logf("gRPC %s (%d bytes): %v, %d MB allocated", name, len(req), err, n>>20)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("gRPC %s: %v, want INVALID_ARGUMENT", name, err)
+		}
+		if n > 16*uint64(len(req)) {
+			t.Errorf("gRPC %s (%d bytes): the server allocated %d MB (%dx) to refuse it", name, len(req), n>>20, n/uint64(len(req)))
+		}
+	}
+	// The streaming call too: its handler's RecvMsg fails.
+	req := wideMessage(nil, size)
+	n := allocated(func() {
+		var stream grpc.ClientStream
+		stream, err = conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, a2apb.A2AService_SendStreamingMessage_FullMethodName, grpc.ForceCodec(rawCodec{}))
+		if err == nil {
+			if err = stream.SendMsg(&req); err == nil {
+				_ = stream.CloseSend()
+				var out []byte
+				err = stream.RecvMsg(&out)
+			}
+		}
+	})
+	t.Logf("gRPC streaming, parts without content (%d bytes): %v, %d MB allocated", len(req), err, n>>20)
+	if status.Code(err) != codes.InvalidArgument || n > 16*uint64(len(req)) {
+		t.Errorf("gRPC SendStreamingMessage of parts without content (%d bytes): %v, %d MB allocated", len(req), err, n>>20)
+	}
+	h.stillServing(t)
+}
+
+// TestHostileStreamWideCost (review by helper-A of rev14; open): what
+// TestHostileWideCost checks for SendMessage, over JSON-RPC for the two
+// paths where JSONRPCParamsCompat still decodes the params besides
+// a2a-go: SendStreamingMessage (decoded first to answer a decoding
+// error before the stream, W7: 314 MB, 78x, for 4 MiB of empty parts)
+// and params with snake_case keys (protojson decodes and re-encodes
+// them: SendMessage 332 MB, 83x; SendStreamingMessage 471 MB, 117x).
+// Not fixed: it fails; set A2ASTORE_OPEN_FINDINGS=1 to run it.
+func TestHostileStreamWideCost(t *testing.T) {
+	if os.Getenv("A2ASTORE_OPEN_FINDINGS") == "" {
+		t.Skip("open finding (fails): set A2ASTORE_OPEN_FINDINGS=1")
+	}
+	h := startHostile(t)
+	const size = 4<<20 - 4096
+	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, (size-200)/12), ",") + `]`
+	for name, body := range map[string]string{
+		"SendStreamingMessage":             `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"wide","role":"ROLE_USER","parts":` + parts + `}}}`,
+		"SendMessage, snake_case":          `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"message_id":"wide","role":"ROLE_USER","parts":` + parts + `}}}`,
+		"SendStreamingMessage, snake_case": `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"message_id":"wide","role":"ROLE_USER","parts":` + parts + `}}}`,
+	} {
+		var a answer
+		n := allocated(func() { a = h.postJSON(t, jsonrpcPath, body, "alice") })
+		t.Logf("%s (%d bytes): %+v, %d MB allocated", name, len(body), a, n>>20)
+		if a.Code != "-32602" {
+			t.Errorf("%s: %+v, want -32602", name, a)
+		}
+		if n > 64*uint64(len(body)) {
+			t.Errorf("%s (%d bytes): the server allocated %d MB (%dx) to refuse it", name, len(body), n>>20, n/uint64(len(body)))
+		}
+	}
+}
+
+// TestHostileAcceptedWideCost (review by helper-A of rev14; open): a
+// SendMessage the store's limits take, made of many tiny elements — a
+// data part holding 95,000 zeros (190 KB), 60,000 empty parts (720 KB)
+// — allocates hundreds of times its size on a server with the default
+// synthetic agent (-status-updates 2 -history-messages 1): about two
+// thirds of it a2a-go's gob deep copy of the task (taskupdate.Manager,
+// utils.DeepCopy) on each of the task's events (87% in a2a-go's
+// taskupdate.Manager; the store's writes 9%). Measured at bcc5848: 98 MB
+// (541x), 309 MB (450x), and over gRPC 40,000 empty text parts (240 KB)
+// 288 MB (1261x). Not fixed (a bound on the elements of a message,
+// in engine.Limits or ContentGuardLimits, would be one): it fails; set
+// A2ASTORE_OPEN_FINDINGS=1 to run it.
+func TestHostileAcceptedWideCost(t *testing.T) {
+	if os.Getenv("A2ASTORE_OPEN_FINDINGS") == "" {
+		t.Skip("open finding (fails): set A2ASTORE_OPEN_FINDINGS=1")
+	}
+	ts := startServer(t, config{Backend: "mem", Agent: agentConfig{StatusUpdates: 2, HistoryMessages: 1}})
+	zeros := `[` + strings.TrimSuffix(strings.Repeat(`0,`, 95000), ",") + `]`
+	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, 60000), ",") + `]`
+	for name, msg := range map[string]string{
+		"95,000 zeros":       `{"messageId":"z","role":"ROLE_USER","parts":[{"data":{"a":` + zeros + `}}]}`,
+		"60,000 empty parts": `{"messageId":"p","role":"ROLE_USER","parts":` + parts + `}`,
+	} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + msg + `}}`
+		var a answer
+		n := allocated(func() { a = ts.httpAnswer(t, jsonrpcPath, body) })
+		t.Logf("%s (%d bytes): %+v, %d MB allocated", name, len(body), a, n>>20)
+		if a.Code != "ok" {
+			t.Errorf("%s: %+v, want the task", name, a)
+		}
+		if n > 64*uint64(len(body)) {
+			t.Errorf("%s (%d bytes): the server allocated %d MB (%dx) to serve it", name, len(body), n>>20, n/uint64(len(body)))
+		}
+	}
+	// Over gRPC an empty text part is 4 bytes on the wire.
+	emptyText := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "")
+	req := wideMessage(emptyText, 40000*6)
+	conn, err := grpc.NewClient(ts.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out []byte
+	n := allocated(func() {
+		err = conn.Invoke(t.Context(), a2apb.A2AService_SendMessage_FullMethodName, &req, &out, grpc.ForceCodec(rawCodec{}))
+	})
+	t.Logf("gRPC 40,000 empty text parts (%d bytes): %v, %d MB allocated", len(req), err, n>>20)
+	if err != nil || n > 64*uint64(len(req)) {
+		t.Errorf("gRPC 40,000 empty text parts (%d bytes): %v, the server allocated %d MB (%dx) to serve it", len(req), err, n>>20, n/uint64(len(req)))
+	}
+}
+
+// httpAnswer posts body to path anonymously and returns the answer.
+func (ts *testServer) httpAnswer(t *testing.T, path, body string) answer {
+	t.Helper()
+	return (&hostile{testServer: ts}).httpAnswer(t, t.Context(), http.MethodPost, ts.httpBase+path, []byte(body), nil)
 }
