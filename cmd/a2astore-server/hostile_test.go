@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/a2astore/a2astore/a2aserver"
 	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/internal/openfinding"
 	"github.com/a2astore/a2astore/internal/rawhttp"
 )
 
@@ -1067,7 +1067,8 @@ func TestHostileWideCost(t *testing.T) {
 }
 
 // TestHostileStreamWideCost (review by helper-A of rev14; open): what
-// TestHostileWideCost checks for SendMessage, over JSON-RPC for the two
+// TestHostileStreamWideCost (review by helper-A of rev14; open) checks
+// what TestHostileWideCost checks over JSON-RPC on the two
 // paths where JSONRPCParamsCompat still decodes the params besides
 // a2a-go: SendStreamingMessage (decoded first to answer a decoding
 // error before the stream, W7: 314 MB, 78x, for 4 MiB of empty parts)
@@ -1075,9 +1076,7 @@ func TestHostileWideCost(t *testing.T) {
 // them: SendMessage 332 MB, 83x; SendStreamingMessage 471 MB, 117x).
 // Not fixed: it fails; set A2ASTORE_OPEN_FINDINGS=1 to run it.
 func TestHostileStreamWideCost(t *testing.T) {
-	if os.Getenv("A2ASTORE_OPEN_FINDINGS") == "" {
-		t.Skip("open finding (fails): set A2ASTORE_OPEN_FINDINGS=1")
-	}
+	openfinding.Gate(t)
 	h := startHostile(t)
 	const size = 4<<20 - 4096
 	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, (size-200)/12), ",") + `]`
@@ -1111,9 +1110,7 @@ func TestHostileStreamWideCost(t *testing.T) {
 // in engine.Limits or ContentGuardLimits, would be one): it fails; set
 // A2ASTORE_OPEN_FINDINGS=1 to run it.
 func TestHostileAcceptedWideCost(t *testing.T) {
-	if os.Getenv("A2ASTORE_OPEN_FINDINGS") == "" {
-		t.Skip("open finding (fails): set A2ASTORE_OPEN_FINDINGS=1")
-	}
+	openfinding.Gate(t)
 	ts := startServer(t, config{Backend: "mem", Agent: agentConfig{StatusUpdates: 2, HistoryMessages: 1}})
 	zeros := `[` + strings.TrimSuffix(strings.Repeat(`0,`, 95000), ",") + `]`
 	parts := `[` + strings.TrimSuffix(strings.Repeat(`{"text":""},`, 60000), ",") + `]`
