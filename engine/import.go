@@ -60,9 +60,11 @@ func ValidateExport(limit int) error {
 // stored task meets, with lim bounding its content: a valid task (S8)
 // under an owner that is valid (O1), its cursor's ID the task's, a time
 // in 0..math.MaxInt64 (S5), a revision of at least 1 (S7), and log entries
-// of known kinds and states in strictly increasing revisions up to the
-// task's, none later than the task's time (K7), each with a trace that
-// is a traceparent or nothing (H2, ValidTraceParent).
+// of known kinds and states in consecutive revisions ending at the
+// task's, none later than the task's time, the last at the task's time
+// and state (K7: what every backend's invariant check requires; a
+// trimmed log may start anywhere), each with a trace that is a
+// traceparent or nothing (H2, ValidTraceParent).
 func ValidateStoredTask(st *StoredTask, lim Limits) error {
 	t := st.Task
 	if err := lim.ValidateTask(t); err != nil {
@@ -96,8 +98,17 @@ func ValidateStoredTask(st *StoredTask, lim Limits) error {
 			return bad("log entry %d in state %q", l.Revision, l.State)
 		case !ValidTraceParent(l.Trace): // H2: a traceparent or nothing
 			return bad("log entry %d with a malformed trace", l.Revision)
+		case i > 0 && l.Revision != prev+1: // K7: a trimmed log loses its oldest entries only
+			return bad("log entries at revisions %d then %d", prev, l.Revision)
 		}
 		prev = l.Revision
+	}
+	if n := len(st.Log); n > 0 {
+		// K7: the last entry is the task's revision, at its time and state.
+		if l := &st.Log[n-1]; l.Revision != st.Revision || l.Time != st.Cursor.UpdatedAt || l.State != t.Status.State {
+			return bad("last log entry at revision %d, time %d, state %s; task at %d, %d, %s",
+				l.Revision, l.Time, l.State, st.Revision, st.Cursor.UpdatedAt, t.Status.State)
+		}
 	}
 	return nil
 }

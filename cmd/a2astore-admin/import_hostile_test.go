@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/a2astore/a2astore/engine"
+	"github.com/a2astore/a2astore/engine/memstore"
+	"github.com/a2astore/a2astore/internal/pebblelog"
+	"github.com/a2astore/a2astore/internal/pgtest"
+	"github.com/a2astore/a2astore/pebblestore"
+	"github.com/a2astore/a2astore/pgstore"
+)
+
+// openImportTarget opens an empty store of backend keeping the log.
+func openImportTarget(t *testing.T, backend string) copyStore {
+	t.Helper()
+	switch backend {
+	case "memory":
+		return memstore.New(memstore.Options{Log: true})
+	case "pebble":
+		ps, err := pebblestore.Open(t.TempDir(), pebblestore.Options{Log: true, Logger: pebblelog.Quiet{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	default:
+		ps, err := pgstore.Open(context.Background(), pgtest.DSN(t), pgstore.Options{Log: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+}
+
+// storedWithLog is a task at revision rev and time at whose log holds an
+// entry for each of revs (entry r at time at-(rev-r), state working).
+func storedWithLog(t *testing.T, id string, rev, at int64, revs ...int64) engine.StoredTask {
+	t.Helper()
+	task := &a2a.Task{ID: a2a.TaskID(id), ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	st := engine.StoredTask{Record: engine.Record{Task: task, Revision: rev, Cursor: engine.Cursor{UpdatedAt: at, ID: task.ID}}}
+	for _, r := range revs {
+		l, err := engine.NewLogEntry(task, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Revision, l.Time = r, at-(rev-r)
+		st.Log = append(st.Log, l)
+	}
+	return st
+}
+
+// TestImportRefusesLogItsCheckRejects (X1, K7): a task whose log the
+// store could not have kept — a gap in its revisions, a last entry
+// below the task's revision, at another time or in another state — is
+// not valid stored state: Import fails with ErrInvalidArgument, writes
+// nothing, and the store still passes its own invariant check. (Before:
+// memstore refused these, but Pebble and PostgreSQL imported them, and
+// their CheckInvariants then failed — a copy of a hostile source, or of
+// a corrupt one, left a target its own check rejects.)
+func TestImportRefusesLogItsCheckRejects(t *testing.T) {
+	ctx := context.Background()
+	otherTime := storedWithLog(t, "time", 2, 1000, 1, 2)
+	otherTime.Log[1].Time = 999
+	otherState := storedWithLog(t, "state", 2, 1000, 1, 2)
+	otherState.Log[1].State = a2a.TaskStateCompleted
+	cases := []struct {
+		name string
+		st   engine.StoredTask
+	}{
+		{"gap", storedWithLog(t, "gap", 3, 1000, 1, 3)},
+		{"short of the revision", storedWithLog(t, "short", 3, 1000, 1, 2)},
+		{"last at another time", otherTime},
+		{"last in another state", otherState},
+	}
+	for _, backend := range []string{"memory", "pebble", "pg"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			s := openImportTarget(t, backend)
+			defer s.Close()
+			for _, c := range cases {
+				err := s.Import(ctx, []engine.StoredTask{c.st})
+				if !errors.Is(err, engine.ErrInvalidArgument) {
+					t.Errorf("%s: Import: %v, want ErrInvalidArgument", c.name, err)
+				}
+			}
+			if got, err := s.Export(ctx, nil, 10); err != nil || len(got) != 0 {
+				t.Errorf("after the refused imports the store holds %d tasks (%v), want none", len(got), err)
+			}
+			if err := s.(engine.Checker).CheckInvariants(); err != nil {
+				t.Errorf("the store fails its check after the imports: %v", err)
+			}
+		})
+	}
+}
