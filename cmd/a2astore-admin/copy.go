@@ -599,8 +599,16 @@ func (c *copier) copyConfigs(ctx context.Context, tasks []engine.StoredTask, red
 		for _, r := range recs {
 			r.Incarnation = inc
 			if redo {
-				if had, err := c.dst.outbox.Get(ctx, r.TaskID, r.Config.ID); err == nil && canonRecord(had) == canonRecord(r) {
+				had, err := c.dst.outbox.Get(ctx, r.TaskID, r.Config.ID)
+				if err == nil && canonRecord(had) == canonRecord(r) {
 					continue
+				}
+				// Save keeps an existing record's delivery state: one that
+				// differs goes first, so that r is inserted as given.
+				if err == nil {
+					if err := c.dst.outbox.Delete(ctx, r.TaskID, r.Config.ID); err != nil {
+						return fmt.Errorf("write push config %q of task %q: %w", r.Config.ID, r.TaskID, err)
+					}
 				}
 			}
 			if err := c.dst.outbox.Save(ctx, r); err != nil {

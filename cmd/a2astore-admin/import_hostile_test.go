@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/a2astore/a2astore/pushdelivery"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -94,4 +97,50 @@ func TestImportRefusesLogItsCheckRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCopyRerunCopiesAdvancedDeliveryState (X1, N2): a copy verified,
+// then the source's push delivery moves on (a failed attempt committed:
+// Attempts, FailingSince, NextAt, LastError) while its tasks stay as
+// they are — what a server's push worker does. A rerun of copy, as
+// verify's own advice says, must leave the target's configuration as the
+// source's and verify. (Before: the rerun's redo saw the difference and
+// saved the source's record over it, but Save keeps an existing record's
+// delivery state, so the target kept the old one and every rerun failed
+// verify with the same difference.)
+func TestCopyRerunCopiesAdvancedDeliveryState(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, dst := dir+"/src", dir+"/dst"
+	withPebble(t, src, pebblestore.Options{}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		if _, err := s.Create(ctx, &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+		if err := ob.Save(ctx, &pushdelivery.Record{TaskID: "t", Config: a2a.PushConfig{ID: "cfg", URL: "https://hooks.example/t"},
+			Dest: "https://hooks.example:443", Created: at, NextAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst)
+	withPebble(t, src, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		l, err := ob.Claim(ctx, now, nil)
+		if err != nil || l == nil {
+			t.Fatalf("claim: %v, %v", l, err)
+		}
+		r := *l.Record()
+		r.Attempts, r.FailingSince, r.NextAt, r.LastError = 1, now, now.Add(time.Hour), "HTTP 503"
+		if err := l.Commit(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for i := range 2 {
+		var out, errOut strings.Builder
+		code := run(ctx, []string{"copy", "-live", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst}, &out, &errOut)
+		if code != exitOK {
+			t.Errorf("rerun %d of copy: exit %d\n%s%s", i+1, code, out.String(), errOut.String())
+		}
+	}
+	sameDump(t, "the target", dumpPebble(t, dst), dumpPebble(t, src))
 }
