@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/a2astore/a2astore/pushdelivery"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,44 @@ func TestCopyRerunCopiesAdvancedDeliveryState(t *testing.T) {
 		}
 	}
 	sameDump(t, "the target", dumpPebble(t, dst), dumpPebble(t, src))
+}
+
+// TestMutationAtMaxRevisionChangesNothing (S7, X1): Import takes a task
+// at revision math.MaxInt64 (a copy of a hostile or corrupt source); a
+// later Replace, Cancel or AppendHistory of it cannot advance the
+// revision and fails with ErrInternal, changing nothing, on every
+// backend (as a task at its maximum time does, S5). (Before: PostgreSQL
+// failed so, but memstore stored revision math.MinInt64 and failed its
+// check, and Pebble wrote a record it could no longer decode — the task
+// unreadable, the keyspace check failing.)
+func TestMutationAtMaxRevisionChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, backend := range []string{"memory", "pebble", "pg"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			s := openImportTarget(t, backend)
+			defer s.Close()
+			st := storedWithLog(t, "r", math.MaxInt64, 1000, math.MaxInt64)
+			if err := s.Import(ctx, []engine.StoredTask{st}); err != nil {
+				t.Fatal(err)
+			}
+			next := &a2a.Task{ID: "r", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}
+			msg := &a2a.Message{ID: "m", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hi")}}
+			for name, write := range map[string]func() (engine.Record, error){
+				"replace": func() (engine.Record, error) { return s.Replace(ctx, next, 0) },
+				"cancel":  func() (engine.Record, error) { return s.Cancel(ctx, "r") },
+				"append":  func() (engine.Record, error) { return s.AppendHistory(ctx, "r", msg) },
+			} {
+				if _, err := write(); !errors.Is(err, engine.ErrInternal) {
+					t.Errorf("%s at revision MaxInt64: %v, want ErrInternal", name, err)
+				}
+			}
+			rec, err := s.Get(ctx, "r")
+			if err != nil || rec.Revision != math.MaxInt64 || rec.Cursor.UpdatedAt != 1000 || rec.Task.Status.State != a2a.TaskStateWorking {
+				t.Errorf("after the refused writes: revision %d, time %d, %v", rec.Revision, rec.Cursor.UpdatedAt, err)
+			}
+			if err := s.(engine.Checker).CheckInvariants(); err != nil {
+				t.Errorf("check: %v", err)
+			}
+		})
+	}
 }
