@@ -61,7 +61,7 @@ func openPebble(dir string) (*pebblestore.Store, error) {
 	}
 	s, err := pebblestore.Open(dir, pebblestore.Options{Log: true, NoUpgrade: true, Logger: pebblelog.Quiet{}})
 	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
+		if errors.Is(err, pebblestore.ErrLocked) {
 			return nil, usagef("%v (is a server running on it? back it up with backup -server and work on the backup)", err)
 		}
 		return nil, err
