@@ -274,3 +274,50 @@ func TestRestoreTornManifestFailsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreTruncatedManifestFailsCleanly (X1): a backup whose MANIFEST
+// lost its last record whole (truncated at a record boundary) must be
+// refused by restore, or restore the backup's tasks. NOT FIXED: the
+// MANIFEST reads cleanly (wholeManifests cannot tell) and Pebble opens
+// the version without the tables the lost records added: cut at 39 of
+// 124 bytes, restore says "restored" of an empty store that passes its
+// check (exit 0, every task lost); cut at 110, the log is replayed over
+// the tables and a background compaction may panic ("invariant
+// violation: ... out of order"), killing the test binary. A fix needs the backup's
+// tables checked against the tables its MANIFEST names (a checkpoint
+// holds exactly those), or a manifest of its own written by backup.
+// Skipped unless A2ASTORE_REPRO_TRUNCATED_MANIFEST=1.
+func TestRestoreTruncatedManifestFailsCleanly(t *testing.T) {
+	if os.Getenv("A2ASTORE_REPRO_TRUNCATED_MANIFEST") == "" {
+		t.Skip("known defect: restores an empty store, or crashes the process; A2ASTORE_REPRO_TRUNCATED_MANIFEST=1 runs it")
+	}
+	dir := t.TempDir()
+	src, bak := filepath.Join(dir, "src"), filepath.Join(dir, "bak")
+	makeRichPebble(t, src, 60, 9)
+	mustAdmin(t, "backup", "-pebble-dir", src, "-to", bak)
+	want := dumpPebble(t, src)
+	manifests, err := filepath.Glob(filepath.Join(bak, "MANIFEST-*"))
+	if err != nil || len(manifests) != 1 {
+		t.Fatalf("manifests %v, %v", manifests, err)
+	}
+	orig, err := os.ReadFile(manifests[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := len(orig) - 1; n > 0; n-- {
+		if err := os.WriteFile(manifests[0], orig[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if readRecords(manifests[0]) != nil {
+			continue // torn inside a record: TestRestoreTornManifestFailsCleanly
+		}
+		to := filepath.Join(dir, fmt.Sprintf("restored-%d", n))
+		var out, errOut strings.Builder
+		code := run(context.Background(), []string{"restore", "-from", bak, "-pebble-dir", to}, &out, &errOut)
+		if code == exitOK {
+			sameDump(t, fmt.Sprintf("the store restored from a MANIFEST cut at %d", n), dumpPebble(t, to), want)
+		} else if _, err := os.Stat(to); !os.IsNotExist(err) {
+			t.Errorf("the refused restore left %s (%v)", to, err)
+		}
+	}
+}
