@@ -321,3 +321,45 @@ func TestRestoreTruncatedManifestFailsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRefusesSourceTheTargetCannotHold (X1, S8): a Pebble store
+// holding a task whose ID has a NUL byte (valid there) cannot be copied
+// into PostgreSQL, which refuses such IDs; copy should say so and leave
+// the target as it was. NOT FIXED: copy writes the batches before that
+// task, then fails (exit 1, "write to the target: ... invalid argument"),
+// leaving a target holding part of the source that no rerun completes.
+// A fix reads the source once before writing (a pass that the target's
+// rules check), or at least refuses with exit 2 naming the task.
+// Skipped unless A2ASTORE_REPRO_UNCOPYABLE=1.
+func TestCopyRefusesSourceTheTargetCannotHold(t *testing.T) {
+	if os.Getenv("A2ASTORE_REPRO_UNCOPYABLE") == "" {
+		t.Skip("known defect: a partial target is left; A2ASTORE_REPRO_UNCOPYABLE=1 runs it")
+	}
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "src")
+	withPebble(t, src, pebblestore.Options{}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		for i := range 6 {
+			id := a2a.TaskID(fmt.Sprintf("t%d", i))
+			if i == 3 {
+				id = "bad\x00id"
+			}
+			if _, err := s.Create(ctx, &a2a.Task{ID: id, ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	dsn := pgtest.DSN(t)
+	var out, errOut strings.Builder
+	code := run(ctx, []string{"copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pg", "-to-pg-dsn", dsn, "-batch", "2"}, &out, &errOut)
+	if code != exitUsage {
+		t.Errorf("copy of a source with a NUL task ID into pg: exit %d, want 2\n%s%s", code, out.String(), errOut.String())
+	}
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{Log: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Export(ctx, nil, 10); err != nil || len(got) != 0 {
+		t.Errorf("the refused copy wrote %d tasks into the target (%v)", len(got), err)
+	}
+}
