@@ -276,21 +276,13 @@ func TestRestoreTornManifestFailsCleanly(t *testing.T) {
 }
 
 // TestRestoreTruncatedManifestFailsCleanly (X1): a backup whose MANIFEST
-// lost its last record whole (truncated at a record boundary) must be
-// refused by restore, or restore the backup's tasks. NOT FIXED: the
-// MANIFEST reads cleanly (wholeManifests cannot tell) and Pebble opens
-// the version without the tables the lost records added: cut at 39 of
-// 124 bytes, restore says "restored" of an empty store that passes its
-// check (exit 0, every task lost); cut at 110, the log is replayed over
-// the tables and a background compaction may panic ("invariant
-// violation: ... out of order"), killing the test binary. A fix needs the backup's
-// tables checked against the tables its MANIFEST names (a checkpoint
-// holds exactly those), or a manifest of its own written by backup.
-// Skipped unless A2ASTORE_REPRO_TRUNCATED_MANIFEST=1.
+// lost its last records whole (cut at a record boundary, so it reads
+// cleanly) is refused by restore, nothing left behind, or restores the
+// backup's tasks. (Before: cut at 39 of 124 bytes, restore said
+// "restored" of an empty store that passed its check — exit 0, every task
+// lost; cut at 110, the log was replayed over the tables and a background
+// compaction could panic, killing the process.)
 func TestRestoreTruncatedManifestFailsCleanly(t *testing.T) {
-	if os.Getenv("A2ASTORE_REPRO_TRUNCATED_MANIFEST") == "" {
-		t.Skip("known defect: restores an empty store, or crashes the process; A2ASTORE_REPRO_TRUNCATED_MANIFEST=1 runs it")
-	}
 	dir := t.TempDir()
 	src, bak := filepath.Join(dir, "src"), filepath.Join(dir, "bak")
 	makeRichPebble(t, src, 60, 9)

@@ -417,6 +417,10 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 			return fmt.Errorf("copy: %w", err)
 		}
 	}
+	if err := tablesNamed(o.from, o.pebbleDir); err != nil {
+		undo()
+		return err
+	}
 	s, err := openPebble(o.pebbleDir)
 	if err != nil {
 		undo()
@@ -456,6 +460,31 @@ func wholeManifests(dir string) error {
 			if err := readRecords(f); err != nil {
 				return usagef("-from %s: %s is corrupt (%v): the backup is damaged; nothing was restored", dir, f, err)
 			}
+		}
+	}
+	return nil
+}
+
+// tablesNamed fails unless every table of the backup in from, restored
+// into to, is one its MANIFEST names (pebblestore.LiveTables, read-only):
+// a checkpoint holds exactly those. A MANIFEST that lost its last records
+// whole reads cleanly (wholeManifests cannot tell), and Pebble opened it
+// as a version without the tables they added: an empty store that passed
+// its check, or a log replayed over the tables that a compaction then
+// panicked on.
+func tablesNamed(from, to string) error {
+	live, err := pebblestore.LiveTables(to)
+	if err != nil {
+		return fmt.Errorf("the restored store does not open (removed): %w", err)
+	}
+	named := make(map[string]bool, len(live))
+	for _, t := range live {
+		named[t] = true
+	}
+	tables, _ := filepath.Glob(filepath.Join(from, "*.sst"))
+	for _, t := range tables {
+		if !named[filepath.Base(t)] {
+			return usagef("-from %s: table %s is not in the backup's MANIFEST, which lost records: the backup is damaged; nothing was restored", from, filepath.Base(t))
 		}
 	}
 	return nil
