@@ -355,3 +355,48 @@ func TestCopyRefusesSourceTheTargetCannotHold(t *testing.T) {
 		t.Errorf("the refused copy wrote %d tasks into the target (%v)", len(got), err)
 	}
 }
+
+// TestCopyLiveRerunRedoesEveryConfig (X1, N2): as
+// TestCopyRerunCopiesAdvancedDeliveryState, for a configuration of a
+// task newer than the target's oldest engine.MaxExport tasks (the tail a
+// resumed copy redoes): copy -live run again, as verify's advice says,
+// leaves the target's configuration as the source's and verifies.
+// (Before: the rerun redid only the tail's configurations, so a
+// difference in a newer task was never repaired and every rerun failed.)
+func TestCopyLiveRerunRedoesEveryConfig(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, dst := dir+"/src", dir+"/dst"
+	n := engine.MaxExport + 5
+	withPebble(t, src, pebblestore.Options{NoSync: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		tasks := make([]engine.StoredTask, n)
+		for i := range tasks {
+			tasks[i] = storedWithLog(t, fmt.Sprintf("t%05d", i), 1, int64(1000+i), 1)
+		}
+		if err := s.Import(ctx, tasks); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+		if err := ob.Save(ctx, &pushdelivery.Record{TaskID: a2a.TaskID(fmt.Sprintf("t%05d", n-1)), Config: a2a.PushConfig{ID: "cfg", URL: "https://hooks.example/t"},
+			Dest: "https://hooks.example:443", Created: at, NextAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst, "-batch", "10000")
+	withPebble(t, src, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		l, err := ob.Claim(ctx, now, nil)
+		if err != nil || l == nil {
+			t.Fatalf("claim: %v, %v", l, err)
+		}
+		r := *l.Record()
+		r.Attempts, r.FailingSince, r.NextAt, r.LastError = 1, now, now.Add(time.Hour), "HTTP 503"
+		if err := l.Commit(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var out, errOut strings.Builder
+	if code := run(ctx, []string{"copy", "-live", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst, "-batch", "10000"}, &out, &errOut); code != exitOK {
+		t.Errorf("rerun of copy -live: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
