@@ -400,3 +400,44 @@ func TestCopyLiveRerunRedoesEveryConfig(t *testing.T) {
 		t.Errorf("rerun of copy -live: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
+
+// TestImportRefusesLogOfAnotherTask (X1, K7, N1): a log entry whose body
+// is an event of another task — or not an event at all — is not valid
+// stored state: no store writes one (engine.DescribesTask), and push
+// delivery sends a task entry's body as is (LogEntry.Payload), so such an
+// entry in a copied source would deliver another task's content to this
+// task's webhooks. Import fails with ErrInvalidArgument and writes
+// nothing. (Before: every backend imported them.)
+func TestImportRefusesLogOfAnotherTask(t *testing.T) {
+	ctx := context.Background()
+	other := &a2a.Task{ID: "b", ContextID: "c", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}, Metadata: map[string]any{"secret": "of b"}}
+	otherEntry, err := engine.NewLogEntry(other, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgEntry, err := engine.MessageEntry(&a2a.Message{ID: "m", TaskID: "b", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hi")}}, a2a.TaskStateWorking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func(l *engine.LogEntry){
+		"task entry of another task":    func(l *engine.LogEntry) { l.Body = otherEntry.Body },
+		"message entry of another task": func(l *engine.LogEntry) { l.Kind, l.Body = engine.LogMessage, msgEntry.Body },
+		"task entry not JSON":           func(l *engine.LogEntry) { l.Body = []byte("\x00garbage") },
+	}
+	for _, backend := range []string{"memory", "pebble", "pg"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			s := openImportTarget(t, backend)
+			defer s.Close()
+			for name, mut := range cases {
+				st := storedWithLog(t, "a", 1, 1000, 1)
+				mut(&st.Log[0])
+				if err := s.Import(ctx, []engine.StoredTask{st}); !errors.Is(err, engine.ErrInvalidArgument) {
+					t.Errorf("%s: Import: %v, want ErrInvalidArgument", name, err)
+				}
+			}
+			if got, err := s.Export(ctx, nil, 10); err != nil || len(got) != 0 {
+				t.Errorf("after the refused imports the store holds %d tasks (%v), want none", len(got), err)
+			}
+		})
+	}
+}
