@@ -18,3 +18,14 @@ func NextTime(old, now int64) (int64, error) {
 	}
 	return max(now, old+1, 0), nil
 }
+
+// NextRevision is a task's revision after a mutation (S7): rev+1. A task
+// already at math.MaxInt64 (reachable only by importing one there) cannot
+// advance: NextRevision fails with ErrInternal and the caller must change
+// nothing, as NextTime does for a task at its maximum time.
+func NextRevision(rev int64) (int64, error) {
+	if rev == math.MaxInt64 {
+		return 0, fmt.Errorf("engine: task revision is at its maximum: %w", ErrInternal)
+	}
+	return rev + 1, nil
+}

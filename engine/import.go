@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // StoredTask is a task exactly as a store holds it: the record (task,
@@ -60,9 +64,11 @@ func ValidateExport(limit int) error {
 // stored task meets, with lim bounding its content: a valid task (S8)
 // under an owner that is valid (O1), its cursor's ID the task's, a time
 // in 0..math.MaxInt64 (S5), a revision of at least 1 (S7), and log entries
-// of known kinds and states in strictly increasing revisions up to the
-// task's, none later than the task's time (K7), each with a trace that
-// is a traceparent or nothing (H2, ValidTraceParent).
+// of known kinds and states in consecutive revisions ending at the
+// task's, none later than the task's time, the last at the task's time
+// and state (K7: what every backend's invariant check requires; a
+// trimmed log may start anywhere), each with a trace that is a
+// traceparent or nothing (H2, ValidTraceParent).
 func ValidateStoredTask(st *StoredTask, lim Limits) error {
 	t := st.Task
 	if err := lim.ValidateTask(t); err != nil {
@@ -96,10 +102,54 @@ func ValidateStoredTask(st *StoredTask, lim Limits) error {
 			return bad("log entry %d in state %q", l.Revision, l.State)
 		case !ValidTraceParent(l.Trace): // H2: a traceparent or nothing
 			return bad("log entry %d with a malformed trace", l.Revision)
+		case i > 0 && l.Revision != prev+1: // K7: a trimmed log loses its oldest entries only
+			return bad("log entries at revisions %d then %d", prev, l.Revision)
+		case !entryOfTask(l, t.ID):
+			return bad("log entry %d is not an event of the task", l.Revision)
 		}
 		prev = l.Revision
 	}
+	if n := len(st.Log); n > 0 {
+		// K7: the last entry is the task's revision, at its time and state.
+		if l := &st.Log[n-1]; l.Revision != st.Revision || l.Time != st.Cursor.UpdatedAt || l.State != t.Status.State {
+			return bad("last log entry at revision %d, time %d, state %s; task at %d, %d, %s",
+				l.Revision, l.Time, l.State, st.Revision, st.Cursor.UpdatedAt, t.Status.State)
+		}
+	}
 	return nil
+}
+
+// entryOfTask reports whether l's body is what a store writes for task
+// id (NewLogEntry, MessageEntry: DescribesTask): for a task or event
+// entry a StreamResponse of the task (push delivery sends that body as
+// is: LogEntry.Payload), for a message entry a message of the task or of
+// none. An ID that is not valid UTF-8 does not survive JSON: only the
+// shape is checked then.
+func entryOfTask(l *LogEntry, id a2a.TaskID) bool {
+	same := func(got a2a.TaskID) bool { return got == id || !utf8.ValidString(string(id)) }
+	switch l.Kind {
+	case LogTask, LogEvent:
+		var sr a2a.StreamResponse
+		if err := json.Unmarshal(l.Body, &sr); err != nil {
+			return false
+		}
+		switch v := sr.Event.(type) {
+		case *a2a.Task:
+			return same(v.ID)
+		case *a2a.TaskStatusUpdateEvent:
+			return l.Kind == LogEvent && same(v.TaskID)
+		case *a2a.TaskArtifactUpdateEvent:
+			return l.Kind == LogEvent && same(v.TaskID)
+		}
+		return false
+	case LogMessage:
+		var m a2a.Message
+		if err := json.Unmarshal(l.Body, &m); err != nil {
+			return false
+		}
+		return m.TaskID == "" || same(m.TaskID)
+	}
+	return true // LogCanceled: its body is the context ID, any bytes
 }
 
 // TrimFrom is where a LogStore's TrimLog walk, which goes on from the

@@ -206,7 +206,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.fs = fs
 	lock, err := lockDir(dir, fs)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %v: %w", dir, err, engine.ErrInternal)
+		return nil, fmt.Errorf("pebblestore: open %s: %w: %v: %w", dir, ErrLocked, err, engine.ErrInternal)
 	}
 	s.lock = lock
 	if err := s.open(dir, fs, cache, &opts); err != nil {
@@ -227,10 +227,15 @@ func Open(dir string, opts Options) (*Store, error) {
 // or repairing it), under the rollback guard (guard.go).
 func (s *Store) open(dir string, fs vfs.FS, cache *pebble.Cache, opts *Options) error {
 	po := &pebble.Options{
-		FS:                 fs,
-		Cache:              cache,
-		Merger:             counterMerger,
-		Logger:             &fatalLogger{base: s.logger, s: s},
+		FS:     fs,
+		Cache:  cache,
+		Merger: counterMerger,
+		Logger: &fatalLogger{base: s.logger, s: s},
+		// A corruption found on disk fails the store (calls return
+		// ErrInternal) instead of Pebble's default, the logger's Fatalf:
+		// reported from a background goroutine (table statistics,
+		// compactions), its panic reaches no catch and kills the process.
+		EventListener:      &pebble.EventListener{DataCorruption: s.dataCorruption},
 		FormatMajorVersion: pebble.FormatNewest,
 		Lock:               s.lock,
 		WALDir:             walDir,
@@ -402,6 +407,11 @@ func (s *Store) enter(op string) (exit func(), err error) {
 	return s.life.RUnlock, nil
 }
 
+// ErrLocked is the error (with engine.ErrInternal) of an Open whose
+// directory's lock it could not take: another store, in this process or
+// another, holds the directory (or the lock file could not be made).
+var ErrLocked = errors.New("pebblestore: cannot lock the directory")
+
 // fatalError is the panic value of fatalLogger.Fatalf.
 type fatalError struct{ msg string }
 
@@ -419,6 +429,15 @@ func (l *fatalLogger) Fatalf(format string, args ...any) {
 	l.s.failed.CompareAndSwap(nil, &msg)
 	l.base.Errorf("pebblestore: fatal pebble error, store failed: %s", msg)
 	panic(fatalError{msg: msg})
+}
+
+// dataCorruption marks the store failed when Pebble finds a corruption
+// on disk; the read that found it fails too (Pebble returns its error).
+func (s *Store) dataCorruption(info pebble.DataCorruptionInfo) {
+	msg := fmt.Sprint(info)
+	if s.failed.CompareAndSwap(nil, &msg) {
+		s.logger.Errorf("pebblestore: data corruption, store failed: %s", msg)
+	}
 }
 
 // catch turns a storage-failure panic in the calling goroutine into

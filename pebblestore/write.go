@@ -99,7 +99,11 @@ func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *en
 func stage(b *pebble.Batch, counters *counterDeltas, old *current, task *a2a.Task, owner string, now int64) (engine.Record, []byte, error) {
 	rev := int64(1)
 	if old != nil {
-		rev, owner = old.rec.revision+1, old.rec.light.owner // O2
+		var err error
+		if rev, err = engine.NextRevision(old.rec.revision); err != nil { // S7
+			return engine.Record{}, nil, err
+		}
+		owner = old.rec.light.owner // O2
 	}
 	body, err := taskcodec.EncodeTask(task)
 	if err != nil {

@@ -31,7 +31,9 @@ import (
 // list order: a rerun resumes after the target's oldest task. The push
 // configurations of a batch are saved after it (an upsert: the rerun
 // saves again those of the target's oldest engine.MaxExport tasks that
-// differ, whatever -batch the stopped copy ran with). It ends with a verification that
+// differ, whatever -batch the stopped copy ran with; with -live those of
+// every task, whose delivery state the source's push worker may have
+// moved on since). It ends with a verification that
 // traverses both stores in list order and compares every task, log and
 // configuration.
 
@@ -432,8 +434,14 @@ func (c *copier) run(ctx context.Context) error {
 		}
 		after = &tail[len(tail)-1]
 		fmt.Fprintf(c.out, "resuming after task %q (%d of %d tasks in the target)\n", after.ID, c.had, c.start.count)
-		if err := c.redoConfigs(ctx, tail); err != nil {
-			return err
+		redo := c.redoConfigs(ctx, tail)
+		if c.o.live {
+			// A live source's deliveries move on after their tasks were
+			// copied (verify's advice is this rerun): every task's.
+			redo = c.redoEveryConfig(ctx)
+		}
+		if redo != nil {
+			return redo
 		}
 	}
 	for batch := 0; ; batch++ {
@@ -599,8 +607,16 @@ func (c *copier) copyConfigs(ctx context.Context, tasks []engine.StoredTask, red
 		for _, r := range recs {
 			r.Incarnation = inc
 			if redo {
-				if had, err := c.dst.outbox.Get(ctx, r.TaskID, r.Config.ID); err == nil && canonRecord(had) == canonRecord(r) {
+				had, err := c.dst.outbox.Get(ctx, r.TaskID, r.Config.ID)
+				if err == nil && canonRecord(had) == canonRecord(r) {
 					continue
+				}
+				// Save keeps an existing record's delivery state: one that
+				// differs goes first, so that r is inserted as given.
+				if err == nil {
+					if err := c.dst.outbox.Delete(ctx, r.TaskID, r.Config.ID); err != nil {
+						return fmt.Errorf("write push config %q of task %q: %w", r.Config.ID, r.TaskID, err)
+					}
 				}
 			}
 			if err := c.dst.outbox.Save(ctx, r); err != nil {
@@ -623,6 +639,29 @@ func (c *copier) redoConfigs(ctx context.Context, tail []engine.Cursor) error {
 		tasks[i].Task = &a2a.Task{ID: cur.ID}
 	}
 	return c.copyConfigs(ctx, tasks, true)
+}
+
+// redoEveryConfig saves again the push configurations of every task in
+// the target that it does not hold as the source does (-live: a source
+// whose push worker ran since its tasks were copied).
+func (c *copier) redoEveryConfig(ctx context.Context) error {
+	if c.src.outbox == nil {
+		return nil
+	}
+	var after *engine.Cursor
+	for {
+		page, err := c.dst.store.Export(ctx, after, c.o.batch)
+		if err != nil {
+			return fmt.Errorf("read the target: %w", err)
+		}
+		if err := c.copyConfigs(ctx, page, true); err != nil {
+			return err
+		}
+		if len(page) < c.o.batch {
+			return nil
+		}
+		after = &page[len(page)-1].Cursor
+	}
 }
 
 // catchUp (-live) copies the tasks the source wrote since the target's

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -61,7 +62,7 @@ func openPebble(dir string) (*pebblestore.Store, error) {
 	}
 	s, err := pebblestore.Open(dir, pebblestore.Options{Log: true, NoUpgrade: true, Logger: pebblelog.Quiet{}})
 	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
+		if errors.Is(err, pebblestore.ErrLocked) {
 			return nil, usagef("%v (is a server running on it? back it up with backup -server and work on the backup)", err)
 		}
 		return nil, err
@@ -389,6 +390,9 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 	if err := emptyOrMissing(o.pebbleDir, "-pebble-dir"); err != nil {
 		return err
 	}
+	if err := wholeManifests(o.from); err != nil {
+		return err
+	}
 	dirs := map[string]string{o.from: o.pebbleDir} // backup → restored
 	if pushFrom := outboxBackup(o.from); hasPebble(pushFrom) {
 		pushTo := o.pushDir
@@ -412,6 +416,10 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 			undo()
 			return fmt.Errorf("copy: %w", err)
 		}
+	}
+	if err := tablesNamed(o.from, o.pebbleDir); err != nil {
+		undo()
+		return err
 	}
 	s, err := openPebble(o.pebbleDir)
 	if err != nil {
@@ -437,6 +445,71 @@ func runRestore(ctx context.Context, o *options, out io.Writer) error {
 		fmt.Fprintf(out, "restored %s into %s\n", from, to)
 	}
 	return nil
+}
+
+// wholeManifests fails unless every MANIFEST in the backup dir (and its
+// push outbox's) reads to its end. Pebble's Open takes a MANIFEST that
+// ends in a corrupt record for one torn by a crash and drops that record:
+// the tables it added are lost, and a store restored from such a backup
+// opened empty and passed its check. A backup is a checkpoint, written
+// and synced whole: any corrupt record in it is damage.
+func wholeManifests(dir string) error {
+	for _, d := range []string{dir, outboxBackup(dir)} {
+		files, _ := filepath.Glob(filepath.Join(d, "MANIFEST-*"))
+		for _, f := range files {
+			if err := readRecords(f); err != nil {
+				return usagef("-from %s: %s is corrupt (%v): the backup is damaged; nothing was restored", dir, f, err)
+			}
+		}
+	}
+	return nil
+}
+
+// tablesNamed fails unless every table of the backup in from, restored
+// into to, is one its MANIFEST names (pebblestore.LiveTables, read-only):
+// a checkpoint holds exactly those. A MANIFEST that lost its last records
+// whole reads cleanly (wholeManifests cannot tell), and Pebble opened it
+// as a version without the tables they added: an empty store that passed
+// its check, or a log replayed over the tables that a compaction then
+// panicked on.
+func tablesNamed(from, to string) error {
+	live, err := pebblestore.LiveTables(to)
+	if err != nil {
+		return fmt.Errorf("the restored store does not open (removed): %w", err)
+	}
+	named := make(map[string]bool, len(live))
+	for _, t := range live {
+		named[t] = true
+	}
+	tables, _ := filepath.Glob(filepath.Join(from, "*.sst"))
+	for _, t := range tables {
+		if !named[filepath.Base(t)] {
+			return usagef("-from %s: table %s is not in the backup's MANIFEST, which lost records: the backup is damaged; nothing was restored", from, filepath.Base(t))
+		}
+	}
+	return nil
+}
+
+// readRecords reads every record of the Pebble record file name.
+func readRecords(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rr := record.NewReader(f, 0)
+	for {
+		r, err := rr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
+		}
+	}
 }
 
 // undoer returns what removes a restore's copy into dir: dir itself when

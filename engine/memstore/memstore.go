@@ -394,6 +394,9 @@ func (s *Store) Replace(ctx context.Context, task *a2a.Task, expectedRevision in
 		at, err = engine.NextTime(e.updatedAt, s.clock()) // S4, S5
 	}
 	if err == nil {
+		_, err = engine.NextRevision(e.revision) // S7
+	}
+	if err == nil {
 		err = s.logFitsLocked(e, &logged)
 	}
 	if err != nil {
@@ -449,6 +452,9 @@ func (s *Store) modify(ctx context.Context, id a2a.TaskID, expected int64, edit 
 			return engine.Record{}, err
 		}
 		at, atErr := engine.NextTime(rec.Cursor.UpdatedAt, s.clock())
+		if atErr == nil {
+			_, atErr = engine.NextRevision(rec.Revision) // S7
+		}
 		changed, err := edit(cur.Task, at)
 		if err != nil || !changed {
 			return cur, err
