@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a2astore/a2astore/internal/openfinding"
 	"github.com/a2astore/a2astore/pushdelivery"
 	"math"
 	"os"
@@ -322,11 +323,9 @@ func TestRestoreTruncatedManifestFailsCleanly(t *testing.T) {
 // leaving a target holding part of the source that no rerun completes.
 // A fix reads the source once before writing (a pass that the target's
 // rules check), or at least refuses with exit 2 naming the task.
-// Skipped unless A2ASTORE_REPRO_UNCOPYABLE=1.
+// Open (not fixed): it fails; openfinding.Env runs it.
 func TestCopyRefusesSourceTheTargetCannotHold(t *testing.T) {
-	if os.Getenv("A2ASTORE_REPRO_UNCOPYABLE") == "" {
-		t.Skip("known defect: a partial target is left; A2ASTORE_REPRO_UNCOPYABLE=1 runs it")
-	}
+	openfinding.Gate(t)
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "src")
 	withPebble(t, src, pebblestore.Options{}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
