@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,20 +194,43 @@ func TestForeignStoreMatchingEnds(t *testing.T) {
 // under it has).
 type createOnly struct{ engine.OwnerStore }
 
+// cancelAfter is createOnly that calls cancel once its at-th task is
+// created (or found).
+type cancelAfter struct {
+	createOnly
+	n      atomic.Int64
+	at     int64
+	cancel context.CancelFunc
+}
+
+func (s *cancelAfter) CreateOwned(ctx context.Context, task *a2a.Task, owner string) (engine.Record, error) {
+	defer s.count()
+	return s.createOnly.CreateOwned(ctx, task, owner)
+}
+
+func (s *cancelAfter) Create(ctx context.Context, task *a2a.Task) (engine.Record, error) {
+	defer s.count()
+	return s.createOnly.Create(ctx, task)
+}
+
+func (s *cancelAfter) count() {
+	if s.n.Add(1) == s.at {
+		s.cancel()
+	}
+}
+
 // TestCreateResumes: on a store without an Importer the load goes
-// through Create; canceled halfway and run again, it completes exactly.
+// through Create; canceled halfway (by the store, once its 600th create
+// ran: the generator runs batches ahead of the writes, so a cancel made
+// while generating could come before any write) and run again, it
+// completes exactly.
 func TestCreateResumes(t *testing.T) {
 	base := memstore.New(memstore.Options{Log: true})
 	s := createOnly{base}
 	const n = 1500
 	ctx, cancel := context.WithCancel(context.Background())
 	src := source()
-	res, err := bulkload.Load(ctx, s, bulkload.Config{N: n, Batch: 500, Task: func(i int) (*a2a.Task, string) {
-		if i == 1100 {
-			cancel()
-		}
-		return src(i)
-	}})
+	res, err := bulkload.Load(ctx, &cancelAfter{createOnly: s, at: 600, cancel: cancel}, bulkload.Config{N: n, Batch: 500, Task: src})
 	if !errors.Is(err, context.Canceled) || res.Path != "create" || res.Written < 500 || res.Written >= n {
 		t.Fatalf("canceled load: %+v, %v", res, err)
 	}
