@@ -331,7 +331,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 				id := volatile[r.IntN(len(volatile))]
 				text := strings.Repeat("v", r.IntN(9000))
 				if r.IntN(60) == 0 {
-					text = strings.Repeat("V", (32 << 10)+1)
+					text = strings.Repeat("V", (32<<10)+1)
 				}
 				tk := &a2a.Task{ID: id, ContextID: ctxs[r.IntN(len(ctxs))], Status: a2a.TaskStatus{State: allStates[r.IntN(len(allStates))]}, Metadata: map[string]any{"text": text}}
 				switch r.IntN(6) {

@@ -56,7 +56,9 @@ func TestCrossOwnerProbes(t *testing.T) {
 	msg := &a2a.Message{ID: "m", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{a2a.NewTextPart("hi")}}
 	probe := func(id a2a.TaskID) []string {
 		var out []string
-		add := func(what string, err error) { out = append(out, fmt.Sprintf("%s: %v / nf=%v", what, err, errors.Is(err, engine.ErrNotFound))) }
+		add := func(what string, err error) {
+			out = append(out, fmt.Sprintf("%s: %v / nf=%v", what, err, errors.Is(err, engine.ErrNotFound)))
+		}
 		_, err := d.Get(bob, id)
 		add("get", err)
 		_, err = d.Cancel(bob, id)
