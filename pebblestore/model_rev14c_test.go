@@ -351,7 +351,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 			}
 		}()
 	}
-	for trav := range 80 {
+	for trav := range 250 {
 		req := randReq()
 		req.IncludeTotalSize = rng.IntN(2) == 0
 		if req.IncludeTotalSize && rng.IntN(2) == 0 {
