@@ -142,7 +142,7 @@ func runSlabModel(t *testing.T, mk func(Options) *Store) {
 		return true
 	}
 
-	for step := range 2500 {
+	for step := range 1200 {
 		if rng.IntN(3) != 0 {
 			now.Add(rng.Int64N(3) - 0) // often equal times
 		} else if rng.IntN(10) == 0 {
@@ -367,7 +367,7 @@ func runSlabModel(t *testing.T, mk func(Options) *Store) {
 			}
 		}()
 	}
-	for trav := range 300 {
+	for trav := range 150 {
 		req := randReq()
 		req.IncludeTotalSize = rng.IntN(2) == 0
 		if req.IncludeTotalSize && rng.IntN(2) == 0 {
