@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -16,16 +15,16 @@ import (
 	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-// TestCrossOwnerProbes (review rev14-C): under OwnerPolicy, bob probes
-// alice's tasks (and IDs that differ from them only by case, a trailing
-// NUL or a Unicode normalization) through every method and parameter:
-// each answer must be exactly the answer for an ID nobody holds, lists
-// and totals must show only bob's tasks whatever filters and tokens
-// (alice's, forged, replayed under other filters) are combined, and
-// alice's tasks must be unchanged at the end.
+// TestCrossOwnerProbes: under OwnerPolicy, bob probes alice's tasks (and
+// IDs that differ from them only by case, a trailing NUL or a Unicode
+// normalization) through every method and parameter, conditional writes
+// at several revisions included: each answer must be exactly the answer
+// for an ID nobody holds (A6), lists and totals must show only bob's
+// tasks whatever filters and tokens (alice's, forged, replayed under other
+// filters) are combined (A1, A2, L5, T7), and alice's tasks must be
+// unchanged at the end (A6). The seed is logged and set with -authz.seed.
 func TestCrossOwnerProbes(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := seedValue(t)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	c := storetest.NewManualClock(1_000_000)
 	mem := memstore.New(memstore.Options{Clock: c.Now})

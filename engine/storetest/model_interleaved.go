@@ -1,4 +1,4 @@
-package pebblestore
+package storetest
 
 import (
 	"bytes"
@@ -17,13 +17,29 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/internal/pebblelog"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// modelTask is what a map model keeps of a task: its JSON, owner,
-// context, state and cursor.
-type modelTask struct {
+// stressStore is what the interleaved model test needs of a store.
+type stressStore interface {
+	engine.OwnerStore
+	engine.LogStore
+	engine.Retainer
+	engine.Checker
+}
+
+// stressStoreOf returns s as a stressStore, or fails t.
+func stressStoreOf(t testing.TB, s engine.Store) stressStore {
+	t.Helper()
+	ss, ok := s.(stressStore)
+	if !ok {
+		t.Fatalf("%T is not an OwnerStore, LogStore, Retainer and Checker", s)
+	}
+	return ss
+}
+
+// refTask is what the interleaved model test's map keeps of a task: its
+// JSON, owner, context, state, time and revision.
+type refTask struct {
 	data  []byte
 	owner string
 	ctx   string
@@ -32,33 +48,47 @@ type modelTask struct {
 	rev   int64
 }
 
-// TestSlabModelInterleaved (review rev14-C) interleaves creates, replaces
-// that grow and shrink bodies (some past (32 << 10)), appends, cancels,
-// deletes and retention sweeps on a store whose slab keeps compacting,
-// with owners, contexts and states, and after each step checks
-// CheckInvariants, every task read back (Get) against a map model, and a
-// random filtered traversal plus its total against a recount of the model.
-// Meanwhile (second phase) traversals run concurrently with writers that
-// touch only "volatile" tasks: every "stable" task matching the filter must
-// appear exactly once (L7).
-func TestPebbleModelInterleaved(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+// RunInterleavedModel checks a backend against a plain map under long
+// interleaved writes, on Harness.OpenLogged's store with a clock it drives
+// (it skips without OpenLogged, ClockInjection or BinaryIDs). Random steps
+// (StressOptions.ModelSteps; fewer under -short or -race) create tasks
+// with owners, contexts and states (IDs just under, at and past
+// StressOptions.InlineID, some with NUL), replace them with bodies that
+// grow and shrink (a few past StressOptions.LargeBody, so a store that
+// compacts keeps moving them), append, cancel, delete, trim logs and sweep
+// retention (R1), and with StressOptions.Reopen restart the store, while
+// the clock mostly holds or creeps forward and now and then steps back up
+// to 80 µs (S4). After each step it checks CheckInvariants, every task
+// read back by Get against the map (content, revision, time, owner), and
+// a random filtered traversal (owner, context, state, status time,
+// projection) against a recount of the map, with its total on every page
+// (L5). Then TrimLog walks to its end with a cutoff after every task's
+// time: no task may keep a log entry (K7), whatever the clock did before.
+// Last, traversals run concurrently with writers that touch only
+// "volatile" tasks: cursors strictly descend, every "stable" task
+// matching the filter appears exactly once and with its own bytes, a
+// stable task never twice (a volatile one deleted and created again
+// behind the boundary may reappear), a one-page answer's total equals its
+// page (L7, L8), and afterwards the invariants hold and stable tasks are
+// unchanged. The seed is logged and set with -storetest.seed.
+func RunInterleavedModel(t *testing.T, h Harness, o StressOptions) {
+	switch {
+	case h.OpenLogged == nil:
+		t.Skip("Harness.OpenLogged is nil: the interleaved model test needs the task log")
+	case !h.ClockInjection:
+		t.Skip("backend takes no custom clock: the interleaved model test steps it back")
+	case !h.BinaryIDs:
+		t.Skip("Harness.BinaryIDs is false: the interleaved model test uses IDs with NUL")
+	}
+	seed := stressSeed(t)
+	inline, large := cmp0(o.InlineID, 40), cmp0(o.LargeBody, 32<<10)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx := context.Background()
 	var now atomic.Int64
 	now.Store(1_000_000)
-	fs := vfs.NewMem()
-	open := func() *Store {
-		s, err := Open("db", Options{FS: fs, Log: true, Logger: pebblelog.Quiet{}, Clock: func() int64 { return now.Load() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	s := open()
-	defer func() { s.Close() }()
-	model := map[a2a.TaskID]*modelTask{}
+	clock := func() int64 { return now.Load() }
+	s := stressStoreOf(t, h.OpenLogged(t, clock))
+	ref := map[a2a.TaskID]*refTask{}
 	owners := []string{"", "alice", "bob", "Alice"}
 	ctxs := []string{"c1", "c2", "", "c\x00"}
 	var ids []a2a.TaskID
@@ -66,22 +96,22 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		id := fmt.Sprintf("t%03d", i)
 		switch i % 5 {
 		case 1:
-			id += strings.Repeat("L", 40) // in the record
+			id += strings.Repeat("L", inline) // in the record
 		case 2:
-			id += strings.Repeat("l", 40-len(id)) // exactly inline
+			id += strings.Repeat("l", inline-len(id)) // exactly inline
 		case 3:
 			id = strings.ToUpper(id) + "\x00"
 		}
 		ids = append(ids, a2a.TaskID(id))
 	}
 	nonTerminal := []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired}
-	allStates := append(slices.Clone(nonTerminal), a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected)
+	states := append(slices.Clone(nonTerminal), a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected)
 	seq := 0
 	body := func() string {
 		n := rng.IntN(6000)
 		switch rng.IntN(40) {
 		case 0:
-			n = (32 << 10) + rng.IntN((32 << 10))
+			n = large + rng.IntN(large)
 		case 1, 2, 3:
 			n = rng.IntN(40)
 		}
@@ -91,7 +121,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 	newTask := func(id a2a.TaskID) *a2a.Task {
 		ts := time.UnixMicro(int64(rng.IntN(5000))).UTC()
 		return &a2a.Task{ID: id, ContextID: ctxs[rng.IntN(len(ctxs))],
-			Status:   a2a.TaskStatus{State: allStates[rng.IntN(len(allStates))], Timestamp: &ts},
+			Status:   a2a.TaskStatus{State: states[rng.IntN(len(states))], Timestamp: &ts},
 			Metadata: map[string]any{"text": body()}}
 	}
 	keep := func(id a2a.TaskID, owner string, rec engine.Record) {
@@ -99,7 +129,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		model[id] = &modelTask{data: data, owner: owner, ctx: rec.Task.ContextID, state: rec.Task.Status.State, at: rec.Cursor.UpdatedAt, rev: rec.Revision}
+		ref[id] = &refTask{data: data, owner: owner, ctx: rec.Task.ContextID, state: rec.Task.Status.State, at: rec.Cursor.UpdatedAt, rev: rec.Revision}
 	}
 	var recent []string
 	note := func(f string, a ...any) {
@@ -121,7 +151,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 			req.ContextID = ctxs[rng.IntN(len(ctxs))]
 		}
 		if rng.IntN(2) == 0 {
-			req.Status = allStates[rng.IntN(len(allStates))]
+			req.Status = states[rng.IntN(len(states))]
 		}
 		if rng.IntN(5) == 0 {
 			ts := time.UnixMicro(int64(rng.IntN(5000))).UTC()
@@ -132,7 +162,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		}
 		return req
 	}
-	matchModel := func(req engine.ListRequest, id a2a.TaskID, m *modelTask) bool {
+	matchModel := func(req engine.ListRequest, id a2a.TaskID, m *refTask) bool {
 		if req.Owner != "" && m.owner != req.Owner || req.ContextID != "" && m.ctx != req.ContextID ||
 			req.Status != a2a.TaskStateUnspecified && m.state != req.Status {
 			return false
@@ -147,14 +177,14 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		return true
 	}
 
-	for step := range 700 {
+	for step := range o.modelSteps() {
 		if rng.IntN(3) != 0 {
 			now.Add(rng.Int64N(3) - 0) // often equal times
 		} else if rng.IntN(10) == 0 {
 			now.Add(-int64(rng.IntN(80)))
 		}
 		id := ids[rng.IntN(len(ids))]
-		m := model[id]
+		m := ref[id]
 		switch x := rng.IntN(100); {
 		case m == nil && x < 90:
 			owner := owners[rng.IntN(len(owners))]
@@ -202,13 +232,10 @@ func TestPebbleModelInterleaved(t *testing.T) {
 			if err := s.Delete(ctx, id); err != nil {
 				fatal(step, "delete: %v", err)
 			}
-			delete(model, id)
-		case x < 77 && rng.IntN(4) == 0:
+			delete(ref, id)
+		case x < 77 && o.Reopen != nil && rng.IntN(4) == 0:
 			note("reopen")
-			if err := s.Close(); err != nil {
-				fatal(step, "close: %v", err)
-			}
-			s = open()
+			s = stressStoreOf(t, o.Reopen(t, s, clock))
 		case x < 78 && rng.IntN(2) == 0:
 			before := now.Load() - int64(rng.IntN(40))
 			note("trim log before %d", before)
@@ -229,9 +256,9 @@ func TestPebbleModelInterleaved(t *testing.T) {
 				}
 				after = res.Next
 			}
-			for id, m := range model {
+			for id, m := range ref {
 				if m.state.Terminal() && m.at < before {
-					delete(model, id)
+					delete(ref, id)
 				}
 			}
 		default:
@@ -242,7 +269,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		}
 		// Every task reads back as last written; missing ones are missing.
 		for _, id := range ids {
-			m := model[id]
+			m := ref[id]
 			rec, err := s.Get(ctx, id)
 			if m == nil {
 				if !errors.Is(err, engine.ErrNotFound) {
@@ -261,7 +288,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 		// A random filtered traversal and its totals against a recount.
 		req := randReq()
 		var want []engine.Cursor
-		for id, m := range model {
+		for id, m := range ref {
 			if matchModel(req, id, m) {
 				want = append(want, engine.Cursor{UpdatedAt: m.at, ID: id})
 			}
@@ -285,7 +312,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 				fatal(step, "list %+v: total %d, model %d", req, resp.TotalSize, len(want))
 			}
 			for i, tk := range resp.Tasks {
-				m := model[tk.ID]
+				m := ref[tk.ID]
 				if m == nil || resp.TaskCursors[i] != (engine.Cursor{UpdatedAt: m.at, ID: tk.ID}) || resp.TaskOwners[i] != m.owner {
 					fatal(step, "list %+v: task %q cursor %+v not the model's", req, tk.ID, resp.TaskCursors[i])
 				}
@@ -307,7 +334,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 	// Every log trimmed once TrimLog has walked to its end with a cutoff
 	// after every task's time (K7), whatever the clock did before.
 	cutoff := now.Load()
-	for _, m := range model {
+	for _, m := range ref {
 		cutoff = max(cutoff, m.at+1) // a task's time runs ahead of a clock that stepped back (S4)
 	}
 	for {
@@ -319,7 +346,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 			break
 		}
 	}
-	for id := range model {
+	for id := range ref {
 		if log, err := s.ReadLog(ctx, id, 0, 1000); err != nil || len(log) != 0 {
 			t.Fatalf("seed %d: task %q keeps %d log entries after a full trim (%v)", seed, id, len(log), err)
 		}
@@ -327,10 +354,10 @@ func TestPebbleModelInterleaved(t *testing.T) {
 
 	// Phase 2: concurrent traversals against writers touching only
 	// volatile tasks.
-	stable := map[a2a.TaskID]*modelTask{}
+	stable := map[a2a.TaskID]*refTask{}
 	var volatile []a2a.TaskID
 	for _, id := range ids {
-		if m := model[id]; m != nil && rng.IntN(2) == 0 {
+		if m := ref[id]; m != nil && rng.IntN(2) == 0 {
 			stable[id] = m
 		} else {
 			volatile = append(volatile, id)
@@ -358,9 +385,9 @@ func TestPebbleModelInterleaved(t *testing.T) {
 				id := volatile[r.IntN(len(volatile))]
 				text := strings.Repeat("v", r.IntN(9000))
 				if r.IntN(60) == 0 {
-					text = strings.Repeat("V", (32<<10)+1)
+					text = strings.Repeat("V", large+1)
 				}
-				tk := &a2a.Task{ID: id, ContextID: ctxs[r.IntN(len(ctxs))], Status: a2a.TaskStatus{State: allStates[r.IntN(len(allStates))]}, Metadata: map[string]any{"text": text}}
+				tk := &a2a.Task{ID: id, ContextID: ctxs[r.IntN(len(ctxs))], Status: a2a.TaskStatus{State: states[r.IntN(len(states))]}, Metadata: map[string]any{"text": text}}
 				switch r.IntN(6) {
 				case 0:
 					_, _ = s.CreateOwned(ctx, tk, owners[r.IntN(len(owners))])
@@ -378,7 +405,7 @@ func TestPebbleModelInterleaved(t *testing.T) {
 			}
 		}()
 	}
-	for trav := range 250 {
+	for trav := range o.modelTraversals() {
 		req := randReq()
 		req.IncludeTotalSize = rng.IntN(2) == 0
 		if req.IncludeTotalSize && rng.IntN(2) == 0 {

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -17,13 +16,16 @@ import (
 	"github.com/a2astore/a2astore/engine/storetest"
 )
 
-// TestDispatcherTraversalUnderWriters (review rev14-C): traversals through
+// TestDispatcherTraversalUnderWriters: traversals through
 // the dispatcher's scan path (policies that scan and re-read) and its
 // exact path run while writers create, replace, cancel and delete
 // "volatile" tasks of both owners. Alice's pages show only her tasks, in
 // strictly descending cursors, each at most once, and every "stable" task
 // of hers that matches the filters exactly once (L7, A5); a one-page
-// answer's total equals its page (L8).
+// answer's total equals its page (L8). Every list path runs: exact
+// (OwnerPolicy), inexact owner scope, scanned with light and full
+// projections, and scanned admitting everyone. The seed is logged and set
+// with -authz.seed.
 func TestDispatcherTraversalUnderWriters(t *testing.T) {
 	policies := map[string]authz.Policy{
 		"owner":            authz.OwnerPolicy{},
@@ -38,8 +40,7 @@ func TestDispatcherTraversalUnderWriters(t *testing.T) {
 }
 
 func runDispatcherTraversal(t *testing.T, pol authz.Policy, everyone bool) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := seedValue(t)
 	rng := rand.New(rand.NewPCG(seed, 5))
 	c := storetest.NewManualClock(1_000_000)
 	mem := memstore.New(memstore.Options{Clock: c.Now})
