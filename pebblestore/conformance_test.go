@@ -35,7 +35,13 @@ func openTestOpts(tb testing.TB, dir string, opts Options) *Store {
 }
 
 func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
-	storetest.Run(t, storetest.Harness{
+	storetest.Run(t, harness(open))
+}
+
+// harness describes to storetest the stores opened where open says: Run
+// and the stress tests (stress_test.go) take it.
+func harness(open func(tb testing.TB) (vfs.FS, string)) storetest.Harness {
+	return storetest.Harness{
 		Open: func(tb testing.TB, clock engine.Clock) engine.Store {
 			fs, dir := open(tb)
 			return openTest(tb, fs, dir, clock)
@@ -47,11 +53,14 @@ func conformance(t *testing.T, open func(tb testing.TB) (vfs.FS, string)) {
 		ClockInjection: true,
 		BinaryIDs:      true,
 		ListStats:      true,
-	})
+	}
 }
 
+// inMem opens stores in a fresh in-memory file system.
+func inMem(testing.TB) (vfs.FS, string) { return vfs.NewMem(), "db" }
+
 func TestConformanceMem(t *testing.T) {
-	conformance(t, func(testing.TB) (vfs.FS, string) { return vfs.NewMem(), "db" })
+	conformance(t, inMem)
 }
 
 func TestConformanceDisk(t *testing.T) {

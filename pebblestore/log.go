@@ -234,6 +234,9 @@ func (s *Store) TrimLog(ctx context.Context, before int64, limit int) (_ int, er
 	defer s.catch("trim log", &err)
 	s.trim.Lock()
 	defer s.trim.Unlock()
+	if before > s.trimHigh.Load() {
+		s.trimHigh.Store(before) // before the scan: see untrim
+	}
 	upper := []byte{tagGlobal + 1}
 	if s.trim.cursor != nil {
 		upper = globalKey(*s.trim.cursor)
@@ -433,4 +436,25 @@ func (s *Store) forgetDeletions(before int64, limit int) (int, error) {
 		return 0, fmt.Errorf("pebblestore: trim log: %v: %w", err, engine.ErrInternal)
 	}
 	return len(old), nil
+}
+
+// untrim moves where TrimLog goes on back to c, a task's cursor just
+// committed, when c lies at or behind it: a task created or written while
+// the clock is behind that point (S4 lets it step back) would otherwise
+// lie where no later TrimLog looks, its log never trimmed (K7; imports are
+// engine.TrimFrom's case). It costs a write nothing unless its time is
+// under the highest cutoff a TrimLog began with (trimHigh, stored before
+// that TrimLog's scan): a write committed after the scan's view then
+// waits here for the TrimLog to set its cursor, and one committed before
+// it is in the view. An empty ID sorts after every task of c's time, so
+// the walk examines them all, c's task included.
+func (s *Store) untrim(c engine.Cursor) {
+	if !s.log || c.UpdatedAt >= s.trimHigh.Load() {
+		return
+	}
+	s.trim.Lock()
+	defer s.trim.Unlock()
+	if t := s.trim.cursor; t != nil && c.Compare(*t) >= 0 {
+		s.trim.cursor = &engine.Cursor{UpdatedAt: c.UpdatedAt}
+	}
 }

@@ -149,6 +149,10 @@ type Store struct {
 		sync.Mutex
 		cursor *engine.Cursor // where TrimLog goes on (nil: the oldest task)
 	}
+	// trimHigh is the highest cutoff a TrimLog has begun with (set before
+	// its scan): every cursor it sets is older. A write at a time under
+	// it may land where TrimLog no longer looks (untrim, log.go).
+	trimHigh atomic.Int64
 
 	// counterLocks guard deleting counters at zero (counters.go) and
 	// folding them (counter_fold.go): writers hold the shared side over

@@ -82,6 +82,7 @@ func (s *Store) put(old *current, task *a2a.Task, owner string, now int64, l *en
 	if err := s.commitCounted(b, &counters); err != nil {
 		return engine.Record{}, fmt.Errorf("pebblestore: %w", err)
 	}
+	s.untrim(rec.Cursor)
 	s.wake(task.ID)
 	if !withTask {
 		return rec, nil

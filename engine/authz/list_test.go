@@ -24,13 +24,18 @@ import (
 
 var seedFlag = flag.Uint64("authz.seed", 0, "seed for randomized authz tests (0 = random)")
 
-func seed(t *testing.T) *rand.Rand {
+func seed(t *testing.T) *rand.Rand { return rand.New(rand.NewPCG(seedValue(t), 0x5eed)) }
+
+// seedValue returns the seed of a randomized test, -authz.seed when set
+// (else random), and logs it.
+func seedValue(t *testing.T) uint64 {
+	t.Helper()
 	s := *seedFlag
 	if s == 0 {
 		s = rand.Uint64()
 	}
 	t.Logf("seed %d (rerun with -authz.seed=%d)", s, s)
-	return rand.New(rand.NewPCG(s, 0x5eed))
+	return s
 }
 
 var (

@@ -23,6 +23,12 @@ func TestConformanceCollidingIDs(t *testing.T) {
 func TestConformanceIDsInRecords(t *testing.T) { conformance(t, memstore.NewIDsInRecords) }
 
 func conformance(t *testing.T, newStore func(memstore.Options) *memstore.Store) {
+	storetest.Run(t, harness(newStore))
+}
+
+// harness describes the stores newStore makes to storetest: Run and the
+// stress tests (stress_test.go) take it.
+func harness(newStore func(memstore.Options) *memstore.Store) storetest.Harness {
 	open := func(log bool) func(tb testing.TB, clock engine.Clock) engine.Store {
 		return func(tb testing.TB, clock engine.Clock) engine.Store {
 			s := newStore(memstore.Options{Clock: clock, Log: log})
@@ -30,11 +36,11 @@ func conformance(t *testing.T, newStore func(memstore.Options) *memstore.Store) 
 			return s
 		}
 	}
-	storetest.Run(t, storetest.Harness{
+	return storetest.Harness{
 		Open:           open(false),
 		OpenLogged:     open(true),
 		ClockInjection: true,
 		BinaryIDs:      true,
 		ListStats:      true,
-	})
+	}
 }

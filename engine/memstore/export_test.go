@@ -1,5 +1,12 @@
 package memstore
 
+// IDInline and LargeRecord are the ID length kept beside the index entry
+// and the record size kept apart, for storetest.StressOptions.
+const (
+	IDInline    = idInline
+	LargeRecord = largeRecord
+)
+
 // NewColliding returns a store whose ID map hashes every ID to one of n
 // values, so that most IDs take idMap's collision path.
 func NewColliding(opts Options, n uint64) *Store {

@@ -290,6 +290,7 @@ func (s *Store) setLocked(e *entry, id a2a.TaskID, enc *encoded) {
 // is in no owner index.
 // REQUIRES: s.mu held for writing.
 func (s *Store) indexLocked(e *entry) {
+	s.untrimLocked(e)
 	s.mu.order.Set(e.item())
 	s.mu.byCtx.Set(e.keyed(uint64(e.ctx)))
 	s.mu.byState.Set(e.keyed(uint64(e.state)))
@@ -301,6 +302,19 @@ func (s *Store) indexLocked(e *entry) {
 		s.mu.byOwnerState.Set(e.keyed(ownerStateKey(e.owner, e.state)))
 		s.mu.owners.add(e.owner, e.state, 1)
 		s.mu.ownerCtx.add(e.owner, e.ctx, 1)
+	}
+}
+
+// untrimLocked moves where TrimLog goes on (s.mu.trimmed) back to e's
+// time when e, about to be indexed, lands at or behind it: a task created
+// or written while the clock is behind that point (S4 lets it step back;
+// imports are engine.TrimFrom's case too) would otherwise lie where no
+// later TrimLog looks, its log never trimmed (K7). An empty ID sorts after
+// every task of that time, so the walk examines them all, e included.
+// REQUIRES: s.mu held for writing.
+func (s *Store) untrimLocked(e *entry) {
+	if t := s.mu.trimmed; t != nil && s.mu.slots.cursor(e).Compare(*t) >= 0 {
+		s.mu.trimmed = &engine.Cursor{UpdatedAt: e.updatedAt}
 	}
 }
 

@@ -66,6 +66,24 @@
 //     page from one view), that concurrent Creates of one ID let exactly
 //     one win, and that no call fails.
 //
+// Beside Run, three stress tests take the same Harness and
+// StressOptions (a backend's own test calls them, each once per store
+// variant worth it):
+//
+//   - RunInterleavedModel: long random interleavings of creates, growing
+//     and shrinking replaces, appends, cancels, deletes, log trims,
+//     retention sweeps and (StressOptions.Reopen) restarts, with a clock
+//     that steps back, checked after each step against a plain map
+//     (invariants, Get, a filtered traversal and its total); then a full
+//     TrimLog that must leave no log entry (K7), then traversals under
+//     concurrent writers (L7, L8). -short and -race run fewer steps.
+//   - RunSameIDHammer: writers racing on three IDs; no revision returned
+//     twice within an incarnation (S7), invariants hold.
+//   - RunTrimLogClockBack: TrimLog still trims a task written behind the
+//     point it goes on from after the clock stepped back (K7, S4).
+//
+// Their seeds are logged and set with -storetest.seed too.
+//
 // Clauses that drive time (S4, S5, parts of S6 and L7) need
 // Harness.ClockInjection; without it the suite still checks that every
 // mutation strictly advances UpdatedAt. ManualClock is a clock tests can
