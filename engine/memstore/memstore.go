@@ -311,9 +311,15 @@ func (s *Store) indexLocked(e *entry) {
 // imports are engine.TrimFrom's case too) would otherwise lie where no
 // later TrimLog looks, its log never trimmed (K7). An empty ID sorts after
 // every task of that time, so the walk examines them all, e included.
+// A write at a later time than the point (every write but after a clock
+// step) costs one comparison: its ID is read only at the point's time.
 // REQUIRES: s.mu held for writing.
 func (s *Store) untrimLocked(e *entry) {
-	if t := s.mu.trimmed; t != nil && s.mu.slots.cursor(e).Compare(*t) >= 0 {
+	t := s.mu.trimmed
+	if t == nil || e.updatedAt > t.UpdatedAt {
+		return
+	}
+	if e.updatedAt < t.UpdatedAt || s.mu.slots.cursor(e).Compare(*t) >= 0 {
 		s.mu.trimmed = &engine.Cursor{UpdatedAt: e.updatedAt}
 	}
 }
