@@ -129,18 +129,7 @@ func TestCopyRerunCopiesAdvancedDeliveryState(t *testing.T) {
 		}
 	})
 	mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst)
-	withPebble(t, src, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		l, err := ob.Claim(ctx, now, nil)
-		if err != nil || l == nil {
-			t.Fatalf("claim: %v, %v", l, err)
-		}
-		r := *l.Record()
-		r.Attempts, r.FailingSince, r.NextAt, r.LastError = 1, now, now.Add(time.Hour), "HTTP 503"
-		if err := l.Commit(ctx, &r); err != nil {
-			t.Fatal(err)
-		}
-	})
+	failOneDelivery(t, src)
 	for i := range 2 {
 		var out, errOut strings.Builder
 		code := run(ctx, []string{"copy", "-live", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst}, &out, &errOut)
@@ -382,18 +371,7 @@ func TestCopyLiveRerunRedoesEveryConfig(t *testing.T) {
 		}
 	})
 	mustAdmin(t, "copy", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst, "-batch", "10000")
-	withPebble(t, src, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		l, err := ob.Claim(ctx, now, nil)
-		if err != nil || l == nil {
-			t.Fatalf("claim: %v, %v", l, err)
-		}
-		r := *l.Record()
-		r.Attempts, r.FailingSince, r.NextAt, r.LastError = 1, now, now.Add(time.Hour), "HTTP 503"
-		if err := l.Commit(ctx, &r); err != nil {
-			t.Fatal(err)
-		}
-	})
+	failOneDelivery(t, src)
 	var out, errOut strings.Builder
 	if code := run(ctx, []string{"copy", "-live", "-from", "pebble", "-from-pebble-dir", src, "-to", "pebble", "-to-pebble-dir", dst, "-batch", "10000"}, &out, &errOut); code != exitOK {
 		t.Errorf("rerun of copy -live: exit %d\n%s%s", code, out.String(), errOut.String())
@@ -439,4 +417,23 @@ func TestImportRefusesLogOfAnotherTask(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failOneDelivery claims a due push record of the Pebble store in src and
+// commits a failed attempt: its delivery state moves on from a copy's.
+func failOneDelivery(t *testing.T, src string) {
+	t.Helper()
+	ctx := context.Background()
+	withPebble(t, src, pebblestore.Options{NoUpgrade: true}, func(s *pebblestore.Store, ob pushdelivery.Outbox) {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		l, err := ob.Claim(ctx, now, nil)
+		if err != nil || l == nil {
+			t.Fatalf("claim: %v, %v", l, err)
+		}
+		r := *l.Record()
+		r.Attempts, r.FailingSince, r.NextAt, r.LastError = 1, now, now.Add(time.Hour), "HTTP 503"
+		if err := l.Commit(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
