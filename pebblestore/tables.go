@@ -8,7 +8,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/a2astore/a2astore/engine"
-	"github.com/a2astore/a2astore/internal/pebblelog"
 )
 
 // LiveTables returns the file names (000006.sst) of the tables that the
@@ -17,8 +16,12 @@ import (
 // empty log directory when it has none — so a
 // damaged copy (a backup being restored) can be checked before a store is
 // opened on it: a checkpoint holds exactly the tables of its version, and
-// a table present but not named is a MANIFEST that lost records.
-func LiveTables(dir string) (_ []string, err error) {
+// a table present but not named is a MANIFEST that lost records. Pebble
+// logs to logger (nil: pebble.DefaultLogger).
+func LiveTables(dir string, logger pebble.Logger) (_ []string, err error) {
+	if logger == nil {
+		logger = pebble.DefaultLogger
+	}
 	// The log directory the store's OPTIONS record (walDir); a checkpoint
 	// without log files has none, and Pebble refuses a missing one.
 	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
@@ -28,7 +31,7 @@ func LiveTables(dir string) (_ []string, err error) {
 		WALDir:        walDir,
 		ReadOnly:      true,
 		Merger:        counterMerger,
-		Logger:        pebblelog.Quiet{},
+		Logger:        logger,
 		EventListener: &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}},
 	})
 	if err != nil {

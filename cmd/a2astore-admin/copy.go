@@ -434,14 +434,14 @@ func (c *copier) run(ctx context.Context) error {
 		}
 		after = &tail[len(tail)-1]
 		fmt.Fprintf(c.out, "resuming after task %q (%d of %d tasks in the target)\n", after.ID, c.had, c.start.count)
-		redo := c.redoConfigs(ctx, tail)
+		redo := c.redoConfigs
 		if c.o.live {
 			// A live source's deliveries move on after their tasks were
 			// copied (verify's advice is this rerun): every task's.
-			redo = c.redoEveryConfig(ctx)
+			redo = func(ctx context.Context, _ []engine.Cursor) error { return c.redoEveryConfig(ctx) }
 		}
-		if redo != nil {
-			return redo
+		if err := redo(ctx, tail); err != nil {
+			return err
 		}
 	}
 	for batch := 0; ; batch++ {

@@ -473,7 +473,7 @@ func wholeManifests(dir string) error {
 // its check, or a log replayed over the tables that a compaction then
 // panicked on.
 func tablesNamed(from, to string) error {
-	live, err := pebblestore.LiveTables(to)
+	live, err := pebblestore.LiveTables(to, pebblelog.Quiet{})
 	if err != nil {
 		return fmt.Errorf("the restored store does not open (removed): %w", err)
 	}
