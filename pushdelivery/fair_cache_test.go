@@ -35,6 +35,9 @@ func TestFairOwnerWithMoreTasksThanOwnerCache(t *testing.T) {
 	hang := newReceiver(t, b.answer)
 	ok := newReceiver(t, nil)
 	var out *countingLocal
+	// Set before the worker starts and put back after it stops (cleanups
+	// run last first): the worker reads the bound.
+	t.Cleanup(SetMaxOwnerCache(64)) // the production cap, 1 << 14, behaves alike: it takes more tasks
 	h := newHarness(t, func(o *Options) {
 		out = &countingLocal{Local: NewMemory(o.Store, LocalOptions{Clock: o.Clock, Rescan: time.Hour, Lease: time.Hour})}
 		o.Outbox = out
@@ -42,8 +45,6 @@ func TestFairOwnerWithMoreTasksThanOwnerCache(t *testing.T) {
 		o.Client = NewClient(ClientOptions{AllowPrivate: true, Timeout: time.Hour})
 	})
 	t.Cleanup(func() { close(b.release) }) // before the worker and the receivers close
-	defer func(c int) { maxOwnerCache = c }(maxOwnerCache)
-	maxOwnerCache = 64 // the production cap, 1 << 14, behaves alike: it takes more tasks
 	n := maxOwnerCache + 16
 	t0 := h.clock.Now()
 	save := func(task a2a.TaskID, u string, at time.Time) {
