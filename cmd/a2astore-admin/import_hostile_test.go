@@ -236,22 +236,11 @@ func TestRestoreCorruptBackupFailsCleanly(t *testing.T) {
 // check; at some bytes a background compaction then panicked on the log
 // replayed over the tables, killing the process.)
 func TestRestoreTornManifestFailsCleanly(t *testing.T) {
-	dir := t.TempDir()
-	src, bak := filepath.Join(dir, "src"), filepath.Join(dir, "bak")
-	makeRichPebble(t, src, 60, 9)
-	mustAdmin(t, "backup", "-pebble-dir", src, "-to", bak)
-	manifests, err := filepath.Glob(filepath.Join(bak, "MANIFEST-*"))
-	if err != nil || len(manifests) != 1 {
-		t.Fatalf("manifests %v, %v", manifests, err)
-	}
-	orig, err := os.ReadFile(manifests[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, src, bak, manifest, orig := backupWithManifest(t)
 	for back := 1; back <= 24; back++ {
 		b := bytes.Clone(orig)
 		b[len(b)-back] ^= 0x5a
-		if err := os.WriteFile(manifests[0], b, 0o644); err != nil {
+		if err := os.WriteFile(manifest, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		to := filepath.Join(dir, fmt.Sprintf("restored-%d", back))
@@ -273,24 +262,13 @@ func TestRestoreTornManifestFailsCleanly(t *testing.T) {
 // lost; cut at 110, the log was replayed over the tables and a background
 // compaction could panic, killing the process.)
 func TestRestoreTruncatedManifestFailsCleanly(t *testing.T) {
-	dir := t.TempDir()
-	src, bak := filepath.Join(dir, "src"), filepath.Join(dir, "bak")
-	makeRichPebble(t, src, 60, 9)
-	mustAdmin(t, "backup", "-pebble-dir", src, "-to", bak)
+	dir, src, bak, manifest, orig := backupWithManifest(t)
 	want := dumpPebble(t, src)
-	manifests, err := filepath.Glob(filepath.Join(bak, "MANIFEST-*"))
-	if err != nil || len(manifests) != 1 {
-		t.Fatalf("manifests %v, %v", manifests, err)
-	}
-	orig, err := os.ReadFile(manifests[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	for n := len(orig) - 1; n > 0; n-- {
-		if err := os.WriteFile(manifests[0], orig[:n], 0o644); err != nil {
+		if err := os.WriteFile(manifest, orig[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if readRecords(manifests[0]) != nil {
+		if readRecords(manifest) != nil {
 			continue // torn inside a record: TestRestoreTornManifestFailsCleanly
 		}
 		to := filepath.Join(dir, fmt.Sprintf("restored-%d", n))
@@ -436,4 +414,23 @@ func failOneDelivery(t *testing.T, src string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// backupWithManifest backs up a rich Pebble store (dir/src) into dir/bak
+// and returns its one MANIFEST's path and bytes.
+func backupWithManifest(t *testing.T) (dir, src, bak, manifest string, orig []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	src, bak = filepath.Join(dir, "src"), filepath.Join(dir, "bak")
+	makeRichPebble(t, src, 60, 9)
+	mustAdmin(t, "backup", "-pebble-dir", src, "-to", bak)
+	manifests, err := filepath.Glob(filepath.Join(bak, "MANIFEST-*"))
+	if err != nil || len(manifests) != 1 {
+		t.Fatalf("manifests %v, %v", manifests, err)
+	}
+	orig, err = os.ReadFile(manifests[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, src, bak, manifests[0], orig
 }
